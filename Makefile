@@ -1,0 +1,114 @@
+# attention-server: `make` builds everything into build/, `make test` runs every
+# test, `make run` serves on 127.0.0.1:8080. Each of them first installs the
+# Debian packages that are missing (`make deps`).
+
+BUILD   ?= build
+CC      ?= cc
+OPT     ?= -O2
+SAN     ?=
+CFLAGS  ?= $(OPT) -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread -I. $(SAN)
+LDFLAGS += $(SAN) -pthread
+
+DEB_PACKAGES = build-essential pkg-config libopenblas-dev libjansson-dev \
+               libmicrohttpd-dev check libcurl4-openssl-dev
+
+PKG = $(shell pkg-config --cflags --libs $(1) 2>/dev/null)
+BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
+BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
+
+CORE_SRC   := $(wildcard core/*.c)
+API_SRC    := $(wildcard api/*.c)
+SERVER_SRC := $(wildcard server/*.c)
+TEST_SRC   := $(wildcard tests/test_*.c)
+TEST_LIB   := $(wildcard tests/support/*.c)
+
+CORE_OBJ   := $(CORE_SRC:%.c=$(BUILD)/%.o)
+API_OBJ    := $(API_SRC:%.c=$(BUILD)/%.o)
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o)
+TESTLIB_OBJ:= $(TEST_LIB:%.c=$(BUILD)/%.o)
+TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+
+LIBCORE    := $(BUILD)/libattention.a
+LIBAPI     := $(BUILD)/libattnapi.a
+SERVER     := $(BUILD)/attention-server
+
+LIBS_CORE   = $(BLAS_LIBS) -lm
+LIBS_API    = -ljansson
+LIBS_SERVER = -lmicrohttpd
+LIBS_TEST   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck) -lcurl
+
+.PHONY: all deps test asan run clean golden bench container-check check-deps
+.DEFAULT_GOAL := all
+
+all: deps
+	@$(MAKE) --no-print-directory build-all
+
+build-all: $(LIBCORE) $(LIBAPI) $(SERVER) $(TEST_BIN)
+
+# Installs what is missing, nothing when everything is there.
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+$(BUILD)/core/%.o: core/%.c core/*.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) -c $< -o $@
+
+$(BUILD)/api/%.o: api/%.c api/*.h core/attention.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/server/%.o: server/%.c server/*.h api/api.h core/attention.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) -c $< -o $@
+
+$(BUILD)/tests/support/%.o: tests/support/%.c tests/support/*.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) -c $< -o $@
+
+$(LIBCORE): $(CORE_OBJ)
+	@mkdir -p $(dir $@)
+	ar rcs $@ $^
+
+$(LIBAPI): $(API_OBJ)
+	@mkdir -p $(dir $@)
+	ar rcs $@ $^
+
+$(SERVER): $(SERVER_OBJ) $(LIBAPI) $(LIBCORE)
+	$(CC) $(LDFLAGS) $(SERVER_OBJ) $(LIBAPI) $(LIBCORE) $(LIBS_SERVER) $(LIBS_API) $(LIBS_CORE) -o $@
+
+$(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(LIBAPI) $(LIBCORE) tests/support/*.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(TESTLIB_OBJ) $(LIBAPI) $(LIBCORE) \
+	  $(LDFLAGS) $(LIBS_TEST) $(LIBS_API) $(LIBS_CORE) -o $@
+
+# Every test program, each must run at least one check and fail none.
+test: deps
+	@$(MAKE) --no-print-directory build-all
+	@BUILD=$(BUILD) tests/run-tests.sh $(TEST_BIN)
+
+# The same tests under AddressSanitizer and UndefinedBehaviorSanitizer.
+asan: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
+	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" build-all
+	@BUILD=build-asan ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  tests/run-tests.sh $(TEST_SRC:tests/%.c=build-asan/tests/%)
+
+run: all
+	$(SERVER) --host 127.0.0.1 --port 8080
+
+# Regenerates the golden vectors with PyTorch (Debian's python3-torch).
+golden:
+	@dpkg-query -W -f='$${Status}' python3-torch 2>/dev/null | grep -q "ok installed" || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch)
+	/usr/bin/python3 tests/golden/generate.py tests/golden
+
+clean:
+	rm -rf build build-asan

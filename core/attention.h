@@ -1,0 +1,239 @@
+/* attention.h - the attention modules of the seed chapters, PyTorch-exact.
+ *
+ * Plain C11, float32 storage, OpenBLAS for every matrix product, no global
+ * mutable state: every function is reentrant and may be called from many
+ * threads at once.  Failures are returned as an attn_status code and described
+ * in an attn_error (message and the field at fault); nothing here aborts.
+ *
+ * A call goes through three steps:
+ *
+ *   attn_config cfg = {.module = ATTN_MHA, .batch = 2, .tokens = 6, .d_in = 3,
+ *                      .d_out = 2, .num_heads = 2, .causal = 1};
+ *   attn_plan plan;
+ *   attn_plan_make(&cfg, &plan, &err);          validate, size every tensor
+ *   float *params = malloc(plan.n_params * sizeof *params);
+ *   attn_rng rng; attn_rng_seed(&rng, 123);     torch.manual_seed(123)
+ *   attn_params_init(&cfg, &plan, params, &rng, &err);   MultiHeadAttention(...)
+ *   attn_forward(&cfg, &plan, &in, &rng, &out, &err);    mha(batch)
+ *
+ * Conventions used everywhere:
+ *   - tensors are dense, row-major, float32; shapes are written [B][T][D];
+ *   - a boolean mask is uint8_t and 1 means "masked out, not attended", as in
+ *     the seeds' `mask` buffer and torch.nn.MultiheadAttention (PyTorch's
+ *     scaled_dot_product_attention uses the opposite: convert at the edge);
+ *   - a query row whose keys are all masked gets all-zero weights and an
+ *     all-zero context (PyTorch gives NaN or a uniform row depending on the
+ *     path; neither can be carried in JSON);
+ *   - sizes are int and must be >= 1; every product is checked for overflow.
+ */
+#ifndef ATTENTION_H
+#define ATTENTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ATTN_VERSION "0.1.0"
+
+/* ==== Errors ============================================================ */
+
+typedef enum {
+    ATTN_OK = 0,
+    ATTN_ERR_ARG = -1,       /* an option or size is invalid (zero, negative, unknown) */
+    ATTN_ERR_SHAPE = -2,     /* sizes disagree (d_out % num_heads, T > context_length) */
+    ATTN_ERR_RANGE = -3,     /* a size product overflows or exceeds ATTN_MAX_ELEMENTS */
+    ATTN_ERR_NONFINITE = -4, /* an input is NaN or infinite, or the result overflowed */
+    ATTN_ERR_NOMEM = -5,     /* an allocation failed */
+} attn_status;
+
+typedef struct {
+    int code;           /* an attn_status */
+    char field[64];     /* the option or tensor at fault: "d_out", "inputs", "params.W_key.weight" */
+    char message[256];  /* one line, no trailing period */
+} attn_error;
+
+/* "ok", "invalid_argument", "invalid_shape", "too_large", "non_finite", "out_of_memory" */
+const char *attn_status_name(int code);
+
+/* The largest tensor, in elements, that a plan accepts (2^40). Callers
+ * usually enforce a much smaller budget with attn_plan.total_elements. */
+#define ATTN_MAX_ELEMENTS ((size_t)1 << 40)
+
+/* ==== Modules =========================================================== */
+
+typedef enum {
+    ATTN_SIMPLE,        /* 3.3: no weights; scores = X Xᵀ, weights = softmax or sum-normalised */
+    ATTN_SELF_V1,       /* 3.4.2 SelfAttention_v1: raw [d_in][d_out] parameters */
+    ATTN_SELF_V2,       /* 3.4.2 SelfAttention_v2: nn.Linear layout, optional qkv_bias */
+    ATTN_CAUSAL,        /* 3.5.3 CausalAttention */
+    ATTN_MHA_WRAPPER,   /* 3.6.1 MultiHeadAttentionWrapper: num_heads CausalAttention heads */
+    ATTN_MHA,           /* 3.6.2 MultiHeadAttention: weight splits + out_proj */
+    ATTN_GPT2,          /* seed 003 gpt2_min.py CausalSelfAttention: fused c_attn, c_proj */
+    ATTN_TORCH_MHA,     /* torch.nn.MultiheadAttention (batch_first=True) */
+    ATTN_SDPA,          /* scaled dot-product attention on given Q, K, V */
+    ATTN_MODULE_COUNT
+} attn_module;
+
+/* The Python class name: "SelfAttention_v1", "torch.nn.MultiheadAttention", ... */
+const char *attn_module_name(attn_module m);
+/* Inverse of attn_module_name; also accepts "simple", "sdpa" and
+ * "scaled_dot_product_attention". Returns ATTN_OK or ATTN_ERR_ARG. */
+int attn_module_from_name(const char *name, attn_module *out);
+
+typedef enum {
+    ATTN_NORM_SOFTMAX = 0,  /* softmax(scores * scale) */
+    ATTN_NORM_SUM = 1,      /* ATTN_SIMPLE only: scores / row sum, the seed's first try */
+} attn_norm;
+
+typedef enum {
+    ATTN_MASK_NEG_INF = 0,  /* masked scores set to -inf before softmax (3.5.1, second way) */
+    ATTN_MASK_RENORM = 1,   /* softmax, zero masked weights, renormalise rows (3.5.1, first way) */
+} attn_mask_method;
+
+/* Where dropout acts. The seed classes, torch.nn.MultiheadAttention and SDPA
+ * drop attention weights; gpt2_min.py's resid_drop drops the output. */
+typedef enum {
+    ATTN_DROP_WEIGHTS = 0,
+    ATTN_DROP_OUTPUT = 1,
+} attn_drop_site;
+
+typedef struct {
+    attn_module module;
+    int batch;           /* B */
+    int tokens;          /* T, the query length L */
+    int d_in;            /* width of the inputs: d_in; n_embd (GPT2); embed_dim (torch);
+                            E, the query/key head width (SDPA) */
+    int d_out;           /* seed classes: d_out. Ignored by the others (their width is d_in) */
+    int num_heads;       /* wrapper, MHA, GPT2, torch, SDPA; must be 1 (or 0) for the others */
+    int kv_tokens;       /* S, the key length: SDPA and torch cross-attention. 0 = tokens */
+    int kv_heads;        /* SDPA grouped-query: Hkv, dividing num_heads. 0 = num_heads */
+    int kdim, vdim;      /* torch: key/value input widths (0 = embed_dim). SDPA: vdim = Ev (0 = E) */
+    int context_length;  /* seed classes: context_length; GPT2: block_size. 0 = T (no bound) */
+    int bias;            /* qkv_bias (seed classes) or bias (torch). GPT2 always has biases */
+    int causal;          /* mask keys j > i (top-left aligned when L != S, as PyTorch) */
+    attn_norm normalization;
+    attn_mask_method mask_method;
+    int has_scale;       /* use `scale` instead of 1/sqrt(head_dim) (1 for ATTN_SIMPLE) */
+    float scale;
+    float dropout;       /* p in [0, 1]; kept values are scaled by 1/(1-p) */
+    int training;        /* dropout acts only when training and p > 0 */
+    int has_dropout_seed;/* reseed the generator right before dropout, as the seed's */
+    uint64_t dropout_seed; /*   torch.manual_seed(123); dropout(attn_weights) */
+} attn_config;
+
+/* ==== Plan: validated sizes ============================================= */
+
+/* Every size of one call, derived from an attn_config by attn_plan_make.
+ * Counts are in elements (floats, or bytes for masks). */
+typedef struct {
+    int B, H, Hkv, L, S;  /* batch, heads, key/value heads, query and key lengths */
+    int Dk, Dv;           /* per-head query/key and value widths (head_dim) */
+    int in_width;         /* width of x: last axis of the inputs */
+    int kv_in_width[2];   /* widths of the key and value inputs (torch cross-attention) */
+    int ctx_width;        /* H * Dv: heads concatenated, before the output projection */
+    int out_width;        /* width of the final context */
+    int has_out_proj;     /* MHA, GPT2, torch */
+    attn_drop_site drop_site;
+    int dropout_active;   /* training && 0 < p */
+    float scale;          /* the scale actually applied */
+    int param_count;      /* named tensors in the state_dict (buffers included) */
+    size_t n_params;      /* floats in the parameter buffer */
+    size_t n_inputs;      /* floats in x (or q + k + v for SDPA, x_key, x_value) */
+    size_t n_context;     /* B * L * out_width */
+    size_t n_context_heads; /* B * L * ctx_width */
+    size_t n_queries, n_keys, n_values; /* B*H*L*Dk, B*Hkv*S*Dk, B*Hkv*S*Dv */
+    size_t n_scores;      /* B * H * L * S (raw scores, masked scores, weights) */
+    size_t n_mask;        /* B * L * S */
+    size_t n_avg;         /* B * L * S */
+    size_t n_dropout;     /* B*H*L*S, or B*L*out_width for ATTN_DROP_OUTPUT */
+    size_t total_elements;/* an upper bound on every float the call holds: inputs,
+                             parameters, intermediates and every output */
+} attn_plan;
+
+/* Validates cfg and fills plan. ATTN_OK or an error naming the field. */
+int attn_plan_make(const attn_config *cfg, attn_plan *plan, attn_error *err);
+
+/* ==== Parameters: the module's state_dict ================================ */
+
+#define ATTN_PARAM_NAME_MAX 48
+
+typedef struct {
+    char name[ATTN_PARAM_NAME_MAX]; /* PyTorch state_dict key: "W_query.weight",
+                                       "heads.1.W_key.bias", "c_attn.weight", "mask" */
+    int rank;                 /* 1 to 4 */
+    int shape[4];
+    size_t offset;            /* in floats, into the parameter buffer */
+    size_t count;             /* product of the shape */
+    int is_buffer;            /* a constant buffer (mask, bias): checked, not trusted */
+} attn_param;
+
+/* Describes the index-th entry (0 <= index < plan->param_count) in state_dict
+ * order. Entries are contiguous in the buffer, in that order. */
+int attn_param_get(const attn_config *cfg, const attn_plan *plan, int index, attn_param *out);
+
+/* ==== Random numbers: PyTorch's CPU generator ============================ */
+
+/* mt19937 as torch.manual_seed sets it up (the seed's low 32 bits). */
+typedef struct {
+    uint32_t state[624];
+    int index;
+} attn_rng;
+
+#define ATTN_TORCH_DEFAULT_SEED UINT64_C(67280421310721) /* a fresh PyTorch process */
+
+void attn_rng_seed(attn_rng *rng, uint64_t seed);
+uint32_t attn_rng_u32(attn_rng *rng);
+/* torch.rand / Tensor.uniform_(from, to) for float32: one 32-bit draw. */
+float attn_rng_uniform(attn_rng *rng, float from, float to);
+/* One Bernoulli(keep_p) draw as nn.Dropout makes it: one 64-bit draw. */
+int attn_rng_bernoulli(attn_rng *rng, double keep_p);
+
+/* Fills params (plan->n_params floats) exactly as constructing the module
+ * after torch.manual_seed would: the same draws in the same order, buffers
+ * included. The generator is left where PyTorch's would be. */
+int attn_params_init(const attn_config *cfg, const attn_plan *plan, float *params,
+                     attn_rng *rng, attn_error *err);
+
+/* Checks given parameters: finite, and buffers equal to what the module
+ * registers (the seeds' triangular masks). */
+int attn_params_check(const attn_config *cfg, const attn_plan *plan, const float *params,
+                      attn_error *err);
+
+/* ==== Forward ============================================================ */
+
+typedef struct {
+    const float *x;        /* [B][T][in_width]; unused by SDPA */
+    const float *x_key;    /* torch cross-attention: [B][S][kdim]; NULL = x */
+    const float *x_value;  /* [B][S][vdim]; NULL = x_key, or x */
+    const float *query;    /* SDPA: [B][H][L][E] */
+    const float *key;      /* SDPA: [B][Hkv][S][E] */
+    const float *value;    /* SDPA: [B][Hkv][S][Ev] */
+    const float *params;   /* plan.n_params floats laid out by attn_param_get; NULL if none */
+    const uint8_t *attn_mask_bool; /* [L][S], or [B][L][S] if attn_mask_batched; 1 = masked out */
+    const float *attn_mask_add;    /* same shapes: added to the scaled scores (-inf = masked) */
+    int attn_mask_batched;
+    const uint8_t *key_padding_mask; /* [B][S]; 1 = padding, not attended */
+} attn_inputs;
+
+/* Where results go. Every pointer may be NULL (not wanted); the caller owns
+ * the memory and sizes it from the plan. */
+typedef struct {
+    float *context;        /* [B][L][out_width], the module's return value */
+    float *context_heads;  /* [B][L][ctx_width]: heads concatenated, before out_proj */
+    float *queries;        /* [B][H][L][Dk] per head, after projection */
+    float *keys;           /* [B][Hkv][S][Dk] */
+    float *values;         /* [B][Hkv][S][Dv] */
+    float *scores;         /* [B][H][L][S] raw Q·Kᵀ */
+    float *masked_scores;  /* [B][H][L][S] scaled, masked entries -INFINITY */
+    uint8_t *mask;         /* [B][L][S] the boolean mask applied, 1 = masked out */
+    float *weights;        /* [B][H][L][S] attention weights, after dropout */
+    float *weights_avg;    /* [B][L][S] weights averaged over heads */
+    float *dropout_mask;   /* n_dropout multipliers: 0 or 1/(1-p) (1 when inactive) */
+} attn_outputs;
+
+/* Runs the module. rng is the generator left by attn_params_init (or any
+ * seeded one); it is used only when dropout is active and may then be
+ * reseeded with cfg->dropout_seed. One allocation for the work space. */
+int attn_forward(const attn_config *cfg, const attn_plan *plan, const attn_inputs *in,
+                 attn_rng *rng, attn_outputs *out, attn_error *err);
+
+#endif
