@@ -114,7 +114,7 @@ typedef struct {
     attn_mask_method mask_method;
     int has_scale;       /* use `scale` instead of 1/sqrt(head_dim) (1 for ATTN_SIMPLE) */
     float scale;
-    float dropout;       /* p in [0, 1]; kept values are scaled by 1/(1-p) */
+    double dropout;      /* p in [0, 1] (double, as Python passes it); kept values are scaled by 1/(1-p) */
     int training;        /* dropout acts only when training and p > 0 */
     int has_dropout_seed;/* reseed the generator right before dropout, as the seed's */
     uint64_t dropout_seed; /*   torch.manual_seed(123); dropout(attn_weights) */

@@ -1,0 +1,215 @@
+/* plan.c - validates an attn_config and derives every size of the call. */
+#include "internal.h"
+
+#include <math.h>
+
+static int has_context_length(attn_module m) {
+    return m == ATTN_CAUSAL || m == ATTN_MHA_WRAPPER || m == ATTN_MHA || m == ATTN_GPT2;
+}
+
+static int is_multi_head(attn_module m) {
+    return m == ATTN_MHA_WRAPPER || m == ATTN_MHA || m == ATTN_GPT2 || m == ATTN_TORCH_MHA ||
+           m == ATTN_SDPA;
+}
+
+/* Sum of products with overflow checks; returns 0 on overflow. */
+static int add_product(size_t *acc, size_t a, size_t b, size_t c, size_t d) {
+    size_t p;
+    if (!attn__mul(a, b, &p) || !attn__mul(p, c, &p) || !attn__mul(p, d, &p)) return 0;
+    if (*acc > ATTN_MAX_ELEMENTS - p) return 0;
+    *acc += p;
+    return 1;
+}
+
+static int check_positive(int v, const char *field, attn_error *err) {
+    if (v < 1) return attn__fail(err, ATTN_ERR_ARG, field, "%s must be >= 1, got %d", field, v);
+    return ATTN_OK;
+}
+
+/* Fills the widths and head sizes that depend on the module. */
+static int derive_shapes(const attn_config *c, attn_plan *p, attn_error *err) {
+    int rc;
+    int heads = c->num_heads;
+    if (is_multi_head(c->module)) {
+        if ((rc = check_positive(heads, "num_heads", err))) return rc;
+    } else if (heads > 1 || heads < 0) {
+        return attn__fail(err, ATTN_ERR_ARG, "num_heads", "%s has a single head, got num_heads %d",
+                          attn_module_name(c->module), heads);
+    } else {
+        heads = 1;
+    }
+    p->H = p->Hkv = heads;
+    p->L = p->S = c->tokens;
+    p->in_width = c->d_in;
+    p->kv_in_width[0] = p->kv_in_width[1] = c->d_in;
+
+    switch (c->module) {
+    case ATTN_SIMPLE:
+        p->Dk = p->Dv = c->d_in;
+        break;
+    case ATTN_SELF_V1: case ATTN_SELF_V2: case ATTN_CAUSAL: case ATTN_MHA_WRAPPER:
+        if ((rc = check_positive(c->d_out, "d_out", err))) return rc;
+        p->Dk = p->Dv = c->d_out;
+        break;
+    case ATTN_MHA:
+        if ((rc = check_positive(c->d_out, "d_out", err))) return rc;
+        if (c->d_out % heads != 0)
+            return attn__fail(err, ATTN_ERR_SHAPE, "num_heads",
+                              "d_out must be divisible by num_heads (d_out %d, num_heads %d)",
+                              c->d_out, heads);
+        p->Dk = p->Dv = c->d_out / heads;
+        p->has_out_proj = 1;
+        break;
+    case ATTN_GPT2: case ATTN_TORCH_MHA: {
+        const char *what = c->module == ATTN_GPT2 ? "n_embd" : "embed_dim";
+        if (c->d_in % heads != 0)
+            return attn__fail(err, ATTN_ERR_SHAPE, "num_heads",
+                              "%s must be divisible by num_heads (%s %d, num_heads %d)", what,
+                              what, c->d_in, heads);
+        p->Dk = p->Dv = c->d_in / heads;
+        p->has_out_proj = 1;
+        if (c->module == ATTN_TORCH_MHA) {
+            if (c->kdim < 0 || c->vdim < 0)
+                return attn__fail(err, ATTN_ERR_ARG, c->kdim < 0 ? "kdim" : "vdim",
+                                  "kdim and vdim must be >= 1 (0 = embed_dim)");
+            if (c->kv_tokens < 0)
+                return attn__fail(err, ATTN_ERR_ARG, "kv_tokens", "kv_tokens must be >= 1");
+            p->kv_in_width[0] = c->kdim ? c->kdim : c->d_in;
+            p->kv_in_width[1] = c->vdim ? c->vdim : c->d_in;
+            if (c->kv_tokens) p->S = c->kv_tokens;
+        }
+        break;
+    }
+    case ATTN_SDPA:
+        if (c->kv_heads < 0 || c->kv_tokens < 0 || c->vdim < 0)
+            return attn__fail(err, ATTN_ERR_ARG,
+                              c->kv_heads < 0 ? "kv_heads" : c->kv_tokens < 0 ? "kv_tokens" : "vdim",
+                              "kv_heads, kv_tokens and vdim must be >= 1 (0 = default)");
+        if (c->kv_heads) p->Hkv = c->kv_heads;
+        if (heads % p->Hkv != 0)
+            return attn__fail(err, ATTN_ERR_SHAPE, "kv_heads",
+                              "num_heads (%d) must be a multiple of the key/value heads (%d)",
+                              heads, p->Hkv);
+        if (c->kv_tokens) p->S = c->kv_tokens;
+        p->Dk = c->d_in;
+        p->Dv = c->vdim ? c->vdim : c->d_in;
+        break;
+    default:
+        return attn__fail(err, ATTN_ERR_ARG, "module", "unknown module %d", (int)c->module);
+    }
+    return ATTN_OK;
+}
+
+static int check_options(const attn_config *c, attn_plan *p, attn_error *err) {
+    if (!(c->dropout >= 0.0f && c->dropout <= 1.0f))
+        return attn__fail(err, ATTN_ERR_ARG, "dropout", "dropout must be in [0, 1], got %g",
+                          (double)c->dropout);
+    if (c->has_scale && !isfinite(c->scale))
+        return attn__fail(err, ATTN_ERR_NONFINITE, "scale", "scale must be a finite number");
+    if (c->normalization != ATTN_NORM_SOFTMAX && c->normalization != ATTN_NORM_SUM)
+        return attn__fail(err, ATTN_ERR_ARG, "normalization", "unknown normalization %d",
+                          (int)c->normalization);
+    if (c->normalization == ATTN_NORM_SUM && c->module != ATTN_SIMPLE)
+        return attn__fail(err, ATTN_ERR_ARG, "normalization",
+                          "the sum normalization exists only for simple attention");
+    if (c->mask_method != ATTN_MASK_NEG_INF && c->mask_method != ATTN_MASK_RENORM)
+        return attn__fail(err, ATTN_ERR_ARG, "mask_method", "unknown mask method %d",
+                          (int)c->mask_method);
+    if (c->context_length < 0)
+        return attn__fail(err, ATTN_ERR_ARG, "context_length", "context_length must be >= 1");
+    if (has_context_length(c->module) && c->context_length && c->tokens > c->context_length) {
+        const char *field = c->module == ATTN_GPT2 ? "block_size" : "context_length";
+        return attn__fail(err, ATTN_ERR_SHAPE, field,
+                          "%d tokens exceed %s %d (the mask buffer has only %d rows)", c->tokens,
+                          field, c->context_length, c->context_length);
+    }
+    if (c->has_scale)
+        p->scale = c->scale;
+    else if (c->module == ATTN_SIMPLE)
+        p->scale = 1.0f;
+    else
+        p->scale = (float)(1.0 / sqrt((double)p->Dk));
+    p->drop_site = c->module == ATTN_GPT2 ? ATTN_DROP_OUTPUT : ATTN_DROP_WEIGHTS;
+    p->dropout_active = c->training && c->dropout > 0.0f;
+    return ATTN_OK;
+}
+
+int attn_plan_make(const attn_config *cfg, attn_plan *plan, attn_error *err) {
+    int rc;
+    if (cfg == NULL || plan == NULL)
+        return attn__fail(err, ATTN_ERR_ARG, "", "config and plan must not be NULL");
+    *plan = (attn_plan){0};
+    if (attn_module_name(cfg->module) == NULL)
+        return attn__fail(err, ATTN_ERR_ARG, "module", "unknown module %d", (int)cfg->module);
+    if ((rc = check_positive(cfg->batch, "batch", err)) ||
+        (rc = check_positive(cfg->tokens, "tokens", err)) ||
+        (rc = check_positive(cfg->d_in, "d_in", err)) ||
+        (rc = derive_shapes(cfg, plan, err)) || (rc = check_options(cfg, plan, err)))
+        return rc;
+
+    attn_plan *p = plan;
+    p->B = cfg->batch;
+    size_t B = (size_t)p->B, H = (size_t)p->H, Hkv = (size_t)p->Hkv;
+    size_t L = (size_t)p->L, S = (size_t)p->S, Dk = (size_t)p->Dk, Dv = (size_t)p->Dv;
+    if ((size_t)p->H * (size_t)p->Dv > (size_t)INT32_MAX)
+        return attn__fail(err, ATTN_ERR_RANGE, "num_heads", "num_heads * d_out is too large");
+    p->ctx_width = p->H * p->Dv;
+    if (!p->has_out_proj)
+        p->out_width = p->ctx_width;
+    else
+        p->out_width = cfg->module == ATTN_MHA ? cfg->d_out : cfg->d_in;
+
+    int ok = 1;
+    size_t n = 0;
+    if (cfg->module == ATTN_SDPA) {
+        ok = add_product(&n, B, H, L, Dk) && add_product(&n, B, Hkv, S, Dk) &&
+             add_product(&n, B, Hkv, S, Dv);
+    } else {
+        ok = add_product(&n, B, L, (size_t)p->in_width, 1);
+        if (ok && cfg->module == ATTN_TORCH_MHA &&
+            (p->S != p->L || p->kv_in_width[0] != p->in_width || p->kv_in_width[1] != p->in_width))
+            ok = add_product(&n, B, S, (size_t)p->kv_in_width[0], 1) &&
+                 add_product(&n, B, S, (size_t)p->kv_in_width[1], 1);
+    }
+    p->n_inputs = n;
+    ok = ok && attn__mul(B, L, &n) && attn__mul(n, (size_t)p->out_width, &p->n_context) &&
+         attn__mul(B * L, (size_t)p->ctx_width, &p->n_context_heads);
+    size_t t = 0;
+    ok = ok && add_product(&t, B, H, L, Dk);
+    p->n_queries = t;
+    t = 0;
+    ok = ok && add_product(&t, B, Hkv, S, Dk);
+    p->n_keys = t;
+    t = 0;
+    ok = ok && add_product(&t, B, Hkv, S, Dv);
+    p->n_values = t;
+    t = 0;
+    ok = ok && add_product(&t, B, H, L, S);
+    p->n_scores = t;
+    t = 0;
+    ok = ok && add_product(&t, B, L, S, 1);
+    p->n_mask = p->n_avg = t;
+    p->n_dropout = p->drop_site == ATTN_DROP_OUTPUT ? p->n_context : p->n_scores;
+    if (!ok)
+        return attn__fail(err, ATTN_ERR_RANGE, "inputs",
+                          "the tensors of this call would exceed %zu elements",
+                          (size_t)ATTN_MAX_ELEMENTS);
+
+    if ((rc = attn__param_layout(cfg, plan, err))) return rc;
+
+    /* Everything at once: inputs, parameters, projections and their per-head
+     * copies, three score-sized tensors, masks, averages, dropout and contexts. */
+    size_t total = 0;
+    ok = add_product(&total, p->n_inputs, 1, 1, 1) && add_product(&total, p->n_params, 1, 1, 1) &&
+         add_product(&total, p->n_queries + p->n_keys + p->n_values, 2, 1, 1) &&
+         add_product(&total, p->n_scores, 3, 1, 1) && add_product(&total, p->n_mask, 2, 1, 1) &&
+         add_product(&total, p->n_dropout, 1, 1, 1) &&
+         add_product(&total, p->n_context_heads, 1, 1, 1) &&
+         add_product(&total, p->n_context, 1, 1, 1);
+    if (!ok)
+        return attn__fail(err, ATTN_ERR_RANGE, "inputs",
+                          "the tensors of this call would exceed %zu elements",
+                          (size_t)ATTN_MAX_ELEMENTS);
+    p->total_elements = total;
+    return ATTN_OK;
+}
