@@ -153,6 +153,10 @@ int attn_plan_make(const attn_config *cfg, attn_plan *plan, attn_error *err) {
     size_t L = (size_t)p->L, S = (size_t)p->S, Dk = (size_t)p->Dk, Dv = (size_t)p->Dv;
     if ((size_t)p->H * (size_t)p->Dv > (size_t)INT32_MAX)
         return attn__fail(err, ATTN_ERR_RANGE, "num_heads", "num_heads * d_out is too large");
+    /* OpenBLAS takes int sizes: the rows of one matrix product must fit. */
+    if (B * L > (size_t)INT32_MAX || B * S > (size_t)INT32_MAX)
+        return attn__fail(err, ATTN_ERR_RANGE, "batch",
+                          "batch * tokens is too large (%zu rows)", B * (L > S ? L : S));
     p->ctx_width = p->H * p->Dv;
     if (!p->has_out_proj)
         p->out_width = p->ctx_width;
