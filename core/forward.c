@@ -235,12 +235,15 @@ int attn_forward(const attn_config *cfg, const attn_plan *plan, const attn_input
     if (cfg->module == ATTN_MHA_WRAPPER)
         n_proj += (size_t)p->H * (size_t)p->Dk * ((size_t)p->in_width + 1);
 
-    /* Size the work space: everything the caller did not ask for. */
+    /* Size the work space: everything the caller did not ask for. Score-sized
+     * intermediates nobody wants live in one [L][S] scratch reused by every
+     * head instead of a [B][H][L][S] tensor. */
+    size_t LS = (size_t)p->L * (size_t)p->S;
+    int keep_weights = out->weights || out->weights_avg;
     size_t bytes = align64(n_proj * sizeof(float));
-    size_t score_bytes = align64(p->n_scores * sizeof(float));
-    bytes += out->scores ? 0 : score_bytes;
-    bytes += out->masked_scores ? 0 : score_bytes;
-    bytes += out->weights ? 0 : score_bytes;
+    bytes += out->scores ? 0 : align64(LS * sizeof(float));
+    bytes += out->masked_scores ? 0 : align64(LS * sizeof(float));
+    bytes += out->weights ? 0 : align64((keep_weights ? p->n_scores : LS) * sizeof(float));
     bytes += out->mask ? 0 : align64(p->n_mask);
     bytes += p->dropout_active && !out->dropout_mask ? align64(p->n_dropout * sizeof(float)) : 0;
     bytes += out->context_heads ? 0 : align64(p->n_context_heads * sizeof(float));
@@ -259,9 +262,12 @@ int attn_forward(const attn_config *cfg, const attn_plan *plan, const attn_input
 
     attn__heads hd = {
         .plan = p, .cfg = cfg, .q = v[0], .k = v[1], .v = v[2],
-        .scores = OR_TAKE(out->scores, &a, p->n_scores, float),
-        .masked = OR_TAKE(out->masked_scores, &a, p->n_scores, float),
-        .weights = OR_TAKE(out->weights, &a, p->n_scores, float),
+        .scores = OR_TAKE(out->scores, &a, LS, float),
+        .masked = OR_TAKE(out->masked_scores, &a, LS, float),
+        .weights = OR_TAKE(out->weights, &a, keep_weights ? p->n_scores : LS, float),
+        .scores_step = out->scores ? LS : 0,
+        .masked_step = out->masked_scores ? LS : 0,
+        .weights_step = keep_weights ? LS : 0,
         .mask = OR_TAKE(out->mask, &a, p->n_mask, uint8_t),
         .context_heads = OR_TAKE(out->context_heads, &a, p->n_context_heads, float),
         .inputs = in,
@@ -301,7 +307,8 @@ int attn_forward(const attn_config *cfg, const attn_plan *plan, const attn_input
     if (out->weights_avg) attn__average_heads(out->weights_avg, hd.weights, p);
 
     rc = ATTN_OK;
-    if (!attn__all_finite(context, p->n_context) || !attn__all_finite(hd.weights, p->n_scores))
+    /* NaN or inf anywhere in the weights reaches the context: one check. */
+    if (!attn__all_finite(context, p->n_context))
         rc = attn__fail(err, ATTN_ERR_NONFINITE, "inputs",
                         "the result overflowed float32: inputs or parameters are too large");
     free(a.base);

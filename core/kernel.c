@@ -93,8 +93,9 @@ void attn__attend(attn__heads *a) {
             const float *q = a->q.p + (size_t)b * a->q.sb + (size_t)h * a->q.sh;
             const float *k = a->k.p + (size_t)b * a->k.sb + (size_t)hk * a->k.sh;
             const float *v = a->v.p + (size_t)b * a->v.sb + (size_t)hk * a->v.sh;
-            size_t off = ((size_t)b * p->H + (size_t)h) * LS;
-            float *raw = a->scores + off, *masked = a->masked + off, *w = a->weights + off;
+            size_t bh = (size_t)b * p->H + (size_t)h, off = bh * LS;
+            float *raw = a->scores + bh * a->scores_step, *masked = a->masked + bh * a->masked_step;
+            float *w = a->weights + bh * a->weights_step;
 
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, S, p->Dk, 1.0f, q, a->q.ld, k,
                         a->k.ld, 0.0f, raw, S);

@@ -17,9 +17,10 @@ typedef struct {
     const attn_config *cfg;
     const attn_inputs *inputs;  /* masks */
     attn__view q, k, v;
-    float *scores;         /* [B][H][L][S] raw Q·Kᵀ */
-    float *masked;         /* [B][H][L][S] scaled and masked */
-    float *weights;        /* [B][H][L][S] */
+    float *scores;         /* [B][H][L][S] raw Q·Kᵀ, or one reused [L][S] */
+    float *masked;         /* [B][H][L][S] scaled and masked, or one reused [L][S] */
+    float *weights;        /* [B][H][L][S], or one reused [L][S] */
+    size_t scores_step, masked_step, weights_step; /* L*S when kept per head, else 0 */
     uint8_t *mask;         /* [B][L][S] */
     const float *dropout;  /* [B][H][L][S] multipliers, NULL = none */
     float *context_heads;  /* [B][L][H*Dv] */
