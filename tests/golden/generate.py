@@ -574,6 +574,8 @@ def make_case(name, description, module, *, B=1, T=4, d_in=3, d_out=2, H=1, S=0,
               training=False, seed=None, dropout_seed=None, data_seed=0, x=None,
               query=None, key=None, value=None, mask_bool=None, mask_add=None,
               kpm=None, xk=None, xv=None, notes=None):
+    # attn_inputs has one attn_mask_batched flag for both masks
+    assert mask_bool is None or mask_add is None or mask_bool.dim() == mask_add.dim(), name
     return dict(name=name, description=description, module=module, B=B, T=T, d_in=d_in,
                 d_out=d_out, H=H, S=S, Hkv=Hkv, kdim=kdim, vdim=vdim,
                 context_length=context_length, bias=bias, causal=causal,
@@ -698,6 +700,10 @@ def cases():
                          d_in=4, d_out=3, context_length=5, causal=True, mask_method="renorm", seed=15,
                          data_seed=38, kpm=torch.tensor([[0, 0, 0, 0, 1], [0, 1, 0, 0, 0]], dtype=torch.uint8)))
 
+    out.append(make_case("causal_s16_dropout_one", "dropout 1.0 in training: PyTorch multiplies by zero and "
+                         "draws nothing", "causal", B=1, T=3, d_in=3, d_out=2, context_length=3, causal=True,
+                         dropout=1.0, training=True, seed=16, data_seed=39))
+
     # ---- MultiHeadAttentionWrapper ------------------------------------------------
     out.append(make_case("wrapper_s1_b2_t4_h3", "3 heads", "wrapper", B=2, T=4, d_in=3, d_out=2, H=3,
                          context_length=4, causal=True, seed=1, data_seed=40))
@@ -716,6 +722,9 @@ def cases():
     # ---- MultiHeadAttention ------------------------------------------------------
     out.append(make_case("mha_s1_b2_t5_d6_o6_h3", "3 heads of 2", "mha", B=2, T=5, d_in=6, d_out=6, H=3,
                          context_length=5, causal=True, seed=1, data_seed=50))
+    out.append(make_case("mha_s8_medium", "odd medium sizes: T 17, d_in 20, d_out 24, 3 heads, qkv_bias",
+                         "mha", B=2, T=17, d_in=20, d_out=24, H=3, context_length=20, causal=True, bias=True,
+                         seed=8, data_seed=57))
     out.append(make_case("mha_s2_h1", "one head", "mha", B=1, T=4, d_in=3, d_out=4, H=1, context_length=6,
                          causal=True, seed=2, data_seed=51))
     out.append(make_case("mha_s3_heads_eq_dout", "num_heads == d_out (head_dim 1)", "mha", B=2, T=3, d_in=5,
@@ -782,6 +791,18 @@ def cases():
                          B=1, T=4, d_in=4, d_out=0, H=4, bias=False, dropout=0.5, training=True,
                          dropout_seed=1, seed=9, data_seed=78))
 
+    g = torch.Generator().manual_seed(79)
+    kv = randn(g, 2, 5, 4)
+    out.append(make_case("tmha_s10_cross_kv_same_tensor",
+                         "key is value (one tensor, 5 keys for 3 queries): the packed encoder-decoder split",
+                         "torch_mha", B=2, T=3, d_in=4, d_out=0, H=2, S=5, bias=True, seed=10, data_seed=79,
+                         xk=kv, xv=kv))
+    g = torch.Generator().manual_seed(90)
+    out.append(make_case("tmha_s11_causal_add_kpm", "causal + float mask [L][S] + key padding", "torch_mha",
+                         B=2, T=4, d_in=4, d_out=0, H=2, causal=True, bias=True, seed=11, data_seed=90,
+                         mask_add=float_mask(g, (4, 4)),
+                         kpm=torch.tensor([[0, 0, 1, 0], [0, 0, 0, 0]], dtype=torch.uint8)))
+
     # ---- scaled dot-product attention --------------------------------------------------
     out.append(make_case("sdpa_b2_h2_t4_e3", "plain", "sdpa", B=2, T=4, d_in=3, d_out=0, H=2, data_seed=80))
     out.append(make_case("sdpa_l3_s5_causal", "L 3, S 5, causal top-left aligned", "sdpa", B=1, T=3, S=5,
@@ -805,6 +826,10 @@ def cases():
                          mask_bool=torch.tensor([[[0, 0, 1, 0], [0, 1, 0, 0], [0, 0, 0, 0]],
                                                  [[1, 1, 0, 0], [0, 0, 0, 1], [0, 0, 0, 0]]], dtype=torch.uint8),
                          kpm=torch.tensor([[0, 0, 0, 1], [0, 0, 1, 1]], dtype=torch.uint8)))
+    g = torch.Generator().manual_seed(89)
+    out.append(make_case("sdpa_bool_add_causal", "bool and float masks [B][L][S] + causal, L 4 S 6", "sdpa",
+                         B=2, T=4, S=6, d_in=3, d_out=0, H=1, causal=True, data_seed=89,
+                         mask_bool=bool_mask(g, (2, 4, 6), 0.2), mask_add=float_mask(g, (2, 4, 6), 0.1)))
     out.append(make_case("sdpa_renorm_causal", "renorm mask method, causal", "sdpa", B=1, T=4, d_in=3, d_out=0,
                          H=2, causal=True, mask_method="renorm", data_seed=88))
     return out

@@ -213,6 +213,10 @@ static int load_case(json_t *root, golden_case *gc, char *why, size_t len) {
         .attn_mask_bool = gc->attn_mask_bool.bytes, .attn_mask_add = gc->attn_mask_add.data,
         .key_padding_mask = gc->key_padding_mask.bytes,
     };
+    if (gc->attn_mask_bool.present && gc->attn_mask_add.present &&
+        gc->attn_mask_bool.rank != gc->attn_mask_add.rank)
+        return failf(why, len, "attn_mask_bool and attn_mask_add must have the same rank "
+                     "(attn_inputs has one attn_mask_batched flag)");
     gc->in.attn_mask_batched = (gc->attn_mask_bool.present && gc->attn_mask_bool.rank == 3) ||
                                (gc->attn_mask_add.present && gc->attn_mask_add.rank == 3);
 
