@@ -79,33 +79,34 @@ static void project(const attn_config *cfg, const attn_plan *p, const attn_input
     int hq = p->H * p->Dk, hv = p->H * p->Dv;
     int bias = cfg->bias;
 
+    float *dst[3] = {q, k, val};
+    static const char *const weight[3] = {"W_query.weight", "W_key.weight", "W_value.weight"};
+    static const char *const bias_name[3] = {"W_query.bias", "W_key.bias", "W_value.bias"};
     switch (cfg->module) {
-    case ATTN_SELF_V1:
-        linear(q, in->x, rows_q, p->in_width, hq, P + 0, 1, NULL);
-        linear(k, in->x, rows_q, p->in_width, hq, P + p->n_params / 3, 1, NULL);
-        linear(val, in->x, rows_q, p->in_width, hv, P + 2 * (p->n_params / 3), 1, NULL);
-        break;
-    case ATTN_SELF_V2: case ATTN_CAUSAL: case ATTN_MHA: {
-        int step = bias ? 2 : 1; /* weight (and bias) per projection */
-        float *dst[3] = {q, k, val};
+    case ATTN_SELF_V1: {
+        static const char *const raw[3] = {"W_query", "W_key", "W_value"};
         for (int t = 0; t < 3; t++)
-            linear(dst[t], in->x, rows_q, p->in_width, hq, param(cfg, p, P, t * step), 0,
-                   bias ? param(cfg, p, P, t * step + 1) : NULL);
+            linear(dst[t], in->x, rows_q, p->in_width, hq, find_param(cfg, p, P, raw[t]), 1, NULL);
         break;
     }
+    case ATTN_SELF_V2: case ATTN_CAUSAL: case ATTN_MHA:
+        for (int t = 0; t < 3; t++)
+            linear(dst[t], in->x, rows_q, p->in_width, hq, find_param(cfg, p, P, weight[t]), 0,
+                   find_param(cfg, p, P, bias_name[t]));
+        break;
     case ATTN_MHA_WRAPPER: {
         /* Pack every head's W_query (then W_key, W_value) into one [H*d_out][d_in]
-         * matrix so each projection is one sgemm instead of one per head. */
-        int per_head = bias ? 7 : 4, step = bias ? 2 : 1;
+         * matrix so each projection is one sgemm instead of one per head. Each
+         * head's entries are: mask, then weight (and bias) per projection. */
+        int per_head = p->param_count / p->H, step = bias ? 2 : 1;
         size_t wsize = (size_t)p->Dk * (size_t)p->in_width;
         float *packed = val + p->n_values, *packed_b = packed + (size_t)p->H * wsize;
-        float *dst[3] = {q, k, val};
         for (int t = 0; t < 3; t++) {
             for (int h = 0; h < p->H; h++) {
-                memcpy(packed + (size_t)h * wsize, param(cfg, p, P, h * per_head + t * step),
-                       wsize * sizeof(float));
+                int w_index = h * per_head + 1 + t * step;
+                memcpy(packed + (size_t)h * wsize, param(cfg, p, P, w_index), wsize * sizeof(float));
                 if (bias)
-                    memcpy(packed_b + (size_t)h * p->Dk, param(cfg, p, P, h * per_head + t * step + 1),
+                    memcpy(packed_b + (size_t)h * p->Dk, param(cfg, p, P, w_index + 1),
                            (size_t)p->Dk * sizeof(float));
             }
             linear(dst[t], in->x, rows_q, p->in_width, hq, packed, 0, bias ? packed_b : NULL);
@@ -114,9 +115,9 @@ static void project(const attn_config *cfg, const attn_plan *p, const attn_input
     }
     case ATTN_GPT2: {
         /* c_attn is [3C][C]: rows 0..C-1 make q, then k, then v. */
-        const float *w = param(cfg, p, P, 0), *b = param(cfg, p, P, 1);
+        const float *w = find_param(cfg, p, P, "c_attn.weight");
+        const float *b = find_param(cfg, p, P, "c_attn.bias");
         size_t C = (size_t)p->in_width;
-        float *dst[3] = {q, k, val};
         for (int t = 0; t < 3; t++)
             linear(dst[t], in->x, rows_q, p->in_width, hq, w + t * C * C, 0, b + t * C);
         break;
@@ -126,14 +127,13 @@ static void project(const attn_config *cfg, const attn_plan *p, const attn_input
                               in->x_value ? in->x_value : (in->x_key ? in->x_key : in->x)};
         int widths[3] = {p->in_width, p->kv_in_width[0], p->kv_in_width[1]};
         int rows[3] = {rows_q, rows_kv, rows_kv};
-        int fused = widths[1] == p->in_width && widths[2] == p->in_width;
+        static const char *const sep[3] = {"q_proj_weight", "k_proj_weight", "v_proj_weight"};
+        const float *fused = find_param(cfg, p, P, "in_proj_weight");
+        const float *b = find_param(cfg, p, P, "in_proj_bias");
         size_t E = (size_t)p->in_width;
-        const float *bias_all = NULL;
-        if (bias) bias_all = param(cfg, p, P, fused ? 1 : 3);
-        float *dst[3] = {q, k, val};
         for (int t = 0; t < 3; t++) {
-            const float *w = fused ? param(cfg, p, P, 0) + t * E * E : param(cfg, p, P, t);
-            linear(dst[t], xs[t], rows[t], widths[t], hq, w, 0, bias_all ? bias_all + t * E : NULL);
+            const float *w = fused ? fused + t * E * E : find_param(cfg, p, P, sep[t]);
+            linear(dst[t], xs[t], rows[t], widths[t], hq, w, 0, b ? b + t * E : NULL);
         }
         break;
     }

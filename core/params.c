@@ -51,18 +51,20 @@ static void build_layout(const attn_config *c, const attn_plan *p, layout *lay) 
         add(lay, "W_value", 2, din, dout, INIT_RAND, 0);
         break;
     case ATTN_SELF_V2: case ATTN_CAUSAL: case ATTN_MHA_WRAPPER: case ATTN_MHA:
+        /* A module's own buffers come before its children's parameters in
+         * state_dict(); buffers draw nothing, so the draw order is unchanged. */
+        if (c->module != ATTN_SELF_V2) add(lay, "mask", 2, cl, cl, INIT_TRIU, 0);
         add_linear(lay, "W_query.weight", "W_query.bias", din, dout, c->bias);
         add_linear(lay, "W_key.weight", "W_key.bias", din, dout, c->bias);
         add_linear(lay, "W_value.weight", "W_value.bias", din, dout, c->bias);
         if (c->module == ATTN_MHA) add_linear(lay, "out_proj.weight", "out_proj.bias", dout, dout, 1);
-        if (c->module != ATTN_SELF_V2) add(lay, "mask", 2, cl, cl, INIT_TRIU, 0);
         if (c->module == ATTN_MHA_WRAPPER) lay->groups = p->H;
         break;
     case ATTN_GPT2:
+        add(lay, "bias", 4, 1, 1, INIT_TRIL, 0);
+        lay->e[0].shape[2] = lay->e[0].shape[3] = cl;
         add_linear(lay, "c_attn.weight", "c_attn.bias", din, 3 * din, 1);
         add_linear(lay, "c_proj.weight", "c_proj.bias", din, din, 1);
-        add(lay, "bias", 4, 1, 1, INIT_TRIL, 0);
-        lay->e[lay->n - 1].shape[2] = lay->e[lay->n - 1].shape[3] = cl;
         break;
     case ATTN_TORCH_MHA:
         if (p->kv_in_width[0] == din && p->kv_in_width[1] == din) {
