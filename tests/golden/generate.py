@@ -268,29 +268,30 @@ class Extra:
         return None if self.add is None else self.add[:, None, :, :]
 
 
-def seed_attend(queries, keys, values, ex, cfg):
-    """The seed classes' attention on [B][H][T][hd] tensors:
-    scores.masked_fill_(mask, -inf); softmax(scores / hd**0.5); dropout; @ v.
-    Additive masks are added to the scaled scores."""
+def seed_attend(queries, keys, values, m, a, cfg):
+    """The seed classes' attention in the module's own rank ([T][d] for
+    SelfAttention_v1/v2, [B][T][d] for CausalAttention, [B][H][T][hd] for
+    MultiHeadAttention; m and a are the bool and additive masks shaped to
+    broadcast): scores.masked_fill_(mask, -inf); softmax(scores / hd**0.5);
+    dropout; @ v. Additive masks are added to the scaled scores."""
     rec = {}
     attn_scores = queries @ keys.transpose(-2, -1)
     rec["scores"] = attn_scores.clone()
-    m4, a4 = ex.m4(), ex.a4()
     if cfg["scale"] is None:
         scale_div = keys.shape[-1]**0.5
         scaled_unmasked = attn_scores / scale_div
-        masked = attn_scores.masked_fill(m4, -torch.inf) / scale_div
+        masked = attn_scores.masked_fill(m, -torch.inf) / scale_div
     else:
         scaled_unmasked = attn_scores * cfg["scale"]
-        masked = attn_scores.masked_fill(m4, -torch.inf) * cfg["scale"]
-    if a4 is not None:
-        scaled_unmasked = scaled_unmasked + a4
-        masked = masked + a4
+        masked = attn_scores.masked_fill(m, -torch.inf) * cfg["scale"]
+    if a is not None:
+        scaled_unmasked = scaled_unmasked + a
+        masked = masked + a
     rec["masked_scores"] = masked
     if cfg["mask_method"] == "renorm":
-        w = renorm_weights(scaled_unmasked, m4)
+        w = renorm_weights(scaled_unmasked, m)
     else:
-        w = zero_full_rows(torch.softmax(masked, dim=-1), m4)
+        w = zero_full_rows(torch.softmax(masked, dim=-1), m)
     return w, rec
 
 
@@ -329,29 +330,48 @@ def fwd_simple(x, ex, cfg):
     return rec
 
 
+def single_head(project, x, ex, cfg, per_sequence):
+    """SelfAttention_v1/v2 (per_sequence: the seed classes take one 2-D
+    sequence, keys.T) and CausalAttention (3-D batch). Returns the record
+    with a head axis of 1 added."""
+    if per_sequence:
+        recs = []
+        for b in range(x.shape[0]):
+            queries, keys, values = project(x[b])
+            w, rec = seed_attend(queries, keys, values, ex.mask[b],
+                                 None if ex.add is None else ex.add[b], cfg)
+            rec["context"] = finish_heads(w, values, rec, cfg)
+            rec.update(queries=queries, keys=keys, values=values)
+            recs.append(rec)
+        rec = {key: torch.stack([r[key] for r in recs]) for key in recs[0]}
+    else:
+        queries, keys, values = project(x)
+        w, rec = seed_attend(queries, keys, values, ex.mask, ex.add, cfg)
+        rec["context"] = finish_heads(w, values, rec, cfg)
+        rec.update(queries=queries, keys=keys, values=values)
+    for key in ("queries", "keys", "values", "scores", "masked_scores", "weights", "dropout_mask"):
+        rec[key] = rec[key][:, None]
+    rec["context_heads"] = rec["context"]
+    return rec
+
+
 def fwd_v1(mod, x, ex, cfg):
-    keys = x @ mod.W_key
-    queries = x @ mod.W_query
-    values = x @ mod.W_value
-    q, k, v = queries[:, None], keys[:, None], values[:, None]
-    w, rec = seed_attend(q, k, v, ex, cfg)
-    rec.update(queries=q, keys=k, values=v)
-    ctx = finish_heads(w, v, rec, cfg)[:, 0]
-    rec["context_heads"] = rec["context"] = ctx
-    return rec
+    def project(x):
+        keys = x @ mod.W_key
+        queries = x @ mod.W_query
+        values = x @ mod.W_value
+        return queries, keys, values
+    return single_head(project, x, ex, cfg, per_sequence=True)
 
 
-def fwd_linear3(mod, x, ex, cfg):
-    """SelfAttention_v2 and CausalAttention: W_key, W_query, W_value."""
-    keys = mod.W_key(x)
-    queries = mod.W_query(x)
-    values = mod.W_value(x)
-    q, k, v = queries[:, None], keys[:, None], values[:, None]
-    w, rec = seed_attend(q, k, v, ex, cfg)
-    rec.update(queries=q, keys=k, values=v)
-    ctx = finish_heads(w, v, rec, cfg)[:, 0]
-    rec["context_heads"] = rec["context"] = ctx
-    return rec
+def fwd_linear3(mod, x, ex, cfg, per_sequence=False):
+    """SelfAttention_v2 (per sequence) and CausalAttention: W_key, W_query, W_value."""
+    def project(x):
+        keys = mod.W_key(x)
+        queries = mod.W_query(x)
+        values = mod.W_value(x)
+        return queries, keys, values
+    return single_head(project, x, ex, cfg, per_sequence)
 
 
 def fwd_wrapper(mod, x, ex, cfg):
@@ -372,7 +392,7 @@ def fwd_mha(mod, x, ex, cfg):
     keys = keys.view(b, num_tokens, mod.num_heads, mod.head_dim).transpose(1, 2)
     values = values.view(b, num_tokens, mod.num_heads, mod.head_dim).transpose(1, 2)
     queries = queries.view(b, num_tokens, mod.num_heads, mod.head_dim).transpose(1, 2)
-    w, rec = seed_attend(queries, keys, values, ex, cfg)
+    w, rec = seed_attend(queries, keys, values, ex.m4(), ex.a4(), cfg)
     rec.update(queries=queries, keys=keys, values=values)
     context_vec = finish_heads(w, values, rec, cfg).transpose(1, 2)
     context_vec = context_vec.contiguous().view(b, num_tokens, mod.d_out)
@@ -932,7 +952,9 @@ def run_case(c):
             rec = fwd_simple(x, ex, cfg)
         elif m == "v1":
             rec = fwd_v1(mod, x, ex, cfg)
-        elif m in ("v2", "causal"):
+        elif m == "v2":
+            rec = fwd_linear3(mod, x, ex, cfg, per_sequence=True)
+        elif m == "causal":
             rec = fwd_linear3(mod, x, ex, cfg)
         elif m == "wrapper":
             rec = fwd_wrapper(mod, x, ex, cfg)
@@ -1072,19 +1094,19 @@ def case_json(c, x, q, k, v, mod, rec, verified):
 def main():
     outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     os.makedirs(outdir, exist_ok=True)
-    for old in os.listdir(outdir):
-        if old.endswith(".json"):
-            os.remove(os.path.join(outdir, old))
-    total = 0
+    files = {}  # everything is computed (and verified) before any file is touched
     for c in cases():
         obj = case_json(c, *run_case(c))
-        text = json.dumps(obj, separators=(",", ":"), allow_nan=False)
-        path = os.path.join(outdir, c["name"] + ".json")
-        with open(path, "w") as f:
-            f.write(text + "\n")
-        total += len(text) + 1
-        print(f"{c['name']:40s} {len(text):7d} B  {obj['notes'][1]}")
-    print(f"{len(cases())} cases, {total} bytes")
+        files[c["name"] + ".json"] = json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n"
+        print(f"{c['name']:40s} {len(files[c['name'] + '.json']):7d} B  {obj['notes'][1]}")
+    for old in os.listdir(outdir):
+        if old.endswith(".json") and old not in files:
+            os.remove(os.path.join(outdir, old))
+    for name, text in files.items():
+        with open(os.path.join(outdir, name), "w") as f:
+            f.write(text)
+    print(f"{len(files)} cases, {sum(len(t) for t in files.values())} bytes, "
+          f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}")
 
 
 if __name__ == "__main__":
