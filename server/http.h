@@ -1,0 +1,45 @@
+/* http.h - the libmicrohttpd daemon: routing, request bodies, replies.
+ *
+ * Thread model: libmicrohttpd's internal thread pool (epoll, --io-threads)
+ * reads requests and writes replies and never computes. When a POST body is
+ * complete the I/O thread suspends the connection and queues a job on the
+ * worker pool (--threads workers, --max-queue waiting jobs); the worker runs
+ * api_handle, stores the reply and resumes the connection; the I/O thread is
+ * then called again and queues the stored reply. A full queue answers 503
+ * with Retry-After at once.
+ */
+#ifndef SRV_HTTP_H
+#define SRV_HTTP_H
+
+#include <stdatomic.h>
+
+#include "api/api.h"
+#include "options.h"
+#include "pool.h"
+
+typedef struct {
+    const srv_options *opt;
+    srv_pool *pool;
+    api_limits limits;
+    atomic_int draining;          /* set on SIGTERM: /readyz says 503 */
+    struct MHD_Daemon *daemon;
+    int listen_fd;                /* returned by quiesce, closed after stop */
+    int port;                     /* the port actually bound */
+} srv_http;
+
+/* Binds opt->host:opt->port and starts the I/O threads. The pool must be
+ * running. Returns 0, or -1 with the reason logged. */
+int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool);
+
+/* Stops accepting connections and marks the server not ready; connections
+ * already open are still served (with "Connection: close"). */
+void srv_http_quiesce(srv_http *s);
+
+/* Open connections, idle keep-alive ones included. */
+unsigned srv_http_connections(srv_http *s);
+
+/* Closes every connection and joins the I/O threads. Every job must have
+ * finished (srv_pool_stop) so that no connection is still suspended. */
+void srv_http_stop(srv_http *s);
+
+#endif

@@ -1,0 +1,32 @@
+/* info.c - see info.h. */
+#include "info.h"
+
+#include <cblas.h>
+#include <jansson.h>
+#include <string.h>
+
+#include "core/attention.h"
+
+#ifdef __clang__
+#define COMPILER "clang " __clang_version__
+#else
+#define COMPILER "gcc " __VERSION__
+#endif
+
+char *srv_info_version_json(size_t *len) {
+    json_t *v = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:i, s:s}}",
+                          "name", "attention-server", "version", ATTN_VERSION,
+                          "build", "date", __DATE__ " " __TIME__, "compiler", COMPILER,
+                          "openblas", "core", openblas_get_corename(),
+                          "threads", openblas_get_num_threads(),
+                          "config", openblas_get_config());
+    if (!v) return NULL;
+    char *s = json_dumps(v, JSON_COMPACT);
+    json_decref(v);
+    if (s) *len = strlen(s);
+    return s;
+}
+
+const char *srv_info_version_line(void) {
+    return "attention-server " ATTN_VERSION " (built " __DATE__ " " __TIME__ ")";
+}

@@ -1,0 +1,149 @@
+/* main.c - attention-server: options, startup, signals, graceful shutdown.
+ *
+ * Signals: SIGTERM and SIGINT are caught by a handler that only writes one
+ * byte to a pipe (a self-pipe; no other work in the handler). A handler, not
+ * sigwait, because OpenBLAS starts its threads before main runs, with every
+ * signal unblocked: with sigwait the kernel could pick one of them and the
+ * default action would kill the process. The main thread sleeps on the pipe.
+ *
+ * Shutdown: stop accepting (MHD_quiesce_daemon) and answer /readyz with 503;
+ * wait until every request in flight has been answered (at most
+ * --drain-timeout seconds; a second signal cuts the wait short); run the
+ * jobs still queued, which resumes every suspended connection; then stop the
+ * daemon and exit 0.
+ */
+#include <cblas.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http.h"
+#include "info.h"
+#include "log.h"
+#include "metrics.h"
+#include "options.h"
+#include "pool.h"
+#include "probe.h"
+
+static int signal_pipe[2] = {-1, -1};
+
+static void on_signal(int sig) {
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    ssize_t w = write(signal_pipe[1], &b, 1);   /* a full pipe already holds a wakeup */
+    (void)w;
+    errno = saved;
+}
+
+static int install_signals(void) {
+    if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0) return -1;
+    sa.sa_handler = SIG_IGN;
+    return sigaction(SIGPIPE, &sa, NULL);
+}
+
+/* Waits up to ms milliseconds (-1: forever) for a signal; returns it or 0. */
+static int wait_signal(int ms) {
+    struct pollfd p = {.fd = signal_pipe[0], .events = POLLIN};
+    int r = poll(&p, 1, ms);
+    if (r <= 0) return 0;
+    unsigned char b = 0;
+    return read(signal_pipe[0], &b, 1) == 1 ? b : 0;
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static int serve(const srv_options *opt) {
+    /* OpenBLAS 0.3.21 keeps one lock per transpose variant for its threaded
+     * level-3 calls, so threaded sgemm calls of different variants from
+     * several of our workers at once can corrupt its state. One OpenBLAS
+     * thread makes every call run on the calling worker without that path;
+     * the parallelism is ours: --threads workers, one request each. This
+     * also keeps a request from oversubscribing the CPUs the other workers
+     * use. */
+    openblas_set_num_threads(1);
+    /* jansson seeds its hash function on first use; doing it here, before
+     * any thread exists, avoids a race between the first requests. */
+    json_object_seed(0);
+    if (install_signals() != 0) {
+        srv_log("cannot install signal handlers: %s", strerror(errno));
+        return 1;
+    }
+    srv_pool *pool = srv_pool_create(opt->threads, opt->max_queue);
+    if (!pool) {
+        srv_log("cannot start %d worker threads", opt->threads);
+        return 1;
+    }
+    srv_http http;
+    if (srv_http_start(&http, opt, pool) != 0) {
+        srv_pool_destroy(pool);
+        return 1;
+    }
+    srv_log("%s listening on %s port %d: %d workers, %d I/O threads, max-queue %d, "
+            "max-body %zu, max-elements %zu, timeout %ds, OpenBLAS %s x%d",
+            srv_info_version_line(), opt->host, http.port, opt->threads, opt->io_threads,
+            opt->max_queue, opt->max_body, opt->max_elements, opt->timeout,
+            openblas_get_corename(), openblas_get_num_threads());
+
+    int sig;
+    while ((sig = wait_signal(-1)) == 0) {}
+    srv_log("%s: draining %ld request(s) in flight, at most %ds", strsignal(sig),
+            srv_metrics_in_flight(), opt->drain_timeout);
+    srv_http_quiesce(&http);
+    /* A connection accepted just before the signal may not have sent its
+     * request yet: give open connections half a second to show one. */
+    double start = now_s(), deadline = start + opt->drain_timeout;
+    while (now_s() < deadline) {
+        if (srv_metrics_in_flight() == 0 &&
+            (srv_http_connections(&http) == 0 || now_s() > start + 0.5))
+            break;
+        if (wait_signal(20)) {
+            srv_log("second signal: not waiting any longer");
+            break;
+        }
+    }
+    srv_pool_stop(pool);     /* runs what is queued: every connection resumed */
+    /* Replies of jobs that just finished still have to be sent. */
+    for (double grace = now_s() + 1.0; srv_metrics_in_flight() > 0 && now_s() < grace;)
+        wait_signal(10);
+    long left = srv_metrics_in_flight();
+    srv_http_stop(&http);
+    srv_pool_destroy(pool);
+    srv_log("stopped%s", left > 0 ? " (some requests were cut off)" : "");
+    close(signal_pipe[0]);
+    close(signal_pipe[1]);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    srv_options opt;
+    if (srv_options_parse(&opt, argc, argv) != 0) return 2;
+    switch (opt.mode) {
+    case SRV_MODE_HELP:
+        srv_options_usage(stdout, argv[0]);
+        return 0;
+    case SRV_MODE_VERSION:
+        printf("%s\n", srv_info_version_line());
+        return 0;
+    case SRV_MODE_PROBE:
+        return srv_probe(opt.probe_url);
+    case SRV_MODE_SERVE:
+        break;
+    }
+    return serve(&opt);
+}

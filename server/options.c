@@ -1,0 +1,231 @@
+/* options.c - flags and ATTN_* environment variables, see options.h. */
+#include "options.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+/* Default for --max-elements: 2^27 floats, 512 MiB of float32. Inputs,
+ * intermediates and outputs together stay under half a GiB, which leaves the
+ * other half of a 1 GiB per-request budget for the JSON reply text (about 12
+ * bytes per printed float, for the part of the elements that are outputs) and
+ * the parse of the request (bounded separately by --max-body). */
+#define DEFAULT_MAX_ELEMENTS ((size_t)1 << 27)
+#define DEFAULT_MAX_BODY ((size_t)64 << 20)
+
+typedef enum { OPT_STR, OPT_INT, OPT_SIZE, OPT_BOOL } opt_kind;
+
+typedef struct {
+    const char *flag;   /* "--port" */
+    const char *env;    /* "ATTN_PORT" */
+    opt_kind kind;
+    size_t offset;      /* into srv_options */
+    size_t str_size;    /* OPT_STR: capacity */
+    long min, max;      /* OPT_INT: accepted range */
+} opt_def;
+
+#define OFF(f) offsetof(srv_options, f)
+static const opt_def defs[] = {
+    {"--host", "ATTN_HOST", OPT_STR, OFF(host), sizeof(((srv_options *)0)->host), 0, 0},
+    {"--port", "ATTN_PORT", OPT_INT, OFF(port), 0, 0, 65535},
+    {"--threads", "ATTN_THREADS", OPT_INT, OFF(threads), 0, 1, 1024},
+    {"--io-threads", "ATTN_IO_THREADS", OPT_INT, OFF(io_threads), 0, 1, 256},
+    {"--max-body", "ATTN_MAX_BODY", OPT_SIZE, OFF(max_body), 0, 0, 0},
+    {"--max-elements", "ATTN_MAX_ELEMENTS", OPT_SIZE, OFF(max_elements), 0, 0, 0},
+    {"--max-queue", "ATTN_MAX_QUEUE", OPT_INT, OFF(max_queue), 0, 1, 1000000},
+    {"--max-connections", "ATTN_MAX_CONNECTIONS", OPT_INT, OFF(max_connections), 0, 1, 1000000},
+    {"--timeout", "ATTN_TIMEOUT", OPT_INT, OFF(timeout), 0, 1, 86400},
+    {"--drain-timeout", "ATTN_DRAIN_TIMEOUT", OPT_INT, OFF(drain_timeout), 0, 0, 86400},
+    {"--cors-origin", "ATTN_CORS_ORIGIN", OPT_STR, OFF(cors_origin),
+     sizeof(((srv_options *)0)->cors_origin), 0, 0},
+    {"--access-log", "ATTN_ACCESS_LOG", OPT_BOOL, OFF(access_log), 0, 0, 0},
+};
+#define N_DEFS (sizeof defs / sizeof defs[0])
+
+void srv_options_usage(FILE *f, const char *argv0) {
+    fprintf(f,
+        "usage: %s [options]\n"
+        "       %s --probe URL | --healthcheck [--host H] [--port P]\n"
+        "\n"
+        "Serves the attention modules over HTTP (POST /attention/{simple,self,causal,\n"
+        "multihead,sdpa}; GET /healthz /readyz /metrics /version /openapi.json).\n"
+        "Every option can also be set by the environment variable shown; the flag wins.\n"
+        "\n"
+        "  --host ADDR            ATTN_HOST             address to bind (127.0.0.1; 0.0.0.0 or ::\n"
+        "                                               for every interface)\n"
+        "  --port N               ATTN_PORT             TCP port (8080)\n"
+        "  --threads N            ATTN_THREADS          compute workers (number of CPUs)\n"
+        "  --io-threads N         ATTN_IO_THREADS       HTTP I/O threads (CPUs, at most 4)\n"
+        "  --max-body SIZE        ATTN_MAX_BODY         largest request body; bytes, or with a\n"
+        "                                               k/M/G suffix (64M)\n"
+        "  --max-elements N       ATTN_MAX_ELEMENTS     most floats one request may hold, inputs,\n"
+        "                                               intermediates and outputs (134217728 =\n"
+        "                                               512 MiB; k/M/G suffixes accepted)\n"
+        "  --max-queue N          ATTN_MAX_QUEUE        requests waiting for a worker before 503 (64)\n"
+        "  --max-connections N    ATTN_MAX_CONNECTIONS  open connections (1000)\n"
+        "  --timeout SECONDS      ATTN_TIMEOUT          idle client timeout (30)\n"
+        "  --drain-timeout SECS   ATTN_DRAIN_TIMEOUT    on SIGTERM, longest wait for requests in\n"
+        "                                               flight to be sent (20)\n"
+        "  --cors-origin ORIGIN   ATTN_CORS_ORIGIN      Access-Control-Allow-Origin (unset: none)\n"
+        "  --access-log on|off    ATTN_ACCESS_LOG       one line per request on stderr (on)\n"
+        "  --probe URL                                  GET URL, exit 0 on 2xx, 1 otherwise\n"
+        "  --healthcheck                                probe http://HOST:PORT/healthz\n"
+        "  --version                                    print the version and exit\n"
+        "  --help                                       print this text and exit\n",
+        argv0, argv0);
+}
+
+int srv_parse_size(const char *s, size_t *out) {
+    if (!s || !isdigit((unsigned char)*s)) return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno == ERANGE) return -1;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (shift && (strcasecmp(end, "b") == 0 || strcasecmp(end, "ib") == 0)) end += strlen(end);
+    if (*end != '\0') return -1;
+    if (v > (unsigned long long)(SIZE_MAX >> shift)) return -1;
+    *out = (size_t)v << shift;
+    return 0;
+}
+
+static int parse_int(const char *s, long min, long max, int *out) {
+    if (!s || !*s) return -1;
+    errno = 0;
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < min || v > max) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_bool(const char *s, int *out) {
+    static const char *yes[] = {"1", "on", "yes", "true"}, *no[] = {"0", "off", "no", "false"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(s, yes[i]) == 0) { *out = 1; return 0; }
+        if (strcasecmp(s, no[i]) == 0) { *out = 0; return 0; }
+    }
+    return -1;
+}
+
+/* Stores value into the option; prints what is wrong and returns -1. */
+static int set_value(srv_options *o, const opt_def *d, const char *value, const char *from) {
+    char *field = (char *)o + d->offset;
+    int ok = 0;
+    switch (d->kind) {
+    case OPT_STR:
+        ok = strlen(value) < d->str_size;
+        if (ok) memcpy(field, value, strlen(value) + 1);
+        break;
+    case OPT_INT: ok = parse_int(value, d->min, d->max, (int *)field) == 0; break;
+    case OPT_SIZE: ok = srv_parse_size(value, (size_t *)field) == 0 && *(size_t *)field > 0; break;
+    case OPT_BOOL: ok = parse_bool(value, (int *)field) == 0; break;
+    }
+    if (!ok) {
+        if (d->kind == OPT_INT)
+            fprintf(stderr, "attention-server: %s: '%.64s' is not an integer in [%ld, %ld]\n",
+                    from, value, d->min, d->max);
+        else if (d->kind == OPT_SIZE)
+            fprintf(stderr, "attention-server: %s: '%.64s' is not a positive size (bytes, or k/M/G)\n",
+                    from, value);
+        else if (d->kind == OPT_BOOL)
+            fprintf(stderr, "attention-server: %s: '%.64s' is not on or off\n", from, value);
+        else
+            fprintf(stderr, "attention-server: %s: value too long\n", from);
+    }
+    return ok ? 0 : -1;
+}
+
+static int cpu_count(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static void set_defaults(srv_options *o) {
+    memset(o, 0, sizeof *o);
+    o->mode = SRV_MODE_SERVE;
+    strcpy(o->host, "127.0.0.1");
+    o->port = 8080;
+    o->threads = cpu_count();
+    o->io_threads = o->threads < 4 ? o->threads : 4;
+    o->max_body = DEFAULT_MAX_BODY;
+    o->max_elements = DEFAULT_MAX_ELEMENTS;
+    o->max_queue = 64;
+    o->max_connections = 1000;
+    o->timeout = 30;
+    o->drain_timeout = 20;
+    o->access_log = 1;
+}
+
+static int fail(const char *argv0) {
+    srv_options_usage(stderr, argv0);
+    return -1;
+}
+
+int srv_options_parse(srv_options *o, int argc, char **argv) {
+    const char *argv0 = argc > 0 ? argv[0] : "attention-server";
+    set_defaults(o);
+    for (size_t i = 0; i < N_DEFS; i++) {
+        const char *v = getenv(defs[i].env);
+        if (v && *v && set_value(o, &defs[i], v, defs[i].env) != 0) return fail(argv0);
+    }
+    int healthcheck = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) { o->mode = SRV_MODE_HELP; return 0; }
+        if (strcmp(arg, "--version") == 0) { o->mode = SRV_MODE_VERSION; return 0; }
+        if (strcmp(arg, "--healthcheck") == 0) { healthcheck = 1; continue; }
+        /* --flag value or --flag=value */
+        const char *eq = strchr(arg, '=');
+        size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+        const char *value = NULL;
+        if (name_len == 7 && strncmp(arg, "--probe", 7) == 0) {
+            value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!value || strlen(value) >= sizeof o->probe_url) {
+                fprintf(stderr, "attention-server: --probe needs a URL\n");
+                return fail(argv0);
+            }
+            strcpy(o->probe_url, value);
+            o->mode = SRV_MODE_PROBE;
+            continue;
+        }
+        const opt_def *d = NULL;
+        for (size_t k = 0; k < N_DEFS && !d; k++)
+            if (strlen(defs[k].flag) == name_len && strncmp(arg, defs[k].flag, name_len) == 0) d = &defs[k];
+        if (!d) {
+            fprintf(stderr, "attention-server: unknown option '%.64s'\n", arg);
+            return fail(argv0);
+        }
+        value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (!value) {
+            fprintf(stderr, "attention-server: %s needs a value\n", d->flag);
+            return fail(argv0);
+        }
+        if (set_value(o, d, value, d->flag) != 0) return fail(argv0);
+    }
+    if (healthcheck && o->mode != SRV_MODE_PROBE) {
+        /* A server bound to every interface is probed on loopback. */
+        const char *h = o->host;
+        if (strcmp(h, "0.0.0.0") == 0 || strcmp(h, "") == 0) h = "127.0.0.1";
+        else if (strcmp(h, "::") == 0) h = "::1";
+        int v6 = strchr(h, ':') != NULL;
+        snprintf(o->probe_url, sizeof o->probe_url, "http://%s%s%s:%d/healthz",
+                 v6 ? "[" : "", h, v6 ? "]" : "", o->port);
+        o->mode = SRV_MODE_PROBE;
+    }
+    return 0;
+}

@@ -1,0 +1,49 @@
+/* options.h - command line flags and ATTN_* environment variables.
+ *
+ * Every option has a flag and an environment variable; the variable is read
+ * first and the flag overrides it. Bad values are reported on stderr with the
+ * usage text and the process exits 2; this happens at startup only.
+ */
+#ifndef SRV_OPTIONS_H
+#define SRV_OPTIONS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef enum {
+    SRV_MODE_SERVE,        /* run the server */
+    SRV_MODE_HELP,         /* --help: usage on stdout, exit 0 */
+    SRV_MODE_VERSION,      /* --version: one line on stdout, exit 0 */
+    SRV_MODE_PROBE,        /* --probe URL / --healthcheck: GET it, exit 0 on 2xx */
+} srv_mode;
+
+typedef struct {
+    srv_mode mode;
+    char host[256];        /* --host, ATTN_HOST: address or name to bind */
+    int port;              /* --port, ATTN_PORT */
+    int threads;           /* --threads, ATTN_THREADS: compute workers */
+    int io_threads;        /* --io-threads, ATTN_IO_THREADS: libmicrohttpd pool */
+    size_t max_body;       /* --max-body, ATTN_MAX_BODY: bytes */
+    size_t max_elements;   /* --max-elements, ATTN_MAX_ELEMENTS: floats per request */
+    int max_queue;         /* --max-queue, ATTN_MAX_QUEUE: jobs waiting for a worker */
+    int max_connections;   /* --max-connections, ATTN_MAX_CONNECTIONS */
+    int timeout;           /* --timeout, ATTN_TIMEOUT: idle client seconds */
+    int drain_timeout;     /* --drain-timeout, ATTN_DRAIN_TIMEOUT: seconds on SIGTERM */
+    char cors_origin[512]; /* --cors-origin, ATTN_CORS_ORIGIN: "" = no CORS headers */
+    int access_log;        /* --access-log on|off, ATTN_ACCESS_LOG */
+    char probe_url[1024];  /* --probe URL; --healthcheck builds it from host and port */
+} srv_options;
+
+/* Fills *o from the environment and argv. Returns 0, or -1 after printing
+ * the reason and the usage text on stderr (the caller exits 2). */
+int srv_options_parse(srv_options *o, int argc, char **argv);
+
+/* Writes the usage text to f (stdout for --help, stderr on errors). */
+void srv_options_usage(FILE *f, const char *argv0);
+
+/* Parses a byte count: a plain integer is bytes; k, M, G (optionally followed
+ * by "B" or "iB", any case) multiply by 1024, 1024^2, 1024^3. Returns 0, or
+ * -1 if s is not such a number or it overflows size_t. */
+int srv_parse_size(const char *s, size_t *out);
+
+#endif

@@ -1,0 +1,392 @@
+/* server_harness.c - see server_harness.h. */
+#include "server_harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static void sleep_ms(int ms) {
+    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&t, &t) != 0 && errno == EINTR) {}
+}
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+const char *srvt_binary(void) {
+    static char path[512];
+    const char *p = getenv("ATTN_SERVER");
+    if (p && *p) return p;
+    const char *b = getenv("BUILD");
+    snprintf(path, sizeof path, "%s/attention-server", b && *b ? b : "build");
+    return path;
+}
+
+int srvt_free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t n = sizeof a;
+    int port = -1;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &n) == 0)
+        port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, len = 0;
+    char *s = malloc(cap);
+    for (size_t r; s && (r = fread(s + len, 1, cap - len - 1, f)) > 0;) {
+        len += r;
+        if (cap - len - 1 == 0) {
+            char *t = realloc(s, cap * 2);
+            if (!t) { free(s); s = NULL; break; }
+            s = t;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (s) s[len] = '\0';
+    return s;
+}
+
+char *srvt_read_log(const srvt_server *s) { return s->log_path[0] ? slurp(s->log_path) : NULL; }
+
+/* Child side of fork: environment, stdio, die with the parent, exec. */
+static void exec_server(const char *const *argv, const char *const *env, int out_fd, int err_fd,
+                        pid_t parent) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    for (size_t i = 0; env && env[i]; i++) putenv((char *)env[i]);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, 0);
+    if (out_fd >= 0) dup2(out_fd, 1);
+    if (err_fd >= 0) dup2(err_fd, 2);
+    /* Default dispositions and mask, whatever the test process set. */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+}
+
+static int start_once(srvt_server *s, const char *const *args, const char *const *env) {
+    memset(s, 0, sizeof *s);
+    s->port = srvt_free_port();
+    if (s->port <= 0) return -1;
+    snprintf(s->base, sizeof s->base, "http://127.0.0.1:%d", s->port);
+    snprintf(s->log_path, sizeof s->log_path, "/tmp/attn-server-XXXXXX");
+    int log_fd = mkostemp(s->log_path, O_CLOEXEC);
+    if (log_fd < 0) return -1;
+
+    const char *argv[64];
+    char port[16];
+    snprintf(port, sizeof port, "%d", s->port);
+    size_t n = 0;
+    argv[n++] = srvt_binary();
+    argv[n++] = "--host";
+    argv[n++] = "127.0.0.1";
+    argv[n++] = "--port";
+    argv[n++] = port;
+    for (size_t i = 0; args && args[i] && n < 63; i++) argv[n++] = args[i];
+    argv[n] = NULL;
+
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) { close(log_fd); return -1; }
+    if (pid == 0) exec_server(argv, env, log_fd, log_fd, parent);
+    close(log_fd);
+    s->pid = pid;
+
+    for (double end = now_ms() + 30000; now_ms() < end; sleep_ms(20)) {
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            s->pid = 0;
+            char *log = srvt_read_log(s);
+            fprintf(stderr, "server exited during startup (status %d): %s\n",
+                    WIFEXITED(st) ? WEXITSTATUS(st) : -1, log ? log : "");
+            free(log);
+            unlink(s->log_path);
+            return WIFEXITED(st) && WEXITSTATUS(st) == 1 ? 1 : -1;   /* 1: maybe port taken */
+        }
+        srvt_reply r;
+        srvt_req rq = {.timeout_ms = 1000};
+        if (srvt_do(s, "/healthz", &rq, &r) == CURLE_OK && r.status == 200) {
+            srvt_reply_free(&r);
+            return 0;
+        }
+        srvt_reply_free(&r);
+    }
+    fprintf(stderr, "server did not answer /healthz within 30 s\n");
+    srvt_release(s);
+    return -1;
+}
+
+int srvt_start(srvt_server *s, const char *const *args, const char *const *env) {
+    for (int attempt = 0; attempt < 5; attempt++) {
+        int rc = start_once(s, args, env);
+        if (rc != 1) return rc;   /* a port taken between probe and bind: try another */
+    }
+    return -1;
+}
+
+int srvt_stop(srvt_server *s, int timeout_s) {
+    if (s->pid <= 0) return -1;
+    pid_t pid = s->pid;
+    kill(pid, SIGTERM);
+    int st = 0, rc = -1;
+    for (double end = now_ms() + timeout_s * 1000.0;; sleep_ms(10)) {
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid) {
+            rc = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+            break;
+        }
+        if (now_ms() > end) {
+            fprintf(stderr, "server %d did not exit within %d s of SIGTERM; killing it\n",
+                    (int)pid, timeout_s);
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            break;
+        }
+    }
+    s->pid = 0;
+    if (kill(pid, 0) == 0 || errno != ESRCH) {
+        fprintf(stderr, "process %d still exists after stop\n", (int)pid);
+        rc = -1;
+    }
+    free(s->log);
+    s->log = srvt_read_log(s);
+    unlink(s->log_path);
+    return rc;
+}
+
+void srvt_release(srvt_server *s) {
+    if (s->pid > 0) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+        s->pid = 0;
+        unlink(s->log_path);
+    }
+    free(s->log);
+    s->log = NULL;
+}
+
+int srvt_run(const char *const *args, const char *const *env, char **out, char **err) {
+    char op[] = "/tmp/attn-run-out-XXXXXX", ep[] = "/tmp/attn-run-err-XXXXXX";
+    int ofd = mkostemp(op, O_CLOEXEC), efd = mkostemp(ep, O_CLOEXEC);
+    const char *argv[64];
+    size_t n = 0;
+    argv[n++] = srvt_binary();
+    for (size_t i = 0; args && args[i] && n < 63; i++) argv[n++] = args[i];
+    argv[n] = NULL;
+    int rc = -1;
+    pid_t parent = getpid();
+    pid_t pid = ofd >= 0 && efd >= 0 ? fork() : -1;
+    if (pid == 0) exec_server(argv, env, ofd, efd, parent);
+    if (pid > 0) {
+        int st;
+        if (waitpid(pid, &st, 0) == pid && WIFEXITED(st)) rc = WEXITSTATUS(st);
+    }
+    if (ofd >= 0) close(ofd);
+    if (efd >= 0) close(efd);
+    if (out) *out = slurp(op);
+    if (err) *err = slurp(ep);
+    unlink(op);
+    unlink(ep);
+    return rc;
+}
+
+/* ==== HTTP ============================================================== */
+
+typedef struct {
+    char *data;
+    size_t len, cap;
+} grow;
+
+static size_t grow_put(grow *g, const char *p, size_t n) {
+    if (g->len + n + 1 > g->cap) {
+        size_t cap = (g->cap ? g->cap : 1024);
+        while (cap < g->len + n + 1) cap *= 2;
+        char *d = realloc(g->data, cap);
+        if (!d) return 0;
+        g->data = d;
+        g->cap = cap;
+    }
+    memcpy(g->data + g->len, p, n);
+    g->len += n;
+    g->data[g->len] = '\0';
+    return n;
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *ud) { return grow_put(ud, p, size * n); }
+
+typedef struct {
+    const srvt_req *rq;
+    size_t sent;
+    int paused;
+} upload;
+
+static size_t on_read(char *buf, size_t size, size_t n, void *ud) {
+    upload *u = ud;
+    const srvt_req *rq = u->rq;
+    size_t room = size * n, left = rq->len - u->sent;
+    if (rq->pause_ms > 0 && !u->paused) {
+        if (u->sent >= rq->pause_after) {
+            u->paused = 1;
+            if (rq->on_pause) rq->on_pause(rq->pause_arg);
+            sleep_ms(rq->pause_ms);
+        } else if (left > rq->pause_after - u->sent) {
+            left = rq->pause_after - u->sent;
+        }
+    }
+    if (left > room) left = room;
+    memcpy(buf, rq->body + u->sent, left);
+    u->sent += left;
+    return left;
+}
+
+int srvt_do(const srvt_server *s, const char *path, const srvt_req *rq, srvt_reply *out) {
+    memset(out, 0, sizeof *out);
+    CURL *h = rq->handle ? rq->handle : curl_easy_init();
+    if (!h) return out->curl_code = CURLE_FAILED_INIT;
+    char url[512];
+    snprintf(url, sizeof url, "%s%s", s->base, path);
+    grow body = {0}, head = {0};
+    upload up = {rq, 0, 0};
+    struct curl_slist *hl = NULL;
+    for (size_t i = 0; rq->headers && rq->headers[i]; i++) hl = curl_slist_append(hl, rq->headers[i]);
+
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, rq->timeout_ms > 0 ? rq->timeout_ms : 60000L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &head);
+    const char *method = rq->method ? rq->method : rq->body ? "POST" : "GET";
+    if (rq->body) {
+        curl_easy_setopt(h, CURLOPT_POST, 1L);
+        if (rq->chunked || rq->pause_ms > 0) {
+            curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
+            curl_easy_setopt(h, CURLOPT_READDATA, &up);
+            if (rq->chunked) hl = curl_slist_append(hl, "Transfer-Encoding: chunked");
+            else curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->len);
+        } else {
+            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->len);
+            curl_easy_setopt(h, CURLOPT_POSTFIELDS, rq->body);
+        }
+    } else {
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    }
+    if (strcmp(method, "HEAD") == 0) curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    else if (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0)
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+
+    double t0 = now_ms();
+    out->curl_code = curl_easy_perform(h);
+    out->ms = now_ms() - t0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
+    if (!body.data) grow_put(&body, "", 0);
+    if (!head.data) grow_put(&head, "", 0);
+    out->body = body.data;
+    out->len = body.len;
+    out->headers = head.data;
+
+    /* A reused handle keeps its connection but forgets this request. */
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
+    curl_easy_setopt(h, CURLOPT_NOBODY, 0L);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
+    curl_easy_setopt(h, CURLOPT_READFUNCTION, NULL);
+    curl_slist_free_all(hl);
+    if (!rq->handle) curl_easy_cleanup(h);
+    return out->curl_code;
+}
+
+int srvt_get(const srvt_server *s, const char *path, srvt_reply *out) {
+    srvt_req rq = {0};
+    return srvt_do(s, path, &rq, out);
+}
+
+int srvt_post(const srvt_server *s, const char *path, const char *body, srvt_reply *out) {
+    srvt_req rq = {.body = body, .len = strlen(body)};
+    return srvt_do(s, path, &rq, out);
+}
+
+void srvt_reply_free(srvt_reply *r) {
+    free(r->body);
+    free(r->headers);
+    memset(r, 0, sizeof *r);
+}
+
+const char *srvt_header(const srvt_reply *r, const char *name, char *buf, size_t cap) {
+    const char *found = NULL;
+    size_t nl = strlen(name);
+    for (const char *line = r->headers; line && *line;) {
+        const char *eol = strstr(line, "\r\n");
+        if (!eol) eol = line + strlen(line);
+        if ((size_t)(eol - line) > nl && strncasecmp(line, name, nl) == 0 && line[nl] == ':') {
+            const char *v = line + nl + 1;
+            while (*v == ' ' || *v == '\t') v++;
+            size_t vl = (size_t)(eol - v);
+            if (vl >= cap) vl = cap - 1;
+            memcpy(buf, v, vl);
+            buf[vl] = '\0';
+            found = buf;
+        }
+        line = *eol ? eol + 2 : eol;
+    }
+    return found;
+}
+
+int srvt_check_error(const srvt_reply *r, long status, const char *code) {
+    int ok = 0;
+    json_error_t e;
+    json_t *root = json_loadb(r->body ? r->body : "", r->len, 0, &e);
+    json_t *err = json_object_get(root, "error");
+    json_t *st = json_object_get(err, "status"), *cd = json_object_get(err, "code");
+    json_t *msg = json_object_get(err, "message");
+    if (r->status != status) fprintf(stderr, "status %ld, expected %ld\n", r->status, status);
+    else if (!json_is_object(err)) fprintf(stderr, "no error object in: %.300s\n", r->body);
+    else if (json_integer_value(st) != status) fprintf(stderr, "error.status wrong: %.300s\n", r->body);
+    else if (!json_is_string(cd) || (code && strcmp(json_string_value(cd), code) != 0))
+        fprintf(stderr, "error.code is not %s: %.300s\n", code ? code : "a string", r->body);
+    else if (!json_is_string(msg) || !*json_string_value(msg))
+        fprintf(stderr, "error.message missing: %.300s\n", r->body);
+    else if (!json_object_get(err, "field")) fprintf(stderr, "error.field missing: %.300s\n", r->body);
+    else ok = 1;
+    json_decref(root);
+    return ok ? 0 : -1;
+}
+
+int srvt_connect(const srvt_server *s) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}

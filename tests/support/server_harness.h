@@ -1,0 +1,97 @@
+/* server_harness.h - start the real attention-server of this build on a free
+ * loopback port and talk to it with libcurl (tests/test_server_*.c).
+ *
+ * The binary is $ATTN_SERVER if set, else $BUILD/attention-server (BUILD is
+ * exported by tests/run-tests.sh: build or build-asan), else
+ * build/attention-server. Its stderr (the access log) goes to a temporary
+ * file. The server dies with the test process (PR_SET_PDEATHSIG), so a
+ * failing test leaves nothing behind.
+ */
+#ifndef SERVER_HARNESS_H
+#define SERVER_HARNESS_H
+
+#include <curl/curl.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct {
+    pid_t pid;            /* 0 when not running */
+    int port;
+    char base[64];        /* "http://127.0.0.1:PORT" */
+    char log_path[64];    /* the server's stderr */
+    char *log;            /* its contents after srvt_stop (malloc'd) */
+} srvt_server;
+
+/* The path of the server binary of this build. */
+const char *srvt_binary(void);
+
+/* A TCP port on 127.0.0.1 that was free a moment ago. */
+int srvt_free_port(void);
+
+/* Starts the server with --host 127.0.0.1 --port P plus args (NULL-terminated,
+ * may be NULL) and the extra environment "K=V" entries in env (may be NULL),
+ * then waits until GET /healthz answers 200. Returns 0, or -1 with the
+ * reason on stderr. */
+int srvt_start(srvt_server *s, const char *const *args, const char *const *env);
+
+/* SIGTERM, then waits up to timeout_s seconds. Returns the exit status, 128+N
+ * if it died of signal N, or -1 if it had to be killed. Keeps the log in
+ * s->log and deletes the file. Checks that no process is left. */
+int srvt_stop(srvt_server *s, int timeout_s);
+
+/* Kills (SIGKILL) a server still running and frees s->log. Accepts a
+ * stopped server. */
+void srvt_release(srvt_server *s);
+
+/* The server's stderr so far (malloc'd, NUL-terminated; NULL if none). */
+char *srvt_read_log(const srvt_server *s);
+
+/* Runs the binary with args and extra env to completion; captures stdout and
+ * stderr (malloc'd, may pass NULL). Returns the exit status, -1 on error. */
+int srvt_run(const char *const *args, const char *const *env, char **out, char **err);
+
+/* ==== HTTP ============================================================== */
+
+typedef struct {
+    const char *method;          /* default: POST if body, else GET */
+    const char *body;            /* sent as is; the content type is not set */
+    size_t len;
+    const char *const *headers;  /* "Name: value", NULL-terminated; may be NULL */
+    int chunked;                 /* Transfer-Encoding: chunked */
+    size_t pause_after;          /* with pause_ms: stop after this many body bytes */
+    int pause_ms;                /* ... for this long (0: no pause) */
+    void (*on_pause)(void *);    /* called once when the pause begins */
+    void *pause_arg;
+    long timeout_ms;             /* whole transfer; default 60000 */
+    CURL *handle;                /* reuse this handle (keep-alive); NULL: a fresh one */
+} srvt_req;
+
+typedef struct {
+    int curl_code;               /* CURLE_OK if the exchange completed */
+    long status;
+    char *body;                  /* NUL-terminated */
+    size_t len;
+    char *headers;               /* every header line received */
+    double ms;
+} srvt_reply;
+
+/* Sends one request to base+path. Returns the CURLcode (also in out). */
+int srvt_do(const srvt_server *s, const char *path, const srvt_req *rq, srvt_reply *out);
+/* GET or POST of a NUL-terminated body. */
+int srvt_get(const srvt_server *s, const char *path, srvt_reply *out);
+int srvt_post(const srvt_server *s, const char *path, const char *body, srvt_reply *out);
+void srvt_reply_free(srvt_reply *r);
+
+/* The value of the last header `name` (case-insensitive) copied into buf, or
+ * NULL if absent. */
+const char *srvt_header(const srvt_reply *r, const char *name, char *buf, size_t cap);
+
+/* Checks that body is {"error":{"status":S,"code":C,"message":"...",
+ * "field":...}} with that status and, unless code is NULL, that code.
+ * Returns 0, or -1 with the reason on stderr. */
+int srvt_check_error(const srvt_reply *r, long status, const char *code);
+
+/* A raw TCP connection to the server (for half-sent requests); -1 on error. */
+int srvt_connect(const srvt_server *s);
+
+#endif
