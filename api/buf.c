@@ -1,0 +1,180 @@
+/* buf.c - the growing reply buffer, JSON string escaping and error bodies. */
+#include "api/api_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void api_buf_free(api_buf *b) {
+    if (b == NULL) return;
+    free(b->data);
+    *b = (api_buf){0};
+}
+
+int api__buf_reserve(api_buf *b, size_t extra) {
+    if (b->failed) return -1;
+    if (b->cap - b->len > extra) return 0; /* keeps room for a NUL */
+    size_t need = b->len + extra + 1;
+    if (need < extra) {
+        b->failed = 1;
+        return -1;
+    }
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < need) {
+        if (cap > SIZE_MAX / 2) {
+            cap = need;
+            break;
+        }
+        cap *= 2;
+    }
+    char *p = realloc(b->data, cap);
+    if (p == NULL) {
+        b->failed = 1;
+        return -1;
+    }
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+void api__buf_put(api_buf *b, const char *s, size_t n) {
+    if (api__buf_reserve(b, n)) return;
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+void api__buf_puts(api_buf *b, const char *s) { api__buf_put(b, s, strlen(s)); }
+
+void api__buf_printf(api_buf *b, const char *fmt, ...) {
+    char small[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->failed = 1;
+        return;
+    }
+    if ((size_t)n < sizeof small) {
+        api__buf_put(b, small, (size_t)n);
+        return;
+    }
+    if (api__buf_reserve(b, (size_t)n)) return;
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void api__buf_json_string(api_buf *b, const char *s) {
+    if (s == NULL) {
+        api__buf_put(b, "null", 4);
+        return;
+    }
+    size_t n = strlen(s);
+    if (api__buf_reserve(b, n * 6 + 2)) return;
+    char *o = b->data + b->len;
+    *o++ = '"';
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        unsigned char c = *p;
+        if (c == '"' || c == '\\') {
+            *o++ = '\\';
+            *o++ = (char)c;
+        } else if (c < 0x20 || c == 0x7f) {
+            static const char hex[] = "0123456789abcdef";
+            switch (c) {
+            case '\n': *o++ = '\\'; *o++ = 'n'; break;
+            case '\t': *o++ = '\\'; *o++ = 't'; break;
+            case '\r': *o++ = '\\'; *o++ = 'r'; break;
+            default:
+                memcpy(o, "\\u00", 4);
+                o[4] = hex[c >> 4];
+                o[5] = hex[c & 15];
+                o += 6;
+            }
+        } else {
+            *o++ = (char)c;
+        }
+    }
+    *o++ = '"';
+    b->len = (size_t)(o - b->data);
+    b->data[b->len] = '\0';
+}
+
+int api_error_body(api_buf *buf, int status, const char *code, const char *message,
+                   const char *field) {
+    if (buf == NULL) return -1;
+    *buf = (api_buf){0};
+    api__buf_printf(buf, "{\"error\":{\"status\":%d,\"code\":", status);
+    api__buf_json_string(buf, code ? code : "error");
+    api__buf_puts(buf, ",\"message\":");
+    api__buf_json_string(buf, message ? message : "");
+    api__buf_puts(buf, ",\"field\":");
+    api__buf_json_string(buf, field && *field ? field : NULL);
+    api__buf_puts(buf, "}}\n");
+    return buf->failed ? -1 : 0;
+}
+
+int api__fail(api_err *e, int status, const char *code, const char *field, const char *fmt, ...) {
+    e->status = status;
+    e->code = code;
+    snprintf(e->field, sizeof e->field, "%s", field ? field : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+char *api__echo(char *dst, size_t size, const char *src) {
+    size_t max = size - 4 < API_ECHO_MAX ? size - 4 : API_ECHO_MAX;
+    size_t i = 0, n = strlen(src);
+    for (; i < n && i < max; i++) {
+        unsigned char c = (unsigned char)src[i];
+        dst[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+    }
+    if (i < n) {
+        /* Cut before a UTF-8 continuation so the text stays valid UTF-8. */
+        while (i > 0 && ((unsigned char)src[i] & 0xc0) == 0x80) i--;
+        memcpy(dst + i, "...", 3);
+        i += 3;
+    }
+    dst[i] = '\0';
+    return dst;
+}
+
+/* core's field names, in the request's words */
+static const char *rename_field(const char *f, attn_module m) {
+    if (strcmp(f, "tokens") == 0 || strcmp(f, "batch") == 0)
+        return m == ATTN_SDPA ? "query" : "inputs";
+    if (m == ATTN_GPT2) {
+        if (strcmp(f, "num_heads") == 0) return "n_head";
+        if (strcmp(f, "d_in") == 0) return "n_embd";
+        if (strcmp(f, "context_length") == 0) return "block_size";
+    }
+    if (m == ATTN_TORCH_MHA) {
+        if (strcmp(f, "d_in") == 0) return "embed_dim";
+        if (strcmp(f, "kv_tokens") == 0) return "key";
+    }
+    if (m == ATTN_SDPA) {
+        if (strcmp(f, "d_in") == 0) return "query";
+        if (strcmp(f, "kv_tokens") == 0 || strcmp(f, "kv_heads") == 0) return "key";
+        if (strcmp(f, "vdim") == 0) return "value";
+        if (strcmp(f, "inputs") == 0) return "query";
+    }
+    return f;
+}
+
+void api__from_attn(api_err *e, const attn_error *ae, attn_module m) {
+    int status = 400;
+    const char *code = attn_status_name(ae->code);
+    switch (ae->code) {
+    case ATTN_ERR_RANGE: status = 413; break;
+    case ATTN_ERR_NOMEM: status = 503; break;
+    case ATTN_ERR_ARG: case ATTN_ERR_SHAPE: case ATTN_ERR_NONFINITE: break;
+    default: status = 500; code = "internal_error"; break;
+    }
+    api__fail(e, status, code, rename_field(ae->field, m), "%s", ae->message);
+}

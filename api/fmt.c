@@ -1,0 +1,165 @@
+/* fmt.c - the float printer: float32 to JSON number text, without printf.
+ *
+ * Default: the shortest decimal (fewest significant digits) that strtof reads
+ * back as the same float. A float converted to double is exact, and so are the
+ * midpoints to its neighbours, which bound the decimals that round to it. For
+ * p = 1, 2, ... digits the value is scaled by 10^k in double (relative error
+ * below 2^-52) and rounded to an integer n; n is accepted when it lies inside
+ * the scaled interval by a clear margin. When it lies within the margin of an
+ * end (ties, or rounding noise), the candidate is printed and checked with
+ * strtof, so the result is exact in every case.
+ */
+#include "api/api_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const double P10[] = {
+    1e-46, 1e-45, 1e-44, 1e-43, 1e-42, 1e-41, 1e-40, 1e-39, 1e-38, 1e-37,
+    1e-36, 1e-35, 1e-34, 1e-33, 1e-32, 1e-31, 1e-30, 1e-29, 1e-28, 1e-27,
+    1e-26, 1e-25, 1e-24, 1e-23, 1e-22, 1e-21, 1e-20, 1e-19, 1e-18, 1e-17,
+    1e-16, 1e-15, 1e-14, 1e-13, 1e-12, 1e-11, 1e-10, 1e-9, 1e-8, 1e-7,
+    1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1e0, 1e1, 1e2, 1e3,
+    1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13,
+    1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22, 1e23,
+    1e24, 1e25, 1e26, 1e27, 1e28, 1e29, 1e30, 1e31, 1e32, 1e33,
+    1e34, 1e35, 1e36, 1e37, 1e38, 1e39, 1e40, 1e41, 1e42, 1e43,
+    1e44, 1e45, 1e46, 1e47, 1e48, 1e49, 1e50, 1e51, 1e52, 1e53,
+    1e54, 1e55,
+};
+#define POW10(k) P10[(k) + 46]
+
+/* x * 10^k, k in [-46, 55]: exact powers (|k| <= 22) divide rather than
+ * multiply by an inexact reciprocal. */
+static inline double scale10(double x, int k) { return k >= 0 ? x * POW10(k) : x / POW10(-k); }
+
+/* Writes n * 10^x (n > 0), sign first: plain notation for exponents -7..20,
+ * else d.ddde-N. Returns the length. */
+static int write_decimal(char *out, int neg, uint64_t n, int x) {
+    char d[24];
+    int nd = 0;
+    while (n % 10 == 0 && n >= 10) {
+        n /= 10;
+        x++;
+    }
+    do {
+        d[nd++] = (char)('0' + n % 10);
+        n /= 10;
+    } while (n);
+    /* d holds the digits in reverse */
+    char *o = out;
+    if (neg) *o++ = '-';
+    int E = nd - 1 + x; /* exponent of the first digit */
+    if (E >= 0 && E < 21) {
+        for (int i = 0; i <= E; i++) *o++ = i < nd ? d[nd - 1 - i] : '0';
+        if (nd > E + 1) {
+            *o++ = '.';
+            for (int i = E + 1; i < nd; i++) *o++ = d[nd - 1 - i];
+        }
+    } else if (E < 0 && E >= -7) {
+        *o++ = '0';
+        *o++ = '.';
+        for (int i = -1; i > E; i--) *o++ = '0';
+        for (int i = nd - 1; i >= 0; i--) *o++ = d[i];
+    } else {
+        *o++ = d[nd - 1];
+        if (nd > 1) {
+            *o++ = '.';
+            for (int i = nd - 2; i >= 0; i--) *o++ = d[i];
+        }
+        *o++ = 'e';
+        if (E < 0) {
+            *o++ = '-';
+            E = -E;
+        }
+        if (E >= 10) *o++ = (char)('0' + E / 10);
+        *o++ = (char)('0' + E % 10);
+    }
+    return (int)(o - out);
+}
+
+/* 1 if the text of n * 10^x reads back as v (the slow, exact check) */
+static int reads_back(float v, uint64_t n, int x) {
+    char s[API_FLOAT_MAX + 1];
+    int len = write_decimal(s, v < 0, n, x);
+    s[len] = '\0';
+    float r = strtof(s, NULL);
+    return memcmp(&r, &v, sizeof r) == 0;
+}
+
+/* 1 inside (lo, hi), 0 outside, -1 too close to an end to tell */
+static inline int inside(double c, double lo, double hi) {
+    double m = hi * 0x1p-46;
+    if (c > lo + m && c < hi - m) return 1;
+    if (c < lo - m || c > hi + m) return 0;
+    return -1;
+}
+
+int api__format_float(char *out, float v, int precision) {
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    int neg = (int)(u >> 31);
+    uint32_t a = u & 0x7fffffffu;
+    if (a >= 0x7f800000u) return 0; /* NaN, inf */
+    if (a == 0) {
+        if (neg) {
+            memcpy(out, "-0", 2);
+            return 2;
+        }
+        out[0] = '0';
+        return 1;
+    }
+    float av;
+    memcpy(&av, &a, sizeof av);
+    double vd = (double)av;
+
+    /* decimal exponent: 10^e10 <= vd < 10^(e10+1) (exact compares: no float
+     * lies within 2^-52 of a power of ten without being equal to it) */
+    int e2;
+    if (a >= 0x00800000u)
+        e2 = (int)(a >> 23) - 126;
+    else
+        frexp(vd, &e2);
+    int e10 = (int)floor((e2 - 1) * 0.30102999566398120);
+    while (e10 < 38 && vd >= POW10(e10 + 1)) e10++;
+    while (e10 > -46 && vd < POW10(e10)) e10--;
+
+    if (precision >= 1 && precision <= 9) {
+        int k = precision - 1 - e10;
+        uint64_t n = (uint64_t)(scale10(vd, k) + 0.5);
+        if (n == 0) n = 1; /* only with a wrong e10; keeps the output a number */
+        return write_decimal(out, neg, n, -k);
+    }
+
+    /* the decimals that round to v lie in (lo, hi) */
+    uint32_t up_bits = a + 1, down_bits = a - 1;
+    float up, down;
+    memcpy(&up, &up_bits, sizeof up);
+    memcpy(&down, &down_bits, sizeof down);
+    double lo = (vd + (double)down) / 2;
+    double hi = a == 0x7f7fffffu ? vd + (vd - (double)down) / 2 : (vd + (double)up) / 2;
+
+    for (int p = 1; p <= 9; p++) {
+        int k = p - 1 - e10;
+        double s = scale10(vd, k);
+        double ls = scale10(lo, k), hs = scale10(hi, k);
+        uint64_t n = (uint64_t)(s + 0.5);
+        /* the nearest p-digit decimal, then its neighbour on the other side
+         * (the interval is lopsided at powers of two) */
+        uint64_t cand[2] = {n, (double)n <= s ? n + 1 : n - 1};
+        for (int c = 0; c < 2; c++) {
+            if (cand[c] == 0) continue;
+            int in = inside((double)cand[c], ls, hs);
+            if (in == 1 || (in == -1 && reads_back(v, cand[c], -k)))
+                return write_decimal(out, neg, cand[c], -k);
+        }
+    }
+    /* not reached (9 digits always round-trip); stay correct regardless */
+    char s[64];
+    int len = snprintf(s, sizeof s, "%.9g", (double)v);
+    if (len <= 0 || len > API_FLOAT_MAX) return 0;
+    memcpy(out, s, (size_t)len);
+    return len;
+}

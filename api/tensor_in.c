@@ -1,0 +1,294 @@
+/* tensor_in.c - JSON tensors into contiguous float arrays.
+ *
+ * A tensor is a nested array ([[...], [...]], as tensor.tolist() gives) or
+ * {"shape": [...], "data": [...]} (flat, row-major). The shape is read first
+ * (from the first element of each level, or from "shape"), its product
+ * checked against the caller's budget, then the values are copied, each
+ * array's length checked against the shape: errors carry the path of the
+ * offending element, "inputs[1][2]".
+ */
+#include "api/api_internal.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void api__shape_str(char *out, size_t size, int rank, const int *shape) {
+    size_t n = 0;
+    n += (size_t)snprintf(out + n, size - n, "[");
+    for (int d = 0; d < rank && n < size; d++)
+        n += (size_t)snprintf(out + n, size - n, d ? ", %d" : "%d", shape[d]);
+    if (n < size) snprintf(out + n, size - n, "]");
+}
+
+/* name[i0][i1]... for the first depth indices */
+static void path(char *out, size_t size, const char *name, const int *idx, int depth) {
+    size_t n = (size_t)snprintf(out, size, "%s", name);
+    for (int d = 0; d < depth && n < size; d++)
+        n += (size_t)snprintf(out + n, size - n, "[%d]", idx[d]);
+}
+
+static const char *type_name(const json_t *j) {
+    switch (json_typeof(j)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: case JSON_REAL: return "a number";
+    case JSON_TRUE: case JSON_FALSE: return "a boolean";
+    default: return "null";
+    }
+}
+
+static const char *expected(api_val_kind kind) {
+    switch (kind) {
+    case API_VAL_BOOL: return "a boolean or 0/1";
+    case API_VAL_MASK: return "a boolean, a number or \"-inf\"";
+    default: return "a number";
+    }
+}
+
+typedef struct {
+    const char *name;
+    int rank;
+    const int *shape;
+    api_val_kind kind;
+    float *dst;
+    size_t at;
+    int idx[API_MAX_RANK];
+    int any_bool, any_number;
+    api_err *e;
+} filler;
+
+static int bad_value(filler *f, int depth, const json_t *v, const char *why) {
+    char p[192];
+    path(p, sizeof p, f->name, f->idx, depth);
+    if (why) return api__fail(f->e, 400, "non_finite", p, "%s %s", p, why);
+    if (json_is_array(v) || json_is_object(v))
+        return api__fail(f->e, 400, "invalid_shape", p, "%s is %s, expected %s (%s has %d axes)",
+                         p, type_name(v), expected(f->kind), f->name, f->rank);
+    return api__fail(f->e, 400, "invalid_type", p, "%s is %s, expected %s", p, type_name(v),
+                     expected(f->kind));
+}
+
+static int put_value(filler *f, int depth, const json_t *v) {
+    float out;
+    if (json_is_boolean(v) && f->kind != API_VAL_NUMBER) {
+        out = json_is_true(v) ? 1.0f : 0.0f;
+        f->any_bool = 1;
+    } else if (json_is_number(v)) {
+        double d = json_number_value(v);
+        if (!(fabs(d) <= (double)FLT_MAX)) return bad_value(f, depth, v, "is beyond the float32 range");
+        out = (float)d;
+        if (f->kind == API_VAL_BOOL && out != 0.0f && out != 1.0f) {
+            char p[192];
+            path(p, sizeof p, f->name, f->idx, depth);
+            return api__fail(f->e, 400, "invalid_argument", p, "%s is %g, expected a boolean or 0/1",
+                             p, d);
+        }
+        f->any_number = 1;
+    } else if (f->kind == API_VAL_MASK &&
+               (json_is_null(v) || (json_is_string(v) && (strcmp(json_string_value(v), "-inf") == 0 ||
+                                                          strcmp(json_string_value(v), "-Infinity") == 0)))) {
+        out = -INFINITY;
+        f->any_number = 1;
+    } else {
+        return bad_value(f, depth, v, NULL);
+    }
+    f->dst[f->at++] = out;
+    return 0;
+}
+
+/* nested: the array j at depth (its indices in f->idx[0..depth)) */
+static int fill_nested(filler *f, const json_t *j, int depth) {
+    char p[192];
+    if (!json_is_array(j)) {
+        path(p, sizeof p, f->name, f->idx, depth);
+        return api__fail(f->e, 400, "invalid_shape", p, "%s is %s, expected an array of %d",
+                         p, type_name(j), f->shape[depth]);
+    }
+    size_t n = json_array_size(j);
+    if (n != (size_t)f->shape[depth]) {
+        path(p, sizeof p, f->name, f->idx, depth);
+        return api__fail(f->e, 400, "invalid_shape", p, "%s has %zu values, expected %d%s", p, n,
+                         f->shape[depth], n ? "" : " (empty axes are not allowed)");
+    }
+    for (size_t i = 0; i < n; i++) {
+        f->idx[depth] = (int)i;
+        const json_t *v = json_array_get(j, i);
+        int rc = depth + 1 < f->rank ? fill_nested(f, v, depth + 1) : put_value(f, depth + 1, v);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* Reads the shape of j into shape/rank. Flat tensors also give their data array. */
+static int read_shape(const json_t *j, const char *name, int min_rank, int max_rank, int *shape,
+                      int *rank, const json_t **data, api_err *e) {
+    char p[192];
+    *data = NULL;
+    if (json_is_object(j)) {
+        const char *key;
+        const json_t *v;
+        json_object_foreach((json_t *)j, key, v) {
+            if (strcmp(key, "shape") != 0 && strcmp(key, "data") != 0) {
+                char echo[API_ECHO_MAX + 4];
+                snprintf(p, sizeof p, "%s.%s", name, api__echo(echo, sizeof echo, key));
+                return api__fail(e, 400, "unknown_field", p,
+                                 "%s: a flat tensor has only \"shape\" and \"data\"", p);
+            }
+        }
+        const json_t *s = json_object_get(j, "shape");
+        *data = json_object_get(j, "data");
+        if (!json_is_array(s) || !json_is_array(*data)) {
+            snprintf(p, sizeof p, "%s.%s", name, json_is_array(s) ? "data" : "shape");
+            return api__fail(e, 400, json_is_array(s) || s == NULL ? "missing_field" : "invalid_type",
+                             p, "%s must be an array (a flat tensor is {\"shape\": [...], "
+                             "\"data\": [...]})", p);
+        }
+        size_t r = json_array_size(s);
+        if (r < (size_t)min_rank || r > (size_t)max_rank) {
+            snprintf(p, sizeof p, "%s.shape", name);
+            return api__fail(e, 400, "invalid_shape", p, "%s has %zu axes, expected %d to %d", p,
+                             r, min_rank, max_rank);
+        }
+        for (size_t d = 0; d < r; d++) {
+            const json_t *v = json_array_get(s, d);
+            snprintf(p, sizeof p, "%s.shape[%zu]", name, d);
+            if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > INT32_MAX)
+                return api__fail(e, 400, "invalid_shape", p,
+                                 "%s must be an integer from 1 to 2147483647", p);
+            shape[d] = (int)json_integer_value(v);
+        }
+        *rank = (int)r;
+        return 0;
+    }
+    int r = 0, idx[API_MAX_RANK + 1] = {0};
+    const json_t *cur = j;
+    while (json_is_array(cur)) {
+        path(p, sizeof p, name, idx, r);
+        if (r == max_rank)
+            return api__fail(e, 400, "invalid_shape", p, "%s has more than %d axes", name, max_rank);
+        size_t n = json_array_size(cur);
+        if (n == 0)
+            return api__fail(e, 400, "invalid_shape", p, "%s is empty (empty axes are not allowed)", p);
+        if (n > INT32_MAX)
+            return api__fail(e, 413, "too_large", p, "%s has too many values", p);
+        shape[r++] = (int)n;
+        cur = json_array_get(cur, 0);
+    }
+    if (r == 0)
+        return api__fail(e, 400, "invalid_type", name,
+                         "%s is %s, expected a nested array or {\"shape\", \"data\"}", name,
+                         type_name(j));
+    if (r < min_rank)
+        return api__fail(e, 400, "invalid_shape", name, "%s has %d axes, expected %d to %d", name,
+                         r, min_rank, max_rank);
+    *rank = r;
+    return 0;
+}
+
+static int fill(filler *f, const json_t *j, const json_t *data, size_t count) {
+    if (data == NULL) return fill_nested(f, j, 0);
+    char p[192];
+    snprintf(p, sizeof p, "%s.data", f->name);
+    if (json_array_size(data) != count) {
+        char s[96];
+        api__shape_str(s, sizeof s, f->rank, f->shape);
+        return api__fail(f->e, 400, "invalid_shape", p, "%s has %zu values, shape %s needs %zu", p,
+                         json_array_size(data), s, count);
+    }
+    filler g = *f;
+    g.name = p;
+    g.rank = 1;
+    for (size_t i = 0; i < count; i++) {
+        g.idx[0] = (int)i;
+        if (put_value(&g, 1, json_array_get(data, i))) return -1;
+    }
+    f->any_bool = g.any_bool;
+    f->any_number = g.any_number;
+    return 0;
+}
+
+static size_t product(int rank, const int *shape, size_t cap) {
+    size_t n = 1;
+    for (int d = 0; d < rank; d++) {
+        if ((size_t)shape[d] > cap / n) return cap + 1;
+        n *= (size_t)shape[d];
+    }
+    return n;
+}
+
+int api__tensor_read(const json_t *j, const char *name, int min_rank, int max_rank,
+                     api_val_kind kind, size_t *budget, api_tensor *t, api_err *e) {
+    *t = (api_tensor){0};
+    const json_t *data;
+    if (read_shape(j, name, min_rank, max_rank, t->shape, &t->rank, &data, e)) return -1;
+    size_t n = product(t->rank, t->shape, *budget);
+    if (n > *budget) {
+        char s[96];
+        api__shape_str(s, sizeof s, t->rank, t->shape);
+        return api__fail(e, 413, "too_large", name,
+                         "%s of shape %s holds more values than this server accepts per request",
+                         name, s);
+    }
+    t->data = malloc(n * sizeof *t->data);
+    if (t->data == NULL)
+        return api__fail(e, 503, "out_of_memory", name, "cannot allocate %zu values for %s", n, name);
+    t->count = n;
+    filler f = {.name = name, .rank = t->rank, .shape = t->shape, .kind = kind, .dst = t->data, .e = e};
+    if (fill(&f, j, data, n)) {
+        api__tensor_free(t);
+        return -1;
+    }
+    *budget -= n;
+    t->any_bool = f.any_bool;
+    t->all_binary = 1;
+    for (size_t i = 0; i < n; i++)
+        if (t->data[i] != 0.0f && t->data[i] != 1.0f) {
+            t->all_binary = 0;
+            break;
+        }
+    if (kind == API_VAL_MASK && f.any_bool && !t->all_binary) {
+        api__tensor_free(t);
+        return api__fail(e, 400, "invalid_argument", name,
+                         "%s mixes booleans with other numbers: give a boolean mask (true = "
+                         "masked out) or an additive float mask", name);
+    }
+    return 0;
+}
+
+int api__tensor_read_into(const json_t *j, const char *name, int rank, const int *shape,
+                          float *dst, api_err *e) {
+    int got[API_MAX_RANK], got_rank;
+    const json_t *data;
+    char want[96], have[96];
+    api__shape_str(want, sizeof want, rank, shape);
+    if (read_shape(j, name, 1, API_MAX_RANK, got, &got_rank, &data, e)) {
+        /* keep the specific message, add the expected shape */
+        size_t n = strlen(e->message);
+        snprintf(e->message + n, sizeof e->message - n, " (expected shape %s)", want);
+        return -1;
+    }
+    int same = got_rank == rank;
+    for (int d = 0; same && d < rank; d++) same = got[d] == shape[d];
+    if (!same) {
+        api__shape_str(have, sizeof have, got_rank, got);
+        return api__fail(e, 400, "invalid_shape", name, "%s has shape %s, expected %s", name,
+                         have, want);
+    }
+    filler f = {.name = name, .rank = rank, .shape = shape, .kind = API_VAL_NUMBER, .dst = dst, .e = e};
+    if (fill(&f, j, data, product(rank, shape, SIZE_MAX))) {
+        size_t n = strlen(e->message);
+        snprintf(e->message + n, sizeof e->message - n, " (expected shape %s)", want);
+        return -1;
+    }
+    return 0;
+}
+
+void api__tensor_free(api_tensor *t) {
+    if (t == NULL) return;
+    free(t->data);
+    *t = (api_tensor){0};
+}
