@@ -211,6 +211,12 @@ static void make_variants(void) {
                   (attn_config){.module = ATTN_MHA, .tokens = 16, .d_in = 16, .d_out = 16,
                                 .num_heads = 4, .context_length = 16, .bias = 1, .causal = 1},
                   2, 7, NULL, 1);
+    add_x_variant("MultiHeadAttention T48 d48 h4", "/attention/multihead",
+                  "\"module\":\"MultiHeadAttention\",\"d_out\":48,\"num_heads\":4,"
+                  "\"context_length\":64,\"dropout\":0.0,\"qkv_bias\":false,\"init\":{\"seed\":11}",
+                  (attn_config){.module = ATTN_MHA, .tokens = 48, .d_in = 48, .d_out = 48,
+                                .num_heads = 4, .context_length = 64, .causal = 1},
+                  1, 11, NULL, 5);
     add_x_variant("MultiHeadAttentionWrapper", "/attention/multihead",
                   "\"module\":\"MultiHeadAttentionWrapper\",\"d_out\":2,\"num_heads\":2,"
                   "\"context_length\":6,\"dropout\":0.0,\"qkv_bias\":false,\"init\":{\"seed\":123}",
