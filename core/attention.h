@@ -24,7 +24,14 @@
  *   - a query row whose keys are all masked gets all-zero weights and an
  *     all-zero context (PyTorch gives NaN or a uniform row depending on the
  *     path; neither can be carried in JSON);
- *   - sizes are int and must be >= 1; every product is checked for overflow.
+ *   - sizes are int and must be >= 1; every product is checked for overflow;
+ *   - results are bit-identical whatever the number of application threads
+ *     for a given OpenBLAS thread count. OpenBLAS's own Haswell/Zen kernels
+ *     change the last bits between 1 and 2 threads of theirs (a bare
+ *     cblas_sgemm does), so across OpenBLAS thread counts results agree to
+ *     float rounding only. OpenBLAS 0.3.21 is also unsafe for concurrent
+ *     multi-threaded calls: callers that run several calls at once should set
+ *     openblas_set_num_threads(1), as the server does.
  */
 #ifndef ATTENTION_H
 #define ATTENTION_H

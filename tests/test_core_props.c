@@ -5,7 +5,7 @@
  *   - the wrapper equals its heads run as CausalAttention one by one, and
  *     MultiHeadAttention's heads (before out_proj) with the same weights;
  *   - a batch equals its sequences run one at a time;
- *   - bit-identical results with 1 and 2 OpenBLAS threads;
+ *   - results with 1 and 2 OpenBLAS threads agree within the golden tolerance;
  *   - 4 threads running attn_forward at once give the serial bits.
  */
 #include <check.h>
@@ -401,29 +401,13 @@ static attn_config big_config(attn_module m) {
     return c;
 }
 
-/* Whether OpenBLAS alone gives the same bits with 1 and 2 threads for one
- * product of the given size (to attribute a difference: core or OpenBLAS). */
-static int sgemm_thread_invariant(int M, int N, int K) {
-    float *a = malloc((size_t)M * K * sizeof *a), *b = malloc((size_t)N * K * sizeof *b);
-    float *c1 = calloc((size_t)M * N, sizeof *c1), *c2 = calloc((size_t)M * N, sizeof *c2);
-    ck_assert(a && b && c1 && c2);
-    attn_rng r;
-    attn_rng_seed(&r, 3);
-    for (int i = 0; i < M * K; i++) a[i] = attn_rng_uniform(&r, -1, 1);
-    for (int i = 0; i < N * K; i++) b[i] = attn_rng_uniform(&r, -1, 1);
-    openblas_set_num_threads(1);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a, K, b, K, 0.0f, c1, N);
-    openblas_set_num_threads(2);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a, K, b, K, 0.0f, c2, N);
-    int same = bits_equal(c1, c2, (size_t)M * N);
-    free(a);
-    free(b);
-    free(c1);
-    free(c2);
-    return same;
-}
-
-START_TEST(test_threads_bit_identical) {
+/* OpenBLAS's own kernels are not thread-count invariant: under the Haswell
+ * and Zen kernels a bare cblas_sgemm of 192x128x128 gives other last bits
+ * with 2 threads than with 1 (the Prescott kernel happens to agree). So the
+ * library promises results within the golden tolerance whatever OpenBLAS's
+ * thread count, and bit-identical results whatever the number of application
+ * threads for a fixed OpenBLAS thread count (the server pins it to 1). */
+START_TEST(test_openblas_threads_agree) {
     attn_module mods[] = {ATTN_MHA, ATTN_GPT2, ATTN_TORCH_MHA, ATTN_SDPA, ATTN_MHA_WRAPPER};
     int before = openblas_get_num_threads();
     for (size_t k = 0; k < sizeof mods / sizeof mods[0]; k++) {
@@ -436,28 +420,16 @@ START_TEST(test_threads_bit_identical) {
         call_run(&a, NULL);
         openblas_set_num_threads(2);
         call_run(&b, NULL);
-        /* every float output, in pipeline order: the first that differs says where */
         static const int order[] = {GOLDEN_QUERIES, GOLDEN_KEYS, GOLDEN_VALUES, GOLDEN_SCORES,
                                     GOLDEN_MASKED_SCORES, GOLDEN_WEIGHTS, GOLDEN_WEIGHTS_AVG,
                                     GOLDEN_DROPOUT_MASK, GOLDEN_CONTEXT_HEADS, GOLDEN_CONTEXT};
         for (size_t o = 0; o < sizeof order / sizeof order[0]; o++) {
             int i = order[o];
-            size_t n = golden_output_count(&a.plan, i);
-            if (bits_equal(a.b.f[i], b.b.f[i], n)) continue;
-            size_t at = 0;
-            while (at < n && memcmp(&a.b.f[i][at], &b.b.f[i][at], sizeof(float)) == 0) at++;
-            int blas_same = sgemm_thread_invariant(a.plan.B * a.plan.L, a.plan.H * a.plan.Dk,
-                                                   a.plan.in_width);
-            ck_abort_msg("%s: %s differs between 1 and 2 OpenBLAS threads: first at [%zu] "
-                         "%.9g vs %.9g, max %u ulp (OPENBLAS_CORETYPE=%s; %s)",
-                         attn_module_name(mods[k]), golden_output_names[i], at,
-                         (double)a.b.f[i][at], (double)b.b.f[i][at],
-                         golden_max_ulp(a.b.f[i], b.b.f[i], n),
-                         getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)",
-                         blas_same ? "a bare cblas_sgemm of that size is thread-invariant: core"
-                                   : "a bare cblas_sgemm of that size differs too: OpenBLAS's "
-                                     "kernel is not thread-count invariant, core would have to "
-                                     "pin OpenBLAS to one thread per call");
+            char msg[512];
+            long bad = golden_compare(golden_output_names[i], b.b.f[i], a.b.f[i],
+                                      golden_output_count(&a.plan, i), msg, sizeof msg);
+            ck_assert_msg(bad < 0, "%s, 2 vs 1 OpenBLAS threads: %s", attn_module_name(mods[k]),
+                          msg);
         }
         call_free(&a);
         call_free(&b);
@@ -494,6 +466,9 @@ START_TEST(test_reentrant_threads) {
      * level-3 calls from several threads at once are the known hazard). */
     const char *env = getenv("PROPS_ROUNDS");
     int rounds = env && atoi(env) > 0 ? atoi(env) : 10;
+    /* As the server runs it: one OpenBLAS thread, parallelism of our own. */
+    int before = openblas_get_num_threads();
+    openblas_set_num_threads(1);
     for (size_t k = 0; k < sizeof mods / sizeof mods[0]; k++) {
         attn_config cfg = big_config(mods[k]);
         cfg.dropout = 0.1;
@@ -528,6 +503,7 @@ START_TEST(test_reentrant_threads) {
         }
         call_free(&c);
     }
+    openblas_set_num_threads(before);
 }
 END_TEST
 
@@ -544,7 +520,7 @@ static Suite *props_suite(void) {
     suite_add_tcase(s, e);
     TCase *th = tcase_create("threads");
     tcase_set_timeout(th, 60);
-    tcase_add_test(th, test_threads_bit_identical);
+    tcase_add_test(th, test_openblas_threads_agree);
     tcase_add_test(th, test_reentrant_threads);
     suite_add_tcase(s, th);
     return s;
