@@ -1,0 +1,370 @@
+/* test_server_http.c - the real attention-server over HTTP: every endpoint,
+ * every error status with its JSON body, CORS, the access log.
+ *
+ * Each test starts its own server of this build ($BUILD/attention-server) on
+ * a free loopback port, talks to it with libcurl, and stops it with SIGTERM,
+ * asserting exit status 0 and no process left behind.
+ */
+#include <check.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/attention.h"
+#include "support/server_harness.h"
+#include "support/server_requests.h"
+
+static srvt_server srv;
+
+static void start(const char *const *args) {
+    ck_assert_msg(srvt_start(&srv, args, NULL) == 0, "cannot start %s", srvt_binary());
+}
+
+static void stop(void) {
+    int rc = srvt_stop(&srv, 30);
+    ck_assert_msg(rc == 0, "server exit status %d, log:\n%s", rc, srv.log ? srv.log : "");
+}
+
+static void teardown(void) { srvt_release(&srv); }
+
+static json_t *body_json(const srvt_reply *r) {
+    json_error_t e;
+    json_t *j = json_loadb(r->body, r->len, 0, &e);
+    ck_assert_msg(j != NULL, "not JSON: %s", r->body);
+    return j;
+}
+
+static void assert_header(const srvt_reply *r, const char *name, const char *want) {
+    char buf[256];
+    const char *v = srvt_header(r, name, buf, sizeof buf);
+    if (!want) {
+        ck_assert_msg(v == NULL, "unexpected header %s: %s", name, v ? v : "");
+        return;
+    }
+    ck_assert_msg(v != NULL, "no %s header in:\n%s", name, r->headers);
+    ck_assert_str_eq(v, want);
+}
+
+/* ==== GET endpoints ===================================================== */
+
+START_TEST(t_health_and_ready) {
+    start(NULL);
+    const char *paths[] = {"/healthz", "/readyz"};
+    for (int i = 0; i < 2; i++) {
+        srvt_reply r;
+        ck_assert_int_eq(srvt_get(&srv, paths[i], &r), 0);
+        ck_assert_int_eq(r.status, 200);
+        ck_assert_str_eq(r.body, "{\"status\":\"ok\"}");
+        assert_header(&r, "Content-Type", "application/json");
+        srvt_reply_free(&r);
+    }
+    srvt_reply r;
+    srvt_req head = {.method = "HEAD"};
+    ck_assert_int_eq(srvt_do(&srv, "/healthz", &head, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_uint_eq(r.len, 0);
+    srvt_reply_free(&r);
+    stop();
+}
+END_TEST
+
+START_TEST(t_version) {
+    start(NULL);
+    srvt_reply r;
+    ck_assert_int_eq(srvt_get(&srv, "/version", &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    json_t *j = body_json(&r);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "name")), "attention-server");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "version")), ATTN_VERSION);
+    json_t *build = json_object_get(j, "build");
+    ck_assert(json_is_string(json_object_get(build, "date")));
+    ck_assert(json_is_string(json_object_get(build, "compiler")));
+    json_t *blas = json_object_get(j, "openblas");
+    ck_assert(json_string_length(json_object_get(blas, "core")) > 0);
+    /* One OpenBLAS thread per worker: the server's documented choice. */
+    ck_assert_int_eq(json_integer_value(json_object_get(blas, "threads")), 1);
+    json_decref(j);
+    srvt_reply_free(&r);
+    stop();
+}
+END_TEST
+
+START_TEST(t_openapi) {
+    start(NULL);
+    srvt_reply r;
+    ck_assert_int_eq(srvt_get(&srv, "/openapi.json", &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    assert_header(&r, "Content-Type", "application/json");
+    json_t *j = body_json(&r);
+    ck_assert(json_is_string(json_object_get(j, "openapi")));
+    json_t *paths = json_object_get(j, "paths");
+    const char *want[] = {"/attention/simple", "/attention/self", "/attention/causal",
+                          "/attention/multihead", "/attention/sdpa", "/healthz", "/readyz",
+                          "/metrics", "/version"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(json_object_get(paths, want[i]) != NULL, "openapi lacks %s", want[i]);
+    json_decref(j);
+    srvt_reply_free(&r);
+    stop();
+}
+END_TEST
+
+START_TEST(t_metrics_count_requests) {
+    start(NULL);
+    srvt_reply r;
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(srvt_post(&srv, "/attention/multihead", srvt_seed_mha, &r), 0);
+        ck_assert_int_eq(srvt_check_seed_mha(&r), 0);
+        srvt_reply_free(&r);
+    }
+    ck_assert_int_eq(srvt_get(&srv, "/nowhere", &r), 0);
+    srvt_reply_free(&r);
+    ck_assert_int_eq(srvt_get(&srv, "/metrics", &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    assert_header(&r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+    const char *want[] = {
+        "attn_requests_total{endpoint=\"/attention/multihead\",status=\"200\"} 3\n",
+        "attn_requests_total{endpoint=\"other\",status=\"404\"} 1\n",
+        "attn_requests_total{endpoint=\"/healthz\",status=\"200\"} ",
+        "# TYPE attn_request_duration_seconds histogram\n",
+        "attn_request_duration_seconds_bucket{endpoint=\"/attention/multihead\",le=\"+Inf\"} 3\n",
+        "attn_request_duration_seconds_count{endpoint=\"/attention/multihead\"} 3\n",
+        "attn_request_duration_seconds_sum{endpoint=\"/attention/multihead\"} ",
+        "attn_requests_in_flight 1\n",   /* this request */
+        "attn_request_bytes_total ", "attn_response_bytes_total ", "attn_queue_jobs 0\n",
+        "attn_workers_busy 0\n", "attn_draining 0\n",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(strstr(r.body, want[i]) != NULL, "metrics lack '%s':\n%s", want[i], r.body);
+    /* bytes in: three seed bodies at least */
+    const char *b = strstr(r.body, "\nattn_request_bytes_total ");
+    ck_assert_ptr_nonnull(b);
+    ck_assert_int_ge(atol(b + strlen("\nattn_request_bytes_total ")), 3 * (long)strlen(srvt_seed_mha));
+    srvt_reply_free(&r);
+    stop();
+}
+END_TEST
+
+/* ==== POST endpoints ==================================================== */
+
+START_TEST(t_seed_multihead) {
+    start(NULL);
+    srvt_reply r;
+    ck_assert_int_eq(srvt_post(&srv, "/attention/multihead", srvt_seed_mha, &r), 0);
+    ck_assert_int_eq(srvt_check_seed_mha(&r), 0);
+    assert_header(&r, "Content-Type", "application/json");
+    srvt_reply_free(&r);
+    stop();
+}
+END_TEST
+
+/* curl -d sends application/x-www-form-urlencoded: parsed as JSON anyway;
+ * so are text/plain and no content type at all. */
+START_TEST(t_content_type_ignored) {
+    start(NULL);
+    const char *types[] = {NULL, "Content-Type: application/x-www-form-urlencoded",
+                           "Content-Type: text/plain", "Content-Type: application/json"};
+    for (size_t i = 0; i < 4; i++) {
+        const char *h[] = {types[i], NULL};
+        srvt_req rq = {.body = srvt_seed_mha, .len = strlen(srvt_seed_mha),
+                       .headers = types[i] ? h : NULL};
+        srvt_reply r;
+        ck_assert_int_eq(srvt_do(&srv, "/attention/multihead", &rq, &r), 0);
+        ck_assert_msg(srvt_check_seed_mha(&r) == 0, "content type %s", types[i] ? types[i] : "none");
+        srvt_reply_free(&r);
+    }
+    stop();
+}
+END_TEST
+
+START_TEST(t_every_post_endpoint) {
+    start(NULL);
+    srvt_reply r;
+    ck_assert_int_eq(srvt_post(&srv, "/attention/simple", srvt_seed_simple, &r), 0);
+    ck_assert_int_eq(srvt_check_seed_simple(&r), 0);
+    srvt_reply_free(&r);
+
+    const char *bodies[][2] = {
+        {"/attention/self", "{\"d_out\":2,\"init\":{\"seed\":789},\"inputs\":[[0.43,0.15,0.89],"
+                            "[0.55,0.87,0.66]]}"},
+        {"/attention/causal", "{\"d_out\":2,\"context_length\":6,\"dropout\":0.0,\"init\":{\"seed\":"
+                              "123},\"inputs\":[[0.43,0.15,0.89],[0.55,0.87,0.66]]}"},
+        {"/attention/sdpa", "{\"query\":[[1,0],[0,1]],\"key\":[[1,0],[0,1]],"
+                            "\"value\":[[1,2],[3,4]]}"},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_int_eq(srvt_post(&srv, bodies[i][0], bodies[i][1], &r), 0);
+        ck_assert_msg(r.status == 200, "%s: %ld %s", bodies[i][0], r.status, r.body);
+        json_t *j = body_json(&r);
+        json_t *ctx = json_object_get(j, "context");
+        ck_assert_msg(json_array_size(ctx) == 2, "%s: context %s", bodies[i][0], r.body);
+        ck_assert(json_is_array(json_object_get(j, "attn_weights")));
+        json_decref(j);
+        srvt_reply_free(&r);
+    }
+    /* sdpa on orthonormal keys: softmax([1,0]/sqrt(2)) weights the first value */
+    ck_assert_int_eq(srvt_post(&srv, "/attention/sdpa", bodies[2][1], &r), 0);
+    json_t *j = body_json(&r);
+    double w = json_number_value(json_array_get(json_array_get(json_object_get(j, "attn_weights"), 0), 0));
+    ck_assert_double_eq_tol(w, 0.66976, 1e-4);
+    json_decref(j);
+    srvt_reply_free(&r);
+    stop();
+}
+END_TEST
+
+/* ==== Errors ============================================================ */
+
+START_TEST(t_malformed_json_400) {
+    start(NULL);
+    const char *bad[] = {"{\"module\": ", "not json", "", "[1,2", "{\"inputs\": [[1, 2], [3]]}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        srvt_reply r;
+        srvt_req rq = {.body = bad[i], .len = strlen(bad[i])};
+        ck_assert_int_eq(srvt_do(&srv, "/attention/simple", &rq, &r), 0);
+        ck_assert_msg(srvt_check_error(&r, 400, NULL) == 0, "body '%s'", bad[i]);
+        srvt_reply_free(&r);
+    }
+    srvt_reply r;
+    ck_assert_int_eq(srvt_post(&srv, "/attention/multihead", "{\"module\": ", &r), 0);
+    ck_assert_int_eq(srvt_check_error(&r, 400, "invalid_json"), 0);
+    ck_assert_msg(strstr(r.body, "line 1") && strstr(r.body, "column"), "%s", r.body);
+    srvt_reply_free(&r);
+    stop();
+}
+END_TEST
+
+START_TEST(t_not_found_404) {
+    start(NULL);
+    const char *paths[][2] = {{"GET", "/"}, {"GET", "/attention"}, {"POST", "/attention/unknown"},
+                              {"GET", "/healthz/"}, {"OPTIONS", "/nope"}, {"DELETE", "/x"}};
+    for (size_t i = 0; i < 6; i++) {
+        srvt_reply r;
+        srvt_req rq = {.method = paths[i][0]};
+        if (strcmp(paths[i][0], "POST") == 0) { rq.body = "{}"; rq.len = 2; }
+        ck_assert_int_eq(srvt_do(&srv, paths[i][1], &rq, &r), 0);
+        ck_assert_msg(srvt_check_error(&r, 404, "not_found") == 0, "%s %s", paths[i][0], paths[i][1]);
+        assert_header(&r, "Content-Type", "application/json");
+        srvt_reply_free(&r);
+    }
+    stop();
+}
+END_TEST
+
+START_TEST(t_method_not_allowed_405) {
+    start(NULL);
+    struct { const char *method, *path, *allow; } cases[] = {
+        {"GET", "/attention/multihead", "POST, OPTIONS"},
+        {"PUT", "/attention/sdpa", "POST, OPTIONS"},
+        {"POST", "/healthz", "GET, HEAD, OPTIONS"},
+        {"DELETE", "/metrics", "GET, HEAD, OPTIONS"},
+        {"PATCH", "/version", "GET, HEAD, OPTIONS"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        srvt_reply r;
+        srvt_req rq = {.method = cases[i].method};
+        if (strcmp(cases[i].method, "POST") == 0) { rq.body = "{}"; rq.len = 2; }
+        ck_assert_int_eq(srvt_do(&srv, cases[i].path, &rq, &r), 0);
+        ck_assert_msg(srvt_check_error(&r, 405, "method_not_allowed") == 0, "%s %s",
+                      cases[i].method, cases[i].path);
+        assert_header(&r, "Allow", cases[i].allow);
+        srvt_reply_free(&r);
+    }
+    stop();
+}
+END_TEST
+
+/* ==== CORS ============================================================== */
+
+START_TEST(t_cors_preflight) {
+    const char *args[] = {"--cors-origin", "https://viz.example", NULL};
+    start(args);
+    const char *h[] = {"Origin: https://viz.example", "Access-Control-Request-Method: POST",
+                       "Access-Control-Request-Headers: content-type", NULL};
+    const char *paths[] = {"/attention/multihead", "/attention/simple", "/metrics", "/healthz"};
+    for (int i = 0; i < 4; i++) {
+        srvt_req rq = {.method = "OPTIONS", .headers = h};
+        srvt_reply r;
+        ck_assert_int_eq(srvt_do(&srv, paths[i], &rq, &r), 0);
+        ck_assert_int_eq(r.status, 204);
+        ck_assert_uint_eq(r.len, 0);
+        assert_header(&r, "Access-Control-Allow-Origin", "https://viz.example");
+        assert_header(&r, "Access-Control-Allow-Methods", i < 2 ? "POST, OPTIONS" : "GET, HEAD, OPTIONS");
+        assert_header(&r, "Access-Control-Allow-Headers", "Content-Type");
+        assert_header(&r, "Access-Control-Max-Age", "86400");
+        srvt_reply_free(&r);
+    }
+    /* ... and on normal replies, errors included */
+    srvt_req rq = {.body = srvt_seed_mha, .len = strlen(srvt_seed_mha), .headers = h + 2};
+    srvt_reply r;
+    ck_assert_int_eq(srvt_do(&srv, "/attention/multihead", &rq, &r), 0);
+    ck_assert_int_eq(srvt_check_seed_mha(&r), 0);
+    assert_header(&r, "Access-Control-Allow-Origin", "https://viz.example");
+    assert_header(&r, "Vary", "Origin");
+    srvt_reply_free(&r);
+    ck_assert_int_eq(srvt_get(&srv, "/missing", &r), 0);
+    ck_assert_int_eq(r.status, 404);
+    assert_header(&r, "Access-Control-Allow-Origin", "https://viz.example");
+    srvt_reply_free(&r);
+    stop();
+}
+END_TEST
+
+START_TEST(t_no_cors_by_default) {
+    start(NULL);
+    srvt_req rq = {.method = "OPTIONS"};
+    srvt_reply r;
+    ck_assert_int_eq(srvt_do(&srv, "/attention/multihead", &rq, &r), 0);
+    ck_assert_int_eq(r.status, 204);
+    assert_header(&r, "Allow", "POST, OPTIONS");
+    assert_header(&r, "Access-Control-Allow-Origin", NULL);
+    srvt_reply_free(&r);
+    stop();
+}
+END_TEST
+
+/* ==== Access log ======================================================== */
+
+START_TEST(t_access_log) {
+    start(NULL);
+    srvt_reply r;
+    ck_assert_int_eq(srvt_post(&srv, "/attention/multihead", srvt_seed_mha, &r), 0);
+    srvt_reply_free(&r);
+    ck_assert_int_eq(srvt_get(&srv, "/nope", &r), 0);
+    srvt_reply_free(&r);
+    stop();
+    char want[128];
+    snprintf(want, sizeof want, " POST /attention/multihead 200 in=%zu out=", strlen(srvt_seed_mha));
+    ck_assert_msg(strstr(srv.log, want) != NULL, "no '%s' in log:\n%s", want, srv.log);
+    ck_assert_msg(strstr(srv.log, " GET /nope 404 in=0 out=") != NULL, "log:\n%s", srv.log);
+    ck_assert_msg(strstr(srv.log, "ms\n") != NULL, "log:\n%s", srv.log);
+}
+END_TEST
+
+int main(void) {
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    Suite *s = suite_create("server_http");
+    TCase *tc = tcase_create("http");
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, NULL, teardown);
+    tcase_add_test(tc, t_health_and_ready);
+    tcase_add_test(tc, t_version);
+    tcase_add_test(tc, t_openapi);
+    tcase_add_test(tc, t_metrics_count_requests);
+    tcase_add_test(tc, t_seed_multihead);
+    tcase_add_test(tc, t_content_type_ignored);
+    tcase_add_test(tc, t_every_post_endpoint);
+    tcase_add_test(tc, t_malformed_json_400);
+    tcase_add_test(tc, t_not_found_404);
+    tcase_add_test(tc, t_method_not_allowed_405);
+    tcase_add_test(tc, t_cors_preflight);
+    tcase_add_test(tc, t_no_cors_by_default);
+    tcase_add_test(tc, t_access_log);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    curl_global_cleanup();
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
