@@ -35,8 +35,10 @@ static const double P10[] = {
  * multiply by an inexact reciprocal. */
 static inline double scale10(double x, int k) { return k >= 0 ? x * POW10(k) : x / POW10(-k); }
 
-/* Writes n * 10^x (n > 0), sign first: plain notation for exponents -7..20,
- * else d.ddde-N. Returns the length. */
+/* Writes n * 10^x (n > 0), sign first: plain notation for exponents -7..15,
+ * else d.ddde-N (integers of 17 digits and more overflow int64 readers such
+ * as jansson, which read a number without '.' or 'e' as an integer).
+ * Returns the length. */
 static int write_decimal(char *out, int neg, uint64_t n, int x) {
     char d[24];
     int nd = 0;
@@ -52,7 +54,7 @@ static int write_decimal(char *out, int neg, uint64_t n, int x) {
     char *o = out;
     if (neg) *o++ = '-';
     int E = nd - 1 + x; /* exponent of the first digit */
-    if (E >= 0 && E < 21) {
+    if (E >= 0 && E < 16) {
         for (int i = 0; i <= E; i++) *o++ = i < nd ? d[nd - 1 - i] : '0';
         if (nd > E + 1) {
             *o++ = '.';

@@ -1,0 +1,381 @@
+/* test_api_serialise.c - the float printer (round trip, shortest, precision),
+ * the tensor writer (nested, flat, null for -inf), string escaping and error
+ * bodies. */
+#include <check.h>
+#include <float.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_internal.h"
+
+static uint64_t g_state = 0x9e3779b97f4a7c15ull;
+
+static uint32_t next_u32(void) { /* xorshift64* */
+    g_state ^= g_state >> 12;
+    g_state ^= g_state << 25;
+    g_state ^= g_state >> 27;
+    return (uint32_t)((g_state * 0x2545f4914f6cdd1dull) >> 32);
+}
+
+static float from_bits(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* formats v, checks it is a JSON number that strtof reads back bit for bit */
+static void expect_round_trip(float v) {
+    char s[API_FLOAT_MAX + 1];
+    int n = api__format_float(s, v, 0);
+    ck_assert_int_gt(n, 0);
+    ck_assert_int_le(n, API_FLOAT_MAX);
+    s[n] = '\0';
+    char *end;
+    float r = strtof(s, &end);
+    ck_assert_msg(*end == '\0', "%s: not all parsed", s);
+    ck_assert_msg(memcmp(&r, &v, sizeof r) == 0, "%s reads back as %.9g, not %.9g", s, (double)r,
+                  (double)v);
+    /* JSON number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+    const char *p = s;
+    if (*p == '-') p++;
+    ck_assert_msg(*p >= '0' && *p <= '9', "%s", s);
+    ck_assert_msg(!(p[0] == '0' && p[1] >= '0' && p[1] <= '9'), "leading zero: %s", s);
+}
+
+/* significant digits of a printed number */
+static int sig_digits(const char *s) {
+    int first = 0, n = 0, zeros = 0;
+    for (; *s && *s != 'e'; s++) {
+        if (*s < '0' || *s > '9') continue;
+        if (!first && *s == '0') continue;
+        first = 1;
+        if (*s == '0') {
+            zeros++;
+        } else {
+            n += zeros + 1;
+            zeros = 0;
+        }
+    }
+    return n ? n : 1;
+}
+
+START_TEST(test_special_values) {
+    static const float vals[] = {0.0f, 1.0f, -1.0f, 2.0f, 0.5f, 0.1f, 1e-38f, 3.4e38f, FLT_MAX,
+                                 -FLT_MAX, FLT_MIN, FLT_TRUE_MIN, -FLT_TRUE_MIN, 1e-45f, 1e10f,
+                                 16777216.0f, 16777217.0f, 123456789.0f, 1e-7f, 1e21f, 1e20f,
+                                 0.3190183f, 1.0f / 3.0f, 9.999999e-8f, 1e-6f, 1e15f, 1e16f, -1.2221189e19f};
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) expect_round_trip(vals[i]);
+    char s[API_FLOAT_MAX + 1];
+    int n = api__format_float(s, 0.0f, 0);
+    ck_assert_int_eq(n, 1);
+    ck_assert_int_eq(s[0], '0');
+    n = api__format_float(s, -0.0f, 0);
+    s[n] = '\0';
+    ck_assert(strcmp(s, "-0") == 0 || strcmp(s, "0") == 0);
+    n = api__format_float(s, 0.1f, 0);
+    s[n] = '\0';
+    ck_assert_str_eq(s, "0.1");
+    n = api__format_float(s, 2.0f, 0);
+    s[n] = '\0';
+    ck_assert(strcmp(s, "2") == 0 || strcmp(s, "2.0") == 0);
+    n = api__format_float(s, 1e-38f, 0);
+    s[n] = '\0';
+    ck_assert_str_eq(s, "1e-38");
+    n = api__format_float(s, 3.4e38f, 0);
+    s[n] = '\0';
+    ck_assert_str_eq(s, "3.4e38");
+    n = api__format_float(s, -1.2221189e19f, 0);
+    s[n] = '\0';
+    ck_assert_str_eq(s, "-1.2221189e19");
+    n = api__format_float(s, 1e15f, 0);
+    s[n] = '\0';
+    ck_assert_str_eq(s, "1000000000000000");
+    ck_assert_int_eq(api__format_float(s, NAN, 0), 0);
+    ck_assert_int_eq(api__format_float(s, INFINITY, 0), 0);
+    ck_assert_int_eq(api__format_float(s, -INFINITY, 3), 0);
+}
+END_TEST
+
+START_TEST(test_random_bits_round_trip) {
+    /* any float: random bit patterns cover every exponent, subnormals included */
+    for (int i = 0; i < 2000000; i++) {
+        float v = from_bits(next_u32());
+        if (!isfinite(v)) continue;
+        expect_round_trip(v);
+    }
+}
+END_TEST
+
+START_TEST(test_subnormals_round_trip) {
+    for (int i = 0; i < 300000; i++) expect_round_trip(from_bits(next_u32() & 0x807fffffu));
+    for (uint32_t u = 1; u < 5000; u++) expect_round_trip(from_bits(u));
+    for (uint32_t u = 0x00800000u - 2000; u < 0x00800000u + 2000; u++) expect_round_trip(from_bits(u));
+}
+END_TEST
+
+START_TEST(test_typical_values_round_trip) {
+    /* attention weights and activations: uniform in [-2, 2], and powers of two */
+    for (int i = 0; i < 1000000; i++) {
+        float v = ((float)next_u32() / 4294967296.0f) * 4.0f - 2.0f;
+        expect_round_trip(v);
+    }
+    for (int e = -149; e <= 127; e++) {
+        expect_round_trip(ldexpf(1.0f, e));
+        expect_round_trip(nextafterf(ldexpf(1.0f, e), 0.0f));
+        expect_round_trip(nextafterf(ldexpf(1.0f, e), INFINITY));
+    }
+    for (int k = -45; k <= 38; k++) { /* near powers of ten */
+        float p = (float)pow(10.0, k);
+        expect_round_trip(p);
+        expect_round_trip(nextafterf(p, 0.0f));
+        expect_round_trip(nextafterf(p, INFINITY));
+    }
+}
+END_TEST
+
+START_TEST(test_shortest) {
+    /* never more digits than the fewest %.Ng that reads back */
+    for (int i = 0; i < 200000; i++) {
+        float v = from_bits(next_u32());
+        if (!isfinite(v)) continue;
+        int p;
+        char g[48];
+        for (p = 1; p <= 9; p++) {
+            snprintf(g, sizeof g, "%.*g", p, (double)v);
+            if (strtof(g, NULL) == v) break;
+        }
+        char s[API_FLOAT_MAX + 1];
+        int n = api__format_float(s, v, 0);
+        s[n] = '\0';
+        ck_assert_msg(sig_digits(s) <= p, "%s has more digits than %s", s, g);
+    }
+}
+END_TEST
+
+START_TEST(test_precision) {
+    char s[API_FLOAT_MAX + 1];
+    int n = api__format_float(s, 0.123456789f, 4);
+    s[n] = '\0';
+    ck_assert_str_eq(s, "0.1235");
+    n = api__format_float(s, -12345.678f, 3);
+    s[n] = '\0';
+    ck_assert_str_eq(s, "-12300");
+    n = api__format_float(s, 0.5f, 9);
+    s[n] = '\0';
+    ck_assert_str_eq(s, "0.5");
+    n = api__format_float(s, 9.99999f, 2);
+    s[n] = '\0';
+    ck_assert_str_eq(s, "10");
+    for (int p = 1; p <= 9; p++) {
+        for (int i = 0; i < 100000; i++) {
+            float v = from_bits(next_u32());
+            if (!isfinite(v) || v == 0.0f) continue;
+            n = api__format_float(s, v, p);
+            s[n] = '\0';
+            ck_assert_int_le(sig_digits(s), p);
+            double r = strtod(s, NULL);
+            ck_assert_msg(fabs(r - v) <= 0.5000001 * pow(10.0, floor(log10(fabs((double)v))) - p + 1) * 1.0000001,
+                          "%.9g at %d digits: %s", (double)v, p, s);
+            if (p == 9) ck_assert_msg(strtof(s, NULL) == v, "9 digits must round-trip: %s", s);
+        }
+    }
+}
+END_TEST
+
+/* ==== tensors ================================================================ */
+
+static char *emit(const float *x, int rank, const int *shape, int flat, int precision,
+                  int *nonfinite) {
+    api_buf b = {0};
+    api_fmt f = {.precision = precision, .flat = flat};
+    api__emit_floats(&b, x, rank, shape, &f, nonfinite);
+    if (b.failed) {
+        api_buf_free(&b);
+        return NULL;
+    }
+    return b.data;
+}
+
+START_TEST(test_nested_and_flat) {
+    float x[24];
+    for (int i = 0; i < 24; i++) x[i] = (float)i + 0.5f;
+    int nf = 0;
+    char *s = emit(x, 2, (int[]){2, 3}, 0, 0, &nf);
+    ck_assert_str_eq(s, "[[0.5,1.5,2.5],[3.5,4.5,5.5]]");
+    free(s);
+    s = emit(x, 2, (int[]){2, 3}, 1, 0, &nf);
+    ck_assert_str_eq(s, "{\"shape\":[2,3],\"data\":[0.5,1.5,2.5,3.5,4.5,5.5]}");
+    free(s);
+    s = emit(x, 1, (int[]){3}, 0, 0, &nf);
+    ck_assert_str_eq(s, "[0.5,1.5,2.5]");
+    free(s);
+    s = emit(x, 3, (int[]){2, 1, 2}, 0, 0, &nf);
+    ck_assert_str_eq(s, "[[[0.5,1.5]],[[2.5,3.5]]]");
+    free(s);
+    /* rank 4, checked against the indices with jansson */
+    s = emit(x, 4, (int[]){2, 3, 2, 2}, 0, 0, &nf);
+    json_t *j = json_loads(s, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 2; c++)
+                for (int d = 0; d < 2; d++) {
+                    json_t *v = json_array_get(json_array_get(json_array_get(json_array_get(j, a), b), c), d);
+                    ck_assert_double_eq(json_number_value(v), x[((a * 3 + b) * 2 + c) * 2 + d]);
+                }
+    ck_assert_int_eq(json_array_size(j), 2);
+    ck_assert_int_eq(json_array_size(json_array_get(j, 1)), 3);
+    json_decref(j);
+    free(s);
+    ck_assert_int_eq(nf, 0);
+}
+END_TEST
+
+START_TEST(test_neg_inf_null_and_nan) {
+    float x[3] = {1.0f, -INFINITY, 2.0f};
+    int nf = 0;
+    char *s = emit(x, 1, (int[]){3}, 0, 0, &nf);
+    ck_assert_str_eq(s, "[1,null,2]");
+    free(s);
+    x[1] = NAN;
+    s = emit(x, 1, (int[]){3}, 0, 0, &nf);
+    ck_assert_ptr_null(s);
+    ck_assert_int_eq(nf, 1);
+}
+END_TEST
+
+START_TEST(test_bytes) {
+    uint8_t m[6] = {0, 1, 1, 0, 0, 1};
+    api_buf b = {0};
+    api_fmt f = {0};
+    api__emit_bytes(&b, m, 2, (int[]){2, 3}, &f);
+    ck_assert_str_eq(b.data, "[[0,1,1],[0,0,1]]");
+    api_buf_free(&b);
+    f.flat = 1;
+    api__emit_bytes(&b, m, 2, (int[]){3, 2}, &f);
+    ck_assert_str_eq(b.data, "{\"shape\":[3,2],\"data\":[0,1,1,0,0,1]}");
+    api_buf_free(&b);
+    api_buf_free(&b); /* twice: a freed buffer is a zeroed one */
+}
+END_TEST
+
+START_TEST(test_large_tensor_parses_back) {
+    size_t n = 300000;
+    float *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++) {
+        float v;
+        do v = from_bits(next_u32()); while (!isfinite(v));
+        x[i] = v;
+    }
+    int nf = 0;
+    char *s = emit(x, 2, (int[]){300, 1000}, 1, 0, &nf);
+    ck_assert_ptr_nonnull(s);
+    json_error_t je;
+    json_t *j = json_loads(s, 0, &je);
+    ck_assert_msg(j != NULL, "%s at %d: %.40s", je.text, je.position, s + (je.position > 20 ? je.position - 20 : 0));
+    json_t *data = json_object_get(j, "data");
+    ck_assert_uint_eq(json_array_size(data), n);
+    for (size_t i = 0; i < n; i += 997) /* jansson reads doubles: round to float */
+        ck_assert((float)json_number_value(json_array_get(data, i)) == x[i]);
+    json_decref(j);
+    free(s);
+    free(x);
+}
+END_TEST
+
+/* ==== strings and errors ===================================================== */
+
+START_TEST(test_json_string_escaping) {
+    const char *in = "a\"b\\c\nd\te\x01 f\x7f \xc3\xa9";
+    api_buf b = {0};
+    api__buf_json_string(&b, in);
+    json_error_t je;
+    json_t *j = json_loads(b.data, JSON_DECODE_ANY, &je);
+    ck_assert_msg(j != NULL, "%s: %s", b.data, je.text);
+    ck_assert_str_eq(json_string_value(j), in);
+    json_decref(j);
+    api_buf_free(&b);
+    api__buf_json_string(&b, NULL);
+    ck_assert_str_eq(b.data, "null");
+    api_buf_free(&b);
+}
+END_TEST
+
+START_TEST(test_error_body) {
+    api_buf b;
+    ck_assert_int_eq(api_error_body(&b, 400, "invalid_shape", "inputs[1] has 2 values, expected 3",
+                                    "inputs[1]"), 0);
+    ck_assert_str_eq(b.data, "{\"error\":{\"status\":400,\"code\":\"invalid_shape\",\"message\":"
+                             "\"inputs[1] has 2 values, expected 3\",\"field\":\"inputs[1]\"}}\n");
+    api_buf_free(&b);
+    ck_assert_int_eq(api_error_body(&b, 404, "not_found", "no \"such\" path", NULL), 0);
+    json_t *j = json_loads(b.data, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    ck_assert(json_is_null(json_object_get(json_object_get(j, "error"), "field")));
+    json_decref(j);
+    api_buf_free(&b);
+}
+END_TEST
+
+START_TEST(test_echo) {
+    char out[API_ECHO_MAX + 4], in[400];
+    memset(in, 'x', sizeof in);
+    in[399] = '\0';
+    in[3] = '\n';
+    api__echo(out, sizeof out, in);
+    ck_assert_uint_eq(strlen(out), API_ECHO_MAX + 3);
+    ck_assert_int_eq(out[3], '?');
+    /* a cut inside a UTF-8 sequence backs off to its start */
+    memset(in, 0, sizeof in);
+    memset(in, 'y', API_ECHO_MAX - 1);
+    memcpy(in + API_ECHO_MAX - 1, "\xc3\xa9zz", 4);
+    api__echo(out, sizeof out, in);
+    ck_assert_uint_eq(strlen(out), API_ECHO_MAX - 1 + 3);
+}
+END_TEST
+
+/* ==== through api_handle ====================================================== */
+
+START_TEST(test_handle_precision_and_flat) {
+    const char *body = "{\"inputs\":[[0.43,0.15,0.89],[0.55,0.87,0.66]],\"precision\":3,"
+                       "\"output_format\":\"flat\",\"return\":[\"attn_scores\",\"mask\"]}";
+    api_limits lim = {.max_elements = 1000000};
+    api_reply r;
+    ck_assert_int_eq(api_handle(API_EP_SIMPLE, body, strlen(body), &lim, &r), 200);
+    /* 0.43^2 + 0.15^2 + 0.89^2 = 0.9995 (0.99949998 in float32), 0.43*0.55 + 0.15*0.87 +
+     * 0.89*0.66 = 0.9544, 0.55^2 + 0.87^2 + 0.66^2 = 1.495 */
+    ck_assert_msg(strstr(r.body.data, "\"attn_scores\":{\"shape\":[2,2],\"data\":[0.999,0.954,0.954,1.5]}") != NULL,
+                  "%s", r.body.data);
+    ck_assert_ptr_nonnull(strstr(r.body.data, "\"mask\":{\"shape\":[2,2],\"data\":[0,0,0,0]}"));
+    api_buf_free(&r.body);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("api_serialise");
+    TCase *tc = tcase_create("serialise");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_special_values);
+    tcase_add_test(tc, test_random_bits_round_trip);
+    tcase_add_test(tc, test_subnormals_round_trip);
+    tcase_add_test(tc, test_typical_values_round_trip);
+    tcase_add_test(tc, test_shortest);
+    tcase_add_test(tc, test_precision);
+    tcase_add_test(tc, test_nested_and_flat);
+    tcase_add_test(tc, test_neg_inf_null_and_nan);
+    tcase_add_test(tc, test_bytes);
+    tcase_add_test(tc, test_large_tensor_parses_back);
+    tcase_add_test(tc, test_json_string_escaping);
+    tcase_add_test(tc, test_error_body);
+    tcase_add_test(tc, test_echo);
+    tcase_add_test(tc, test_handle_precision_and_flat);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
