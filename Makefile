@@ -94,7 +94,7 @@ $(LIBAPI): $(API_OBJ)
 $(SERVER): $(SERVER_OBJ) $(LIBAPI) $(LIBCORE)
 	$(CC) $(LDFLAGS) $(SERVER_OBJ) $(LIBAPI) $(LIBCORE) $(LIBS_SERVER) $(LIBS_API) $(LIBS_CORE) -o $@
 
-$(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(LIBAPI) $(LIBCORE) tests/support/*.h
+$(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(LIBAPI) $(LIBCORE) tests/support/*.h tests/scaleout/*.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(TESTLIB_OBJ) $(LIBAPI) $(LIBCORE) \
 	  $(LDFLAGS) $(LIBS_TEST) $(LIBS_API) $(LIBS_CORE) -o $@
@@ -129,6 +129,14 @@ golden:
 	@dpkg-query -W -f='$${Status}' python3-torch 2>/dev/null | grep -q "ok installed" || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch)
 	/usr/bin/python3 tests/golden/generate.py tests/golden
+
+CONTAINER_CHECK ?= ../shared/tools/container-check
+
+# Builds docker/Dockerfile with podman and runs the image: /healthz, the image's
+# HEALTHCHECK, the seed MultiHeadAttention request (docker/smoke.sh), exit 0 on
+# SIGTERM. Needs root (installs podman and debootstrap if missing).
+container-check:
+	$(CONTAINER_CHECK) -f docker/Dockerfile -- docker/smoke.sh
 
 clean:
 	rm -rf build build-asan
