@@ -143,6 +143,32 @@ int api__format_float(char *out, float v, int precision) {
     double lo = (vd + (double)down) / 2;
     double hi = a == 0x7f7fffffu ? vd + (vd - (double)down) / 2 : (vd + (double)up) / 2;
 
+    /* Fast path: at 9 significant digits, the integers strictly inside the
+     * scaled interval, [L, H], are exactly the 9-digit decimals that read back
+     * as v, unless an end lies too close to an integer to tell. The shortest
+     * decimals are the multiples of the largest 10^j in [L, H]; take the one
+     * nearest to v. */
+    {
+        int k = 8 - e10;
+        double s = scale10(vd, k), ls = scale10(lo, k), hs = scale10(hi, k);
+        double m = hs * 0x1p-46;
+        double cl = ceil(ls), fh = floor(hs);
+        if (cl - ls > m && hs - fh > m && cl <= fh && fh < 4e9) {
+            uint32_t L = (uint32_t)cl, H = (uint32_t)fh, P = 1;
+            int j = 0;
+            while (j < 9 && H / (P * 10) * (P * 10) >= L) {
+                P *= 10;
+                j++;
+            }
+            uint32_t c = (uint32_t)(s / P + 0.5) * P;
+            if (c < L) c += P;
+            if (c > H) c -= P;
+            return write_decimal(out, neg, c / P, j - k);
+        }
+    }
+
+    /* Slow path: p = 1, 2, ... digits, each candidate checked with margins,
+     * and with strtof where the margins cannot tell. */
     for (int p = 1; p <= 9; p++) {
         int k = p - 1 - e10;
         double s = scale10(vd, k);
