@@ -111,8 +111,9 @@ static int fill_nested(filler *f, const json_t *j, int depth) {
     size_t n = json_array_size(j);
     if (n != (size_t)f->shape[depth]) {
         path(p, sizeof p, f->name, f->idx, depth);
-        return api__fail(f->e, 400, "invalid_shape", p, "%s has %zu values, expected %d%s", p, n,
-                         f->shape[depth], n ? "" : " (empty axes are not allowed)");
+        return api__fail(f->e, 400, "invalid_shape", p, "%s has %zu value%s, expected %d%s", p, n,
+                         n == 1 ? "" : "s", f->shape[depth],
+                         n ? "" : " (empty axes are not allowed)");
     }
     for (size_t i = 0; i < n; i++) {
         f->idx[depth] = (int)i;
