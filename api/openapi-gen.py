@@ -78,6 +78,7 @@ ENDPOINTS = [
      "MultiHeadAttention, MultiHeadAttentionWrapper (chapter 3.6), GPT2CausalSelfAttention (gpt2_min.py) and torch.nn.MultiheadAttention (batch_first=True)."),
     ("sdpa", ["scaled_dot_product_attention"], "Scaled dot-product attention on given query, key and value (cross-attention when L != S, grouped-query when Hkv < H)."),
 ]
+MODULE_NAMES = [m for _, mods, _ in ENDPOINTS for m in mods]
 REQUIRED = {"simple": ["inputs"], "self": ["inputs"], "causal": ["inputs", "d_out"], "multihead": ["inputs"], "sdpa": ["query", "key", "value"]}
 
 ERROR_STATUSES = {
@@ -85,7 +86,7 @@ ERROR_STATUSES = {
     "404": "Unknown path (not_found).",
     "405": "Method not allowed (method_not_allowed); the Allow header lists the allowed ones.",
     "413": "The body is over --max-body, or the request would make the server hold more than --max-elements values (too_large), checked before allocating.",
-    "500": "Internal error (internal_error).",
+    "500": "Internal error (internal_error; a result holding NaN or infinity), or out_of_memory when the server cannot allocate even the error reply.",
     "503": "Every worker is busy and the queue is full (overloaded, with Retry-After), or memory ran out (out_of_memory).",
 }
 
@@ -148,18 +149,19 @@ def main():
             "responses": responses,
         }}
     status_ok = {"description": "OK", "content": {"application/json": {"schema": {
-        "type": "object", "properties": {"status": {"type": "string", "enum": ["ok"]}}, "required": ["status"]}}}}
+        "type": "object", "properties": {"status": {"type": "string", "enum": ["ok"]}}, "required": ["status"], "additionalProperties": False}}}}
     paths["/healthz"] = {"get": {"operationId": "healthz", "summary": "Liveness.", "responses": {"200": status_ok}}}
     paths["/readyz"] = {"get": {"operationId": "readyz", "summary": "Readiness: ready to take requests.", "responses": {
-        "200": status_ok, "503": error_response("Not ready (starting or draining).")}}}
+        "200": status_ok, "503": error_response("Not ready: the server is shutting down (draining).")}}}
     paths["/metrics"] = {"get": {"operationId": "metrics", "summary": "Prometheus text format: requests by endpoint and status, latency histogram, in-flight requests, bytes in and out.",
                                  "responses": {"200": {"description": "Metrics", "content": {"text/plain": {"schema": {"type": "string"}}}}}}}
     paths["/version"] = {"get": {"operationId": "version", "summary": "Name, version, build, OpenBLAS core and thread count.", "responses": {"200": {
         "description": "Version", "content": {"application/json": {"schema": {"type": "object", "properties": {
             "name": {"type": "string"}, "version": {"type": "string"},
             "build": {"type": "object", "additionalProperties": {"type": "string"}},
-            "openblas": {"type": "object", "properties": {"core": {"type": "string"}, "threads": {"type": "integer"}, "config": {"type": "string"}}}},
-            "required": ["name", "version"]}}}}}}}
+            "openblas": {"type": "object", "properties": {"core": {"type": "string"}, "threads": {"type": "integer", "minimum": 1}, "config": {"type": "string"}},
+                         "required": ["core", "threads", "config"], "additionalProperties": False}},
+            "required": ["name", "version", "build", "openblas"], "additionalProperties": False}}}}}}}
     paths["/openapi.json"] = {"get": {"operationId": "openapi", "summary": "This document.", "responses": {"200": {
         "description": "OpenAPI 3.1 document", "content": {"application/json": {"schema": {"type": "object"}}}}}}}
 
@@ -175,11 +177,11 @@ def main():
             "data": {"type": "array", "items": {"type": ["number", "boolean", "string", "null"]}}},
             "required": ["shape", "data"], "additionalProperties": False},
         "Shape": {"type": "object", "description": "Sizes of the call: batch B (1 when the inputs had no batch axis), tokens T (L), kv_tokens S, d_in, d_out (width of context), num_heads H, head_dim.",
-                  "properties": {k: {"type": "integer"} for k in ["batch", "tokens", "kv_tokens", "d_in", "d_out", "num_heads", "head_dim"]},
-                  "required": ["batch", "tokens", "kv_tokens", "d_in", "d_out", "num_heads", "head_dim"]},
+                  "properties": {k: {"type": "integer", "minimum": 1} for k in ["batch", "tokens", "kv_tokens", "d_in", "d_out", "num_heads", "head_dim"]},
+                  "required": ["batch", "tokens", "kv_tokens", "d_in", "d_out", "num_heads", "head_dim"], "additionalProperties": False},
         "AttentionResponse": {"type": "object", "description": "Every tensor loses its batch axis when the inputs had none; single-head modules have no head axis. Floats are the shortest decimals that read back as the same float32, or `precision` digits.",
             "properties": {
-                "module": {"type": "string"},
+                "module": {"type": "string", "enum": MODULE_NAMES},
                 "shape": {"$ref": "#/components/schemas/Shape"},
                 "context": dict(tensor_out, description="The module's output [B][T][d_out]; sdpa: [B][H][L][Ev] as F.scaled_dot_product_attention returns it."),
                 "attn_weights": dict(tensor_out, description="Attention weights after dropout: [B][T][S] for single-head modules, [B][H][T][S] for multi-head ones, or [B][T][S] averaged with average_attn_weights."),
@@ -192,17 +194,20 @@ def main():
                 "values": dict(tensor_out, description="[B][Hkv][S][head_dim]."),
                 "context_heads": dict(tensor_out, description="Heads concatenated, before the output projection: [B][T][H*head_dim]."),
                 "params": {"type": "object", "additionalProperties": tensor_out, "description": "The state_dict used, buffers included, under PyTorch names: {k: torch.tensor(v)} loads back, and it is a valid state_dict field."},
-                "tokens": {"type": "array", "items": {"type": "string"}},
-                "timing": {"type": "object", "properties": {k: {"type": "number"} for k in ["parse_ms", "compute_ms", "serialise_ms"]}},
-            }, "required": ["module", "shape"]},
+                "tokens": {"type": ["array", "null"], "items": {"type": "string"},
+                           "description": "The request's tokens; null when \"tokens\" is asked for in return but the request gave none."},
+                "timing": {"type": "object", "properties": {k: {"type": "number", "minimum": 0} for k in ["parse_ms", "compute_ms", "serialise_ms"]},
+                           "required": ["parse_ms", "compute_ms", "serialise_ms"], "additionalProperties": False},
+            }, "required": ["module", "shape"], "additionalProperties": False},
         "Error": {"type": "object", "properties": {"error": {"type": "object", "properties": {
-            "status": {"type": "integer"},
+            "status": {"type": "integer", "enum": [int(k) for k in ERROR_STATUSES]},
             "code": {"type": "string", "enum": ["invalid_json", "missing_field", "unknown_field", "invalid_type", "invalid_argument",
                                                "invalid_shape", "non_finite", "too_large", "not_found", "method_not_allowed",
-                                               "overloaded", "out_of_memory", "internal_error"]},
+                                               "overloaded", "draining", "out_of_memory", "internal_error"]},
             "message": {"type": "string"},
             "field": {"type": ["string", "null"], "description": "The field at fault, with the path of the element: \"inputs[1][2]\", \"state_dict.W_query.weight\"; null when none."}},
-            "required": ["status", "code", "message", "field"]}}, "required": ["error"]},
+            "required": ["status", "code", "message", "field"], "additionalProperties": False}},
+            "required": ["error"], "additionalProperties": False},
     })
     doc = {
         "openapi": "3.1.0",
