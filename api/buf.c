@@ -68,6 +68,29 @@ void api__buf_printf(api_buf *b, const char *fmt, ...) {
     b->len += (size_t)n;
 }
 
+/* Length of the valid UTF-8 sequence at p (1 to 4), or 0 if the bytes there
+ * are not one: stray continuation, overlong form, surrogate, past U+10FFFF,
+ * or cut short. */
+static int utf8_length(const unsigned char *p) {
+    unsigned c = p[0];
+    int n;
+    unsigned min, cp;
+    if (c < 0x80) return 1;
+    if (c >= 0xc2 && c <= 0xdf) n = 2, min = 0x80, cp = c & 0x1f;
+    else if (c >= 0xe0 && c <= 0xef) n = 3, min = 0x800, cp = c & 0x0f;
+    else if (c >= 0xf0 && c <= 0xf4) n = 4, min = 0x10000, cp = c & 0x07;
+    else return 0;
+    for (int i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) return 0;   /* also stops at the NUL */
+        cp = cp << 6 | (p[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+    return n;
+}
+
+/* Always valid JSON and valid UTF-8, whatever s holds: bytes that are not
+ * UTF-8 (jansson's error text quotes the byte it choked on; a message cut at
+ * its buffer's end may split a character) become U+FFFD. */
 void api__buf_json_string(api_buf *b, const char *s) {
     if (s == NULL) {
         api__buf_put(b, "null", 4);
@@ -77,11 +100,12 @@ void api__buf_json_string(api_buf *b, const char *s) {
     if (api__buf_reserve(b, n * 6 + 2)) return;
     char *o = b->data + b->len;
     *o++ = '"';
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
         unsigned char c = *p;
         if (c == '"' || c == '\\') {
             *o++ = '\\';
             *o++ = (char)c;
+            p++;
         } else if (c < 0x20 || c == 0x7f) {
             static const char hex[] = "0123456789abcdef";
             switch (c) {
@@ -94,8 +118,18 @@ void api__buf_json_string(api_buf *b, const char *s) {
                 o[5] = hex[c & 15];
                 o += 6;
             }
+            p++;
         } else {
-            *o++ = (char)c;
+            int k = utf8_length(p);
+            if (k == 0) {
+                memcpy(o, "\\ufffd", 6);   /* one byte in, six out: within the reserve */
+                o += 6;
+                p++;
+            } else {
+                memcpy(o, p, (size_t)k);
+                o += k;
+                p += k;
+            }
         }
     }
     *o++ = '"';

@@ -304,6 +304,31 @@ START_TEST(test_json_string_escaping) {
 }
 END_TEST
 
+/* Bytes that are not UTF-8 come out as U+FFFD, so the body always parses;
+ * valid characters of 2, 3 and 4 bytes pass unchanged. */
+START_TEST(test_json_string_invalid_utf8) {
+    static const struct { const char *in, *want; } cases[] = {
+        {"a\xa3z\xde", "a\xef\xbf\xbdz\xef\xbf\xbd"},          /* stray continuation, lone lead */
+        {"\xc3", "\xef\xbf\xbd"},                                  /* cut short at the end */
+        {"\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd"},                  /* overlong '/' */
+        {"\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},  /* a surrogate */
+        {"\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"}, /* > U+10FFFF */
+        {"\xff", "\xef\xbf\xbd"},
+        {"\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        api_buf b = {0};
+        api__buf_json_string(&b, cases[i].in);
+        json_error_t je;
+        json_t *j = json_loads(b.data, JSON_DECODE_ANY, &je);
+        ck_assert_msg(j != NULL, "case %zu: %s", i, je.text);
+        ck_assert_msg(strcmp(json_string_value(j), cases[i].want) == 0, "case %zu", i);
+        json_decref(j);
+        api_buf_free(&b);
+    }
+}
+END_TEST
+
 START_TEST(test_error_body) {
     api_buf b;
     ck_assert_int_eq(api_error_body(&b, 400, "invalid_shape", "inputs[1] has 2 values, expected 3",
@@ -369,6 +394,7 @@ int main(void) {
     tcase_add_test(tc, test_bytes);
     tcase_add_test(tc, test_large_tensor_parses_back);
     tcase_add_test(tc, test_json_string_escaping);
+    tcase_add_test(tc, test_json_string_invalid_utf8);
     tcase_add_test(tc, test_error_body);
     tcase_add_test(tc, test_echo);
     tcase_add_test(tc, test_handle_precision_and_flat);

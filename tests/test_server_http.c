@@ -236,9 +236,15 @@ END_TEST
 
 START_TEST(t_not_found_404) {
     start(NULL);
+    /* The path is echoed in the message: bytes that are not UTF-8, and a
+     * long path of 2-byte characters cut mid-character by the message's
+     * 200-byte bound, must still give a body that parses. */
+    char long_path[1024] = "/";
+    for (int i = 0; i < 150; i++) strcat(long_path, "%C3%A9");
     const char *paths[][2] = {{"GET", "/"}, {"GET", "/attention"}, {"POST", "/attention/unknown"},
-                              {"GET", "/healthz/"}, {"OPTIONS", "/nope"}, {"DELETE", "/x"}};
-    for (size_t i = 0; i < 6; i++) {
+                              {"GET", "/healthz/"}, {"OPTIONS", "/nope"}, {"DELETE", "/x"},
+                              {"GET", "/%ff%c3"}, {"GET", long_path}};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
         srvt_reply r;
         srvt_req rq = {.method = paths[i][0]};
         if (strcmp(paths[i][0], "POST") == 0) { rq.body = "{}"; rq.len = 2; }
