@@ -48,7 +48,7 @@ LIBS_API    = -ljansson
 LIBS_SERVER = -lmicrohttpd
 LIBS_TEST   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck) -lcurl
 
-.PHONY: all deps test asan run clean golden bench container-check check-deps
+.PHONY: all deps test asan run clean golden bench container-check fuzz fuzz-merge
 .DEFAULT_GOAL := all
 
 all: deps
@@ -56,9 +56,9 @@ all: deps
 
 build-all: $(LIBCORE) $(LIBAPI) $(SERVER) $(TEST_BIN)
 
-# Installs what is missing, nothing when everything is there.
-deps:
-	@missing=""; for p in $(DEB_PACKAGES); do \
+# Installs the Debian packages of $(1) that are missing, nothing when all are there.
+define apt_install
+	@missing=""; for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -66,6 +66,10 @@ deps:
 	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
+endef
+
+deps:
+	$(call apt_install,$(DEB_PACKAGES))
 
 $(BUILD)/core/%.o: core/%.c core/*.h
 	@mkdir -p $(dir $@)
@@ -120,14 +124,12 @@ $(BUILD)/bench_core: bench/bench_core.c $(LIBCORE)
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench_core
-	@dpkg-query -W -f='$${Status}' python3-torch 2>/dev/null | grep -q "ok installed" || \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch)
+	$(call apt_install,python3-torch)
 	bench/run.sh $(BUILD)/bench_core
 
 # Regenerates the golden vectors with PyTorch (Debian's python3-torch).
 golden:
-	@dpkg-query -W -f='$${Status}' python3-torch 2>/dev/null | grep -q "ok installed" || \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch)
+	$(call apt_install,python3-torch)
 	/usr/bin/python3 tests/golden/generate.py tests/golden
 
 CONTAINER_CHECK ?= ../shared/tools/container-check
@@ -138,5 +140,31 @@ CONTAINER_CHECK ?= ../shared/tools/container-check
 container-check:
 	$(CONTAINER_CHECK) -f docker/Dockerfile -- docker/smoke.sh
 
+# libFuzzer on api_handle (tests/fuzz/fuzz_api.c) with ASan and UBSan, for
+# FUZZ_SECONDS, from the committed corpus; new inputs go to build-fuzz/corpus.
+# `make fuzz-merge` then adds those that reach new code to tests/fuzz/corpus,
+# which test_api_fuzz_corpus replays in every `make test`.
+FUZZ_SECONDS ?= 300
+FUZZ_BUILD   := build-fuzz
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+$(FUZZ_BUILD)/fuzz_api: tests/fuzz/fuzz_api.c tests/support/reply_check.c tests/support/reply_check.h \
+                        $(CORE_SRC) $(API_SRC) core/*.h api/*.h
+	@mkdir -p $(dir $@)
+	clang -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -I. $(BLAS_CFLAGS) \
+	  -fsanitize=fuzzer $(FUZZ_SAN) tests/fuzz/fuzz_api.c tests/support/reply_check.c \
+	  $(CORE_SRC) $(API_SRC) $(LIBS_API) $(LIBS_CORE) -o $@
+
+fuzz:
+	$(call apt_install,$(DEB_PACKAGES) clang libclang-rt-14-dev)
+	@$(MAKE) --no-print-directory $(FUZZ_BUILD)/fuzz_api
+	@mkdir -p $(FUZZ_BUILD)/corpus
+	cd $(FUZZ_BUILD) && OPENBLAS_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 ./fuzz_api -max_total_time=$(FUZZ_SECONDS) \
+	  -max_len=8192 -timeout=10 -rss_limit_mb=2048 -dict=../tests/fuzz/api.dict \
+	  -print_final_stats=1 corpus ../tests/fuzz/corpus
+
+fuzz-merge: $(FUZZ_BUILD)/fuzz_api
+	$(FUZZ_BUILD)/fuzz_api -merge=1 tests/fuzz/corpus $(FUZZ_BUILD)/corpus
+
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan $(FUZZ_BUILD)

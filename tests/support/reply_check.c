@@ -1,0 +1,93 @@
+/* reply_check.c - see reply_check.h. */
+#include "tests/support/reply_check.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+static int fail(char *why, size_t size, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, size, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+api_endpoint reply_check_endpoint(unsigned char first_byte) {
+    /* +2 so that the digits 0 to 4 name the endpoints in api_endpoint order */
+    return (api_endpoint)(((unsigned)first_byte + 2) % API_EP_COUNT);
+}
+
+static int known_status(int s) {
+    return s == 200 || s == 400 || s == 413 || s == 500 || s == 503;
+}
+
+static int check_error(const json_t *root, int status, char *why, size_t size) {
+    const json_t *err = json_object_get(root, "error");
+    if (!json_is_object(err) || json_object_size(root) != 1)
+        return fail(why, size, "status %d but the body is not {\"error\": {...}}", status);
+    const json_t *st = json_object_get(err, "status");
+    const json_t *code = json_object_get(err, "code");
+    const json_t *msg = json_object_get(err, "message");
+    const json_t *field = json_object_get(err, "field");
+    if (!json_is_integer(st) || json_integer_value(st) != status)
+        return fail(why, size, "error.status is not the reply's status %d", status);
+    if (!json_is_string(code) || json_string_length(code) == 0)
+        return fail(why, size, "error.code is missing or empty");
+    if (!json_is_string(msg) || json_string_length(msg) == 0)
+        return fail(why, size, "error.message is missing or empty");
+    if (strchr(json_string_value(msg), '\n'))
+        return fail(why, size, "error.message has a line break");
+    if (!(json_is_null(field) || json_is_string(field)))
+        return fail(why, size, "error.field is neither a string nor null");
+    if (json_object_size(err) != 4) return fail(why, size, "error has fields besides the four");
+    return 0;
+}
+
+/* Every number of a 200 is finite (jansson rejects NaN text, but a writer
+ * could still print "inf" or "nan", which would not parse at all). */
+static int numbers_ok(const json_t *j) {
+    if (json_is_real(j)) {
+        double v = json_real_value(j);
+        return v == v && v - v == 0;
+    }
+    if (json_is_array(j)) {
+        size_t i;
+        const json_t *x;
+        json_array_foreach(j, i, x) if (!numbers_ok(x)) return 0;
+    }
+    if (json_is_object(j)) {
+        const char *k;
+        const json_t *x;
+        json_object_foreach((json_t *)j, k, x) if (!numbers_ok(x)) return 0;
+    }
+    return 1;
+}
+
+int reply_check(const api_reply *reply, char *why, size_t size) {
+    const api_buf *b = &reply->body;
+    if (!known_status(reply->status)) return fail(why, size, "unexpected status %d", reply->status);
+    if (b->data == NULL || b->len == 0 || b->failed)
+        return fail(why, size, "status %d with no body", reply->status);
+    if (memchr(b->data, '\0', b->len)) return fail(why, size, "the body holds a NUL byte");
+    json_error_t je;
+    json_t *root = json_loadb(b->data, b->len, JSON_REJECT_DUPLICATES, &je);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return fail(why, size, "the body is not a JSON object: %s (column %d)", je.text, je.column);
+    }
+    int rc = 0;
+    if (reply->status == 200) {
+        if (!json_is_string(json_object_get(root, "module")) ||
+            !json_is_object(json_object_get(root, "shape")))
+            rc = fail(why, size, "a 200 without module and shape");
+        else if (!numbers_ok(root))
+            rc = fail(why, size, "a 200 with a non-finite number");
+    } else {
+        rc = check_error(root, reply->status, why, size);
+    }
+    json_decref(root);
+    return rc;
+}

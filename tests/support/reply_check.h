@@ -1,0 +1,26 @@
+/* reply_check.h - what every api_handle reply must be, whatever the request.
+ *
+ * Used by the fuzzer (tests/fuzz/fuzz_api.c) and by the replay of its corpus
+ * (tests/test_api_fuzz_corpus.c): the status is one api_handle documents, the
+ * body is one complete JSON object, a 200 names its module and carries only
+ * finite numbers, and an error is {"error": {status, code, message, field}}
+ * with the same status as the reply.
+ */
+#ifndef REPLY_CHECK_H
+#define REPLY_CHECK_H
+
+#include <stddef.h>
+
+#include "api/api.h"
+
+/* 0 when the reply is well formed; otherwise -1 and a one-line reason in why. */
+int reply_check(const api_reply *reply, char *why, size_t why_size);
+
+/* A fuzz input is one endpoint byte followed by the request body. */
+api_endpoint reply_check_endpoint(unsigned char first_byte);
+
+/* The element budget the fuzzer and its replay run with: small, so that no
+ * input can make one iteration slow, and large enough for every example. */
+#define REPLY_CHECK_MAX_ELEMENTS ((size_t)1 << 20)
+
+#endif

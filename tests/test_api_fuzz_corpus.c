@@ -1,0 +1,105 @@
+/* test_api_fuzz_corpus.c - replays tests/fuzz/corpus through api_handle.
+ *
+ * Each file is one endpoint byte ('0' simple, '1' self, '2' causal,
+ * '3' multihead, '4' sdpa) and a request body: the seed examples, inputs
+ * written by hand to reach the edges of the parser, and what `make fuzz`
+ * kept. Every reply must pass reply_check (a complete JSON object, the
+ * documented error shape); the example_* files must also succeed. Under
+ * `make asan` the same replay runs with AddressSanitizer and UBSan.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "tests/support/reply_check.h"
+
+static char corpus_dir[1024];
+static char **names;
+static int n_names;
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void list_corpus(void) {
+    const char *f = __FILE__, *cut = strstr(f, "tests/test_api_fuzz_corpus.c");
+    snprintf(corpus_dir, sizeof corpus_dir, "%.*stests/fuzz/corpus", cut ? (int)(cut - f) : 0, f);
+    DIR *d = opendir(corpus_dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') continue;
+        names = realloc(names, (size_t)(n_names + 1) * sizeof *names);
+        names[n_names++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n_names, sizeof *names, by_name);
+}
+
+static char *slurp(const char *path, size_t *len) {
+    FILE *fp = fopen(path, "rb");
+    ck_assert_msg(fp != NULL, "cannot open %s", path);
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    ck_assert_uint_eq(fread(s, 1, (size_t)n, fp), (size_t)n);
+    fclose(fp);
+    *len = (size_t)n;
+    return s;
+}
+
+START_TEST(replay_one) {
+    const char *name = names[_i];
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", corpus_dir, name);
+    size_t len;
+    char *data = slurp(path, &len);
+    if (len == 0) { free(data); return; }   /* the fuzzer skips empty inputs too */
+    api_limits lim = {.max_elements = REPLY_CHECK_MAX_ELEMENTS};
+    api_reply reply;
+    api_handle(reply_check_endpoint((unsigned char)data[0]), data + 1, len - 1, &lim, &reply);
+    char why[256] = "";
+    int rc = reply_check(&reply, why, sizeof why);
+    ck_assert_msg(rc == 0, "%s: %s: %.300s", name, why, reply.body.data ? reply.body.data : "");
+    if (strncmp(name, "example_", 8) == 0)
+        ck_assert_msg(reply.status == 200, "%s: status %d: %.300s", name, reply.status, reply.body.data);
+    api_buf_free(&reply.body);
+    free(data);
+}
+END_TEST
+
+/* The corpus is there: the examples of api/examples/ and the crafted edges. */
+START_TEST(corpus_present) {
+    int examples = 0, crafted = 0;
+    for (int i = 0; i < n_names; i++) {
+        examples += strncmp(names[i], "example_", 8) == 0;
+        crafted += strncmp(names[i], "crafted_", 8) == 0;
+    }
+    ck_assert_int_ge(examples, 15);
+    ck_assert_int_ge(crafted, 10);
+}
+END_TEST
+
+int main(void) {
+    json_object_seed(1);
+    list_corpus();
+    Suite *s = suite_create("api_fuzz_corpus");
+    TCase *tc = tcase_create("replay");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, corpus_present);
+    if (n_names > 0) tcase_add_loop_test(tc, replay_one, 0, n_names);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    for (int i = 0; i < n_names; i++) free(names[i]);
+    free(names);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
