@@ -10,15 +10,14 @@
 
 #include <errno.h>
 #include <microhttpd.h>
-#include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "acceptor.h"
 #include "info.h"
 #include "log.h"
 #include "metrics.h"
@@ -336,52 +335,39 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool) {
     s->opt = opt;
     s->pool = pool;
     s->limits.max_elements = opt->max_elements;
-    s->listen_fd = -1;
     atomic_init(&s->draining, 0);
+    if (srv_acceptor_listen(&s->acceptor, opt->host, opt->port) != 0) return -1;
+    s->port = s->acceptor.port;
 
-    char port[16];
-    snprintf(port, sizeof port, "%d", opt->port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *res = NULL;
-    int rc = getaddrinfo(opt->host, port, &hints, &res);
-    if (rc != 0) {
-        srv_log("cannot resolve --host %s: %s", opt->host, gai_strerror(rc));
-        return -1;
-    }
-    struct sockaddr_storage addr;
-    memcpy(&addr, res->ai_addr, res->ai_addrlen);
-    int v6 = res->ai_family == AF_INET6;
-    freeaddrinfo(res);
-
+    /* No listening socket of MHD's own: the acceptor hands connections over
+     * (see acceptor.h); MHD_USE_ITC wakes the I/O thread that gets one. */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ITC | MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
+                     MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET;
     s->daemon = MHD_start_daemon(
-        flags, (uint16_t)opt->port, NULL, NULL, on_request, s,
+        flags, 0, NULL, NULL, on_request, s,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,   /* first, to catch every message */
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)opt->io_threads,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)opt->max_connections,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)opt->timeout,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_END);
     if (!s->daemon) {
-        srv_log("cannot listen on %s port %d (in use, or not an address of this machine?)",
-                opt->host, opt->port);
+        srv_log("cannot start the HTTP daemon (%d I/O threads)", opt->io_threads);
+        srv_acceptor_close(&s->acceptor);
         return -1;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = info && info->port ? info->port : opt->port;
+    if (srv_acceptor_start(&s->acceptor, s->daemon) != 0) {
+        srv_acceptor_close(&s->acceptor);
+        MHD_stop_daemon(s->daemon);
+        s->daemon = NULL;
+        return -1;
+    }
     return 0;
 }
 
 void srv_http_quiesce(srv_http *s) {
     atomic_store(&s->draining, 1);
-    if (s->daemon && s->listen_fd < 0) s->listen_fd = MHD_quiesce_daemon(s->daemon);
-    /* The socket must stay open until MHD_stop_daemon, but it can stop
-     * listening now: connections still in the backlog and new ones are
-     * refused at once instead of being reset later, so a load balancer
-     * retries elsewhere without waiting. */
-    if (s->listen_fd >= 0) shutdown(s->listen_fd, SHUT_RDWR);
+    srv_acceptor_close(&s->acceptor);
 }
 
 unsigned srv_http_connections(srv_http *s) {
@@ -391,8 +377,7 @@ unsigned srv_http_connections(srv_http *s) {
 }
 
 void srv_http_stop(srv_http *s) {
+    srv_acceptor_close(&s->acceptor);
     if (s->daemon) MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
-    if (s->listen_fd >= 0) close(s->listen_fd);
-    s->listen_fd = -1;
 }

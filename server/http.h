@@ -6,13 +6,15 @@
  * worker pool (--threads workers, --max-queue waiting jobs); the worker runs
  * api_handle, stores the reply and resumes the connection; the I/O thread is
  * then called again and queues the stored reply. A full queue answers 503
- * with Retry-After at once.
+ * with Retry-After at once. Connections are accepted by a thread of our own
+ * (acceptor.h), which is what makes the drain safe.
  */
 #ifndef SRV_HTTP_H
 #define SRV_HTTP_H
 
 #include <stdatomic.h>
 
+#include "acceptor.h"
 #include "api/api.h"
 #include "options.h"
 #include "pool.h"
@@ -23,7 +25,7 @@ typedef struct {
     api_limits limits;
     atomic_int draining;          /* set on SIGTERM: /readyz says 503 */
     struct MHD_Daemon *daemon;
-    int listen_fd;                /* returned by quiesce, closed after stop */
+    srv_acceptor acceptor;        /* the listening socket and its thread */
     int port;                     /* the port actually bound */
 } srv_http;
 
@@ -31,8 +33,9 @@ typedef struct {
  * running. Returns 0, or -1 with the reason logged. */
 int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool);
 
-/* Stops accepting connections and marks the server not ready; connections
- * already open are still served (with "Connection: close"). */
+/* Closes the listening socket (new connections are refused) and marks the
+ * server not ready; connections already open are still served (with
+ * "Connection: close"). */
 void srv_http_quiesce(srv_http *s);
 
 /* Open connections, idle keep-alive ones included. */

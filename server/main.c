@@ -6,7 +6,7 @@
  * signal unblocked: with sigwait the kernel could pick one of them and the
  * default action would kill the process. The main thread sleeps on the pipe.
  *
- * Shutdown: stop accepting (MHD_quiesce_daemon) and answer /readyz with 503;
+ * Shutdown: close the listening socket (acceptor.h) and answer /readyz with 503;
  * wait until every request in flight has been answered (at most
  * --drain-timeout seconds; a second signal cuts the wait short); run the
  * jobs still queued, which resumes every suspended connection; then stop the
