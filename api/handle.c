@@ -167,8 +167,10 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
     json_error_t je;
     json_t *root = json_loadb(body ? body : "", body ? len : 0, JSON_REJECT_DUPLICATES, &je);
     if (root == NULL) {
+        /* jansson's text quotes the input near the error: keep it one line */
+        char text[API_ECHO_MAX + 4];
         api__fail(&e, 400, "invalid_json", NULL, "malformed JSON at line %d, column %d: %s",
-                  je.line, je.column, je.text);
+                  je.line, je.column, api__echo(text, sizeof text, je.text));
         goto done;
     }
     if (api__request_parse(ep, root, lim, &rq, &e)) goto done;
