@@ -46,7 +46,7 @@ SERVER     := $(BUILD)/attention-server
 LIBS_CORE   = $(BLAS_LIBS) -lm
 LIBS_API    = -ljansson
 LIBS_SERVER = -lmicrohttpd
-LIBS_TEST   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck) -lcurl
+LIBS_TEST   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck) -lcurl -lmicrohttpd
 
 .PHONY: all deps test asan run clean golden bench container-check fuzz fuzz-merge
 .DEFAULT_GOAL := all

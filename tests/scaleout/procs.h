@@ -66,14 +66,13 @@ static inline void procs_forget(pid_t pid) {
  * orphans that the subreaper flag handed to us. */
 static inline void procs_kill_all(void) {
     if (!procs_reg) return;
-    int any = 0;
     for (int i = 0; i < procs_reg->n; i++) {
         if (!procs_reg->live[i]) continue;
-        any = 1;
         kill(-procs_reg->pid[i], SIGKILL);
         kill(procs_reg->pid[i], SIGKILL);
     }
-    if (!any) return;
+    /* Reap even when nothing registered is live: the helpers of a process
+     * that exited by itself (Chromium's) are orphans handed to us. */
     double end = procs_now() + 5.0;
     while (procs_now() < end) {
         pid_t r = waitpid(-1, NULL, WNOHANG);
