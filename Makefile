@@ -103,6 +103,10 @@ $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(LIBAPI) $(LIBCORE) tests/support/*.
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(TESTLIB_OBJ) $(LIBAPI) $(LIBCORE) \
 	  $(LDFLAGS) $(LIBS_TEST) $(LIBS_API) $(LIBS_CORE) -o $@
 
+# The allocation-failure test routes the malloc calls of core/ and api/
+# through its own wrappers (tests/test_api_chaos.c).
+$(BUILD)/tests/test_api_chaos: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
+
 # Every test program, each must run at least one check and fail none.
 test: deps
 	@$(MAKE) --no-print-directory build-all

@@ -1,0 +1,126 @@
+/* test_api_chaos.c - every allocation of a request fails in turn.
+ *
+ * Like jansson's test_chaos: for each request, count the allocations one
+ * api_handle call makes, then run it again once per allocation with that
+ * one failing. The allocations are those of api/ and core/ (this program is
+ * linked with -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc, which routes
+ * the calls of the static libraries through the wrappers below), jansson's
+ * included (api/ gives jansson an allocator of its own). Each call must still give a well-formed
+ * reply: an error with its JSON body (503 out_of_memory), or, when even the
+ * error body cannot be had, status 503 and no body, which the server answers
+ * with its static out-of-memory reply. Never a 200, never a crash; under
+ * `make asan` never a leak either.
+ */
+#include <check.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "tests/support/reply_check.h"
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+
+static long calls;        /* allocations counted since the last reset */
+static long fail_at = -1; /* the one to fail, counting from 0; -1: none */
+static int failed;        /* it was reached */
+
+static int should_fail(void) {
+    if (fail_at < 0) return 0;
+    if (calls++ != fail_at) return 0;
+    failed = 1;
+    return 1;
+}
+
+void *__wrap_malloc(size_t n) { return should_fail() ? NULL : __real_malloc(n); }
+void *__wrap_calloc(size_t n, size_t size) { return should_fail() ? NULL : __real_calloc(n, size); }
+void *__wrap_realloc(void *p, size_t n) { return should_fail() ? NULL : __real_realloc(p, n); }
+
+typedef struct {
+    api_endpoint ep;
+    const char *body;
+} request;
+
+#define X6 "[[0.43,0.15,0.89],[0.55,0.87,0.66],[0.57,0.85,0.64],[0.22,0.58,0.33],[0.77,0.25,0.10],[0.05,0.80,0.55]]"
+#define EVERY "\"return\":[\"context\",\"attn_weights\",\"attn_scores\",\"masked_scores\",\"mask\"," \
+              "\"dropout_mask\",\"queries\",\"keys\",\"values\",\"context_heads\",\"params\",\"tokens\",\"timing\"]"
+
+static const request requests[] = {
+    {API_EP_SIMPLE, "{\"inputs\":" X6 ",\"tokens\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\"]," EVERY "}"},
+    {API_EP_SELF, "{\"module\":\"SelfAttention_v1\",\"d_out\":2,\"init\":{\"seed\":123},\"inputs\":" X6 "}"},
+    {API_EP_CAUSAL, "{\"d_out\":2,\"dropout\":0.5,\"training\":true,\"init\":{\"seed\":789},"
+                    "\"key_padding_mask\":[false,false,false,false,true,true],\"inputs\":" X6 "," EVERY "}"},
+    {API_EP_MULTIHEAD, "{\"d_out\":2,\"num_heads\":2,\"init\":{\"seed\":123},\"inputs\":[" X6 "," X6 "],"
+                       "\"attn_mask\":[[0,1,1,1,1,1],[0,0,1,1,1,1],[0,0,0,1,1,1],[0,0,0,0,1,1],"
+                       "[0,0,0,0,0,1],[0,0,0,0,0,0]],\"output_format\":\"flat\"," EVERY "}"},
+    {API_EP_MULTIHEAD, "{\"module\":\"torch.nn.MultiheadAttention\",\"embed_dim\":2,\"num_heads\":1,"
+                       "\"state_dict\":{\"in_proj_weight\":[[1,0],[0,1],[1,1],[0,1],[1,0],[1,1]],"
+                       "\"in_proj_bias\":[0,0,0,0,0,0],\"out_proj.weight\":[[1,0],[0,1]],"
+                       "\"out_proj.bias\":[0,0]},\"inputs\":[[1,2],[3,4],[5,6]],"
+                       "\"attn_mask\":[[0,\"-inf\",\"-inf\"],[0,0,\"-inf\"],[0,0,0]]}"},
+    {API_EP_SDPA, "{\"query\":[[[1,0],[0,1]],[[1,1],[0,1]]],\"key\":[[[1,0],[0,1],[1,1]]],"
+                  "\"value\":[[[1,2],[3,4],[5,6]]],\"causal\":true," EVERY "}"},
+    {API_EP_SELF, "{\"d_out\":2,\"init\":{\"seed\":1},\"inputs\":[[1,2],[3]]}"},   /* a 400 */
+    {API_EP_SELF, "{\"d_out\":2,"},                                                 /* bad JSON */
+};
+#define N_REQUESTS (int)(sizeof requests / sizeof requests[0])
+
+static int run(const request *rq, api_reply *reply) {
+    api_limits lim = {.max_elements = 1 << 20};
+    return api_handle(rq->ep, rq->body, strlen(rq->body), &lim, reply);
+}
+
+START_TEST(each_allocation_fails) {
+    const request *rq = &requests[_i];
+    api_reply reply;
+    calls = 0;
+    fail_at = 1L << 60;   /* count, fail none */
+    int want = run(rq, &reply);
+    long total = calls;
+    fail_at = -1;
+    api_buf_free(&reply.body);
+    ck_assert_msg(total > 0, "request %d made no allocation through the wrappers", _i);
+
+    for (long k = 0; k < total; k++) {
+        calls = 0;
+        failed = 0;
+        fail_at = k;
+        int status = run(rq, &reply);
+        fail_at = -1;
+        ck_assert_msg(failed, "request %d: allocation %ld of %ld was never made", _i, k, total);
+        if (reply.body.data == NULL) {
+            ck_assert_msg(status == 503, "request %d, allocation %ld failed: status %d and no body",
+                          _i, k, status);
+        } else {
+            char why[256];
+            ck_assert_msg(reply_check(&reply, why, sizeof why) == 0, "request %d, allocation %ld: %s",
+                          _i, k, why);
+            /* A failed allocation is never a success, and turns an error
+             * into out_of_memory or leaves it as it was. */
+            ck_assert_msg(status != 200, "request %d: 200 although allocation %ld failed", _i, k);
+            ck_assert_msg(status == 503 || status == want, "request %d, allocation %ld: status %d: %s",
+                          _i, k, status, reply.body.data);
+        }
+        api_buf_free(&reply.body);
+    }
+    fprintf(stderr, "chaos: request %d (status %d) survived each of its %ld allocations failing\n",
+            _i, want, total);
+}
+END_TEST
+
+int main(void) {
+    json_object_seed(1);
+    Suite *s = suite_create("api_chaos");
+    TCase *tc = tcase_create("allocations");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, each_allocation_fails, 0, N_REQUESTS);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int nfailed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return nfailed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
