@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "tests/support/files.h"
 #include "tests/support/reply_check.h"
 
 static char corpus_dir[1024];
@@ -26,8 +27,7 @@ static int by_name(const void *a, const void *b) {
 }
 
 static void list_corpus(void) {
-    const char *f = __FILE__, *cut = strstr(f, "tests/test_api_fuzz_corpus.c");
-    snprintf(corpus_dir, sizeof corpus_dir, "%.*stests/fuzz/corpus", cut ? (int)(cut - f) : 0, f);
+    tfile_path(corpus_dir, sizeof corpus_dir, "tests/fuzz/corpus");
     DIR *d = opendir(corpus_dir);
     if (!d) return;
     struct dirent *e;
@@ -40,25 +40,13 @@ static void list_corpus(void) {
     qsort(names, (size_t)n_names, sizeof *names, by_name);
 }
 
-static char *slurp(const char *path, size_t *len) {
-    FILE *fp = fopen(path, "rb");
-    ck_assert_msg(fp != NULL, "cannot open %s", path);
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    ck_assert_uint_eq(fread(s, 1, (size_t)n, fp), (size_t)n);
-    fclose(fp);
-    *len = (size_t)n;
-    return s;
-}
-
 START_TEST(replay_one) {
     const char *name = names[_i];
     char path[2048];
     snprintf(path, sizeof path, "%s/%s", corpus_dir, name);
     size_t len;
-    char *data = slurp(path, &len);
+    char *data = tfile_read(path, &len);
+    ck_assert_msg(data != NULL, "cannot read %s", path);
     if (len == 0) { free(data); return; }   /* the fuzzer skips empty inputs too */
     api_limits lim = {.max_elements = REPLY_CHECK_MAX_ELEMENTS};
     api_reply reply;

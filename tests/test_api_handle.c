@@ -10,30 +10,15 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "support/files.h"
 
 #define TOL4 (0.5e-4 + 1e-6)
 #define X6 "[[0.43,0.15,0.89],[0.55,0.87,0.66],[0.57,0.85,0.64],[0.22,0.58,0.33],[0.77,0.25,0.10],[0.05,0.80,0.55]]"
 
-/* The repository root, from this file's path ("tests/test_api_handle.c" when built by make). */
-static void repo_path(char *out, size_t size, const char *rel) {
-    const char *f = __FILE__, *cut = strstr(f, "tests/test_api_handle.c");
-    int n = cut ? (int)(cut - f) : 0;
-    snprintf(out, size, "%.*s%s", n, f, rel);
-}
-
 static char *read_file(const char *rel, size_t *len) {
     char path[1024];
-    repo_path(path, sizeof path, rel);
-    FILE *fp = fopen(path, "rb");
-    ck_assert_msg(fp != NULL, "cannot open %s", path);
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    ck_assert_uint_eq(fread(s, 1, (size_t)n, fp), (size_t)n);
-    s[n] = '\0';
-    fclose(fp);
-    if (len) *len = (size_t)n;
+    char *s = tfile_read(tfile_path(path, sizeof path, rel), len);
+    ck_assert_msg(s != NULL, "cannot read %s", path);
     return s;
 }
 
@@ -329,7 +314,7 @@ END_TEST
 
 START_TEST(test_every_example) {
     char dir[1024];
-    repo_path(dir, sizeof dir, "api/examples");
+    tfile_path(dir, sizeof dir, "api/examples");
     DIR *d = opendir(dir);
     ck_assert_msg(d != NULL, "cannot open %s", dir);
     int seen = 0, per_ep[API_EP_COUNT] = {0};

@@ -9,14 +9,9 @@
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "support/files.h"
 
 static json_t *g_doc;
-
-static void repo_path(char *out, size_t size, const char *rel) {
-    const char *f = __FILE__, *cut = strstr(f, "tests/test_api_openapi.c");
-    int n = cut ? (int)(cut - f) : 0;
-    snprintf(out, size, "%.*s%s", n, f, rel);
-}
 
 static void load_doc(void) {
     json_error_t je;
@@ -58,18 +53,11 @@ static json_t *request_schema(const char *path) {
 
 START_TEST(test_embedded_equals_file) {
     char path[1024];
-    repo_path(path, sizeof path, "api/openapi.json");
-    FILE *fp = fopen(path, "rb");
-    ck_assert_msg(fp != NULL, "cannot open %s", path);
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    ck_assert_uint_eq(fread(s, 1, (size_t)n, fp), (size_t)n);
-    s[n] = '\0';
-    fclose(fp);
+    size_t n = 0;
+    char *s = tfile_read(tfile_path(path, sizeof path, "api/openapi.json"), &n);
+    ck_assert_msg(s != NULL, "cannot read %s", path);
     const char *doc = api_openapi_json();
-    ck_assert_msg(strlen(doc) == (size_t)n && memcmp(doc, s, (size_t)n) == 0,
+    ck_assert_msg(strlen(doc) == n && memcmp(doc, s, n) == 0,
                   "api/openapi.c and api/openapi.json differ: run python3 api/openapi-gen.py");
     free(s);
 }

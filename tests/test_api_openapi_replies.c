@@ -17,16 +17,11 @@
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "support/files.h"
 #include "support/jschema.h"
 #include "support/server_harness.h"
 
 static json_t *g_doc;
-
-static void repo_path(char *out, size_t size, const char *rel) {
-    const char *f = __FILE__, *cut = strstr(f, "tests/test_api_openapi_replies.c");
-    int n = cut ? (int)(cut - f) : 0;
-    snprintf(out, size, "%.*s%s", n, f, rel);
-}
 
 static void load_doc(void) {
     json_error_t je;
@@ -317,7 +312,7 @@ static void run_json(tally *t, const char *what, api_endpoint ep, const json_t *
 
 START_TEST(t_examples) {
     char dir[1024];
-    repo_path(dir, sizeof dir, "api/examples");
+    tfile_path(dir, sizeof dir, "api/examples");
     DIR *d = opendir(dir);
     ck_assert_msg(d != NULL, "cannot open %s", dir);
     tally t = {0};

@@ -21,6 +21,7 @@
 #include <stdatomic.h>
 
 #include "scaleout/procs.h"
+#include "support/files.h"
 #include "support/server_harness.h"
 
 #define CHROMIUM "/usr/bin/chromium"
@@ -103,14 +104,9 @@ static void serve_done(void *cls, struct MHD_Connection *c, void **req_cls,
 
 static struct MHD_Daemon *start_origin(int port) {
     char path[1024];
-    const char *f = __FILE__, *cut = strstr(f, "tests/test_browser.c");
-    snprintf(path, sizeof path, "%.*stests/browser/cors_page.html", cut ? (int)(cut - f) : 0, f);
-    int st = 0;
-    char cmd[1100];
-    snprintf(cmd, sizeof cmd, "cat '%s'", path);
-    g_origin.page = procs_capture(cmd, &st);
-    ck_assert_msg(st == 0 && g_origin.page && strstr(g_origin.page, "</html>"), "cannot read %s", path);
-    g_origin.page_len = strlen(g_origin.page);
+    tfile_path(path, sizeof path, "tests/browser/cors_page.html");
+    g_origin.page = tfile_read(path, &g_origin.page_len);
+    ck_assert_msg(g_origin.page && strstr(g_origin.page, "</html>"), "cannot read %s", path);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)port, NULL, NULL, serve, NULL,
