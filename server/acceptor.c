@@ -52,6 +52,27 @@ static void sleep_ms(int ms) {
     nanosleep(&ts, NULL);
 }
 
+/* Hands every connection waiting in the backlog to the daemon. */
+static void accept_pending(srv_acceptor *a) {
+    for (;;) {
+        struct sockaddr_storage addr;
+        socklen_t len = sizeof addr;
+        int c = accept4(a->fd, (struct sockaddr *)&addr, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (c < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+            if (errno == ECONNABORTED) continue;
+            /* Out of descriptors or memory: what is waiting stays in the
+             * backlog; try again a little later instead of spinning. */
+            srv_log("accept: %s", strerror(errno));
+            sleep_ms(50);
+            return;
+        }
+        /* MHD owns the socket from here, and closes it if it refuses it
+         * (connection limit, memory). */
+        MHD_add_connection(a->daemon, c, (struct sockaddr *)&addr, len);
+    }
+}
+
 static void *accept_loop(void *arg) {
     srv_acceptor *a = arg;
     struct pollfd p[2] = {{.fd = a->fd, .events = POLLIN}, {.fd = a->wake[0], .events = POLLIN}};
@@ -62,25 +83,11 @@ static void *accept_loop(void *arg) {
             sleep_ms(50);
             continue;
         }
+        /* Also on the way out: a connection the kernel completed before the
+         * drain began may already carry a request, and closing the socket
+         * with it still in the backlog would reset it. */
+        accept_pending(a);
         if (p[1].revents) return NULL;
-        /* Take every connection that is waiting, then poll again. */
-        for (;;) {
-            struct sockaddr_storage addr;
-            socklen_t len = sizeof addr;
-            int c = accept4(a->fd, (struct sockaddr *)&addr, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-            if (c < 0) {
-                if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
-                if (errno == ECONNABORTED) continue;
-                /* Out of descriptors or memory: what is waiting stays in
-                 * the backlog; try again a little later instead of spinning. */
-                srv_log("accept: %s", strerror(errno));
-                sleep_ms(50);
-                break;
-            }
-            /* MHD owns the socket from here, and closes it if it refuses
-             * it (connection limit, memory). */
-            MHD_add_connection(a->daemon, c, (struct sockaddr *)&addr, len);
-        }
     }
 }
 

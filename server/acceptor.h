@@ -36,7 +36,8 @@ int srv_acceptor_listen(srv_acceptor *a, const char *host, int port);
 int srv_acceptor_start(srv_acceptor *a, struct MHD_Daemon *d);
 
 /* Stops the thread and closes the socket: new connections are refused.
- * Connections already accepted stay with the daemon. Idempotent. */
+ * The connections already waiting in the backlog are first handed to the
+ * daemon, which keeps every connection it has. Idempotent. */
 void srv_acceptor_close(srv_acceptor *a);
 
 #endif

@@ -174,7 +174,11 @@ START_TEST(t_sigterm_while_computing) {
     srvt_reply_free(&f.r);
     free((char *)f.body);
     stop();   /* already terminating: waits for exit 0 */
-    ck_assert_msg(strstr(srv.log, "draining 1 request(s)"), "log:\n%s", srv.log);
+    /* The POST, and maybe the GET /metrics that saw it busy if its
+     * completion had not been counted yet when the signal came. */
+    const char *d = strstr(srv.log, ": draining ");
+    int n = d ? atoi(d + strlen(": draining ")) : 0;
+    ck_assert_msg(n == 1 || n == 2, "log:\n%s", srv.log);
 }
 END_TEST
 
