@@ -18,7 +18,7 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    json_object_seed(1);   /* reproducible hashing, as the server seeds before its threads */
+    json_object_seed(1);   /* a fixed hash seed, so that a run can be reproduced */
     return 0;
 }
 
