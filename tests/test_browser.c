@@ -22,6 +22,7 @@
 
 #include "scaleout/procs.h"
 #include "support/files.h"
+#include "support/jschema.h"
 #include "support/server_harness.h"
 
 #define CHROMIUM "/usr/bin/chromium"
@@ -127,19 +128,9 @@ static void ensure_chromium(void) {
 
 /* ==== Checks ============================================================= */
 
-static const json_t *at(const json_t *j, const char *path) {
-    char key[64];
-    while (j && *path) {
-        size_t n = strcspn(path, ".");
-        snprintf(key, sizeof key, "%.*s", (int)n, path);
-        j = json_object_get(j, key);
-        path += n + (path[n] == '.');
-    }
-    return j;
-}
-
-static const char *str_at(const json_t *j, const char *path) {
-    const char *s = json_string_value(at(j, path));
+/* A string of the report by JSON pointer ("#/bad/body/error/code"). */
+static const char *str_at(const json_t *j, const char *pointer) {
+    const char *s = json_string_value(jschema_resolve(j, pointer));
     return s ? s : "(missing)";
 }
 
@@ -189,16 +180,16 @@ START_TEST(t_viewer_on_another_origin) {
     ck_assert_msg(rep != NULL, "report is not JSON: %s", g_origin.result);
     fprintf(stderr, "browser: page on %s: allowed server %lld, %lld cells drawn; bad request "
             "%lld %s; other origin's server: \"%s\"\n",
-            str_at(rep, "origin"), json_integer_value(at(rep, "ok.status")),
-            json_integer_value(at(rep, "cells")), json_integer_value(at(rep, "bad.status")),
-            str_at(rep, "bad.body.error.code"), str_at(rep, "denied.error"));
-    ck_assert_msg(at(rep, "page_error") == NULL, "page error: %s", str_at(rep, "page_error"));
-    ck_assert_str_eq(str_at(rep, "origin"), origin_url);
+            str_at(rep, "#/origin"), json_integer_value(jschema_resolve(rep, "#/ok/status")),
+            json_integer_value(jschema_resolve(rep, "#/cells")), json_integer_value(jschema_resolve(rep, "#/bad/status")),
+            str_at(rep, "#/bad/body/error/code"), str_at(rep, "#/denied/error"));
+    ck_assert_msg(jschema_resolve(rep, "#/page_error") == NULL, "page error: %s", str_at(rep, "#/page_error"));
+    ck_assert_str_eq(str_at(rep, "#/origin"), origin_url);
 
     /* The allowed server: the chapter's numbers, the header, a drawn map. */
-    ck_assert_int_eq(json_integer_value(at(rep, "ok.status")), 200);
-    ck_assert_str_eq(str_at(rep, "ok.content_type"), "application/json");
-    const json_t *ctx = at(rep, "ok.body.context");
+    ck_assert_int_eq(json_integer_value(jschema_resolve(rep, "#/ok/status")), 200);
+    ck_assert_str_eq(str_at(rep, "#/ok/content_type"), "application/json");
+    const json_t *ctx = jschema_resolve(rep, "#/ok/body/context");
     ck_assert_int_eq(json_array_size(ctx), 6);
     for (int i = 0; i < 6; i++)
         for (int j = 0; j < 2; j++) {
@@ -206,8 +197,8 @@ START_TEST(t_viewer_on_another_origin) {
             ck_assert_msg(fabs(v - seed_context[i][j]) < 0.5e-4 + 1e-6, "context[%d][%d] = %g, want %.4f",
                           i, j, v, seed_context[i][j]);
         }
-    ck_assert_int_eq(json_integer_value(at(rep, "cells")), 2 * 6 * 6);
-    const json_t *sums = at(rep, "row_sums");
+    ck_assert_int_eq(json_integer_value(jschema_resolve(rep, "#/cells")), 2 * 6 * 6);
+    const json_t *sums = jschema_resolve(rep, "#/row_sums");
     ck_assert_int_eq(json_array_size(sums), 2);
     for (size_t h = 0; h < 2; h++) {
         const json_t *rows = json_array_get(sums, h);
@@ -219,13 +210,13 @@ START_TEST(t_viewer_on_another_origin) {
     }
 
     /* An error reply is readable across origins too. */
-    ck_assert_int_eq(json_integer_value(at(rep, "bad.status")), 400);
-    ck_assert_str_eq(str_at(rep, "bad.body.error.code"), "invalid_shape");
-    ck_assert_str_eq(str_at(rep, "bad.body.error.field"), "num_heads");
+    ck_assert_int_eq(json_integer_value(jschema_resolve(rep, "#/bad/status")), 400);
+    ck_assert_str_eq(str_at(rep, "#/bad/body/error/code"), "invalid_shape");
+    ck_assert_str_eq(str_at(rep, "#/bad/body/error/field"), "num_heads");
 
     /* The server that allows another origin: the browser refuses. */
-    ck_assert_msg(strncmp(str_at(rep, "denied.error"), "TypeError", 9) == 0, "denied: %s",
-                  str_at(rep, "denied.error"));
+    ck_assert_msg(strncmp(str_at(rep, "#/denied/error"), "TypeError", 9) == 0, "denied: %s",
+                  str_at(rep, "#/denied/error"));
     json_decref(rep);
 
     ck_assert_int_eq(srvt_stop(&a, 30), 0);
