@@ -115,17 +115,6 @@ static struct MHD_Daemon *start_origin(int port) {
                             MHD_OPTION_NOTIFY_COMPLETED, serve_done, NULL, MHD_OPTION_END);
 }
 
-/* ==== Chromium =========================================================== */
-
-static void ensure_chromium(void) {
-    if (access(CHROMIUM, X_OK) == 0) return;
-    fprintf(stderr, "browser: installing chromium (apt-get)\n");
-    int rc = system("SUDO=; [ \"$(id -u)\" -ne 0 ] && SUDO=sudo; "
-                    "$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive "
-                    "$SUDO apt-get install -y -qq chromium >/dev/null 2>&1");
-    ck_assert_msg(rc == 0 && access(CHROMIUM, X_OK) == 0, "could not install chromium");
-}
-
 /* ==== Checks ============================================================= */
 
 /* A string of the report by JSON pointer ("#/bad/body/error/code"). */
@@ -135,7 +124,8 @@ static const char *str_at(const json_t *j, const char *pointer) {
 }
 
 START_TEST(t_viewer_on_another_origin) {
-    ensure_chromium();
+    ck_assert_msg(procs_ensure_package(CHROMIUM, "chromium"),
+                  "could not install chromium (apt-get needs root or sudo)");
     int page_port = procs_free_port();
     struct MHD_Daemon *origin = start_origin(page_port);
     ck_assert_msg(origin != NULL, "cannot serve the page on port %d", page_port);

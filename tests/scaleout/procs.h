@@ -206,6 +206,20 @@ static inline int procs_stop(pid_t pid, int sig, double timeout_s, int *status) 
     return 0;
 }
 
+/* Installs the Debian package that provides binary when binary is missing
+ * (apt-get, as root or through sudo, like `make deps`). Returns 1 when
+ * binary is then there. */
+static inline int procs_ensure_package(const char *binary, const char *package) {
+    if (access(binary, X_OK) == 0) return 1;
+    fprintf(stderr, "installing %s (apt-get) for %s\n", package, binary);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "SUDO=; [ \"$(id -u)\" -ne 0 ] && SUDO=sudo; $SUDO apt-get update -qq >/dev/null 2>&1; "
+             "DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq %s >/dev/null 2>&1",
+             package);
+    return system(cmd) == 0 && access(binary, X_OK) == 0;
+}
+
 /* ---- HTTP with libcurl ------------------------------------------------------ */
 
 typedef struct {
