@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <jansson.h>
 
 static int fail(char *why, size_t size, const char *fmt, ...) {
     va_list ap;
@@ -24,7 +23,7 @@ static int known_status(int s) {
     return s == 200 || s == 400 || s == 413 || s == 500 || s == 503;
 }
 
-static int check_error(const json_t *root, int status, char *why, size_t size) {
+int reply_check_error(const json_t *root, int status, char *why, size_t size) {
     const json_t *err = json_object_get(root, "error");
     if (!json_is_object(err) || json_object_size(root) != 1)
         return fail(why, size, "status %d but the body is not {\"error\": {...}}", status);
@@ -86,7 +85,7 @@ int reply_check(const api_reply *reply, char *why, size_t size) {
         else if (!numbers_ok(root))
             rc = fail(why, size, "a 200 with a non-finite number");
     } else {
-        rc = check_error(root, reply->status, why, size);
+        rc = reply_check_error(root, reply->status, why, size);
     }
     json_decref(root);
     return rc;

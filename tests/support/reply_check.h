@@ -11,10 +11,18 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "api/api.h"
 
 /* 0 when the reply is well formed; otherwise -1 and a one-line reason in why. */
 int reply_check(const api_reply *reply, char *why, size_t why_size);
+
+/* 0 when root is exactly {"error": {"status": status, "code", "message",
+ * "field"}}: a non-empty code, a non-empty one-line message, a field that is
+ * a string or null. Otherwise -1 and the reason in why. Also used by the
+ * server tests (srvt_check_error). */
+int reply_check_error(const json_t *root, int status, char *why, size_t why_size);
 
 /* A fuzz input is one endpoint byte followed by the request body. */
 api_endpoint reply_check_endpoint(unsigned char first_byte);

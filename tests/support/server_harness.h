@@ -86,9 +86,10 @@ void srvt_reply_free(srvt_reply *r);
  * NULL if absent. */
 const char *srvt_header(const srvt_reply *r, const char *name, char *buf, size_t cap);
 
-/* Checks that body is {"error":{"status":S,"code":C,"message":"...",
- * "field":...}} with that status and, unless code is NULL, that code.
- * Returns 0, or -1 with the reason on stderr. */
+/* Checks that the reply has that status and a body that reply_check_error
+ * accepts ({"error":{"status":S,"code":C,"message":"...","field":...}}),
+ * with that code unless code is NULL. Returns 0, or -1 with the reason on
+ * stderr. */
 int srvt_check_error(const srvt_reply *r, long status, const char *code);
 
 /* A raw TCP connection to the server (for half-sent requests); -1 on error. */
