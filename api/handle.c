@@ -9,6 +9,7 @@
  *   api__respond    -> the reply written straight into reply->body
  */
 #include "api/api_internal.h"
+#include "api/numscan.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -187,9 +188,20 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
     int ok = 0;
 
     json_error_t je;
+    json_t *root = NULL;
     pthread_once(&json_alloc_once, json_alloc_install);
     json_alloc_failed = 0;
-    json_t *root = json_loadb(body ? body : "", body ? len : 0, JSON_REJECT_DUPLICATES, &je);
+    /* Tensor arrays first (numscan.c), jansson reads the rest. */
+    api_scan scan;
+    if (api__scan_body(body ? body : "", body ? len : 0, max, &scan)) {
+        api__fail(&e, 503, "out_of_memory", NULL, "cannot allocate the request's tensors");
+        goto done;
+    }
+    api__scan_set_current(&scan);
+    if (scan.text)
+        root = json_loadb(scan.text, scan.len, JSON_REJECT_DUPLICATES, &je);
+    if (root == NULL) /* no tensor taken out, or a syntax error: its position in the body */
+        root = json_loadb(body ? body : "", body ? len : 0, JSON_REJECT_DUPLICATES, &je);
     /* Even a tree that came back is not to be trusted after a failed
      * allocation: jansson 2.14's lexer drops the character it could not
      * append ("SelfAttention_v1" parsed as "SelfAttention_1"). */
@@ -246,6 +258,8 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
 
 done:
     json_decref(root);
+    api__scan_set_current(NULL);
+    api__scan_free(&scan);
     allocs_free(&a);
     free(params);
     free(rng);

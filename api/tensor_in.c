@@ -8,6 +8,7 @@
  * offending element, "inputs[1][2]".
  */
 #include "api/api_internal.h"
+#include "api/numscan.h"
 
 #include <float.h>
 #include <math.h>
@@ -142,7 +143,7 @@ static int read_shape(const json_t *j, const char *name, int min_rank, int max_r
         }
         const json_t *s = json_object_get(j, "shape");
         *data = json_object_get(j, "data");
-        if (!json_is_array(s) || !json_is_array(*data)) {
+        if (!json_is_array(s) || !(json_is_array(*data) || api__scan_lookup(*data))) {
             snprintf(p, sizeof p, "%s.%s", name, json_is_array(s) ? "data" : "shape");
             return api__fail(e, 400, json_is_array(s) || s == NULL ? "missing_field" : "invalid_type",
                              p, "%s must be an array (a flat tensor is {\"shape\": [...], "
@@ -190,7 +191,86 @@ static int read_shape(const json_t *j, const char *name, int min_rank, int max_r
     return 0;
 }
 
+/* ---- arrays read by numscan.c ---------------------------------------------- */
+
+/* The element at flat index i of a tensor of the given shape, as a path. */
+static void flat_path(char *out, size_t size, const char *name, int rank, const int *shape,
+                      size_t i) {
+    int idx[API_MAX_RANK];
+    for (int d = rank - 1; d >= 0; d--) {
+        idx[d] = (int)(i % (size_t)shape[d]);
+        i /= (size_t)shape[d];
+    }
+    path(out, size, name, idx, rank);
+}
+
+/* The shape of a nested tensor that numscan.c read, checked as read_shape
+ * checks a JSON array. */
+static int scanned_shape(const api_scanned *sc, const char *name, int min_rank, int max_rank,
+                         int *shape, int *rank, api_err *e) {
+    char p[192];
+    if (sc->rank > max_rank) {
+        int idx[API_MAX_RANK] = {0};
+        path(p, sizeof p, name, idx, max_rank);
+        return api__fail(e, 400, "invalid_shape", p, "%s has more than %d axes", name, max_rank);
+    }
+    if (sc->rank < min_rank)
+        return api__fail(e, 400, "invalid_shape", name, "%s has %d axes, expected %d to %d", name,
+                         sc->rank, min_rank, max_rank);
+    memcpy(shape, sc->shape, sizeof sc->shape);
+    *rank = sc->rank;
+    return 0;
+}
+
+/* Checks the values of a read array as put_value checks JSON numbers (they
+ * are finite float32 already): a boolean tensor holds only 0 and 1. With
+ * flat set, the array is the "data" of {"shape", "data"} and must be
+ * one-dimensional with f's element count. */
+static int check_scanned(filler *f, const api_scanned *sc, int flat, size_t count) {
+    char p[192];
+    const char *name = f->name;
+    int rank = f->rank;
+    const int *shape = f->shape;
+    int flat_shape[1] = {(int)count};
+    if (flat) {
+        snprintf(p, sizeof p, "%s.data", f->name);
+        size_t top = (size_t)sc->shape[0]; /* values of the outer array */
+        if (top != count) {
+            char s[96];
+            api__shape_str(s, sizeof s, f->rank, f->shape);
+            return api__fail(f->e, 400, "invalid_shape", p, "%s has %zu values, shape %s needs %zu", p,
+                             top, s, count);
+        }
+        if (sc->rank != 1) {
+            char q[200];
+            snprintf(q, sizeof q, "%s[0]", p);
+            return api__fail(f->e, 400, "invalid_shape", q, "%s is an array, expected %s (%s has 1 axes)",
+                             q, expected(f->kind), p);
+        }
+        name = p;
+        rank = 1;
+        shape = flat_shape;
+    }
+    if (f->kind == API_VAL_BOOL) {
+        for (size_t i = 0; i < sc->count; i++) {
+            if (sc->data[i] == 0.0f || sc->data[i] == 1.0f) continue;
+            char q[200];
+            flat_path(q, sizeof q, name, rank, shape, i);
+            return api__fail(f->e, 400, "invalid_argument", q, "%s is %g, expected a boolean or 0/1",
+                             q, (double)sc->data[i]);
+        }
+    }
+    f->any_number = 1;
+    return 0;
+}
+
 static int fill(filler *f, const json_t *j, const json_t *data, size_t count) {
+    const api_scanned *sc = api__scan_lookup(data ? data : j);
+    if (sc) {
+        if (check_scanned(f, sc, data != NULL, count)) return -1;
+        memcpy(f->dst, sc->data, count * sizeof *f->dst);
+        return 0;
+    }
     if (data == NULL) return fill_nested(f, j, 0);
     char p[192];
     snprintf(p, sizeof p, "%s.data", f->name);
@@ -224,8 +304,12 @@ static size_t product(int rank, const int *shape, size_t cap) {
 int api__tensor_read(const json_t *j, const char *name, int min_rank, int max_rank,
                      api_val_kind kind, size_t *budget, api_tensor *t, api_err *e) {
     *t = (api_tensor){0};
-    const json_t *data;
-    if (read_shape(j, name, min_rank, max_rank, t->shape, &t->rank, &data, e)) return -1;
+    const json_t *data = NULL;
+    api_scanned *sc = api__scan_lookup(j);
+    if (sc ? scanned_shape(sc, name, min_rank, max_rank, t->shape, &t->rank, e)
+           : read_shape(j, name, min_rank, max_rank, t->shape, &t->rank, &data, e))
+        return -1;
+    if (data) sc = api__scan_lookup(data);
     size_t n = product(t->rank, t->shape, *budget);
     if (n > *budget) {
         char s[96];
@@ -234,12 +318,22 @@ int api__tensor_read(const json_t *j, const char *name, int min_rank, int max_ra
                          "%s of shape %s holds more values than this server accepts per request",
                          name, s);
     }
-    t->data = malloc(n * sizeof *t->data);
-    if (t->data == NULL)
-        return api__fail(e, 503, "out_of_memory", name, "cannot allocate %zu values for %s", n, name);
+    filler f = {.name = name, .rank = t->rank, .shape = t->shape, .kind = kind, .e = e};
+    int stolen = sc && sc->count == n && (data == NULL || sc->rank == 1);
+    if (stolen) {
+        /* the floats numscan.c read become the tensor's, no copy */
+        if (check_scanned(&f, sc, data != NULL, n)) return -1;
+        t->data = sc->data;
+        sc->data = NULL;
+    } else {
+        t->data = malloc(n * sizeof *t->data);
+        if (t->data == NULL)
+            return api__fail(e, 503, "out_of_memory", name, "cannot allocate %zu values for %s", n,
+                             name);
+    }
     t->count = n;
-    filler f = {.name = name, .rank = t->rank, .shape = t->shape, .kind = kind, .dst = t->data, .e = e};
-    if (fill(&f, j, data, n)) {
+    f.dst = t->data;
+    if (!stolen && fill(&f, j, data, n)) {
         api__tensor_free(t);
         return -1;
     }
@@ -262,11 +356,14 @@ int api__tensor_read(const json_t *j, const char *name, int min_rank, int max_ra
 
 int api__tensor_read_into(const json_t *j, const char *name, int rank, const int *shape,
                           float *dst, api_err *e) {
-    int got[API_MAX_RANK], got_rank;
+    int got[API_MAX_RANK], got_rank = 0;
     const json_t *data;
     char want[96], have[96];
     api__shape_str(want, sizeof want, rank, shape);
-    if (read_shape(j, name, 1, API_MAX_RANK, got, &got_rank, &data, e)) {
+    const api_scanned *sc = api__scan_lookup(j);
+    data = NULL;
+    if (sc ? scanned_shape(sc, name, 1, API_MAX_RANK, got, &got_rank, e)
+           : read_shape(j, name, 1, API_MAX_RANK, got, &got_rank, &data, e)) {
         /* keep the specific message, add the expected shape */
         size_t n = strlen(e->message);
         snprintf(e->message + n, sizeof e->message - n, " (expected shape %s)", want);

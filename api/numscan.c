@@ -1,0 +1,395 @@
+/* numscan.c - tensor arrays of a request body into floats, see numscan.h. */
+#include "api/numscan.h"
+
+#include <errno.h>
+#include <float.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ==== One number ========================================================== */
+
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* Exact powers of ten as doubles (10^22 is the largest). */
+static const double pow10_exact[23] = {
+    1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+
+/* strtod on a copy: the body is not NUL-terminated. */
+static size_t slow_number(const char *p, size_t n, double *out) {
+    char buf[64];
+    if (n >= sizeof buf) return 0;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    errno = 0;
+    char *stop;
+    double d = strtod(buf, &stop);
+    if ((size_t)(stop - buf) != n) return 0;
+    if (errno == ERANGE && (d > DBL_MAX || d < -DBL_MAX)) return 0; /* jansson: overflow */
+    *out = d;
+    return n;
+}
+
+size_t api__scan_number(const char *p, const char *end, double *out) {
+    const char *s = p;
+    int neg = 0;
+    if (s < end && *s == '-') {
+        neg = 1;
+        s++;
+    }
+    if (s == end || !is_digit(*s)) return 0;
+
+    /* Up to 19 significant digits in m; dropped digits raise the exponent
+     * (or, after the point, are only checked for being zero). */
+    uint64_t m = 0;
+    int digits = 0, exp10 = 0, inexact = 0;
+    if (*s == '0') {
+        s++;
+        if (s < end && is_digit(*s)) return 0; /* leading zero: invalid JSON */
+    } else {
+        for (; s < end && is_digit(*s); s++) {
+            if (digits < 19) {
+                m = m * 10 + (uint64_t)(*s - '0');
+                digits++;
+            } else {
+                exp10++;
+                inexact |= *s != '0';
+            }
+        }
+    }
+    int is_real = 0;
+    if (s < end && *s == '.') {
+        is_real = 1;
+        s++;
+        if (s == end || !is_digit(*s)) return 0;
+        for (; s < end && is_digit(*s); s++) {
+            if (m == 0 && *s == '0') {
+                exp10--; /* leading zeros of 0.000123 are not significant */
+            } else if (digits < 19) {
+                m = m * 10 + (uint64_t)(*s - '0');
+                digits++;
+                exp10--;
+            } else {
+                inexact |= *s != '0';
+            }
+        }
+    }
+    if (s < end && (*s == 'e' || *s == 'E')) {
+        is_real = 1;
+        s++;
+        int eneg = 0;
+        if (s < end && (*s == '+' || *s == '-')) eneg = *s++ == '-';
+        if (s == end || !is_digit(*s)) return 0;
+        int e = 0;
+        for (; s < end && is_digit(*s); s++)
+            if (e < 100000) e = e * 10 + (*s - '0');
+        exp10 += eneg ? -e : e;
+    }
+    size_t n = (size_t)(s - p);
+
+    if (!is_real) {
+        /* jansson keeps integers as int64 and refuses larger ones; Python's
+         * json then gives an int, which torch converts like its double. */
+        if (digits + exp10 > 18) return 0;
+        *out = neg ? -(double)m : (double)m; /* "-0" is the integer 0 */
+        if (m == 0) *out = 0.0;
+        return n;
+    }
+    if (m == 0) {
+        *out = neg ? -0.0 : 0.0;
+        return n;
+    }
+    /* Clinger's fast path: both operands exact, so one IEEE operation
+     * rounds correctly. */
+    if (!inexact && m <= (UINT64_C(1) << 53) && exp10 >= -22 && exp10 <= 22) {
+        double d = (double)m;
+        d = exp10 < 0 ? d / pow10_exact[-exp10] : d * pow10_exact[exp10];
+        *out = neg ? -d : d;
+        return n;
+    }
+    return slow_number(p, n, out);
+}
+
+/* ==== Arrays ============================================================== */
+
+static int is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+static const char *skip_space(const char *p, const char *end) {
+    while (p < end && is_space(*p)) p++;
+    return p;
+}
+
+/* The floats of the array being read. */
+typedef struct {
+    float *data;
+    size_t count, cap, budget;
+    int rank;
+    int shape[API_MAX_RANK]; /* 0 until the first array of that axis closes */
+} reader;
+
+static int push(reader *r, float v) {
+    if (r->count == r->cap) {
+        if (r->count >= r->budget) return -1;
+        size_t cap = r->cap ? r->cap * 2 : 256;
+        if (cap > r->budget) cap = r->budget;
+        float *d = realloc(r->data, cap * sizeof *d);
+        if (d == NULL) return -2;
+        r->data = d;
+        r->cap = cap;
+    }
+    r->data[r->count++] = v;
+    return 0;
+}
+
+/* Reads the array at *pp (at '[') on axis `axis`. 0 and *pp past its ']',
+ * -1 when it is not a rectangular array of numbers, -2 out of memory. */
+static int read_axis(reader *r, const char **pp, const char *end, int axis) {
+    const char *p = skip_space(*pp + 1, end);
+    int n = 0;
+    if (p < end && *p == ']') return -1; /* empty axes are not allowed */
+    for (;;) {
+        if (axis + 1 < r->rank) {
+            if (p == end || *p != '[') return -1;
+            int rc = read_axis(r, &p, end, axis + 1);
+            if (rc) return rc;
+        } else {
+            double d;
+            size_t len = p < end ? api__scan_number(p, end, &d) : 0;
+            if (len == 0 || !(d <= (double)FLT_MAX && d >= -(double)FLT_MAX)) return -1;
+            int rc = push(r, (float)d);
+            if (rc) return rc;
+            p += len;
+        }
+        if (++n == INT32_MAX) return -1;
+        p = skip_space(p, end);
+        if (p == end) return -1;
+        if (*p == ']') break;
+        if (*p != ',') return -1;
+        p = skip_space(p + 1, end);
+    }
+    if (r->shape[axis] == 0) r->shape[axis] = n;
+    else if (r->shape[axis] != n) return -1;
+    *pp = p + 1;
+    return 0;
+}
+
+/* Reads the whole tensor at p (at '['): its rank is the run of '[' it opens with. */
+static int read_tensor(reader *r, const char **pp, const char *end) {
+    const char *p = *pp;
+    r->rank = 0;
+    while (p < end && *p == '[') {
+        if (++r->rank > API_MAX_RANK) return -1;
+        p = skip_space(p + 1, end);
+    }
+    memset(r->shape, 0, sizeof r->shape);
+    r->count = 0;
+    return read_axis(r, pp, end, 0);
+}
+
+/* ==== The body ============================================================ */
+
+/* Fields whose array values are tensors. */
+static int is_tensor_field(const char *k, size_t n) {
+    static const char *const names[] = {"inputs", "query", "key", "value", "attn_mask",
+                                        "key_padding_mask"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strlen(names[i]) == n && memcmp(names[i], k, n) == 0) return 1;
+    return 0;
+}
+
+static int key_is(const char *k, size_t n, const char *name) {
+    return k && strlen(name) == n && memcmp(k, name, n) == 0;
+}
+
+#define SCAN_TRACKED_DEPTH 8
+
+/* An open object or array: the key it is the value of (NULL: none). */
+typedef struct {
+    char is_object;
+    const char *key;
+    size_t key_len;
+} frame;
+
+typedef struct {
+    const char *body, *end, *copied;
+    api_scan *s;
+    size_t budget;
+    size_t cap;              /* of s->text */
+    frame st[SCAN_TRACKED_DEPTH];
+    int depth;
+    const char *key;         /* the key whose value comes next (after its ':') */
+    size_t key_len;
+    const char *pending;     /* a key read, before its ':' */
+    size_t pending_len;
+} scanner;
+
+/* Is an array starting here, as the value of the current key, a tensor? */
+static int tensor_position(const scanner *sc) {
+    if (sc->depth < 1 || sc->depth > SCAN_TRACKED_DEPTH || !sc->st[sc->depth - 1].is_object ||
+        sc->key == NULL)
+        return 0;
+    const frame *f = &sc->st[sc->depth - 1];
+    if (sc->depth == 1) return is_tensor_field(sc->key, sc->key_len);
+    const frame *parent = &sc->st[sc->depth - 2];
+    if (sc->depth == 2 && key_is(f->key, f->key_len, "state_dict") && parent->is_object) return 1;
+    if (!key_is(sc->key, sc->key_len, "data")) return 0;
+    /* a flat tensor {"shape", "data"}: under a tensor field or a state_dict entry */
+    if (sc->depth == 2) return is_tensor_field(f->key, f->key_len);
+    return sc->depth == 3 && key_is(parent->key, parent->key_len, "state_dict");
+}
+
+static int out_put(scanner *sc, const char *p, size_t n) {
+    api_scan *s = sc->s;
+    if (s->len + n > sc->cap) {
+        size_t cap = sc->cap * 2 > s->len + n ? sc->cap * 2 : s->len + n + 4096;
+        char *t = realloc(s->text, cap);
+        if (t == NULL) return -1;
+        s->text = t;
+        sc->cap = cap;
+    }
+    memcpy(s->text + s->len, p, n);
+    s->len += n;
+    return 0;
+}
+
+/* Replaces body[start, stop) by a placeholder for the array just read. */
+static int take_array(scanner *sc, reader *r, const char *start, const char *stop) {
+    api_scan *s = sc->s;
+    if (s->n == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 8;
+        api_scanned *a = realloc(s->arrays, (size_t)cap * sizeof *a);
+        if (a == NULL) return -1;
+        s->arrays = a;
+        s->cap = cap;
+    }
+    char ph[32];
+    int n = snprintf(ph, sizeof ph, "\"\\u001bT%d\"", s->n);
+    if (out_put(sc, sc->copied, (size_t)(start - sc->copied)) || out_put(sc, ph, (size_t)n))
+        return -1;
+    sc->copied = stop;
+    api_scanned *t = &s->arrays[s->n++];
+    *t = (api_scanned){.rank = r->rank, .count = r->count, .data = r->data};
+    memcpy(t->shape, r->shape, sizeof t->shape);
+    s->elements += r->count;
+    r->data = NULL;
+    r->cap = 0;
+    return 0;
+}
+
+/* Past the string at p (at '"'), or end. */
+static const char *skip_string(const char *p, const char *end) {
+    for (p++; p < end; p++) {
+        if (*p == '\\') p++;
+        else if (*p == '"') return p + 1;
+    }
+    return end;
+}
+
+static _Atomic int scan_off;
+
+void api__scan_enable(int on) { scan_off = !on; }
+
+int api__scan_body(const char *body, size_t len, size_t budget, api_scan *s) {
+    *s = (api_scan){0};
+    if (scan_off) return 0;
+    scanner sc = {.body = body, .end = body + len, .copied = body, .s = s, .budget = budget};
+    reader r = {0};
+    int rc = 0;
+    int expect_key = 0; /* in an object, between '{' or ',' and the key */
+    const char *p = body, *end = body + len;
+    while (p < end && rc == 0) {
+        char c = *p;
+        switch (c) {
+        case '{': case '[':
+            if (c == '[' && !expect_key && tensor_position(&sc)) {
+                const char *q = p;
+                r.budget = budget - s->elements;
+                int got = read_tensor(&r, &q, end);
+                if (got == -2) {
+                    rc = -1;
+                    break;
+                }
+                if (got == 0) {
+                    rc = take_array(&sc, &r, p, q);
+                    p = q;
+                    sc.key = sc.pending = NULL;
+                    break;
+                }
+            }
+            if (sc.depth < SCAN_TRACKED_DEPTH)
+                sc.st[sc.depth] = (frame){c == '{', sc.key, sc.key_len};
+            sc.depth++;
+            sc.key = sc.pending = NULL;
+            expect_key = c == '{';
+            p++;
+            break;
+        case '}': case ']':
+            if (sc.depth > 0) sc.depth--;
+            sc.key = sc.pending = NULL;
+            expect_key = 0;
+            p++;
+            break;
+        case ',':
+            expect_key = sc.depth >= 1 && sc.depth <= SCAN_TRACKED_DEPTH &&
+                         sc.st[sc.depth - 1].is_object;
+            sc.key = sc.pending = NULL;
+            p++;
+            break;
+        case '"': {
+            const char *q = skip_string(p, end);
+            if (expect_key) {
+                sc.pending = p + 1;
+                sc.pending_len = q > p + 1 ? (size_t)(q - p - 2) : 0;
+                expect_key = 0;
+            }
+            sc.key = NULL;
+            p = q;
+            break;
+        }
+        case ':':
+            sc.key = sc.pending;
+            sc.key_len = sc.pending_len;
+            sc.pending = NULL;
+            p++;
+            break;
+        default: /* white space, numbers and literals outside tensors */
+            p++;
+            break;
+        }
+    }
+    free(r.data);
+    if (rc == 0 && s->n > 0) rc = out_put(&sc, sc.copied, (size_t)(end - sc.copied));
+    if (rc) {
+        api__scan_free(s);
+        return -1;
+    }
+    return 0;
+}
+
+void api__scan_free(api_scan *s) {
+    if (s == NULL) return;
+    for (int i = 0; i < s->n; i++) free(s->arrays[i].data);
+    free(s->arrays);
+    free(s->text);
+    *s = (api_scan){0};
+}
+
+/* ==== Placeholders ======================================================== */
+
+static _Thread_local api_scan *current_scan;
+
+void api__scan_set_current(api_scan *s) { current_scan = s; }
+
+api_scanned *api__scan_lookup(const json_t *j) {
+    api_scan *s = current_scan;
+    if (s == NULL || s->n == 0 || !json_is_string(j)) return NULL;
+    const char *v = json_string_value(j);
+    if (v[0] != '\x1b' || v[1] != 'T' || !is_digit(v[2])) return NULL;
+    char *stop;
+    long i = strtol(v + 2, &stop, 10);
+    if (*stop != '\0' || i < 0 || i >= s->n || s->arrays[i].data == NULL) return NULL;
+    return &s->arrays[i];
+}

@@ -1,0 +1,370 @@
+/* test_api_numscan.c - the fast reader of tensor arrays (api/numscan.c):
+ * every number rounds as strtod then (float) does, on millions of random and
+ * edge-case strings; invalid numbers are left to jansson; which arrays of a
+ * body are taken out, and that replies are the same with and without it. */
+#include <check.h>
+#include <float.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dirent.h>
+
+#include "api/numscan.h"
+#include "tests/support/files.h"
+#include "tests/support/reply_check.h"
+
+static uint64_t g_state = 0x2545f4914f6cdd1dull;
+
+static uint64_t next_u64(void) { /* xorshift64* */
+    g_state ^= g_state >> 12;
+    g_state ^= g_state << 25;
+    g_state ^= g_state >> 27;
+    return g_state * 0x2545f4914f6cdd1dull;
+}
+
+static int rnd(int n) { return (int)(next_u64() % (uint64_t)n); }
+
+/* The reference: the double strtod reads, then float32 as torch.tensor
+ * makes it (jansson reads integers as int64, which gives the same double). */
+static void expect_same(const char *s) {
+    double got;
+    size_t n = api__scan_number(s, s + strlen(s), &got);
+    char *stop;
+    double want = strtod(s, &stop);
+    ck_assert_msg(n == strlen(s), "%s: took %zu of %zu characters", s, n, strlen(s));
+    float fg = (float)got, fw = (float)want;
+    ck_assert_msg(memcmp(&got, &want, sizeof got) == 0 || (strchr(s, '.') == NULL &&
+                  strpbrk(s, "eE") == NULL && got == 0.0 && want == 0.0),
+                  "%s: read %.17g, strtod %.17g", s, got, want);
+    ck_assert_msg(memcmp(&fg, &fw, sizeof fg) == 0 || (fg == 0.0f && fw == 0.0f),
+                  "%s: float %.9g, want %.9g", s, (double)fg, (double)fw);
+}
+
+START_TEST(test_edge_cases) {
+    static const char *const cases[] = {
+        "0", "1", "-1", "0.0", "-0.0", "0e0", "0E+5", "-0e-5", "1e0", "1E1", "1e-1",
+        "0.1", "0.2", "0.3", "1.5", "-2.25", "3.4028234663852886e38", "3.4028235e38",
+        "3.4028236e38", "1.1754943508222875e-38", "1.17549435e-38", "1.4e-45", "1e-45",
+        "7e-46", "7.006492321624085e-46", "1.401298464324817e-45", "2.802596928649634e-45",
+        "4.9406564584124654e-324", "2.2250738585072014e-308", "1.7976931348623157e308",
+        "1e-400", "123456789", "123456789012345678", "9007199254740993", "9007199254740992.0",
+        "9007199254740993.0", "0.000001", "0.0000000000000000000000000123", "1e22", "1e23",
+        "1e-22", "1e-23", "12345678901234567890e-10", "1234567890123456789012345678901234e-20",
+        "0.10000000149011612", "0.100000001490116119384765625", "16777217", "16777217.0",
+        "33554435.0", "0.499999999999999999999999999", "1.00000005960464477539062500001",
+        "1.000000059604644775390625", "1.0000000596046447753906249999", "4.35", "-0.43",
+        "0.89", "0.55", "0.87", "0.66", "0.57", "0.85", "0.64", "0.22", "0.58", "0.33", "0.77",
+        "0.25", "0.10", "0.05", "0.80", "0.55", "100", "-100", "1e38", "-1e38", "1e-38",
+        "2.5e-39", "5e-324", "123.456e-7", "9.999999999999999e22", "8.98846567431158e307",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) expect_same(cases[i]);
+}
+END_TEST
+
+START_TEST(test_integer_minus_zero_is_zero) {
+    double d;
+    ck_assert_uint_eq(api__scan_number("-0", "-0" + 2, &d), 2);
+    ck_assert(d == 0.0 && !signbit(d)); /* Python: json.loads("-0") is the int 0 */
+    ck_assert_uint_eq(api__scan_number("-0.0", "-0.0" + 4, &d), 4);
+    ck_assert(d == 0.0 && signbit(d));
+}
+END_TEST
+
+START_TEST(test_left_to_jansson) {
+    static const char *const bad[] = {
+        "", "-", "+1", "01", "-01", "1.", ".5", "1e", "1e+", "1e-", "--1", "0x10", "Infinity",
+        "NaN", "-Infinity", "1.e5", "e5", "1e400", "-1e400", "12345678901234567890",
+        "1234567890123456789", "1.0000000000000000000000000000000000000000000000000000000000000001",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        double d = 42;
+        const char *s = bad[i];
+        size_t n = api__scan_number(s, s + strlen(s), &d);
+        ck_assert_msg(n == 0 || n < strlen(s), "%s: taken whole (%zu), jansson rejects it", s, n);
+    }
+    /* A number stops at the first character that is not part of it. */
+    double d;
+    ck_assert_uint_eq(api__scan_number("1.5,2", "1.5,2" + 5, &d), 3);
+    ck_assert_uint_eq(api__scan_number("1.5]", "1.5]" + 4, &d), 3);
+    ck_assert_uint_eq(api__scan_number("7x", "7x" + 2, &d), 1);
+}
+END_TEST
+
+/* Shortest and 9-digit decimals of random float32 bit patterns, and 17-digit
+ * decimals of random doubles: the forms Python and JavaScript print. */
+START_TEST(test_random_floats) {
+    char s[64];
+    for (int i = 0; i < 1000000; i++) {
+        uint32_t u = (uint32_t)next_u64();
+        float f;
+        memcpy(&f, &u, sizeof f);
+        if (!isfinite(f)) continue;
+        snprintf(s, sizeof s, "%.9g", (double)f);
+        if (strchr(s, 'e') && !strchr(s, '.')) { /* "1e-05" is valid JSON too */ }
+        expect_same(s);
+        for (int p = 1; p <= 9; p++) {
+            snprintf(s, sizeof s, "%.*g", p, (double)f);
+            if (strtof(s, NULL) == f) break;
+        }
+        expect_same(s);
+        uint64_t b = next_u64();
+        double d;
+        memcpy(&d, &b, sizeof d);
+        if (!isfinite(d)) continue;
+        snprintf(s, sizeof s, "%.17g", d);
+        expect_same(s);
+    }
+}
+END_TEST
+
+/* Random decimal strings: 1 to 25 digits, a point anywhere, exponents
+ * around the float32 range, long mantissas. */
+START_TEST(test_random_decimals) {
+    char s[80];
+    for (int i = 0; i < 2000000; i++) {
+        int n = 0, digits = 1 + rnd(25);
+        if (rnd(2)) s[n++] = '-';
+        int point = rnd(digits + 1);
+        s[n++] = (char)('1' + rnd(9));
+        for (int d = 1; d < digits; d++) {
+            if (d == point) s[n++] = '.';
+            s[n++] = (char)('0' + rnd(10));
+        }
+        if (rnd(3) == 0) n += snprintf(s + n, sizeof s - (size_t)n, "e%d", rnd(101) - 60);
+        s[n] = '\0';
+        if (strchr(s, 'e') == NULL && strchr(s, '.') == NULL && digits > 18) continue;
+        expect_same(s);
+    }
+}
+END_TEST
+
+static api_scan scan_text(const char *body, size_t budget) {
+    api_scan s;
+    ck_assert_int_eq(api__scan_body(body, strlen(body), budget, &s), 0);
+    return s;
+}
+
+START_TEST(test_body_arrays_taken) {
+    const char *body = "{\"module\": \"CausalAttention\", \"inputs\": [[0.43, 0.15], [0.55, 0.87]],"
+                       " \"tokens\": [\"a [\", \"b\"], \"init\": {\"seed\": 123},"
+                       " \"key_padding_mask\": {\"shape\": [1, 2], \"data\": [0, 1]},"
+                       " \"state_dict\": {\"W_query.weight\": [[1, 2]], \"x\": {\"shape\": [2],"
+                       " \"data\": [3e0, -4.5]}}}";
+    api_scan s = scan_text(body, 1000);
+    ck_assert_int_eq(s.n, 4);
+    ck_assert_uint_eq(s.elements, 4 + 2 + 2 + 2);
+    ck_assert_int_eq(s.arrays[0].rank, 2);
+    ck_assert_int_eq(s.arrays[0].shape[0], 2);
+    ck_assert_int_eq(s.arrays[0].shape[1], 2);
+    ck_assert(s.arrays[0].data[1] == 0.15f && s.arrays[0].data[3] == 0.87f);
+    ck_assert_int_eq(s.arrays[3].rank, 1);
+    ck_assert(s.arrays[3].data[1] == -4.5f);
+    /* The rest is the same JSON with strings where the arrays were. */
+    s.text[s.len] = '\0';
+    json_error_t je;
+    json_t *root = json_loadb(s.text, s.len, 0, &je);
+    ck_assert_msg(root != NULL, "%s: %s", s.text, je.text);
+    ck_assert_str_eq(json_string_value(json_object_get(root, "module")), "CausalAttention");
+    ck_assert_int_eq(json_array_size(json_object_get(root, "tokens")), 2);
+    ck_assert_int_eq(json_array_size(json_object_get(json_object_get(root, "key_padding_mask"),
+                                                     "shape")), 2);
+    api__scan_set_current(&s);
+    ck_assert_ptr_eq(api__scan_lookup(json_object_get(root, "inputs")), &s.arrays[0]);
+    ck_assert_ptr_null(api__scan_lookup(json_object_get(root, "module")));
+    api__scan_set_current(NULL);
+    ck_assert_ptr_null(api__scan_lookup(json_object_get(root, "inputs")));
+    json_decref(root);
+    api__scan_free(&s);
+}
+END_TEST
+
+START_TEST(test_body_arrays_left) {
+    static const char *const bodies[] = {
+        "{\"inputs\": [[1, 2], [3]]}",          /* ragged */
+        "{\"inputs\": [[1, 2], 3]}",
+        "{\"inputs\": [1, [2]]}",
+        "{\"inputs\": []}",                      /* empty axis */
+        "{\"inputs\": [[]]}",
+        "{\"attn_mask\": [[true, false]]}",      /* booleans */
+        "{\"attn_mask\": [[0, \"-inf\"]]}",
+        "{\"inputs\": [[1, null]]}",
+        "{\"inputs\": [[1e39]]}",                /* beyond float32 */
+        "{\"inputs\": [[01]]}",                  /* invalid JSON */
+        "{\"inputs\": [[1,]]}",
+        "{\"inputs\": [[[[[1]]]]]}",             /* five axes */
+        "{\"init\": {\"inputs\": [1, 2]}}",     /* not a tensor field there */
+        "{\"return\": [1, 2], \"tokens\": [1]}",
+        "[{\"inputs\": [1]}]",
+        "{\"inputs\" [1, 2]}",                   /* malformed around it */
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {
+        api_scan s = scan_text(bodies[i], 1000);
+        ck_assert_msg(s.n == 0, "%s: %d arrays taken", bodies[i], s.n);
+        ck_assert_ptr_null(s.text);
+        api__scan_free(&s);
+    }
+}
+END_TEST
+
+START_TEST(test_body_budget) {
+    const char *body = "{\"query\": [1, 2, 3], \"key\": [4, 5, 6], \"value\": [7, 8]}";
+    api_scan s = scan_text(body, 7);
+    ck_assert_int_eq(s.n, 2); /* value would pass the budget: left to jansson */
+    ck_assert_uint_eq(s.elements, 6);
+    api__scan_free(&s);
+    s = scan_text(body, 0);
+    ck_assert_int_eq(s.n, 0);
+    api__scan_free(&s);
+}
+END_TEST
+
+/* ==== The same replies with and without the scanner ======================= */
+
+/* The reply without its "timing" object (milliseconds differ run to run). */
+static char *without_timing(const api_reply *r) {
+    char *s = strndup(r->body.data ? r->body.data : "", r->body.len);
+    char *t = strstr(s, "\"timing\":{");
+    if (t) {
+        char *close = strchr(t, '}');
+        memmove(t, close + 1, strlen(close + 1) + 1);
+    }
+    return s;
+}
+
+static void expect_same_reply(api_endpoint ep, const char *body, size_t len, const char *what) {
+    api_limits lim = {.max_elements = REPLY_CHECK_MAX_ELEMENTS};
+    api_reply fast, slow;
+    api__scan_enable(1);
+    api_handle(ep, body, len, &lim, &fast);
+    api__scan_enable(0);
+    api_handle(ep, body, len, &lim, &slow);
+    api__scan_enable(1);
+    char *a = without_timing(&fast), *b = without_timing(&slow);
+    ck_assert_msg(fast.status == slow.status && strcmp(a, b) == 0,
+                  "%s: with the scanner %d %.300s\nwithout %d %.300s", what, fast.status, a,
+                  slow.status, b);
+    free(a);
+    free(b);
+    api_buf_free(&fast.body);
+    api_buf_free(&slow.body);
+}
+
+/* Every input the fuzzer kept (edge cases of every field, malformed JSON). */
+START_TEST(test_corpus_same_replies) {
+    char dir[1024], path[1400];
+    tfile_path(dir, sizeof dir, "tests/fuzz/corpus");
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        size_t len;
+        char *data = tfile_read(path, &len);
+        ck_assert_ptr_nonnull(data);
+        if (len > 0) {
+            expect_same_reply(reply_check_endpoint((uint8_t)data[0]), data + 1, len - 1, de->d_name);
+            n++;
+        }
+        free(data);
+    }
+    closedir(d);
+    ck_assert_int_gt(n, 400);
+}
+END_TEST
+
+/* Requests whose tensors the scanner takes, with values that make errors. */
+START_TEST(test_errors_same_replies) {
+    static const struct {
+        api_endpoint ep;
+        const char *body;
+    } cases[] = {
+        {API_EP_SIMPLE, "{\"inputs\": [[1, 2], [3, 4]], \"key_padding_mask\": [0, 2]}"},
+        {API_EP_SIMPLE, "{\"inputs\": [[[[1, 2]]]]}"},
+        {API_EP_SIMPLE, "{\"inputs\": [1, 2]}"},
+        {API_EP_SIMPLE, "{\"inputs\": {\"shape\": [2, 2], \"data\": [1, 2, 3]}}"},
+        {API_EP_SIMPLE, "{\"inputs\": {\"shape\": [2, 2], \"data\": [[1, 2], [3, 4]]}}"},
+        {API_EP_SIMPLE, "{\"inputs\": {\"shape\": [2, 2], \"data\": [1, 2, 3, 4]}}"},
+        {API_EP_SIMPLE, "{\"inputs\": {\"shape\": [2, 2], \"data\": [1, 2, 3, 4]},"
+                        " \"attn_mask\": [[0, -1e30], [0, 0]]}"},
+        {API_EP_SIMPLE, "{\"inputs\": [[1, 2], [3, 4]], \"attn_mask\": [[0, 1], [0, 0]]}"},
+        {API_EP_SIMPLE, "{\"inputs\": [[1, 2], [3, 4]], \"attn_mask\": [[[0, 1], [0, 0]]]}"},
+        {API_EP_SIMPLE, "{\"inputs\": [[1, 2], [3, 4]], \"key_padding_mask\": "
+                        "{\"shape\": [1, 2], \"data\": [0, 0.5]}}"},
+        {API_EP_SIMPLE, "{\"inputs\": [[1, 2], [3, 4]], \"inputs\": [[1, 2]]}"},
+        {API_EP_SIMPLE, "{\"inputs\": [[1, 2], [3, 4]], \"return\": [\"context\"], }"},
+        {API_EP_SIMPLE, "{\"inputs\": [[1, 2], [3, 4]] \"return\": [\"context\"]}"},
+        {API_EP_SDPA, "{\"query\": [[[1, 2]]], \"key\": [[[1, 2]]], \"value\": [[[1, 2]]]}"},
+        {API_EP_SDPA, "{\"query\": [[[1, 2]]], \"key\": [[[1, 2, 3]]], \"value\": [[[1, 2]]]}"},
+        {API_EP_SELF, "{\"module\": \"SelfAttention_v1\", \"d_in\": 2, \"d_out\": 1,"
+                      " \"inputs\": [[1, 2]], \"state_dict\": {\"W_query\": [[1], [2]],"
+                      " \"W_key\": [[1, 2]], \"W_value\": {\"shape\": [2, 1], \"data\": [1, 2]}}}"},
+        {API_EP_SELF, "{\"module\": \"SelfAttention_v1\", \"d_in\": 2, \"d_out\": 1,"
+                      " \"inputs\": [[1, 2]], \"state_dict\": {\"W_query\": [[1], [2]],"
+                      " \"W_key\": [[1], [2]], \"W_value\": {\"shape\": [2, 1], \"data\": [1, 2]}}}"},
+        {API_EP_CAUSAL, "{\"d_in\": 2, \"d_out\": 2, \"inputs\": [[1, 2], [3, 4]],"
+                        " \"init\": {\"seed\": 1}, \"state_dict\": {\"mask\": [[0, 1], [1, 0]]}}"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        expect_same_reply(cases[i].ep, cases[i].body, strlen(cases[i].body), cases[i].body);
+}
+END_TEST
+
+/* Large random tensors in every number form a client prints. */
+START_TEST(test_large_same_replies) {
+    size_t cap = 1 << 20, n = 0;
+    char *b = malloc(cap);
+    n += (size_t)snprintf(b + n, cap - n, "{\"module\": \"MultiHeadAttention\", \"d_in\": 16,"
+                          " \"d_out\": 8, \"num_heads\": 2, \"init\": {\"seed\": 7},"
+                          " \"return\": [\"context\", \"attn_weights\"], \"inputs\": [");
+    for (int bt = 0; bt < 2; bt++) {
+        n += (size_t)snprintf(b + n, cap - n, "%s[", bt ? ", " : "");
+        for (int t = 0; t < 40; t++) {
+            n += (size_t)snprintf(b + n, cap - n, "%s[", t ? ",\n " : "");
+            for (int c = 0; c < 16; c++) {
+                uint64_t r = next_u64();
+                double v = ((double)(r >> 11) / 9007199254740992.0 - 0.5) * 4.0;
+                const char *fmt[] = {"%.9g", "%.17g", "%.3f", "%.6e", "%.2E"};
+                if (c) n += (size_t)snprintf(b + n, cap - n, (r & 1) ? ", " : ",");
+                n += (size_t)snprintf(b + n, cap - n, fmt[r % 5], v);
+            }
+            n += (size_t)snprintf(b + n, cap - n, "]");
+        }
+        n += (size_t)snprintf(b + n, cap - n, "]");
+    }
+    n += (size_t)snprintf(b + n, cap - n, "]}");
+    expect_same_reply(API_EP_MULTIHEAD, b, n, "random MultiHeadAttention");
+    free(b);
+}
+END_TEST
+
+Suite *numscan_suite(void) {
+    Suite *s = suite_create("api_numscan");
+    TCase *tc = tcase_create("numscan");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_edge_cases);
+    tcase_add_test(tc, test_integer_minus_zero_is_zero);
+    tcase_add_test(tc, test_left_to_jansson);
+    tcase_add_test(tc, test_random_floats);
+    tcase_add_test(tc, test_random_decimals);
+    tcase_add_test(tc, test_body_arrays_taken);
+    tcase_add_test(tc, test_body_arrays_left);
+    tcase_add_test(tc, test_body_budget);
+    tcase_add_test(tc, test_corpus_same_replies);
+    tcase_add_test(tc, test_errors_same_replies);
+    tcase_add_test(tc, test_large_same_replies);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    SRunner *sr = srunner_create(numscan_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
