@@ -35,41 +35,83 @@ static const double P10[] = {
  * multiply by an inexact reciprocal. */
 static inline double scale10(double x, int k) { return k >= 0 ? x * POW10(k) : x / POW10(-k); }
 
+/* "00" to "99", for writing two digits at a time. */
+static const char DIGIT_PAIRS[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+/* The decimal digits of n into d, most significant first; returns their
+ * count. The digits of a float32 fit in 32 bits (at most 9 significant). */
+static int digits_of(char *d, uint64_t n) {
+    static const uint64_t P10U[20] = {
+        1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
+        100000000ull, 1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull,
+        10000000000000ull, 100000000000000ull, 1000000000000000ull, 10000000000000000ull,
+        100000000000000000ull, 1000000000000000000ull, 10000000000000000000ull,
+    };
+    /* bits to digits: 1233/4096 is just above log10(2) */
+    int bits = 64 - __builtin_clzll(n | 1);
+    int nd = (bits * 1233 >> 12) + 1;
+    if (nd < 20 && n >= P10U[nd]) nd++;
+    if (n < P10U[nd - 1]) nd--;
+    char *o = d + nd;
+    if (n <= UINT32_MAX) {
+        uint32_t m = (uint32_t)n;
+        while (m >= 100) {
+            memcpy(o -= 2, DIGIT_PAIRS + 2 * (m % 100), 2);
+            m /= 100;
+        }
+        if (m >= 10) memcpy(o -= 2, DIGIT_PAIRS + 2 * m, 2);
+        else *--o = (char)('0' + m);
+        return nd;
+    }
+    while (n >= 100) {
+        memcpy(o -= 2, DIGIT_PAIRS + 2 * (n % 100), 2);
+        n /= 100;
+    }
+    if (n >= 10) memcpy(o -= 2, DIGIT_PAIRS + 2 * n, 2);
+    else *--o = (char)('0' + n);
+    return nd;
+}
+
 /* Writes n * 10^x (n > 0), sign first: plain notation for exponents -7..15,
  * else d.ddde-N (integers of 17 digits and more overflow int64 readers such
  * as jansson, which read a number without '.' or 'e' as an integer).
  * Returns the length. */
 static int write_decimal(char *out, int neg, uint64_t n, int x) {
-    char d[24];
-    int nd = 0;
     while (n % 10 == 0 && n >= 10) {
         n /= 10;
         x++;
     }
-    do {
-        d[nd++] = (char)('0' + n % 10);
-        n /= 10;
-    } while (n);
-    /* d holds the digits in reverse */
+    char d[20];
+    int nd = digits_of(d, n);
     char *o = out;
     if (neg) *o++ = '-';
     int E = nd - 1 + x; /* exponent of the first digit */
     if (E >= 0 && E < 16) {
-        for (int i = 0; i <= E; i++) *o++ = i < nd ? d[nd - 1 - i] : '0';
         if (nd > E + 1) {
+            memcpy(o, d, (size_t)E + 1);
+            o += E + 1;
             *o++ = '.';
-            for (int i = E + 1; i < nd; i++) *o++ = d[nd - 1 - i];
+            memcpy(o, d + E + 1, (size_t)(nd - E - 1));
+            o += nd - E - 1;
+        } else {
+            memcpy(o, d, (size_t)nd);
+            memset(o + nd, '0', (size_t)(E + 1 - nd));
+            o += E + 1;
         }
     } else if (E < 0 && E >= -7) {
-        *o++ = '0';
-        *o++ = '.';
-        for (int i = -1; i > E; i--) *o++ = '0';
-        for (int i = nd - 1; i >= 0; i--) *o++ = d[i];
+        memcpy(o, "0.000000", (size_t)(1 - E));
+        o += 1 - E;
+        memcpy(o, d, (size_t)nd);
+        o += nd;
     } else {
-        *o++ = d[nd - 1];
+        *o++ = d[0];
         if (nd > 1) {
             *o++ = '.';
-            for (int i = nd - 2; i >= 0; i--) *o++ = d[i];
+            memcpy(o, d + 1, (size_t)nd - 1);
+            o += nd - 1;
         }
         *o++ = 'e';
         if (E < 0) {
@@ -124,7 +166,7 @@ int api__format_float(char *out, float v, int precision) {
         e2 = (int)(a >> 23) - 126;
     else
         frexp(vd, &e2);
-    int e10 = (int)floor((e2 - 1) * 0.30102999566398120);
+    int e10 = ((e2 - 1) * 78913) >> 18; /* about floor((e2 - 1) * log10(2)) */
     while (e10 < 38 && vd >= POW10(e10 + 1)) e10++;
     while (e10 > -46 && vd < POW10(e10)) e10--;
 
@@ -152,11 +194,19 @@ int api__format_float(char *out, float v, int precision) {
         int k = 8 - e10;
         double s = scale10(vd, k), ls = scale10(lo, k), hs = scale10(hi, k);
         double m = hs * 0x1p-46;
-        double cl = ceil(ls), fh = floor(hs);
+        /* floor and ceil by conversion: both ends are positive */
+        double fh = hs < 4e9 ? (double)(uint32_t)hs : 4e9;
+        double cl = ls < 4e9 ? (double)(uint32_t)ls : 4e9;
+        cl += cl < ls;
         if (cl - ls > m && hs - fh > m && cl <= fh && fh < 4e9) {
             uint32_t L = (uint32_t)cl, H = (uint32_t)fh, P = 1;
+            /* j grows while a multiple of 10^(j+1) lies in [L, H]:
+             * floor(H / 10^(j+1)) >= ceil(L / 10^(j+1)) */
+            uint32_t hq = H, lq = L;
             int j = 0;
-            while (j < 9 && H / (P * 10) * (P * 10) >= L) {
+            while (j < 9 && hq / 10 >= (lq + 9) / 10) {
+                hq /= 10;
+                lq = (lq + 9) / 10;
                 P *= 10;
                 j++;
             }
