@@ -8,6 +8,7 @@
  * offending element, "inputs[1][2]".
  */
 #include "api/api_internal.h"
+#include "api/codec.h"
 #include "api/numscan.h"
 
 #include <float.h>
@@ -122,6 +123,131 @@ static int fill_nested(filler *f, const json_t *j, int depth) {
         int rc = depth + 1 < f->rank ? fill_nested(f, v, depth + 1) : put_value(f, depth + 1, v);
         if (rc) return rc;
     }
+    return 0;
+}
+
+static void flat_path(char *out, size_t size, const char *name, int rank, const int *shape,
+                      size_t i);
+
+/* ---- binary tensors: {"shape", "dtype", "base64"} ------------------------------ */
+
+typedef enum { DT_FLOAT32, DT_FLOAT16, DT_UINT8 } dtype;
+
+typedef struct {
+    dtype type;
+    const char *text;   /* the base64 string */
+    size_t len;
+} binary;
+
+static int is_binary(const json_t *j) { return json_is_object(j) && json_object_get(j, "base64"); }
+
+/* Reads the shape (as a flat tensor's), the dtype and the base64 text. */
+static int binary_header(const json_t *j, const char *name, int min_rank, int max_rank,
+                         api_val_kind kind, int *shape, int *rank, binary *bin, api_err *e) {
+    char p[192];
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)j, key, v) {
+        if (strcmp(key, "shape") && strcmp(key, "dtype") && strcmp(key, "base64")) {
+            char echo[API_ECHO_MAX + 4];
+            snprintf(p, sizeof p, "%s.%s", name, api__echo(echo, sizeof echo, key));
+            return api__fail(e, 400, "unknown_field", p,
+                             "%s: a binary tensor has only \"shape\", \"dtype\" and \"base64\"", p);
+        }
+    }
+    const json_t *s = json_object_get(j, "shape"), *b = json_object_get(j, "base64"),
+                 *d = json_object_get(j, "dtype");
+    if (!json_is_array(s)) {
+        snprintf(p, sizeof p, "%s.shape", name);
+        return api__fail(e, 400, s ? "invalid_type" : "missing_field", p,
+                         "%s must be an array (a binary tensor is {\"shape\": [...], \"dtype\": "
+                         "\"float32\", \"base64\": \"...\"})", p);
+    }
+    size_t r = json_array_size(s);
+    if (r < (size_t)min_rank || r > (size_t)max_rank) {
+        snprintf(p, sizeof p, "%s.shape", name);
+        return api__fail(e, 400, "invalid_shape", p, "%s has %zu axes, expected %d to %d", p, r,
+                         min_rank, max_rank);
+    }
+    for (size_t i = 0; i < r; i++) {
+        const json_t *x = json_array_get(s, i);
+        snprintf(p, sizeof p, "%s.shape[%zu]", name, i);
+        if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > INT32_MAX)
+            return api__fail(e, 400, "invalid_shape", p, "%s must be an integer from 1 to 2147483647",
+                             p);
+        shape[i] = (int)json_integer_value(x);
+    }
+    *rank = (int)r;
+    const char *dt = d ? json_string_value(d) : "float32";
+    int masks = kind != API_VAL_NUMBER;
+    snprintf(p, sizeof p, "%s.dtype", name);
+    if (dt && strcmp(dt, "float32") == 0) bin->type = DT_FLOAT32;
+    else if (dt && strcmp(dt, "float16") == 0) bin->type = DT_FLOAT16;
+    else if (dt && masks && (strcmp(dt, "uint8") == 0 || strcmp(dt, "bool") == 0)) bin->type = DT_UINT8;
+    else
+        return api__fail(e, 400, d && !json_is_string(d) ? "invalid_type" : "invalid_argument", p,
+                         "%s must be \"float32\" or \"float16\"%s", p,
+                         masks ? " (or \"uint8\" for a mask)" : "");
+    snprintf(p, sizeof p, "%s.base64", name);
+    if (!json_is_string(b))
+        return api__fail(e, 400, "invalid_type", p, "%s must be a string of base64", p);
+    bin->text = json_string_value(b);
+    bin->len = json_string_length(b);
+    return 0;
+}
+
+/* Decodes bin into f->dst (count values), checking the length and the values. */
+static int binary_fill(filler *f, const binary *bin, size_t count) {
+    char p[192], s[96];
+    static const size_t item[] = {[DT_FLOAT32] = 4, [DT_FLOAT16] = 2, [DT_UINT8] = 1};
+    static const char *const names[] = {[DT_FLOAT32] = "float32", [DT_FLOAT16] = "float16",
+                                        [DT_UINT8] = "uint8"};
+    snprintf(p, sizeof p, "%s.base64", f->name);
+    size_t have = api__b64_decoded_size(bin->text, bin->len), want = count * item[bin->type];
+    if (have == SIZE_MAX)
+        return api__fail(f->e, 400, "invalid_base64", p,
+                         "%s is not base64: %zu characters cannot be a whole encoding", p, bin->len);
+    if (have != want) {
+        api__shape_str(s, sizeof s, f->rank, f->shape);
+        return api__fail(f->e, 400, "invalid_shape", p,
+                         "%s decodes to %zu bytes, shape %s of %s needs %zu", p, have, s,
+                         names[bin->type], want);
+    }
+    /* The bytes go to the end of the float array and are widened from the
+     * front: value i is written at 4i and its bytes lie at or after it. */
+    uint8_t *raw = (uint8_t *)f->dst + (count * sizeof(float) - want);
+    size_t bad = api__b64_decode(bin->text, bin->len, raw);
+    if (bad)
+        return api__fail(f->e, 400, "invalid_base64", p,
+                         "%s is not base64: character %zu is not in the alphabet "
+                         "(A-Z a-z 0-9 + /, '=' padding)", p, bad);
+    for (size_t i = 0; i < count; i++) {
+        const uint8_t *b = raw + i * item[bin->type];
+        float v;
+        if (bin->type == DT_FLOAT32) {
+            uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+            memcpy(&v, &u, sizeof v);
+        } else if (bin->type == DT_FLOAT16) {
+            v = api__f16_to_f32((uint16_t)(b[0] | b[1] << 8));
+        } else {
+            v = (float)b[0];
+        }
+        f->dst[i] = v;
+    }
+    for (size_t i = 0; i < count; i++) {
+        float v = f->dst[i];
+        int ok = f->kind == API_VAL_BOOL || bin->type == DT_UINT8 ? v == 0.0f || v == 1.0f
+                 : f->kind == API_VAL_MASK ? !isnan(v) && v != INFINITY
+                                           : isfinite(v);
+        if (ok) continue;
+        flat_path(p, sizeof p, f->name, f->rank, f->shape, i);
+        if (f->kind == API_VAL_BOOL || bin->type == DT_UINT8)
+            return api__fail(f->e, 400, "invalid_argument", p, "%s is %g, expected 0 or 1", p, (double)v);
+        return api__fail(f->e, 400, "non_finite", p, "%s is %s", p,
+                         isnan(v) ? "NaN" : "infinite (only -inf masks, in an additive attn_mask)");
+    }
+    if (bin->type == DT_UINT8) f->any_bool = 1;
+    else f->any_number = 1;
     return 0;
 }
 
@@ -306,8 +432,11 @@ int api__tensor_read(const json_t *j, const char *name, int min_rank, int max_ra
     *t = (api_tensor){0};
     const json_t *data = NULL;
     api_scanned *sc = api__scan_lookup(j);
-    if (sc ? scanned_shape(sc, name, min_rank, max_rank, t->shape, &t->rank, e)
-           : read_shape(j, name, min_rank, max_rank, t->shape, &t->rank, &data, e))
+    binary bin;
+    int bin_form = is_binary(j);
+    if (bin_form ? binary_header(j, name, min_rank, max_rank, kind, t->shape, &t->rank, &bin, e)
+        : sc     ? scanned_shape(sc, name, min_rank, max_rank, t->shape, &t->rank, e)
+                 : read_shape(j, name, min_rank, max_rank, t->shape, &t->rank, &data, e))
         return -1;
     if (data) sc = api__scan_lookup(data);
     size_t n = product(t->rank, t->shape, *budget);
@@ -333,7 +462,7 @@ int api__tensor_read(const json_t *j, const char *name, int min_rank, int max_ra
     }
     t->count = n;
     f.dst = t->data;
-    if (!stolen && fill(&f, j, data, n)) {
+    if (!stolen && (bin_form ? binary_fill(&f, &bin, n) : fill(&f, j, data, n))) {
         api__tensor_free(t);
         return -1;
     }
@@ -362,8 +491,11 @@ int api__tensor_read_into(const json_t *j, const char *name, int rank, const int
     api__shape_str(want, sizeof want, rank, shape);
     const api_scanned *sc = api__scan_lookup(j);
     data = NULL;
-    if (sc ? scanned_shape(sc, name, 1, API_MAX_RANK, got, &got_rank, e)
-           : read_shape(j, name, 1, API_MAX_RANK, got, &got_rank, &data, e)) {
+    binary bin;
+    int bin_form = is_binary(j);
+    if (bin_form ? binary_header(j, name, 1, API_MAX_RANK, API_VAL_NUMBER, got, &got_rank, &bin, e)
+        : sc     ? scanned_shape(sc, name, 1, API_MAX_RANK, got, &got_rank, e)
+                 : read_shape(j, name, 1, API_MAX_RANK, got, &got_rank, &data, e)) {
         /* keep the specific message, add the expected shape */
         size_t n = strlen(e->message);
         snprintf(e->message + n, sizeof e->message - n, " (expected shape %s)", want);
@@ -377,7 +509,8 @@ int api__tensor_read_into(const json_t *j, const char *name, int rank, const int
                          have, want);
     }
     filler f = {.name = name, .rank = rank, .shape = shape, .kind = API_VAL_NUMBER, .dst = dst, .e = e};
-    if (fill(&f, j, data, product(rank, shape, SIZE_MAX))) {
+    size_t count = product(rank, shape, SIZE_MAX);
+    if (bin_form ? binary_fill(&f, &bin, count) : fill(&f, j, data, count)) {
         size_t n = strlen(e->message);
         snprintf(e->message + n, sizeof e->message - n, " (expected shape %s)", want);
         return -1;

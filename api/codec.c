@@ -1,0 +1,138 @@
+/* codec.c - base64 and float16, see codec.h. */
+#include "api/codec.h"
+
+#include <string.h>
+
+static const char B64[64] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* 0..63 for an alphabet character, 64 for '=', 255 otherwise. */
+static const uint8_t *b64_values(void) {
+    static uint8_t v[256];
+    static int ready;
+    if (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {
+        uint8_t t[256];
+        memset(t, 255, sizeof t);
+        for (int i = 0; i < 64; i++) t[(uint8_t)B64[i]] = (uint8_t)i;
+        t['='] = 64;
+        memcpy(v, t, sizeof v); /* the same bytes from every thread: a benign race */
+        __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
+    }
+    return v;
+}
+
+/* Characters of s[0..n) before its '=' padding (at most two). */
+static size_t unpadded(const char *s, size_t n) {
+    size_t m = n;
+    while (m > 0 && n - m < 2 && s[m - 1] == '=') m--;
+    return m;
+}
+
+size_t api__b64_decoded_size(const char *s, size_t n) {
+    size_t m = unpadded(s, n);
+    if (m != n && n % 4 != 0) return SIZE_MAX; /* padding only on a full quantum */
+    if (m > 0 && s[m - 1] == '=') return SIZE_MAX; /* three or more '=' */
+    if (m % 4 == 1) return SIZE_MAX;
+    return m / 4 * 3 + (m % 4 ? m % 4 - 1 : 0);
+}
+
+size_t api__b64_decode(const char *s, size_t n, uint8_t *out) {
+    const uint8_t *v = b64_values();
+    size_t m = unpadded(s, n);
+    size_t i = 0;
+    for (; i + 4 <= m; i += 4) {
+        uint32_t a = v[(uint8_t)s[i]], b = v[(uint8_t)s[i + 1]], c = v[(uint8_t)s[i + 2]],
+                 d = v[(uint8_t)s[i + 3]];
+        if ((a | b | c | d) >= 64) break;
+        uint32_t w = a << 18 | b << 12 | c << 6 | d;
+        out[0] = (uint8_t)(w >> 16);
+        out[1] = (uint8_t)(w >> 8);
+        out[2] = (uint8_t)w;
+        out += 3;
+    }
+    uint32_t w = 0;
+    size_t k = 0;
+    for (; i < m; i++, k++) {
+        uint8_t x = v[(uint8_t)s[i]];
+        if (x >= 64) return i + 1;
+        w = w << 6 | x;
+    }
+    if (k == 2) *out = (uint8_t)(w >> 4);
+    if (k == 3) {
+        out[0] = (uint8_t)(w >> 10);
+        out[1] = (uint8_t)(w >> 2);
+    }
+    return 0;
+}
+
+size_t api__b64_encoded_size(size_t n) { return (n + 2) / 3 * 4; }
+
+size_t api__b64_encode(const uint8_t *in, size_t n, char *out) {
+    char *o = out;
+    size_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t w = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        o[0] = B64[w >> 18];
+        o[1] = B64[w >> 12 & 63];
+        o[2] = B64[w >> 6 & 63];
+        o[3] = B64[w & 63];
+        o += 4;
+    }
+    if (n - i == 1) {
+        uint32_t w = (uint32_t)in[i] << 16;
+        o[0] = B64[w >> 18];
+        o[1] = B64[w >> 12 & 63];
+        o[2] = o[3] = '=';
+        o += 4;
+    } else if (n - i == 2) {
+        uint32_t w = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8;
+        o[0] = B64[w >> 18];
+        o[1] = B64[w >> 12 & 63];
+        o[2] = B64[w >> 6 & 63];
+        o[3] = '=';
+        o += 4;
+    }
+    return (size_t)(o - out);
+}
+
+float api__f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = h >> 10 & 0x1fu, m = h & 0x3ffu, u;
+    if (e == 0x1f) {
+        u = sign | 0x7f800000u | m << 13; /* inf, NaN */
+    } else if (e != 0) {
+        u = sign | (e + 112) << 23 | m << 13;
+    } else if (m == 0) {
+        u = sign;
+    } else { /* subnormal: normalise */
+        int shift = 0;
+        while (!(m & 0x400u)) {
+            m <<= 1;
+            shift++;
+        }
+        u = sign | (uint32_t)(113 - shift) << 23 | (m & 0x3ffu) << 13;
+    }
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+uint16_t api__f32_to_f16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    uint16_t sign = (uint16_t)(u >> 16 & 0x8000u);
+    uint32_t a = u & 0x7fffffffu;
+    if (a >= 0x7f800000u) /* inf, NaN (kept quiet) */
+        return (uint16_t)(sign | 0x7c00u | (a > 0x7f800000u ? 0x200u | (a >> 13 & 0x3ffu) : 0));
+    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds past 65504 */
+    if (a < 0x38800000u) { /* below 2^-14: a subnormal half (or zero) */
+        if (a < 0x33000000u) return sign; /* below half of the smallest subnormal */
+        uint32_t m = (a & 0x7fffffu) | 0x800000u;
+        int shift = 126 - (int)(a >> 23); /* 14 to 24 */
+        uint32_t q = m >> shift, rest = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rest > half || (rest == half && (q & 1))) q++;
+        return (uint16_t)(sign | q);
+    }
+    uint32_t q = a - 0x38000000u; /* rebias the exponent: 127 - 15 = 112 << 23 */
+    uint32_t h = q >> 13, rest = q & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) h++; /* may carry into the exponent */
+    return (uint16_t)(sign | h);
+}
