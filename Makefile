@@ -44,9 +44,9 @@ LIBAPI     := $(BUILD)/libattnapi.a
 SERVER     := $(BUILD)/attention-server
 
 LIBS_CORE   = $(BLAS_LIBS) -lm
-LIBS_API    = -ljansson
+LIBS_API    = -ljansson -ldeflate
 LIBS_SERVER = -lmicrohttpd
-LIBS_TEST   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck) -lcurl -lmicrohttpd
+LIBS_TEST   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck) -lcurl -lmicrohttpd -lz
 
 .PHONY: all deps test asan run clean golden bench container-check fuzz fuzz-merge
 .DEFAULT_GOAL := all
