@@ -21,7 +21,7 @@ endif
 endif
 
 DEB_PACKAGES = build-essential pkg-config libopenblas-dev libjansson-dev \
-               libmicrohttpd-dev check libcurl4-openssl-dev curl
+               libmicrohttpd-dev check libcurl4-openssl-dev curl libdeflate-dev zlib1g-dev
 
 PKG = $(shell pkg-config --cflags --libs $(1) 2>/dev/null)
 BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
