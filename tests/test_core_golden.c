@@ -65,11 +65,11 @@ static void check_layout(const golden_case *gc, const attn_plan *plan, char *pro
         attn_param_get(&gc->cfg, plan, i, &p);
         const golden_param *g = &gc->params[i];
         int same = strcmp(p.name, g->name) == 0 && p.rank == g->t.rank && p.count == g->t.count &&
-                   p.is_buffer == g->is_buffer;
+                   (p.buffer != ATTN_BUFFER_NONE) == g->is_buffer;
         for (int d = 0; same && d < p.rank; d++) same = p.shape[d] == g->t.shape[d];
         if (!same) {
             snprintf(line, sizeof line, "state_dict[%d]: core \"%s\" (%zu floats%s), PyTorch \"%s\" "
-                     "(%zu floats%s)", i, p.name, p.count, p.is_buffer ? ", buffer" : "", g->name,
+                     "(%zu floats%s)", i, p.name, p.count, p.buffer ? ", buffer" : "", g->name,
                      g->t.count, g->is_buffer ? ", buffer" : "");
             report(problems, len, line);
         }
