@@ -6,6 +6,12 @@
  * so projected tensors ([B][T][H*hd], token-major, as nn.Linear leaves them)
  * and given ones (SDPA's [B][H][L][E], head-major) need no copy before the
  * matrix products: cblas_sgemm reads rows with stride ld.
+ *
+ * Nothing here names a module: the module table (ATTN_MOD_* flags) says
+ * which inputs there are and whether they are projected, and the typed
+ * parameter views of params.c say where each weight is. The work space is
+ * one list of pieces, summed once to size one allocation and walked once to
+ * carve it.
  */
 #include "internal.h"
 #include "kernel.h"
@@ -63,11 +69,14 @@ static void linear(float *y, const float *x, int rows, int in, int out, const fl
 }
 
 /* Floats of `proj`: Q, K and V, and room to pack the heads' weights of an
- * ATTN_MOD_HEAD_MODULES module ([H*Dk][in_width] and [H*Dk]). */
+ * ATTN_MOD_HEAD_MODULES module ([H*Dk][widest input] and [H*Dk]). */
 static size_t projection_size(const attn_config *cfg, const attn_plan *p) {
     size_t n = p->n_queries + p->n_keys + p->n_values;
+    int width = p->in_width;
+    if (p->kv_in_width[0] > width) width = p->kv_in_width[0];
+    if (p->kv_in_width[1] > width) width = p->kv_in_width[1];
     if (attn_module_has(cfg->module, ATTN_MOD_HEAD_MODULES))
-        n += (size_t)p->H * (size_t)p->Dk * ((size_t)p->in_width + 1);
+        n += (size_t)p->H * (size_t)p->Dk * ((size_t)width + 1);
     return n;
 }
 

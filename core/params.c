@@ -1,5 +1,11 @@
 /* params.c - the state_dict of each module: names, shapes, PyTorch's
- * initialisation draw for draw, and checks of given parameters. */
+ * initialisation draw for draw, the typed views forward.c reads the weights
+ * through, the values of constant buffers, and checks of given parameters.
+ *
+ * build_layout is the one module-specific part: each entry says its name,
+ * shape, initialisation and the role it plays in the forward pass (which
+ * view pointer it fills), so a module whose projections are Linear layers
+ * (separate or fused into one [3*out][in] matrix) needs no code elsewhere. */
 #include "internal.h"
 
 #include <math.h>
