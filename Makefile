@@ -56,16 +56,11 @@ all: deps
 
 build-all: $(LIBCORE) $(LIBAPI) $(SERVER) $(TEST_BIN)
 
-# Installs the Debian packages of $(1) that are missing, nothing when all are there.
+# Installs the Debian packages of $(1) that are missing, nothing when all are
+# there; waits up to 120 s for another apt-get or dpkg to release the package
+# lock and says what failed (tools/apt-install.sh).
 define apt_install
-	@missing=""; for p in $(1); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
-	fi
+	@tools/apt-install.sh $(1)
 endef
 
 deps:
