@@ -29,7 +29,9 @@ typedef struct {
     int max_connections;   /* --max-connections, ATTN_MAX_CONNECTIONS */
     int timeout;           /* --timeout, ATTN_TIMEOUT: idle client seconds */
     int drain_timeout;     /* --drain-timeout, ATTN_DRAIN_TIMEOUT: seconds on SIGTERM */
-    char cors_origin[512]; /* --cors-origin, ATTN_CORS_ORIGIN: "" = no CORS headers */
+    size_t max_memory;     /* --max-memory, ATTN_MAX_MEMORY: bytes for all requests; 0 = default */
+    char cors_origin[2048];/* --cors-origin, ATTN_CORS_ORIGIN: "" = no CORS headers, "*", or a
+                            * comma-separated list of origins (cors.h) */
     int access_log;        /* --access-log on|off, ATTN_ACCESS_LOG */
     char probe_url[1024];  /* --probe URL; --healthcheck builds it from host and port */
 } srv_options;

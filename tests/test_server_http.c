@@ -123,13 +123,13 @@ START_TEST(t_metrics_count_requests) {
     ck_assert_int_eq(r.status, 200);
     assert_header(&r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
     const char *want[] = {
-        "attn_requests_total{endpoint=\"/attention/multihead\",status=\"200\"} 3\n",
-        "attn_requests_total{endpoint=\"other\",status=\"404\"} 1\n",
-        "attn_requests_total{endpoint=\"/healthz\",status=\"200\"} ",
+        "attn_requests_total{endpoint=\"/attention/multihead\",method=\"POST\",status=\"200\"} 3\n",
+        "attn_requests_total{endpoint=\"other\",method=\"GET\",status=\"404\"} 1\n",
+        "attn_requests_total{endpoint=\"/healthz\",method=\"GET\",status=\"200\"} ",
         "# TYPE attn_request_duration_seconds histogram\n",
-        "attn_request_duration_seconds_bucket{endpoint=\"/attention/multihead\",le=\"+Inf\"} 3\n",
-        "attn_request_duration_seconds_count{endpoint=\"/attention/multihead\"} 3\n",
-        "attn_request_duration_seconds_sum{endpoint=\"/attention/multihead\"} ",
+        "attn_request_duration_seconds_bucket{endpoint=\"/attention/multihead\",method=\"POST\",le=\"+Inf\"} 3\n",
+        "attn_request_duration_seconds_count{endpoint=\"/attention/multihead\",method=\"POST\"} 3\n",
+        "attn_request_duration_seconds_sum{endpoint=\"/attention/multihead\",method=\"POST\"} ",
         "attn_requests_in_flight 1\n",   /* this request */
         "attn_request_bytes_total ", "attn_response_bytes_total ", "attn_queue_jobs 0\n",
         "attn_workers_busy 0\n", "attn_draining 0\n",
