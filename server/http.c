@@ -175,7 +175,8 @@ static enum MHD_Result answer_get(request *q) {
     case SRV_R_METRICS: {
         srv_metrics_gauges g = {.workers = s->opt->threads, .draining = atomic_load(&s->draining),
                                 .connections = srv_http_connections(s),
-                                .lingering = srv_linger_count(s->linger)};
+                                .lingering = srv_linger_count(s->linger),
+                                .slow_heads_cut = srv_conns_cut(s->conns)};
         srv_pool_stats(s->pool, &g.queued, &g.running);
         srv_budget_get_stats(s->budget, &g.memory);
         char *text;
@@ -348,6 +349,7 @@ static enum MHD_Result begin(srv_http *s, struct MHD_Connection *conn, const cha
     q->route = srv_route_find(url);
     atomic_init(&q->ph, PH_READING);
     *req_cls = q;
+    srv_conns_head_done(s->conns, conn);
     srv_metrics_in_flight_add(1);
 
     if (q->route > SRV_R_SDPA || strcmp(method, "POST") != 0) return MHD_YES;
@@ -438,10 +440,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                          enum MHD_RequestTerminationCode toe) {
-    (void)conn;
     srv_http *s = cls;
     request *q = *req_cls;
     if (!q) return;
+    srv_conns_reply_done(s->conns, conn);
     double sec = seconds_since(&q->t0);
     static const char *const why[] = {
         [MHD_REQUEST_TERMINATED_COMPLETED_OK] = NULL,
@@ -496,8 +498,9 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool) {
     if (linger_bytes < ((size_t)16 << 20)) linger_bytes = (size_t)16 << 20;
     s->budget = srv_budget_create(budget);
     s->linger = srv_linger_start(linger_bytes, opt->max_connections < 1024 ? opt->max_connections : 1024);
-    if (!s->budget || !s->linger) {
-        srv_log("cannot start the memory budget or the lingering close thread");
+    s->conns = srv_conns_start(opt->timeout);
+    if (!s->budget || !s->linger || !s->conns) {
+        srv_log("cannot start the memory budget, the lingering close or the connection watch");
         goto fail;
     }
     srv_log("memory budget for requests: %.0f MiB (%s)", (double)budget / (1 << 20), why);
@@ -515,6 +518,7 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool) {
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)opt->max_connections,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)opt->timeout,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, srv_conns_notify, s->conns,
         MHD_OPTION_END);
     if (!s->daemon) {
         srv_log("cannot start the HTTP daemon (%d I/O threads)", opt->io_threads);
@@ -529,6 +533,8 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool) {
     }
     return 0;
 fail:
+    srv_conns_stop(s->conns);
+    s->conns = NULL;
     srv_linger_stop(s->linger);
     srv_budget_destroy(s->budget);
     s->linger = NULL;
@@ -551,6 +557,8 @@ void srv_http_stop(srv_http *s) {
     srv_acceptor_close(&s->acceptor);
     if (s->daemon) MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
+    srv_conns_stop(s->conns);
+    s->conns = NULL;
     srv_linger_stop(s->linger);
     srv_budget_destroy(s->budget);
     s->linger = NULL;

@@ -18,6 +18,7 @@
 #include "acceptor.h"
 #include "api/api.h"
 #include "budget.h"
+#include "conns.h"
 #include "cors.h"
 #include "etag.h"
 #include "linger.h"
@@ -31,6 +32,7 @@ typedef struct {
     srv_cors cors;                /* --cors-origin, parsed */
     srv_budget *budget;           /* --max-memory */
     srv_linger *linger;           /* lingering close after an early 413 */
+    srv_conns *conns;             /* the deadline for request heads */
     char openapi_etag[SRV_ETAG_SIZE];
     atomic_int draining;          /* set on SIGTERM: /readyz says 503 */
     struct MHD_Daemon *daemon;

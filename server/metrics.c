@@ -296,6 +296,9 @@ void srv_metrics_render(const srv_metrics_gauges *g, char **out, size_t *len) {
     put(&t, "# HELP attn_lingering_connections Sockets still read and discarded after an early "
             "reply.\n# TYPE attn_lingering_connections gauge\nattn_lingering_connections %d\n",
         g->lingering);
+    put(&t, "# HELP attn_connections_cut_total Connections closed because their request head "
+            "took longer than --timeout.\n# TYPE attn_connections_cut_total counter\n"
+            "attn_connections_cut_total %llu\n", g->slow_heads_cut);
     put(&t, "# HELP attn_queue_jobs Compute jobs waiting for a worker.\n"
             "# TYPE attn_queue_jobs gauge\nattn_queue_jobs %zu\n", g->queued);
     put(&t, "# HELP attn_workers_busy Workers computing (or waiting for memory) right now.\n"

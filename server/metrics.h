@@ -33,6 +33,7 @@ typedef struct {
     int workers, draining;
     unsigned connections;     /* open, idle keep-alive ones included */
     int lingering;            /* sockets in a lingering close (linger.h) */
+    unsigned long long slow_heads_cut;   /* connections cut for a late request head */
     srv_budget_stats memory;
 } srv_metrics_gauges;
 

@@ -27,7 +27,8 @@ typedef struct {
     size_t max_elements;   /* --max-elements, ATTN_MAX_ELEMENTS: floats per request */
     int max_queue;         /* --max-queue, ATTN_MAX_QUEUE: jobs waiting for a worker */
     int max_connections;   /* --max-connections, ATTN_MAX_CONNECTIONS */
-    int timeout;           /* --timeout, ATTN_TIMEOUT: idle client seconds */
+    int timeout;           /* --timeout, ATTN_TIMEOUT: idle client seconds; also the deadline
+                            * of a request head (conns.h) and of a wait for memory */
     int drain_timeout;     /* --drain-timeout, ATTN_DRAIN_TIMEOUT: seconds on SIGTERM */
     size_t max_memory;     /* --max-memory, ATTN_MAX_MEMORY: bytes for all requests; 0 = default */
     char cors_origin[2048];/* --cors-origin, ATTN_CORS_ORIGIN: "" = no CORS headers, "*", or a
