@@ -25,8 +25,9 @@ static int is_origin(const char *s, size_t n) {
     if (p == host) return 0;
     if (p < end && *p == ':') {
         const char *port = ++p;
-        while (p < end && isdigit((unsigned char)*p)) p++;
-        if (p == port || p - port > 5) return 0;
+        long v = 0;
+        while (p < end && isdigit((unsigned char)*p) && v <= 65535) v = v * 10 + (*p++ - '0');
+        if (p == port || v > 65535) return 0;
     }
     return p == end;
 }

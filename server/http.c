@@ -3,8 +3,10 @@
  * Per-request state lives in *req_cls: the first handler call sets it up
  * (and answers 413 at once when Content-Length is over --max-body, handing
  * the socket to the lingering close, linger.h), body chunks are appended
- * with a cap, the last call answers or hands the body to a worker. Cleanup is in the completion callback, which also runs for
- * aborted requests and writes the access log line.
+ * with a cap, the last call answers or hands the body to a worker, which
+ * reserves its memory in the budget (budget.h). Cleanup is in the completion
+ * callback, which also runs for aborted requests, releases the reservation
+ * and writes the access log line.
  */
 #include "http.h"
 
