@@ -27,6 +27,7 @@ static void start(const char *const *args) {
 static void stop(void) {
     int rc = srvt_stop(&srv, 30);
     ck_assert_msg(rc == 0, "server exit status %d, log:\n%s", rc, srv.log ? srv.log : "");
+    srvt_release(&srv);   /* frees the log: a test may start another server */
 }
 
 static void teardown(void) { srvt_release(&srv); }
