@@ -56,16 +56,11 @@ all: deps
 
 build-all: $(LIBCORE) $(LIBAPI) $(SERVER) $(TEST_BIN)
 
-# Installs the Debian packages of $(1) that are missing, nothing when all are there.
+# Installs the Debian packages of $(1) that are missing, nothing when all are
+# there; waits up to 120 s for another apt-get or dpkg to release the package
+# lock and says what failed (tools/apt-install.sh).
 define apt_install
-	@missing=""; for p in $(1); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
-	fi
+	@tools/apt-install.sh $(1)
 endef
 
 deps:
@@ -102,6 +97,9 @@ $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(LIBAPI) $(LIBCORE) tests/support/*.
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(TESTLIB_OBJ) $(LIBAPI) $(LIBCORE) \
 	  $(LDFLAGS) $(LIBS_TEST) $(LIBS_API) $(LIBS_CORE) -o $@
+
+# The server's small modules, compiled into their unit test from source.
+$(BUILD)/tests/test_server_units: server/budget.c server/cors.c server/etag.c server/*.h
 
 # The allocation-failure test routes the malloc calls of core/ and api/
 # through its own wrappers (tests/test_api_chaos.c).

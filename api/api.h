@@ -36,6 +36,14 @@ void api_buf_free(api_buf *b);          /* accepts a zeroed or freed buffer */
 
 typedef struct {
     size_t max_elements;  /* most floats one request may make the server hold */
+    /* Optional (NULL: none). Called once per request when its sizes are known
+     * (after the parse, before its parameters, intermediates, outputs and
+     * reply are allocated) with the bytes those will take at most. A nonzero
+     * return refuses the request: 503 "overloaded" with the message the hook
+     * wrote into msg (msg_size bytes, NUL-terminated). The server uses it for
+     * its memory budget (it may wait there for memory to be released). */
+    int (*reserve)(void *ctx, size_t bytes, char *msg, size_t msg_size);
+    void *reserve_ctx;
 } api_limits;
 
 typedef struct {

@@ -12,6 +12,7 @@
 #include "api/numscan.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -233,6 +234,15 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
                   "outputs and reply), over this server's limit of %zu",
                   need, max);
         goto done;
+    }
+    if (lim && lim->reserve) {
+        char msg[256] = "no memory for this request now; retry later";
+        size_t bytes = need > SIZE_MAX / sizeof(float) ? SIZE_MAX : need * sizeof(float);
+        if (lim->reserve(lim->reserve_ctx, bytes, msg, sizeof msg) != 0) {
+            msg[sizeof msg - 1] = '\0';
+            api__fail(&e, 503, "overloaded", NULL, "%s", msg);
+            goto done;
+        }
     }
     params = malloc((plan.n_params ? plan.n_params : 1) * sizeof *params);
     rng = malloc(sizeof *rng);

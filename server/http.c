@@ -1,19 +1,23 @@
 /* http.c - libmicrohttpd handlers, see http.h for the thread model.
  *
  * Per-request state lives in *req_cls: the first handler call sets it up
- * (and answers 413 at once when Content-Length is over --max-body), body
- * chunks are appended with a cap, the last call answers or hands the body to
- * a worker. Cleanup is in the completion callback, which also runs for
- * aborted requests and writes the access log line.
+ * (and answers 413 at once when Content-Length is over --max-body, handing
+ * the socket to the lingering close, linger.h), body chunks are appended
+ * with a cap, the last call answers or hands the body to a worker, which
+ * reserves its memory in the budget (budget.h). Cleanup is in the completion
+ * callback, which also runs for aborted requests, releases the reservation
+ * and writes the access log line.
  */
 #include "http.h"
 
 #include <errno.h>
 #include <microhttpd.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,11 +41,15 @@ typedef struct {
     srv_route route;
     char method[16];
     char path[256];
+    srv_method m;            /* the method label in /metrics */
     struct timespec t0;
     char *body;              /* the POST body, len bytes of cap */
     size_t len, cap;
     size_t bytes_in;         /* body bytes received, kept or not */
     int too_large, no_memory;
+    int bad_encoding;        /* a Content-Encoding other than identity: 415 */
+    size_t held;             /* bytes reserved in the memory budget */
+    double deadline;         /* CLOCK_MONOTONIC seconds: longest wait for memory */
     _Atomic phase ph;        /* PH_DONE is set by the worker before it resumes */
     api_reply reply;         /* the worker's result */
     int status;              /* what was queued; 0 if nothing */
@@ -56,6 +64,48 @@ static double seconds_since(const struct timespec *t0) {
 
 /* ==== Replies =========================================================== */
 
+/* Adds the headers every reply gets and queues r, whose body is `len`
+ * bytes; the caller's reference to r is dropped. */
+static enum MHD_Result respond_with(request *q, int status, const char *content_type,
+                                    struct MHD_Response *r, size_t len) {
+    const srv_cors *cors = &q->srv->cors;
+    if (content_type) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    if (srv_cors_enabled(cors)) {
+        const char *origin = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Origin");
+        const char *allow = srv_cors_allow(cors, origin);
+        if (allow) {
+            MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, allow);
+            /* What a page may read besides the CORS-safelisted headers. */
+            MHD_add_response_header(r, "Access-Control-Expose-Headers",
+                                    "Retry-After, Server-Timing, ETag");
+        }
+        if (srv_cors_varies(cors)) MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, "Origin");
+    }
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED || status == MHD_HTTP_NO_CONTENT)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, srv_route_allow(q->route));
+    if (status == MHD_HTTP_SERVICE_UNAVAILABLE) MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    if (status == MHD_HTTP_UNSUPPORTED_MEDIA_TYPE)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ACCEPT_ENCODING, "identity");
+    if (status == MHD_HTTP_NO_CONTENT) {
+        MHD_add_response_header(r, "Access-Control-Allow-Methods", srv_route_allow(q->route));
+        MHD_add_response_header(r, "Access-Control-Allow-Headers", "Content-Type");
+        MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
+    }
+    if (q->route <= SRV_R_SDPA && atomic_load(&q->ph) == PH_DONE && q->reply.status == 200) {
+        char timing[160];
+        snprintf(timing, sizeof timing, "parse;dur=%.3f, compute;dur=%.3f, serialise;dur=%.3f",
+                 q->reply.ms_parse, q->reply.ms_compute, q->reply.ms_serialise);
+        MHD_add_response_header(r, "Server-Timing", timing);
+    }
+    /* While draining, tell keep-alive clients to go elsewhere. */
+    if (atomic_load(&q->srv->draining)) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    q->status = status;
+    q->bytes_out = len;
+    enum MHD_Result ret = MHD_queue_response(q->conn, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
 /* Queues `len` bytes of body. With `owned` the body is malloc'd and freed by
  * libmicrohttpd once sent (no copy); otherwise it is static. */
 static enum MHD_Result respond(request *q, int status, const char *content_type, char *body,
@@ -67,27 +117,7 @@ static enum MHD_Result respond(request *q, int status, const char *content_type,
         if (owned) free(body);
         return MHD_NO;
     }
-    const srv_options *o = q->srv->opt;
-    if (content_type) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    if (o->cors_origin[0]) {
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, o->cors_origin);
-        if (strcmp(o->cors_origin, "*") != 0) MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, "Origin");
-    }
-    if (status == MHD_HTTP_METHOD_NOT_ALLOWED || status == MHD_HTTP_NO_CONTENT)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, srv_route_allow(q->route));
-    if (status == MHD_HTTP_SERVICE_UNAVAILABLE) MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    if (status == MHD_HTTP_NO_CONTENT) {
-        MHD_add_response_header(r, "Access-Control-Allow-Methods", srv_route_allow(q->route));
-        MHD_add_response_header(r, "Access-Control-Allow-Headers", "Content-Type");
-        MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
-    }
-    /* While draining, tell keep-alive clients to go elsewhere. */
-    if (atomic_load(&q->srv->draining)) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-    q->status = status;
-    q->bytes_out = len;
-    enum MHD_Result ret = MHD_queue_response(q->conn, (unsigned)status, r);
-    MHD_destroy_response(r);
-    return ret;
+    return respond_with(q, status, content_type, r, len);
 }
 
 static enum MHD_Result respond_json(request *q, int status, api_buf *b) {
@@ -117,6 +147,24 @@ static enum MHD_Result respond_error(request *q, int status, const char *code, c
 
 /* ==== Routes ============================================================ */
 
+/* A document that only changes with the binary: an ETag, "no-cache" (caches
+ * keep it but ask again each time), and 304 Not Modified when the client
+ * already has it. */
+static enum MHD_Result answer_static(request *q, const char *content_type, const char *doc,
+                                     const char *etag) {
+    const char *inm = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND,
+                                                  MHD_HTTP_HEADER_IF_NONE_MATCH);
+    int unchanged = srv_etag_matches(inm, etag);
+    struct MHD_Response *r =
+        unchanged ? MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT)
+                  : MHD_create_response_from_buffer(strlen(doc), (void *)doc, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    return respond_with(q, unchanged ? MHD_HTTP_NOT_MODIFIED : 200,
+                        unchanged ? NULL : content_type, r, unchanged ? 0 : strlen(doc));
+}
+
 static enum MHD_Result answer_get(request *q) {
     srv_http *s = q->srv;
     switch (q->route) {
@@ -127,8 +175,12 @@ static enum MHD_Result answer_get(request *q) {
             return respond_error(q, 503, "draining", NULL, "the server is shutting down");
         return respond(q, 200, "application/json", (char *)ok_body, sizeof ok_body - 1, 0);
     case SRV_R_METRICS: {
-        srv_metrics_gauges g = {.workers = s->opt->threads, .draining = atomic_load(&s->draining)};
+        srv_metrics_gauges g = {.workers = s->opt->threads, .draining = atomic_load(&s->draining),
+                                .connections = srv_http_connections(s),
+                                .lingering = srv_linger_count(s->linger),
+                                .slow_heads_cut = srv_conns_cut(s->conns)};
         srv_pool_stats(s->pool, &g.queued, &g.running);
+        srv_budget_get_stats(s->budget, &g.memory);
         char *text;
         size_t len;
         srv_metrics_render(&g, &text, &len);
@@ -141,21 +193,90 @@ static enum MHD_Result answer_get(request *q) {
         if (!v) return respond(q, 500, "application/json", (char *)oom_body, sizeof oom_body - 1, 0);
         return respond(q, 200, "application/json", v, len, 1);
     }
-    case SRV_R_OPENAPI: {
-        const char *doc = api_openapi_json();
-        return respond(q, 200, "application/json", (char *)doc, strlen(doc), 0);
-    }
+    case SRV_R_OPENAPI:
+        return answer_static(q, "application/json", api_openapi_json(), s->openapi_etag);
     default:
         return respond_error(q, 500, "internal", NULL, "no handler for %s", q->path);
     }
 }
 
-/* Runs on a worker thread. */
+/* ==== Compute and the memory budget ===================================== */
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* An error reply stored for the I/O thread, as a worker's result would be. */
+static void store_error(api_reply *rep, int status, const char *code, const char *msg) {
+    api_buf b = {0};
+    if (api_error_body(&b, status, code, msg, NULL) != 0) api_buf_free(&b);
+    rep->status = status;
+    rep->body = b;
+}
+
+/* The memory the parse of a body takes at most: the body itself, and
+ * jansson's tree, counted from the brackets and separators. Measured with
+ * jansson 2.14: about 41 bytes per number in an array, 168 per value in
+ * one-element arrays ([[0],[0],...]); this counts 192 per bracket and 48 per
+ * separator. */
+static size_t parse_estimate(const char *body, size_t len) {
+    size_t open = 0, sep = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = body[i];
+        open += c == '[' || c == '{';
+        sep += c == ',' || c == ':';
+    }
+    return len + open * 192 + (sep + 1) * 48;   /* len < 2^48: no overflow */
+}
+
+static void budget_message(const request *q, srv_budget_result r, size_t bytes, char *msg,
+                           size_t size) {
+    srv_budget_stats st;
+    srv_budget_get_stats(q->srv->budget, &st);
+    double mib = 1024.0 * 1024.0;
+    if (r == SRV_BUDGET_NEVER)
+        snprintf(msg, size, "this request needs about %.0f MiB of memory, more than the "
+                 "server's memory budget of %.0f MiB (--max-memory)",
+                 (double)(q->held + bytes) / mib, (double)st.limit / mib);
+    else if (r == SRV_BUDGET_TIMEOUT)
+        snprintf(msg, size, "no memory became free for this request within %d s (memory "
+                 "budget %.0f MiB, --max-memory); retry later", q->srv->opt->timeout,
+                 (double)st.limit / mib);
+    else
+        snprintf(msg, size, "the memory budget (%.0f MiB, --max-memory) is held by requests "
+                 "that wait for more; retry later", (double)st.limit / mib);
+}
+
+/* api_limits.reserve: the second step, once the api knows the sizes. */
+static int reserve_rest(void *ctx, size_t bytes, char *msg, size_t size) {
+    request *q = ctx;
+    srv_budget_result r = srv_budget_reserve(q->srv->budget, &q->held, bytes, q->deadline);
+    if (r != SRV_BUDGET_OK) budget_message(q, r, bytes, msg, size);
+    return r != SRV_BUDGET_OK;
+}
+
+/* Runs on a worker thread. The reservation is released when the reply has
+ * been sent (on_completed). */
 static void compute_job(void *arg) {
     request *q = arg;
+    srv_http *s = q->srv;
     api_endpoint ep = API_EP_SIMPLE;
     srv_route_endpoint(q->route, &ep);
-    api_handle(ep, q->body ? q->body : "", q->len, &q->srv->limits, &q->reply);
+    q->deadline = now_s() + s->opt->timeout;
+    size_t parse = parse_estimate(q->body ? q->body : "", q->len);
+    srv_budget_result r = srv_budget_reserve(s->budget, &q->held, parse, q->deadline);
+    if (r == SRV_BUDGET_OK) {
+        api_limits lim = s->limits;
+        lim.reserve = reserve_rest;
+        lim.reserve_ctx = q;
+        api_handle(ep, q->body ? q->body : "", q->len, &lim, &q->reply);
+    } else {
+        char msg[256];
+        budget_message(q, r, parse, msg, sizeof msg);
+        store_error(&q->reply, 503, "overloaded", msg);
+    }
     free(q->body);
     q->body = NULL;
     atomic_store(&q->ph, PH_DONE);
@@ -178,22 +299,42 @@ static enum MHD_Result answer(request *q) {
                              "request body exceeds the limit of %zu bytes (--max-body)",
                              s->opt->max_body);
     if (q->no_memory) return respond(q, 500, "application/json", (char *)oom_body, sizeof oom_body - 1, 0);
+    if (q->bad_encoding) {
+        const char *ce = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_ENCODING);
+        return respond_error(q, 415, "unsupported_encoding", NULL,
+                             "Content-Encoding '%.40s' is not supported: send the body "
+                             "uncompressed (identity)", ce ? ce : "");
+    }
 
     /* Suspend before the job can resume us; if the queue is full, resume at
      * once with a 503 stored as the reply. */
     atomic_store(&q->ph, PH_WORKING);
     MHD_suspend_connection(q->conn);
     if (srv_pool_submit(s->pool, compute_job, q) != 0) {
-        api_buf b = {0};
-        if (api_error_body(&b, 503, "overloaded", "every worker is busy and the queue is full "
-                           "(--max-queue); retry later", NULL) != 0)
-            api_buf_free(&b);
-        q->reply.status = 503;
-        q->reply.body = b;
+        store_error(&q->reply, 503, "overloaded", "every worker is busy and the queue is full "
+                    "(--max-queue); retry later");
         atomic_store(&q->ph, PH_DONE);
         MHD_resume_connection(q->conn);
     }
     return MHD_YES;
+}
+
+/* 1 for no Content-Encoding or "identity" (the only one read for now). */
+static int identity_encoding(const char *ce) {
+    if (!ce) return 1;
+    while (*ce == ' ' || *ce == '\t') ce++;
+    size_t n = strlen(ce);
+    while (n && (ce[n - 1] == ' ' || ce[n - 1] == '\t')) n--;
+    return n == 0 || (n == 8 && strncasecmp(ce, "identity", 8) == 0);
+}
+
+/* Before an early reply: keep reading the socket after libmicrohttpd has
+ * closed it, so that the client gets the reply instead of a reset. */
+static void linger_after_reply(request *q) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci) srv_linger_add(q->srv->linger, ci->connect_fd);
 }
 
 /* The first call: state, route, method check, early 413. */
@@ -205,13 +346,18 @@ static enum MHD_Result begin(srv_http *s, struct MHD_Connection *conn, const cha
     q->srv = s;
     q->conn = conn;
     snprintf(q->method, sizeof q->method, "%s", method);
+    q->m = srv_method_of(method);
     snprintf(q->path, sizeof q->path, "%s", url);
     q->route = srv_route_find(url);
     atomic_init(&q->ph, PH_READING);
     *req_cls = q;
+    srv_conns_head_done(s->conns, conn);
     srv_metrics_in_flight_add(1);
 
     if (q->route > SRV_R_SDPA || strcmp(method, "POST") != 0) return MHD_YES;
+    /* Read and dropped like an oversized body; 415 once it is in. */
+    q->bad_encoding = !identity_encoding(
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING));
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (!cl) return MHD_YES;   /* chunked: checked while reading */
     errno = 0;
@@ -219,8 +365,10 @@ static enum MHD_Result begin(srv_http *s, struct MHD_Connection *conn, const cha
     unsigned long long n = strtoull(cl, &end, 10);
     if (errno || *end || n > s->opt->max_body) {
         /* Answering now makes libmicrohttpd skip "100 Continue", discard the
-         * body and close the connection after the reply. */
+         * body and close the connection after the reply; the lingering close
+         * reads what the client still sends. */
         q->too_large = 1;
+        linger_after_reply(q);
         return respond_error(q, 413, "too_large", NULL,
                              "request body of %s bytes exceeds the limit of %zu bytes (--max-body)",
                              cl, s->opt->max_body);
@@ -237,7 +385,7 @@ static enum MHD_Result begin(srv_http *s, struct MHD_Connection *conn, const cha
 static enum MHD_Result take_chunk(request *q, const char *data, size_t size) {
     size_t max = q->srv->opt->max_body;
     q->bytes_in += size;
-    int keep = q->route <= SRV_R_SDPA && strcmp(q->method, "POST") == 0;
+    int keep = q->route <= SRV_R_SDPA && strcmp(q->method, "POST") == 0 && !q->bad_encoding;
     if (keep && !q->too_large && !q->no_memory) {
         if (size > max - q->len) {
             q->too_large = 1;
@@ -294,10 +442,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                          enum MHD_RequestTerminationCode toe) {
-    (void)conn;
     srv_http *s = cls;
     request *q = *req_cls;
     if (!q) return;
+    srv_conns_reply_done(s->conns, conn);
     double sec = seconds_since(&q->t0);
     static const char *const why[] = {
         [MHD_REQUEST_TERMINATED_COMPLETED_OK] = NULL,
@@ -308,8 +456,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
         [MHD_REQUEST_TERMINATED_CLIENT_ABORT] = "aborted:client",
     };
     const char *note = (unsigned)toe < sizeof why / sizeof why[0] ? why[toe] : "aborted";
-    if (q->status) srv_metrics_request(q->route, q->status, sec, q->bytes_in, q->bytes_out);
-    else srv_metrics_aborted(q->route);
+    if (q->status) srv_metrics_request(q->route, q->m, q->status, sec, q->bytes_in, q->bytes_out);
+    else srv_metrics_aborted(q->route, q->m);
+    srv_budget_release(s->budget, &q->held);
     if (s->opt->access_log)
         srv_log_access(q->method, q->path, q->status, q->bytes_in, q->bytes_out, sec * 1e3, note);
     srv_metrics_in_flight_add(-1);
@@ -336,7 +485,28 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool) {
     s->pool = pool;
     s->limits.max_elements = opt->max_elements;
     atomic_init(&s->draining, 0);
-    if (srv_acceptor_listen(&s->acceptor, opt->host, opt->port) != 0) return -1;
+    char why[160];
+    if (srv_cors_parse(&s->cors, opt->cors_origin, why, sizeof why) != 0) {
+        srv_log("--cors-origin: %s", why);
+        return -1;
+    }
+    const char *doc = api_openapi_json();
+    srv_etag_of(doc, strlen(doc), s->openapi_etag);
+    size_t budget = opt->max_memory;
+    snprintf(why, sizeof why, "--max-memory");
+    if (!budget) budget = srv_budget_default(why, sizeof why);
+    /* The lingering close reads up to 4 bodies' worth (at least 16 MiB). */
+    size_t linger_bytes = opt->max_body > SIZE_MAX / 4 ? SIZE_MAX : opt->max_body * 4;
+    if (linger_bytes < ((size_t)16 << 20)) linger_bytes = (size_t)16 << 20;
+    s->budget = srv_budget_create(budget);
+    s->linger = srv_linger_start(linger_bytes, opt->max_connections < 1024 ? opt->max_connections : 1024);
+    s->conns = srv_conns_start(opt->timeout);
+    if (!s->budget || !s->linger || !s->conns) {
+        srv_log("cannot start the memory budget, the lingering close or the connection watch");
+        goto fail;
+    }
+    srv_log("memory budget for requests: %.0f MiB (%s)", (double)budget / (1 << 20), why);
+    if (srv_acceptor_listen(&s->acceptor, opt->host, opt->port) != 0) goto fail;
     s->port = s->acceptor.port;
 
     /* No listening socket of MHD's own: the acceptor hands connections over
@@ -350,19 +520,28 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool) {
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)opt->max_connections,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)opt->timeout,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, srv_conns_notify, s->conns,
         MHD_OPTION_END);
     if (!s->daemon) {
         srv_log("cannot start the HTTP daemon (%d I/O threads)", opt->io_threads);
         srv_acceptor_close(&s->acceptor);
-        return -1;
+        goto fail;
     }
     if (srv_acceptor_start(&s->acceptor, s->daemon) != 0) {
         srv_acceptor_close(&s->acceptor);
         MHD_stop_daemon(s->daemon);
         s->daemon = NULL;
-        return -1;
+        goto fail;
     }
     return 0;
+fail:
+    srv_conns_stop(s->conns);
+    s->conns = NULL;
+    srv_linger_stop(s->linger);
+    srv_budget_destroy(s->budget);
+    s->linger = NULL;
+    s->budget = NULL;
+    return -1;
 }
 
 void srv_http_quiesce(srv_http *s) {
@@ -380,4 +559,10 @@ void srv_http_stop(srv_http *s) {
     srv_acceptor_close(&s->acceptor);
     if (s->daemon) MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
+    srv_conns_stop(s->conns);
+    s->conns = NULL;
+    srv_linger_stop(s->linger);
+    srv_budget_destroy(s->budget);
+    s->linger = NULL;
+    s->budget = NULL;
 }

@@ -6,7 +6,8 @@
  * worker pool (--threads workers, --max-queue waiting jobs); the worker runs
  * api_handle, stores the reply and resumes the connection; the I/O thread is
  * then called again and queues the stored reply. A full queue answers 503
- * with Retry-After at once. Connections are accepted by a thread of our own
+ * with Retry-After at once. Each compute request reserves its memory in the
+ * budget (budget.h) on its worker, and releases it when its reply is sent. Connections are accepted by a thread of our own
  * (acceptor.h), which is what makes the drain safe.
  */
 #ifndef SRV_HTTP_H
@@ -16,6 +17,11 @@
 
 #include "acceptor.h"
 #include "api/api.h"
+#include "budget.h"
+#include "conns.h"
+#include "cors.h"
+#include "etag.h"
+#include "linger.h"
 #include "options.h"
 #include "pool.h"
 
@@ -23,6 +29,11 @@ typedef struct {
     const srv_options *opt;
     srv_pool *pool;
     api_limits limits;
+    srv_cors cors;                /* --cors-origin, parsed */
+    srv_budget *budget;           /* --max-memory */
+    srv_linger *linger;           /* lingering close after an early 413 */
+    srv_conns *conns;             /* the deadline for request heads */
+    char openapi_etag[SRV_ETAG_SIZE];
     atomic_int draining;          /* set on SIGTERM: /readyz says 503 */
     struct MHD_Daemon *daemon;
     srv_acceptor acceptor;        /* the listening socket and its thread */

@@ -30,3 +30,9 @@ char *srv_info_version_json(size_t *len) {
 const char *srv_info_version_line(void) {
     return "attention-server " ATTN_VERSION " (built " __DATE__ " " __TIME__ ")";
 }
+
+const char *srv_info_version(void) { return ATTN_VERSION; }
+
+const char *srv_info_compiler(void) { return COMPILER; }
+
+const char *srv_info_openblas(void) { return openblas_get_corename(); }

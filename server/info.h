@@ -11,4 +11,10 @@ char *srv_info_version_json(size_t *len);
 /* One line for --version and the startup log. */
 const char *srv_info_version_line(void);
 
+/* The labels of attn_build_info: "0.1.0", "gcc 12.2.0", OpenBLAS's kernel
+ * ("Haswell"). Static strings. */
+const char *srv_info_version(void);
+const char *srv_info_compiler(void);
+const char *srv_info_openblas(void);
+
 #endif

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -80,6 +81,13 @@ static int serve(const srv_options *opt) {
     /* jansson seeds its hash function on first use; doing it here, before
      * any thread exists, avoids a race between the first requests. */
     json_object_seed(0);
+    /* glibc raises its mmap threshold after each large free (up to 32 MiB),
+     * after which the large arrays of a request come from the worker's own
+     * arena and stay resident when freed: the memory budget (--max-memory)
+     * would then bound what is reserved but not what is resident. A fixed
+     * threshold keeps every allocation of 256 KiB or more in its own mapping,
+     * returned to the system on free. */
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
     if (install_signals() != 0) {
         srv_log("cannot install signal handlers: %s", strerror(errno));
         return 1;

@@ -1,27 +1,40 @@
 /* metrics.c - counters and histograms, see metrics.h. */
 #include "metrics.h"
 
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "info.h"
 
 /* Status codes the server can send; anything else is counted as "other". */
-static const int statuses[] = {200, 204, 400, 404, 405, 413, 500, 503};
+static const int statuses[] = {200, 204, 304, 400, 404, 405, 413, 415, 500, 503};
 #define N_STATUS (sizeof statuses / sizeof statuses[0] + 1)
+
+static const char *const method_names[SRV_M_COUNT] = {"GET", "HEAD", "POST", "OPTIONS", "other"};
 
 /* Latency histogram upper bounds, seconds; the last bucket is +Inf. */
 static const double bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                 0.25,  0.5,    1,     2.5,  5,     10};
 #define N_BUCKETS (sizeof bounds / sizeof bounds[0] + 1)
 
-static atomic_ullong requests[SRV_R_COUNT][N_STATUS];
-static atomic_ullong aborted[SRV_R_COUNT];
-static atomic_ullong buckets[SRV_R_COUNT][N_BUCKETS];   /* not cumulative */
-static atomic_ullong latency_us[SRV_R_COUNT];
+static atomic_ullong requests[SRV_R_COUNT][SRV_M_COUNT][N_STATUS];
+static atomic_ullong aborted[SRV_R_COUNT][SRV_M_COUNT];
+static atomic_ullong buckets[SRV_R_COUNT][SRV_M_COUNT][N_BUCKETS];   /* not cumulative */
+static atomic_ullong latency_us[SRV_R_COUNT][SRV_M_COUNT];
 static atomic_ullong bytes_in, bytes_out;
 static atomic_long in_flight;
+
+srv_method srv_method_of(const char *method) {
+    for (int m = 0; m < SRV_M_OTHER; m++)
+        if (strcmp(method, method_names[m]) == 0) return (srv_method)m;
+    return SRV_M_OTHER;
+}
 
 static size_t status_index(int status) {
     for (size_t i = 0; i < N_STATUS - 1; i++)
@@ -29,21 +42,27 @@ static size_t status_index(int status) {
     return N_STATUS - 1;
 }
 
-void srv_metrics_request(srv_route r, int status, double seconds, size_t in, size_t out) {
-    if ((unsigned)r >= SRV_R_COUNT) r = SRV_R_UNKNOWN;
-    atomic_fetch_add_explicit(&requests[r][status_index(status)], 1, memory_order_relaxed);
+static void clamp(srv_route *r, srv_method *m) {
+    if ((unsigned)*r >= SRV_R_COUNT) *r = SRV_R_UNKNOWN;
+    if ((unsigned)*m >= SRV_M_COUNT) *m = SRV_M_OTHER;
+}
+
+void srv_metrics_request(srv_route r, srv_method m, int status, double seconds, size_t in,
+                         size_t out) {
+    clamp(&r, &m);
+    atomic_fetch_add_explicit(&requests[r][m][status_index(status)], 1, memory_order_relaxed);
     size_t b = 0;
     while (b < N_BUCKETS - 1 && seconds > bounds[b]) b++;
-    atomic_fetch_add_explicit(&buckets[r][b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&buckets[r][m][b], 1, memory_order_relaxed);
     unsigned long long us = seconds > 0 ? (unsigned long long)(seconds * 1e6 + 0.5) : 0;
-    atomic_fetch_add_explicit(&latency_us[r], us, memory_order_relaxed);
+    atomic_fetch_add_explicit(&latency_us[r][m], us, memory_order_relaxed);
     atomic_fetch_add_explicit(&bytes_in, in, memory_order_relaxed);
     atomic_fetch_add_explicit(&bytes_out, out, memory_order_relaxed);
 }
 
-void srv_metrics_aborted(srv_route r) {
-    if ((unsigned)r >= SRV_R_COUNT) r = SRV_R_UNKNOWN;
-    atomic_fetch_add_explicit(&aborted[r], 1, memory_order_relaxed);
+void srv_metrics_aborted(srv_route r, srv_method m) {
+    clamp(&r, &m);
+    atomic_fetch_add_explicit(&aborted[r][m], 1, memory_order_relaxed);
 }
 
 void srv_metrics_in_flight_add(int delta) {
@@ -51,6 +70,36 @@ void srv_metrics_in_flight_add(int delta) {
 }
 
 long srv_metrics_in_flight(void) { return atomic_load(&in_flight); }
+
+/* ==== The series known from the start ==================================== */
+
+/* Methods a route answers (OPTIONS always); the unknown paths answer 404 to
+ * GET and POST, the methods they are usually asked with. */
+static int method_known(srv_route r, srv_method m) {
+    if (r == SRV_R_UNKNOWN) return m == SRV_M_GET || m == SRV_M_POST;
+    if (m == SRV_M_OPTIONS) return 1;
+    if (r <= SRV_R_SDPA) return m == SRV_M_POST;
+    return m == SRV_M_GET || m == SRV_M_HEAD;
+}
+
+/* The method a route is there for: its histogram is shown from the start
+ * (the others' once they have been asked). */
+static int method_main(srv_route r, srv_method m) {
+    return r <= SRV_R_SDPA ? m == SRV_M_POST : m == SRV_M_GET;
+}
+
+/* The statuses a route gives to a method it answers. */
+static int status_known(srv_route r, srv_method m, int status) {
+    if (!method_known(r, m)) return 0;
+    if (r == SRV_R_UNKNOWN) return status == 404;
+    if (m == SRV_M_OPTIONS) return status == 204;
+    if (r <= SRV_R_SDPA)
+        return status == 200 || status == 400 || status == 413 || status == 415 ||
+               status == 500 || status == 503;
+    if (r == SRV_R_READYZ) return status == 200 || status == 503;
+    if (r == SRV_R_OPENAPI) return status == 200 || status == 304;
+    return status == 200;
+}
 
 /* ==== Text output ======================================================= */
 
@@ -60,6 +109,7 @@ typedef struct {
     int failed;
 } text;
 
+static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(text *t, const char *fmt, ...) {
     if (t->failed) return;
     for (;;) {
@@ -77,59 +127,161 @@ static void put(text *t, const char *fmt, ...) {
     }
 }
 
+/* A label value with \, " and newline escaped, as the text format wants. */
+static void put_escaped(text *t, const char *s) {
+    for (; *s; s++) {
+        if (*s == '\\') put(t, "\\\\");
+        else if (*s == '"') put(t, "\\\"");
+        else if (*s == '\n') put(t, "\\n");
+        else put(t, "%c", *s);
+    }
+}
+
 static void status_label(size_t i, char buf[8]) {
     if (i < N_STATUS - 1) snprintf(buf, 8, "%d", statuses[i]);
     else strcpy(buf, "other");
 }
 
+static void render_requests(text *t) {
+    put(t, "# HELP attn_requests_total Requests answered, by endpoint, method and status.\n"
+           "# TYPE attn_requests_total counter\n");
+    for (int r = 0; r < SRV_R_COUNT; r++)
+        for (int m = 0; m < SRV_M_COUNT; m++)
+            for (size_t s = 0; s < N_STATUS; s++) {
+                unsigned long long n = atomic_load_explicit(&requests[r][m][s], memory_order_relaxed);
+                int known = s < N_STATUS - 1 && status_known((srv_route)r, (srv_method)m, statuses[s]);
+                if (!n && !known) continue;
+                char sl[8];
+                status_label(s, sl);
+                put(t, "attn_requests_total{endpoint=\"%s\",method=\"%s\",status=\"%s\"} %llu\n",
+                    srv_route_label((srv_route)r), method_names[m], sl, n);
+            }
+
+    put(t, "# HELP attn_requests_aborted_total Requests that ended without a reply "
+           "(client gone, timeout).\n# TYPE attn_requests_aborted_total counter\n");
+    for (int r = 0; r < SRV_R_COUNT; r++)
+        for (int m = 0; m < SRV_M_COUNT; m++) {
+            unsigned long long n = atomic_load_explicit(&aborted[r][m], memory_order_relaxed);
+            if (n || method_known((srv_route)r, (srv_method)m))
+                put(t, "attn_requests_aborted_total{endpoint=\"%s\",method=\"%s\"} %llu\n",
+                    srv_route_label((srv_route)r), method_names[m], n);
+        }
+
+    put(t, "# HELP attn_request_duration_seconds Time from request headers to the "
+           "reply sent.\n# TYPE attn_request_duration_seconds histogram\n");
+    for (int r = 0; r < SRV_R_COUNT; r++)
+        for (int m = 0; m < SRV_M_COUNT; m++) {
+            unsigned long long cum = 0, counts[N_BUCKETS];
+            for (size_t b = 0; b < N_BUCKETS; b++)
+                cum += counts[b] = atomic_load_explicit(&buckets[r][m][b], memory_order_relaxed);
+            if (!cum && !method_main((srv_route)r, (srv_method)m)) continue;
+            const char *ep = srv_route_label((srv_route)r), *mn = method_names[m];
+            cum = 0;
+            for (size_t b = 0; b < N_BUCKETS; b++) {
+                cum += counts[b];
+                if (b < N_BUCKETS - 1)
+                    put(t, "attn_request_duration_seconds_bucket{endpoint=\"%s\",method=\"%s\","
+                           "le=\"%g\"} %llu\n", ep, mn, bounds[b], cum);
+                else
+                    put(t, "attn_request_duration_seconds_bucket{endpoint=\"%s\",method=\"%s\","
+                           "le=\"+Inf\"} %llu\n", ep, mn, cum);
+            }
+            put(t, "attn_request_duration_seconds_sum{endpoint=\"%s\",method=\"%s\"} %.6f\n", ep, mn,
+                (double)atomic_load_explicit(&latency_us[r][m], memory_order_relaxed) / 1e6);
+            put(t, "attn_request_duration_seconds_count{endpoint=\"%s\",method=\"%s\"} %llu\n", ep,
+                mn, cum);
+        }
+}
+
+static void render_memory(text *t, const srv_budget_stats *m) {
+    put(t, "# HELP attn_memory_budget_bytes The memory budget of all requests (--max-memory).\n"
+           "# TYPE attn_memory_budget_bytes gauge\nattn_memory_budget_bytes %zu\n", m->limit);
+    put(t, "# HELP attn_memory_reserved_bytes Memory reserved by requests being handled.\n"
+           "# TYPE attn_memory_reserved_bytes gauge\nattn_memory_reserved_bytes %zu\n", m->reserved);
+    put(t, "# HELP attn_memory_reserved_peak_bytes The most memory reserved at once since start.\n"
+           "# TYPE attn_memory_reserved_peak_bytes gauge\nattn_memory_reserved_peak_bytes %zu\n",
+        m->peak);
+    put(t, "# HELP attn_memory_waiting_requests Requests waiting for memory to be released.\n"
+           "# TYPE attn_memory_waiting_requests gauge\nattn_memory_waiting_requests %d\n",
+        m->waiting);
+    put(t, "# HELP attn_memory_waits_total Requests that had to wait for memory.\n"
+           "# TYPE attn_memory_waits_total counter\nattn_memory_waits_total %llu\n", m->waits);
+    put(t, "# HELP attn_memory_refused_total Requests refused (503) by the memory budget, by "
+           "reason.\n# TYPE attn_memory_refused_total counter\n"
+           "attn_memory_refused_total{reason=\"never_fits\"} %llu\n"
+           "attn_memory_refused_total{reason=\"timeout\"} %llu\n"
+           "attn_memory_refused_total{reason=\"deadlock\"} %llu\n",
+        m->refused[SRV_BUDGET_NEVER], m->refused[SRV_BUDGET_TIMEOUT], m->refused[SRV_BUDGET_STUCK]);
+}
+
+/* ==== process_* as the Prometheus client libraries export them ========== */
+
+static void render_process(text *t) {
+    long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+    char buf[1024];
+    FILE *f = fopen("/proc/self/stat", "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = '\0';
+    /* After the command name in parentheses: field 3 (state) onwards. */
+    char *p = strrchr(buf, ')');
+    unsigned long long utime = 0, stime = 0, start = 0, vsize = 0;
+    long long rss = 0;
+    int ok = p && tick > 0 &&
+             sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d "
+                           "%*d %*d %llu %llu %lld", &utime, &stime, &start, &vsize, &rss) == 5;
+    unsigned long long btime = 0;
+    f = fopen("/proc/stat", "r");
+    while (f && fgets(buf, sizeof buf, f))
+        if (sscanf(buf, "btime %llu", &btime) == 1) break;
+    if (f) fclose(f);
+    if (ok) {
+        put(t, "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+               "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.2f\n",
+            (double)(utime + stime) / (double)tick);
+        put(t, "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+               "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %lld\n",
+            rss * (long long)page);
+        put(t, "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
+               "# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes %llu\n",
+            vsize);
+        if (btime)
+            put(t, "# HELP process_start_time_seconds Start time of the process since unix epoch "
+                   "in seconds.\n# TYPE process_start_time_seconds gauge\n"
+                   "process_start_time_seconds %.2f\n",
+                (double)btime + (double)start / (double)tick);
+    }
+    DIR *d = opendir("/proc/self/fd");
+    if (d) {
+        long fds = -1;   /* the directory's own descriptor */
+        while (readdir(d)) fds++;
+        fds -= 2;        /* "." and ".." */
+        closedir(d);
+        put(t, "# HELP process_open_fds Number of open file descriptors.\n"
+               "# TYPE process_open_fds gauge\nprocess_open_fds %ld\n", fds);
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        put(t, "# HELP process_max_fds Maximum number of open file descriptors.\n"
+               "# TYPE process_max_fds gauge\nprocess_max_fds %llu\n",
+            (unsigned long long)rl.rlim_cur);
+}
+
 void srv_metrics_render(const srv_metrics_gauges *g, char **out, size_t *len) {
-    text t = {malloc(4096), 0, 4096, 0};
+    text t = {malloc(16384), 0, 16384, 0};
     if (!t.data) { *out = NULL; *len = 0; return; }
     t.data[0] = '\0';
 
-    put(&t, "# HELP attn_requests_total Requests answered, by endpoint and status.\n"
-            "# TYPE attn_requests_total counter\n");
-    for (int r = 0; r < SRV_R_COUNT; r++)
-        for (size_t s = 0; s < N_STATUS; s++) {
-            unsigned long long n = atomic_load_explicit(&requests[r][s], memory_order_relaxed);
-            if (!n) continue;
-            char sl[8];
-            status_label(s, sl);
-            put(&t, "attn_requests_total{endpoint=\"%s\",status=\"%s\"} %llu\n",
-                srv_route_label((srv_route)r), sl, n);
-        }
+    put(&t, "# HELP attn_build_info The server's version and build, as labels; always 1.\n"
+            "# TYPE attn_build_info gauge\nattn_build_info{version=\"");
+    put_escaped(&t, srv_info_version());
+    put(&t, "\",compiler=\"");
+    put_escaped(&t, srv_info_compiler());
+    put(&t, "\",openblas=\"");
+    put_escaped(&t, srv_info_openblas());
+    put(&t, "\"} 1\n");
 
-    put(&t, "# HELP attn_requests_aborted_total Requests that ended without a reply "
-            "(client gone, timeout).\n# TYPE attn_requests_aborted_total counter\n");
-    for (int r = 0; r < SRV_R_COUNT; r++) {
-        unsigned long long n = atomic_load_explicit(&aborted[r], memory_order_relaxed);
-        if (n) put(&t, "attn_requests_aborted_total{endpoint=\"%s\"} %llu\n",
-                   srv_route_label((srv_route)r), n);
-    }
-
-    put(&t, "# HELP attn_request_duration_seconds Time from request headers to the "
-            "reply sent.\n# TYPE attn_request_duration_seconds histogram\n");
-    for (int r = 0; r < SRV_R_COUNT; r++) {
-        unsigned long long cum = 0, counts[N_BUCKETS];
-        for (size_t b = 0; b < N_BUCKETS; b++)
-            cum += counts[b] = atomic_load_explicit(&buckets[r][b], memory_order_relaxed);
-        if (!cum) continue;
-        const char *ep = srv_route_label((srv_route)r);
-        cum = 0;
-        for (size_t b = 0; b < N_BUCKETS; b++) {
-            cum += counts[b];
-            if (b < N_BUCKETS - 1)
-                put(&t, "attn_request_duration_seconds_bucket{endpoint=\"%s\",le=\"%g\"} %llu\n",
-                    ep, bounds[b], cum);
-            else
-                put(&t, "attn_request_duration_seconds_bucket{endpoint=\"%s\",le=\"+Inf\"} %llu\n",
-                    ep, cum);
-        }
-        put(&t, "attn_request_duration_seconds_sum{endpoint=\"%s\"} %.6f\n", ep,
-            (double)atomic_load_explicit(&latency_us[r], memory_order_relaxed) / 1e6);
-        put(&t, "attn_request_duration_seconds_count{endpoint=\"%s\"} %llu\n", ep, cum);
-    }
-
+    render_requests(&t);
     put(&t, "# HELP attn_request_bytes_total Request body bytes received.\n"
             "# TYPE attn_request_bytes_total counter\nattn_request_bytes_total %llu\n",
         atomic_load(&bytes_in));
@@ -139,14 +291,24 @@ void srv_metrics_render(const srv_metrics_gauges *g, char **out, size_t *len) {
     put(&t, "# HELP attn_requests_in_flight Requests received and not yet finished.\n"
             "# TYPE attn_requests_in_flight gauge\nattn_requests_in_flight %ld\n",
         atomic_load(&in_flight));
+    put(&t, "# HELP attn_connections Open client connections, idle keep-alive ones included.\n"
+            "# TYPE attn_connections gauge\nattn_connections %u\n", g->connections);
+    put(&t, "# HELP attn_lingering_connections Sockets still read and discarded after an early "
+            "reply.\n# TYPE attn_lingering_connections gauge\nattn_lingering_connections %d\n",
+        g->lingering);
+    put(&t, "# HELP attn_connections_cut_total Connections closed because their request head "
+            "took longer than --timeout.\n# TYPE attn_connections_cut_total counter\n"
+            "attn_connections_cut_total %llu\n", g->slow_heads_cut);
     put(&t, "# HELP attn_queue_jobs Compute jobs waiting for a worker.\n"
             "# TYPE attn_queue_jobs gauge\nattn_queue_jobs %zu\n", g->queued);
-    put(&t, "# HELP attn_workers_busy Workers computing right now.\n"
+    put(&t, "# HELP attn_workers_busy Workers computing (or waiting for memory) right now.\n"
             "# TYPE attn_workers_busy gauge\nattn_workers_busy %zu\n", g->running);
     put(&t, "# HELP attn_workers Compute worker threads.\n"
             "# TYPE attn_workers gauge\nattn_workers %d\n", g->workers);
     put(&t, "# HELP attn_draining 1 after SIGTERM while requests in flight finish.\n"
             "# TYPE attn_draining gauge\nattn_draining %d\n", g->draining);
+    render_memory(&t, &g->memory);
+    render_process(&t);
 
     if (t.failed) {
         free(t.data);

@@ -1,6 +1,8 @@
 /* options.c - flags and ATTN_* environment variables, see options.h. */
 #include "options.h"
 
+#include "cors.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -38,6 +40,7 @@ static const opt_def defs[] = {
     {"--io-threads", "ATTN_IO_THREADS", OPT_INT, OFF(io_threads), 0, 1, 256},
     {"--max-body", "ATTN_MAX_BODY", OPT_SIZE, OFF(max_body), 0, 0, 0},
     {"--max-elements", "ATTN_MAX_ELEMENTS", OPT_SIZE, OFF(max_elements), 0, 0, 0},
+    {"--max-memory", "ATTN_MAX_MEMORY", OPT_SIZE, OFF(max_memory), 0, 0, 0},
     {"--max-queue", "ATTN_MAX_QUEUE", OPT_INT, OFF(max_queue), 0, 1, 1000000},
     {"--max-connections", "ATTN_MAX_CONNECTIONS", OPT_INT, OFF(max_connections), 0, 1, 1000000},
     {"--timeout", "ATTN_TIMEOUT", OPT_INT, OFF(timeout), 0, 1, 86400},
@@ -67,12 +70,19 @@ void srv_options_usage(FILE *f, const char *argv0) {
         "  --max-elements N       ATTN_MAX_ELEMENTS     most floats one request may hold, inputs,\n"
         "                                               intermediates and outputs (134217728 =\n"
         "                                               512 MiB; k/M/G suffixes accepted)\n"
+        "  --max-memory SIZE      ATTN_MAX_MEMORY       memory all requests together may reserve;\n"
+        "                                               one that does not fit waits, then 503\n"
+        "                                               (the cgroup memory limit, else half the RAM,\n"
+        "                                               minus a quarter for the rest of the process)\n"
         "  --max-queue N          ATTN_MAX_QUEUE        requests waiting for a worker before 503 (64)\n"
         "  --max-connections N    ATTN_MAX_CONNECTIONS  open connections (1000)\n"
-        "  --timeout SECONDS      ATTN_TIMEOUT          idle client timeout (30)\n"
+        "  --timeout SECONDS      ATTN_TIMEOUT          idle client timeout; also the longest a\n"
+        "                                               request head may take to arrive, and a\n"
+        "                                               request may wait for memory (30)\n"
         "  --drain-timeout SECS   ATTN_DRAIN_TIMEOUT    on SIGTERM, longest wait for requests in\n"
         "                                               flight to be sent (20)\n"
-        "  --cors-origin ORIGIN   ATTN_CORS_ORIGIN      Access-Control-Allow-Origin (unset: none)\n"
+        "  --cors-origin LIST     ATTN_CORS_ORIGIN      origins whose pages may read the replies:\n"
+        "                                               comma-separated, or * for any (unset: none)\n"
         "  --access-log on|off    ATTN_ACCESS_LOG       one line per request on stderr (on)\n"
         "  --probe URL                                  GET URL, exit 0 on 2xx, 1 otherwise\n"
         "  --healthcheck                                probe http://HOST:PORT/healthz\n"
@@ -216,6 +226,12 @@ int srv_options_parse(srv_options *o, int argc, char **argv) {
             return fail(argv0);
         }
         if (set_value(o, d, value, d->flag) != 0) return fail(argv0);
+    }
+    srv_cors cors;
+    char err[160];
+    if (srv_cors_parse(&cors, o->cors_origin, err, sizeof err) != 0) {
+        fprintf(stderr, "attention-server: --cors-origin: %s\n", err);
+        return fail(argv0);
     }
     if (healthcheck && o->mode != SRV_MODE_PROBE) {
         /* A server bound to every interface is probed on loopback. */

@@ -27,9 +27,12 @@ typedef struct {
     size_t max_elements;   /* --max-elements, ATTN_MAX_ELEMENTS: floats per request */
     int max_queue;         /* --max-queue, ATTN_MAX_QUEUE: jobs waiting for a worker */
     int max_connections;   /* --max-connections, ATTN_MAX_CONNECTIONS */
-    int timeout;           /* --timeout, ATTN_TIMEOUT: idle client seconds */
+    int timeout;           /* --timeout, ATTN_TIMEOUT: idle client seconds; also the deadline
+                            * of a request head (conns.h) and of a wait for memory */
     int drain_timeout;     /* --drain-timeout, ATTN_DRAIN_TIMEOUT: seconds on SIGTERM */
-    char cors_origin[512]; /* --cors-origin, ATTN_CORS_ORIGIN: "" = no CORS headers */
+    size_t max_memory;     /* --max-memory, ATTN_MAX_MEMORY: bytes for all requests; 0 = default */
+    char cors_origin[2048];/* --cors-origin, ATTN_CORS_ORIGIN: "" = no CORS headers, "*", or a
+                            * comma-separated list of origins (cors.h) */
     int access_log;        /* --access-log on|off, ATTN_ACCESS_LOG */
     char probe_url[1024];  /* --probe URL; --healthcheck builds it from host and port */
 } srv_options;

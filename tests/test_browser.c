@@ -125,7 +125,7 @@ static const char *str_at(const json_t *j, const char *pointer) {
 
 START_TEST(t_viewer_on_another_origin) {
     ck_assert_msg(procs_ensure_package(CHROMIUM, "chromium"),
-                  "could not install chromium (apt-get needs root or sudo)");
+                  "could not install chromium (the reason is on stderr)");
     int page_port = procs_free_port();
     struct MHD_Daemon *origin = start_origin(page_port);
     ck_assert_msg(origin != NULL, "cannot serve the page on port %d", page_port);

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/attention.h"
 #include "tests/scaleout/procs.h"
 
 #define IMAGE_BIN "/usr/local/bin/attention-server"
@@ -361,6 +362,135 @@ START_TEST(test_nginx_retries_and_upstreams) {
 }
 END_TEST
 
+/* ==== Conventions: image labels, licence, Kubernetes ======================= */
+
+/* The first word after `key` (and any spaces, quotes, '=' or ':'), up to a
+ * space, quote, '#' or the end of the line, into out. */
+static void value_after(const char *text, const char *key, char *out, size_t len) {
+    const char *p = strstr(text, key);
+    ck_assert_msg(p != NULL, "no \"%s\"", key);
+    p += strlen(key);
+    while (*p == ' ' || *p == '"' || *p == '=' || *p == ':') p++;
+    size_t n = strcspn(p, "\" #\n");
+    ck_assert_uint_lt(n, len);
+    memcpy(out, p, n);
+    out[n] = '\0';
+}
+
+START_TEST(test_image_labels_and_license) {
+    char *df = slurp("docker/Dockerfile");
+    const char *labels[] = {"org.opencontainers.image.source=", "org.opencontainers.image.version=",
+                            "org.opencontainers.image.revision=", "org.opencontainers.image.licenses=",
+                            "org.opencontainers.image.title="};
+    for (size_t i = 0; i < sizeof labels / sizeof labels[0]; i++)
+        ck_assert_msg(strstr(df, labels[i]) != NULL, "the Dockerfile has no label %s", labels[i]);
+    char v[64];
+    value_after(df, "org.opencontainers.image.licenses=", v, sizeof v);
+    ck_assert_str_eq(v, "MIT");
+    /* The version label is the server's own version. */
+    value_after(df, "\nARG VERSION", v, sizeof v);
+    ck_assert_str_eq(v, ATTN_VERSION);
+    ck_assert_ptr_nonnull(strstr(df, "org.opencontainers.image.version=\"${VERSION}\""));
+    /* And the image carries the licence text. */
+    ck_assert_ptr_nonnull(strstr(df, "COPY LICENSE "));
+    free(df);
+    char *lic = slurp("LICENSE");
+    ck_assert_msg(strncmp(lic, "MIT License\n", 12) == 0, "LICENSE is not the MIT licence");
+    ck_assert_ptr_nonnull(strstr(lic, "Copyright (c) 2026 attention-server contributors"));
+    free(lic);
+    char *ignore = slurp(".dockerignore");
+    ck_assert_msg(strstr(ignore, "\n!LICENSE\n") != NULL, ".dockerignore keeps LICENSE out of the build");
+    free(ignore);
+}
+END_TEST
+
+/* One tag everywhere: the server's version. */
+START_TEST(test_one_image_tag) {
+    char want[64];
+    snprintf(want, sizeof want, "attention-server:%s", ATTN_VERSION);
+    const char *files[] = {"docker/k8s/deployment.yaml", "docker/compose.yaml"};
+    for (int i = 0; i < 2; i++) {
+        char *text = slurp(files[i]);
+        int n = 0;
+        for (const char *p = text; (p = strstr(p, "image: attention-server")) != NULL; p++) {
+            char got[64];
+            value_after(p, "image:", got, sizeof got);
+            ck_assert_msg(strcmp(got, want) == 0, "%s: image %s, the server's version is %s",
+                          files[i], got, ATTN_VERSION);
+            n++;
+        }
+        ck_assert_msg(n >= 1, "%s names no attention-server image", files[i]);
+        free(text);
+    }
+    char *dep = slurp("docker/k8s/deployment.yaml");
+    char v[64];
+    value_after(dep, "app.kubernetes.io/version:", v, sizeof v);
+    ck_assert_str_eq(v, ATTN_VERSION);
+    free(dep);
+}
+END_TEST
+
+START_TEST(test_k8s_conventions) {
+    char *dep = slurp("docker/k8s/deployment.yaml");
+    char *hpa = slurp("docker/k8s/hpa.yaml");
+    /* The HPA owns the replica count: a `replicas` here would reset it on
+     * every apply. */
+    ck_assert_ptr_nonnull(strstr(hpa, "kind: Deployment"));
+    ck_assert_ptr_nonnull(strstr(hpa, "minReplicas:"));
+    for (char *p = dep; (p = strstr(p, "replicas:")) != NULL; p++) {
+        const char *line = p;
+        while (line > dep && line[-1] != '\n') line--;
+        ck_assert_msg(*line == '#' || strstr(line, "#") < p,
+                      "deployment.yaml sets replicas beside the HPA: %.40s", line);
+    }
+    /* Spread over nodes, so that the PDB's minAvailable is not on one node. */
+    ck_assert_ptr_nonnull(strstr(dep, "topologySpreadConstraints:"));
+    ck_assert_ptr_nonnull(strstr(dep, "topologyKey: kubernetes.io/hostname"));
+    ck_assert_ptr_nonnull(strstr(dep, "whenUnsatisfiable: DoNotSchedule"));
+    /* Compute workers from the CPU limit, not a number written twice. */
+    const char *t = strstr(dep, "name: ATTN_THREADS");
+    ck_assert_msg(t != NULL, "deployment.yaml does not set ATTN_THREADS");
+    const char *next = strstr(t + 1, "- name:");
+    size_t span = next ? (size_t)(next - t) : strlen(t);
+    char item[512];
+    snprintf(item, sizeof item, "%.*s", (int)(span < sizeof item ? span : sizeof item - 1), t);
+    ck_assert_msg(strstr(item, "resourceFieldRef:") && strstr(item, "resource: limits.cpu") &&
+                      !strstr(item, "value: "),
+                  "ATTN_THREADS is not taken from the CPU limit:\n%s", item);
+    ck_assert_ptr_nonnull(strstr(item, "containerName: attention-server"));
+    ck_assert_ptr_nonnull(strstr(dep, "cpu: \""));   /* there is a CPU limit to take */
+    free(hpa);
+    free(dep);
+
+    /* The recommended labels on every object; the selectors use name and
+     * instance, which the pod template carries. */
+    const char *k8s[] = {"docker/k8s/deployment.yaml", "docker/k8s/service.yaml",
+                         "docker/k8s/hpa.yaml", "docker/k8s/pdb.yaml"};
+    const char *labels[] = {"app.kubernetes.io/name: attention-server",
+                            "app.kubernetes.io/instance: attention-server",
+                            "app.kubernetes.io/version: ", "app.kubernetes.io/component: ",
+                            "app.kubernetes.io/part-of: ", "app.kubernetes.io/managed-by: "};
+    for (int f = 0; f < 4; f++) {
+        char *text = slurp(k8s[f]);
+        const char *meta = strstr(text, "\nmetadata:");
+        ck_assert_msg(meta != NULL, "%s: no metadata", k8s[f]);
+        const char *spec = strstr(meta, "\nspec:");
+        ck_assert_ptr_nonnull(spec);
+        for (size_t l = 0; l < sizeof labels / sizeof labels[0]; l++) {
+            const char *at = strstr(meta, labels[l]);
+            ck_assert_msg(at && at < spec, "%s: no label %s", k8s[f], labels[l]);
+        }
+        free(text);
+    }
+    dep = slurp("docker/k8s/deployment.yaml");
+    const char *tmpl = strstr(dep, "\n  template:");
+    ck_assert_ptr_nonnull(tmpl);
+    ck_assert_ptr_nonnull(strstr(tmpl, "app.kubernetes.io/name: attention-server"));
+    ck_assert_ptr_nonnull(strstr(tmpl, "app.kubernetes.io/instance: attention-server"));
+    free(dep);
+}
+END_TEST
+
 /* ==== A running server ===================================================== */
 
 /* Runs argv (a JSON array of strings, the image's binary replaced by the one
@@ -476,6 +606,9 @@ int main(void) {
     tcase_add_test(tc, test_body_limit_matches);
     tcase_add_test(tc, test_grace_exceeds_drain);
     tcase_add_test(tc, test_nginx_retries_and_upstreams);
+    tcase_add_test(tc, test_image_labels_and_license);
+    tcase_add_test(tc, test_one_image_tag);
+    tcase_add_test(tc, test_k8s_conventions);
     tcase_add_test(tc, test_probes_answer);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

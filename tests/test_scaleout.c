@@ -353,7 +353,7 @@ static const char *build_dir(void) {
 static void ensure_nginx(void) {
     if (access(NGINX_BIN, X_OK) == 0) return;
     ck_assert_msg(procs_ensure_package(NGINX_BIN, "nginx-light"),
-                  "could not install nginx-light (apt-get needs root or sudo)");
+                  "could not install nginx-light (the reason is on stderr)");
     /* The package starts its own service: this test does not use it. */
     if (system("command -v service >/dev/null && service nginx stop >/dev/null 2>&1") != 0) {
     }

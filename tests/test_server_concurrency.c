@@ -118,7 +118,7 @@ START_TEST(t_sixteen_clients) {
     srvt_reply r;
     ck_assert_int_eq(srvt_get(&srv, "/metrics", &r), 0);
     long mha = 0;
-    const char *p = strstr(r.body, "attn_requests_total{endpoint=\"/attention/multihead\",status=\"200\"} ");
+    const char *p = strstr(r.body, "attn_requests_total{endpoint=\"/attention/multihead\",method=\"POST\",status=\"200\"} ");
     ck_assert_ptr_nonnull(p);
     mha = atol(strchr(p, '}') + 2);
     int want = 0;

@@ -123,13 +123,13 @@ START_TEST(t_metrics_count_requests) {
     ck_assert_int_eq(r.status, 200);
     assert_header(&r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
     const char *want[] = {
-        "attn_requests_total{endpoint=\"/attention/multihead\",status=\"200\"} 3\n",
-        "attn_requests_total{endpoint=\"other\",status=\"404\"} 1\n",
-        "attn_requests_total{endpoint=\"/healthz\",status=\"200\"} ",
+        "attn_requests_total{endpoint=\"/attention/multihead\",method=\"POST\",status=\"200\"} 3\n",
+        "attn_requests_total{endpoint=\"other\",method=\"GET\",status=\"404\"} 1\n",
+        "attn_requests_total{endpoint=\"/healthz\",method=\"GET\",status=\"200\"} ",
         "# TYPE attn_request_duration_seconds histogram\n",
-        "attn_request_duration_seconds_bucket{endpoint=\"/attention/multihead\",le=\"+Inf\"} 3\n",
-        "attn_request_duration_seconds_count{endpoint=\"/attention/multihead\"} 3\n",
-        "attn_request_duration_seconds_sum{endpoint=\"/attention/multihead\"} ",
+        "attn_request_duration_seconds_bucket{endpoint=\"/attention/multihead\",method=\"POST\",le=\"+Inf\"} 3\n",
+        "attn_request_duration_seconds_count{endpoint=\"/attention/multihead\",method=\"POST\"} 3\n",
+        "attn_request_duration_seconds_sum{endpoint=\"/attention/multihead\",method=\"POST\"} ",
         "attn_requests_in_flight 1\n",   /* this request */
         "attn_request_bytes_total ", "attn_response_bytes_total ", "attn_queue_jobs 0\n",
         "attn_workers_busy 0\n", "attn_draining 0\n",
@@ -300,15 +300,17 @@ START_TEST(t_cors_preflight) {
         assert_header(&r, "Access-Control-Max-Age", "86400");
         srvt_reply_free(&r);
     }
-    /* ... and on normal replies, errors included */
-    srvt_req rq = {.body = srvt_seed_mha, .len = strlen(srvt_seed_mha), .headers = h + 2};
+    /* ... and on normal replies from that origin, errors included */
+    const char *origin[] = {"Origin: https://viz.example", NULL};
+    srvt_req rq = {.body = srvt_seed_mha, .len = strlen(srvt_seed_mha), .headers = origin};
     srvt_reply r;
     ck_assert_int_eq(srvt_do(&srv, "/attention/multihead", &rq, &r), 0);
     ck_assert_int_eq(srvt_check_seed_mha(&r), 0);
     assert_header(&r, "Access-Control-Allow-Origin", "https://viz.example");
     assert_header(&r, "Vary", "Origin");
     srvt_reply_free(&r);
-    ck_assert_int_eq(srvt_get(&srv, "/missing", &r), 0);
+    srvt_req get = {.method = "GET", .headers = origin};
+    ck_assert_int_eq(srvt_do(&srv, "/missing", &get, &r), 0);
     ck_assert_int_eq(r.status, 404);
     assert_header(&r, "Access-Control-Allow-Origin", "https://viz.example");
     srvt_reply_free(&r);

@@ -188,7 +188,7 @@ START_TEST(t_queue_full_503) {
     srvt_reply_free(&r);
     ck_assert_int_eq(srvt_get(&srv, "/metrics", &r), 0);
     char want[96];
-    snprintf(want, sizeof want, "attn_requests_total{endpoint=\"/attention/multihead\",status=\"503\"} %d\n", busy);
+    snprintf(want, sizeof want, "attn_requests_total{endpoint=\"/attention/multihead\",method=\"POST\",status=\"503\"} %d\n", busy);
     ck_assert_msg(strstr(r.body, want) != NULL, "no '%s' in\n%s", want, r.body);
     srvt_reply_free(&r);
     free(body);
@@ -228,7 +228,7 @@ START_TEST(t_half_body_times_out) {
     ck_assert_int_eq(srvt_check_seed_mha(&r), 0);
     srvt_reply_free(&r);
     ck_assert_int_eq(srvt_get(&srv, "/metrics", &r), 0);
-    ck_assert_msg(strstr(r.body, "attn_requests_aborted_total{endpoint=\"/attention/multihead\"} 1\n"),
+    ck_assert_msg(strstr(r.body, "attn_requests_aborted_total{endpoint=\"/attention/multihead\",method=\"POST\"} 1\n"),
                   "%s", r.body);
     srvt_reply_free(&r);
     stop();

@@ -207,17 +207,18 @@ static inline int procs_stop(pid_t pid, int sig, double timeout_s, int *status) 
 }
 
 /* Installs the Debian package that provides binary when binary is missing
- * (apt-get, as root or through sudo, like `make deps`). Returns 1 when
- * binary is then there. */
+ * (tools/apt-install.sh, as `make deps` does: root or sudo, waits for the
+ * package lock). Returns 1 when binary is then there; otherwise the reason
+ * is on stderr. */
 static inline int procs_ensure_package(const char *binary, const char *package) {
     if (access(binary, X_OK) == 0) return 1;
-    fprintf(stderr, "installing %s (apt-get) for %s\n", package, binary);
+    fprintf(stderr, "installing %s for %s\n", package, binary);
     char cmd[512];
-    snprintf(cmd, sizeof cmd,
-             "SUDO=; [ \"$(id -u)\" -ne 0 ] && SUDO=sudo; $SUDO apt-get update -qq >/dev/null 2>&1; "
-             "DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq %s >/dev/null 2>&1",
-             package);
-    return system(cmd) == 0 && access(binary, X_OK) == 0;
+    snprintf(cmd, sizeof cmd, "tools/apt-install.sh %s", package);
+    if (system(cmd) != 0) return 0;
+    if (access(binary, X_OK) == 0) return 1;
+    fprintf(stderr, "%s is installed but %s is still missing\n", package, binary);
+    return 0;
 }
 
 /* ---- HTTP with libcurl ------------------------------------------------------ */

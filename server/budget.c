@@ -1,0 +1,194 @@
+/* budget.c - see budget.h. One mutex and one condition variable. */
+#include "budget.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct srv_budget {
+    pthread_mutex_t mu;
+    pthread_cond_t freed;     /* CLOCK_MONOTONIC */
+    size_t limit, reserved, peak;
+    int waiting, growers_waiting;
+    size_t held_by_waiters;   /* what the waiting requests hold already */
+    unsigned long long waits, refused[4];
+};
+
+srv_budget *srv_budget_create(size_t limit) {
+    srv_budget *b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    pthread_condattr_t ca;
+    if (pthread_condattr_init(&ca) != 0) goto fail;
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(&b->freed, &ca);
+    pthread_condattr_destroy(&ca);
+    if (rc != 0) goto fail;
+    if (pthread_mutex_init(&b->mu, NULL) != 0) {
+        pthread_cond_destroy(&b->freed);
+        goto fail;
+    }
+    b->limit = limit;
+    return b;
+fail:
+    free(b);
+    return NULL;
+}
+
+void srv_budget_destroy(srv_budget *b) {
+    if (!b) return;
+    pthread_cond_destroy(&b->freed);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+srv_budget_result srv_budget_reserve(srv_budget *b, size_t *held, size_t bytes, double deadline) {
+    srv_budget_result r = SRV_BUDGET_OK;
+    int grower = *held > 0, waited = 0;
+    pthread_mutex_lock(&b->mu);
+    if (bytes > b->limit || *held > b->limit - bytes) {
+        r = SRV_BUDGET_NEVER;
+        goto out;
+    }
+    for (;;) {
+        /* Fits, and no request that holds memory already waits before us. */
+        if (bytes <= b->limit - b->reserved && (grower || b->growers_waiting == 0)) break;
+        /* Everything reserved is held by requests waiting for more: no one
+         * will release anything. */
+        if (grower && b->held_by_waiters + *held == b->reserved) {
+            r = SRV_BUDGET_STUCK;
+            goto out;
+        }
+        if (now_s() >= deadline) {
+            r = SRV_BUDGET_TIMEOUT;
+            goto out;
+        }
+        waited = 1;
+        b->waiting++;
+        b->growers_waiting += grower;
+        b->held_by_waiters += *held;
+        time_t sec = (time_t)deadline;
+        struct timespec ts = {sec, (long)((deadline - (double)sec) * 1e9)};
+        pthread_cond_timedwait(&b->freed, &b->mu, &ts);
+        b->waiting--;
+        b->growers_waiting -= grower;
+        b->held_by_waiters -= *held;
+    }
+    b->reserved += bytes;
+    *held += bytes;
+    if (b->reserved > b->peak) b->peak = b->reserved;
+out:
+    b->waits += waited;
+    if (r != SRV_BUDGET_OK) b->refused[r]++;
+    pthread_mutex_unlock(&b->mu);
+    return r;
+}
+
+void srv_budget_release(srv_budget *b, size_t *held) {
+    if (!b || *held == 0) return;
+    pthread_mutex_lock(&b->mu);
+    b->reserved -= *held;
+    *held = 0;
+    pthread_cond_broadcast(&b->freed);
+    pthread_mutex_unlock(&b->mu);
+}
+
+void srv_budget_get_stats(srv_budget *b, srv_budget_stats *st) {
+    pthread_mutex_lock(&b->mu);
+    st->limit = b->limit;
+    st->reserved = b->reserved;
+    st->peak = b->peak;
+    st->waiting = b->waiting;
+    st->waits = b->waits;
+    memcpy(st->refused, b->refused, sizeof st->refused);
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* ==== The default ======================================================= */
+
+/* A limit in bytes from a cgroup file; 0 when unset ("max", or v1's huge value). */
+static size_t read_limit(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    unsigned long long v = 0;
+    int ok = fscanf(f, "%llu", &v) == 1;
+    fclose(f);
+    if (!ok || v >= (1ULL << 60) || v > SIZE_MAX) return 0;
+    return (size_t)v;
+}
+
+/* The smallest limit in file `name` under root+path and its ancestors. */
+static size_t limit_along(const char *root, char *path, const char *name) {
+    size_t best = 0;
+    for (;;) {
+        char file[1024];
+        snprintf(file, sizeof file, "%s%s/%s", root, strcmp(path, "/") == 0 ? "" : path, name);
+        size_t v = read_limit(file);
+        if (v && (!best || v < best)) best = v;
+        char *slash = strrchr(path, '/');
+        if (!slash || slash == path) {
+            if (strcmp(path, "/") == 0) break;
+            strcpy(path, "/");
+            continue;
+        }
+        *slash = '\0';
+    }
+    return best;
+}
+
+/* The cgroup memory limit of this process, 0 if none; *v2 says which kind. */
+static size_t cgroup_limit(int *v2) {
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    if (!f) return 0;
+    char line[1024];
+    size_t best = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2 || c2[1] != '/') continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s", c2 + 1);
+        size_t v = 0;
+        int is_v2 = c2 == c1 + 1;   /* "0::/path" */
+        if (is_v2) {
+            v = limit_along("/sys/fs/cgroup", path, "memory.max");
+        } else {
+            *c2 = '\0';
+            char controllers[256];
+            snprintf(controllers, sizeof controllers, ",%s,", c1 + 1);
+            if (!strstr(controllers, ",memory,")) continue;
+            v = limit_along("/sys/fs/cgroup/memory", path, "memory.limit_in_bytes");
+        }
+        if (v && (!best || v < best)) {
+            best = v;
+            *v2 = is_v2;
+        }
+    }
+    fclose(f);
+    return best;
+}
+
+size_t srv_budget_default(char *how, size_t how_size) {
+    int v2 = 0;
+    size_t base = cgroup_limit(&v2);
+    const char *from = v2 ? "cgroup memory.max" : "cgroup memory.limit_in_bytes";
+    if (!base) {
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        base = pages > 0 && page > 0 ? (size_t)pages * (size_t)page / 2 : (size_t)1 << 30;
+        from = "half the physical memory";
+    }
+    size_t margin = base / 4 > ((size_t)64 << 20) ? base / 4 : ((size_t)64 << 20);
+    size_t budget = base > margin + ((size_t)64 << 20) ? base - margin : ((size_t)64 << 20);
+    snprintf(how, how_size, "%s %.2f GiB minus a margin of %.2f GiB", from,
+             (double)base / (1 << 30), (double)margin / (1 << 30));
+    return budget;
+}

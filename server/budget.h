@@ -1,0 +1,57 @@
+/* budget.h - one memory budget shared by every request (--max-memory).
+ *
+ * A compute request reserves its estimate before it allocates and releases it
+ * once its reply has been sent, in two steps: the parse (the body and the JSON
+ * tree made of it, estimated from the body) before api_handle, then the rest
+ * (parameters, intermediates, outputs and reply text: the api's element
+ * estimate, through api_limits.reserve) once the sizes are known. A request
+ * that does not fit waits on its worker, up to a deadline; requests that
+ * already hold a reservation go first. It is refused at once when it could
+ * never fit, and when everything reserved belongs to requests that are
+ * themselves waiting for more (nothing would ever be released).
+ */
+#ifndef SRV_BUDGET_H
+#define SRV_BUDGET_H
+
+#include <stddef.h>
+
+typedef enum {
+    SRV_BUDGET_OK,
+    SRV_BUDGET_NEVER,    /* more than the whole budget */
+    SRV_BUDGET_TIMEOUT,  /* did not fit before the deadline */
+    SRV_BUDGET_STUCK,    /* every reserved byte is held by a waiting request */
+} srv_budget_result;
+
+typedef struct srv_budget srv_budget;
+
+/* A budget of `limit` bytes; NULL on OOM. */
+srv_budget *srv_budget_create(size_t limit);
+/* Accepts NULL. Every reservation must have been released. */
+void srv_budget_destroy(srv_budget *b);
+
+/* Reserves `bytes` more for a request that holds *held already (0 at first)
+ * and adds them to *held. Waits while they do not fit, until `deadline`
+ * (CLOCK_MONOTONIC seconds). */
+srv_budget_result srv_budget_reserve(srv_budget *b, size_t *held, size_t bytes, double deadline);
+
+/* Gives back everything in *held and sets it to 0. */
+void srv_budget_release(srv_budget *b, size_t *held);
+
+typedef struct {
+    size_t limit, reserved, peak;   /* bytes */
+    int waiting;                    /* requests waiting for memory now */
+    unsigned long long waits;       /* reservations that had to wait */
+    unsigned long long refused[4];  /* by srv_budget_result (OK unused) */
+} srv_budget_stats;
+
+void srv_budget_get_stats(srv_budget *b, srv_budget_stats *st);
+
+/* The default budget: the cgroup memory limit of this process (cgroup v2
+ * memory.max or v1 memory.limit_in_bytes, the smallest along its path) when
+ * one is set, else half the physical memory; minus a margin of a quarter of
+ * that (at least 64 MiB) for what the budget does not count: the process
+ * itself, request bodies being received or queued, and the allocator's
+ * slack. Writes how it was found into `how` ("cgroup memory.max 1.50 GiB"). */
+size_t srv_budget_default(char *how, size_t how_size);
+
+#endif

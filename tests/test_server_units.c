@@ -1,0 +1,226 @@
+/* test_server_units.c - the server's small modules without a server: the
+ * memory budget (waits, deadlines, who goes first, the deadlock it refuses),
+ * the --cors-origin list, and If-None-Match against an ETag.
+ *
+ * The modules are compiled into this program from their sources (the server
+ * is a program, not a library).
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server/budget.c"
+#include "server/cors.c"
+#include "server/etag.c"
+
+#define MiB ((size_t)1 << 20)
+
+static double in(double s) { return now_s() + s; }
+
+/* ==== Memory budget ===================================================== */
+
+START_TEST(t_budget_reserve_release) {
+    srv_budget *b = srv_budget_create(100 * MiB);
+    ck_assert_ptr_nonnull(b);
+    size_t a = 0, c = 0;
+    ck_assert_int_eq(srv_budget_reserve(b, &a, 60 * MiB, in(1)), SRV_BUDGET_OK);
+    ck_assert_uint_eq(a, 60 * MiB);
+    ck_assert_int_eq(srv_budget_reserve(b, &a, 40 * MiB, in(1)), SRV_BUDGET_OK);   /* exactly full */
+    ck_assert_uint_eq(a, 100 * MiB);
+    /* More than the whole budget: refused at once, whatever is free. */
+    ck_assert_int_eq(srv_budget_reserve(b, &c, 101 * MiB, in(5)), SRV_BUDGET_NEVER);
+    ck_assert_int_eq(srv_budget_reserve(b, &a, 1, in(5)), SRV_BUDGET_NEVER);   /* 100 MiB + 1 */
+    ck_assert_int_eq(srv_budget_reserve(b, &c, SIZE_MAX, in(5)), SRV_BUDGET_NEVER);
+    /* Full: a new request waits until its deadline. */
+    double t0 = now_s();
+    ck_assert_int_eq(srv_budget_reserve(b, &c, 1 * MiB, in(0.2)), SRV_BUDGET_TIMEOUT);
+    ck_assert(now_s() - t0 >= 0.19);
+    ck_assert_uint_eq(c, 0);
+    srv_budget_release(b, &a);
+    ck_assert_uint_eq(a, 0);
+    srv_budget_stats st;
+    srv_budget_get_stats(b, &st);
+    ck_assert_uint_eq(st.reserved, 0);
+    ck_assert_uint_eq(st.peak, 100 * MiB);
+    ck_assert_uint_eq(st.refused[SRV_BUDGET_NEVER], 3);
+    ck_assert_uint_eq(st.refused[SRV_BUDGET_TIMEOUT], 1);
+    ck_assert_uint_eq(st.waits, 1);
+    srv_budget_destroy(b);
+}
+END_TEST
+
+typedef struct {
+    srv_budget *b;
+    size_t held, want;
+    double deadline;
+    atomic_int result;   /* -1 while waiting */
+} waiter;
+
+static void *reserve_thread(void *arg) {
+    waiter *w = arg;
+    atomic_store(&w->result, (int)srv_budget_reserve(w->b, &w->held, w->want, w->deadline));
+    return NULL;
+}
+
+static int waiting(srv_budget *b) {
+    srv_budget_stats st;
+    srv_budget_get_stats(b, &st);
+    return st.waiting;
+}
+
+static void wait_for_waiters(srv_budget *b, int n) {
+    for (int i = 0; i < 500 && waiting(b) != n; i++) usleep(2000);
+    ck_assert_int_eq(waiting(b), n);
+}
+
+/* A waiting request gets its memory when another releases, and one that
+ * holds memory already (growing) goes before a new one. */
+START_TEST(t_budget_release_wakes_growers_first) {
+    srv_budget *b = srv_budget_create(100 * MiB);
+    size_t big = 0;
+    ck_assert_int_eq(srv_budget_reserve(b, &big, 70 * MiB, in(1)), SRV_BUDGET_OK);
+    waiter grow = {.b = b, .want = 40 * MiB, .deadline = in(5)};
+    ck_assert_int_eq(srv_budget_reserve(b, &grow.held, 20 * MiB, in(1)), SRV_BUDGET_OK);
+    atomic_init(&grow.result, -1);
+    pthread_t tg, tn;
+    ck_assert_int_eq(pthread_create(&tg, NULL, reserve_thread, &grow), 0);
+    wait_for_waiters(b, 1);
+    /* 10 MiB are free: a new request of 5 MiB would fit, but the grower waits
+     * before it. */
+    waiter fresh = {.b = b, .want = 5 * MiB, .deadline = in(5)};
+    atomic_init(&fresh.result, -1);
+    ck_assert_int_eq(pthread_create(&tn, NULL, reserve_thread, &fresh), 0);
+    wait_for_waiters(b, 2);
+    ck_assert_int_eq(atomic_load(&fresh.result), -1);
+    srv_budget_release(b, &big);   /* 80 MiB free: the grower takes 40, then the new one 5 */
+    pthread_join(tg, NULL);
+    pthread_join(tn, NULL);
+    ck_assert_int_eq(atomic_load(&grow.result), SRV_BUDGET_OK);
+    ck_assert_int_eq(atomic_load(&fresh.result), SRV_BUDGET_OK);
+    ck_assert_uint_eq(grow.held, 60 * MiB);
+    ck_assert_uint_eq(fresh.held, 5 * MiB);
+    srv_budget_release(b, &grow.held);
+    srv_budget_release(b, &fresh.held);
+    srv_budget_destroy(b);
+}
+END_TEST
+
+/* Two requests that hold memory and both wait for more would wait for ever:
+ * the second one to find that out is refused at once. */
+START_TEST(t_budget_refuses_deadlock) {
+    srv_budget *b = srv_budget_create(100 * MiB);
+    waiter a = {.b = b, .want = 50 * MiB, .deadline = in(10)};
+    atomic_init(&a.result, -1);
+    size_t held_b = 0;
+    ck_assert_int_eq(srv_budget_reserve(b, &a.held, 40 * MiB, in(1)), SRV_BUDGET_OK);
+    ck_assert_int_eq(srv_budget_reserve(b, &held_b, 40 * MiB, in(1)), SRV_BUDGET_OK);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, reserve_thread, &a), 0);
+    wait_for_waiters(b, 1);
+    double t0 = now_s();
+    ck_assert_int_eq(srv_budget_reserve(b, &held_b, 50 * MiB, in(10)), SRV_BUDGET_STUCK);
+    ck_assert(now_s() - t0 < 1.0);
+    ck_assert_uint_eq(held_b, 40 * MiB);
+    /* Its reply sent, it releases, and the first one goes on. */
+    srv_budget_release(b, &held_b);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(atomic_load(&a.result), SRV_BUDGET_OK);
+    ck_assert_uint_eq(a.held, 90 * MiB);
+    srv_budget_release(b, &a.held);
+    srv_budget_destroy(b);
+}
+END_TEST
+
+START_TEST(t_budget_default_is_stated) {
+    char how[160] = "";
+    size_t d = srv_budget_default(how, sizeof how);
+    ck_assert_uint_ge(d, 64 * MiB);
+    ck_assert_msg(strstr(how, "cgroup") || strstr(how, "physical"), "%s", how);
+    ck_assert_msg(strstr(how, "minus a margin"), "%s", how);
+}
+END_TEST
+
+/* ==== CORS ============================================================== */
+
+START_TEST(t_cors_lists) {
+    srv_cors c;
+    char err[160];
+    ck_assert_int_eq(srv_cors_parse(&c, "", err, sizeof err), 0);
+    ck_assert(!srv_cors_enabled(&c));
+    ck_assert_int_eq(srv_cors_parse(&c, "*", err, sizeof err), 0);
+    ck_assert(srv_cors_enabled(&c) && !srv_cors_varies(&c));
+    ck_assert_str_eq(srv_cors_allow(&c, NULL), "*");
+
+    ck_assert_int_eq(srv_cors_parse(&c, " https://a.example ,http://localhost:5173,http://[::1]:8000 ",
+                                    err, sizeof err), 0);
+    ck_assert_int_eq(c.n, 3);
+    ck_assert(srv_cors_varies(&c));
+    const char *o = "http://localhost:5173";
+    ck_assert_ptr_eq(srv_cors_allow(&c, o), o);   /* echoed as the browser sent it */
+    ck_assert_ptr_nonnull(srv_cors_allow(&c, "https://a.example"));
+    ck_assert_ptr_nonnull(srv_cors_allow(&c, "HTTPS://A.example"));
+    ck_assert_ptr_nonnull(srv_cors_allow(&c, "http://[::1]:8000"));
+    ck_assert_ptr_null(srv_cors_allow(&c, "https://a.example:443"));
+    ck_assert_ptr_null(srv_cors_allow(&c, "https://a.example.evil"));
+    ck_assert_ptr_null(srv_cors_allow(&c, "null"));
+    ck_assert_ptr_null(srv_cors_allow(&c, NULL));
+
+    const char *bad[] = {"https://a.example/", "a.example", "https://", "https://a.example:99999",
+                         "*, https://a.example", "https://a b", "ftp//x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(srv_cors_parse(&c, bad[i], err, sizeof err) == -1, "accepted %s", bad[i]);
+    char many[SRV_CORS_MAX * 24 + 64] = "";
+    for (int i = 0; i <= SRV_CORS_MAX; i++) {
+        char one[32];
+        snprintf(one, sizeof one, "%shttp://h%d.example", i ? "," : "", i);
+        strcat(many, one);
+    }
+    ck_assert_int_eq(srv_cors_parse(&c, many, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "more than"), "%s", err);
+}
+END_TEST
+
+/* ==== ETag ============================================================== */
+
+START_TEST(t_etag_if_none_match) {
+    char e[SRV_ETAG_SIZE], f[SRV_ETAG_SIZE];
+    srv_etag_of("abc", 3, e);
+    srv_etag_of("abd", 3, f);
+    ck_assert_uint_eq(strlen(e), 18);
+    ck_assert(e[0] == '"' && e[17] == '"');
+    ck_assert_str_ne(e, f);
+    char list[64], weak[32];
+    snprintf(list, sizeof list, "\"x\", %s", e);
+    snprintf(weak, sizeof weak, "W/%s", e);
+    ck_assert(srv_etag_matches(e, e));
+    ck_assert(srv_etag_matches(list, e));
+    ck_assert(srv_etag_matches(weak, e));
+    ck_assert(srv_etag_matches("*", e));
+    ck_assert(!srv_etag_matches(NULL, e));
+    ck_assert(!srv_etag_matches("", e));
+    ck_assert(!srv_etag_matches(f, e));
+    ck_assert(!srv_etag_matches("\"abc", e));   /* unterminated */
+    ck_assert(!srv_etag_matches(e + 1, e));      /* not quoted */
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("server_units");
+    TCase *tc = tcase_create("units");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, t_budget_reserve_release);
+    tcase_add_test(tc, t_budget_release_wakes_growers_first);
+    tcase_add_test(tc, t_budget_refuses_deadlock);
+    tcase_add_test(tc, t_budget_default_is_stated);
+    tcase_add_test(tc, t_cors_lists);
+    tcase_add_test(tc, t_etag_if_none_match);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
