@@ -64,11 +64,11 @@ typedef struct {
 static int bad_value(filler *f, int depth, const json_t *v, const char *why) {
     char p[192];
     path(p, sizeof p, f->name, f->idx, depth);
-    if (why) return api__fail(f->e, 400, "non_finite", p, "%s %s", p, why);
+    if (why) return api__fail(f->e, API_E_NON_FINITE, p, "%s %s", p, why);
     if (json_is_array(v) || json_is_object(v))
-        return api__fail(f->e, 400, "invalid_shape", p, "%s is %s, expected %s (%s has %d axes)",
+        return api__fail(f->e, API_E_INVALID_SHAPE, p, "%s is %s, expected %s (%s has %d axes)",
                          p, type_name(v), expected(f->kind), f->name, f->rank);
-    return api__fail(f->e, 400, "invalid_type", p, "%s is %s, expected %s", p, type_name(v),
+    return api__fail(f->e, API_E_INVALID_TYPE, p, "%s is %s, expected %s", p, type_name(v),
                      expected(f->kind));
 }
 
@@ -84,7 +84,7 @@ static int put_value(filler *f, int depth, const json_t *v) {
         if (f->kind == API_VAL_BOOL && out != 0.0f && out != 1.0f) {
             char p[192];
             path(p, sizeof p, f->name, f->idx, depth);
-            return api__fail(f->e, 400, "invalid_argument", p, "%s is %g, expected a boolean or 0/1",
+            return api__fail(f->e, API_E_INVALID_ARGUMENT, p, "%s is %g, expected a boolean or 0/1",
                              p, d);
         }
         f->any_number = 1;
@@ -105,13 +105,13 @@ static int fill_nested(filler *f, const json_t *j, int depth) {
     char p[192];
     if (!json_is_array(j)) {
         path(p, sizeof p, f->name, f->idx, depth);
-        return api__fail(f->e, 400, "invalid_shape", p, "%s is %s, expected an array of %d",
+        return api__fail(f->e, API_E_INVALID_SHAPE, p, "%s is %s, expected an array of %d",
                          p, type_name(j), f->shape[depth]);
     }
     size_t n = json_array_size(j);
     if (n != (size_t)f->shape[depth]) {
         path(p, sizeof p, f->name, f->idx, depth);
-        return api__fail(f->e, 400, "invalid_shape", p, "%s has %zu value%s, expected %d%s", p, n,
+        return api__fail(f->e, API_E_INVALID_SHAPE, p, "%s has %zu value%s, expected %d%s", p, n,
                          n == 1 ? "" : "s", f->shape[depth],
                          n ? "" : " (empty axes are not allowed)");
     }
@@ -136,7 +136,7 @@ static int read_shape(const json_t *j, const char *name, int min_rank, int max_r
             if (strcmp(key, "shape") != 0 && strcmp(key, "data") != 0) {
                 char echo[API_ECHO_MAX + 4];
                 snprintf(p, sizeof p, "%s.%s", name, api__echo(echo, sizeof echo, key));
-                return api__fail(e, 400, "unknown_field", p,
+                return api__fail(e, API_E_UNKNOWN_FIELD, p,
                                  "%s: a flat tensor has only \"shape\" and \"data\"", p);
             }
         }
@@ -144,21 +144,21 @@ static int read_shape(const json_t *j, const char *name, int min_rank, int max_r
         *data = json_object_get(j, "data");
         if (!json_is_array(s) || !json_is_array(*data)) {
             snprintf(p, sizeof p, "%s.%s", name, json_is_array(s) ? "data" : "shape");
-            return api__fail(e, 400, json_is_array(s) || s == NULL ? "missing_field" : "invalid_type",
+            return api__fail(e, json_is_array(s) || s == NULL ? API_E_MISSING_FIELD : API_E_INVALID_TYPE,
                              p, "%s must be an array (a flat tensor is {\"shape\": [...], "
                              "\"data\": [...]})", p);
         }
         size_t r = json_array_size(s);
         if (r < (size_t)min_rank || r > (size_t)max_rank) {
             snprintf(p, sizeof p, "%s.shape", name);
-            return api__fail(e, 400, "invalid_shape", p, "%s has %zu axes, expected %d to %d", p,
+            return api__fail(e, API_E_INVALID_SHAPE, p, "%s has %zu axes, expected %d to %d", p,
                              r, min_rank, max_rank);
         }
         for (size_t d = 0; d < r; d++) {
             const json_t *v = json_array_get(s, d);
             snprintf(p, sizeof p, "%s.shape[%zu]", name, d);
             if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > INT32_MAX)
-                return api__fail(e, 400, "invalid_shape", p,
+                return api__fail(e, API_E_INVALID_SHAPE, p,
                                  "%s must be an integer from 1 to 2147483647", p);
             shape[d] = (int)json_integer_value(v);
         }
@@ -170,21 +170,21 @@ static int read_shape(const json_t *j, const char *name, int min_rank, int max_r
     while (json_is_array(cur)) {
         path(p, sizeof p, name, idx, r);
         if (r == max_rank)
-            return api__fail(e, 400, "invalid_shape", p, "%s has more than %d axes", name, max_rank);
+            return api__fail(e, API_E_INVALID_SHAPE, p, "%s has more than %d axes", name, max_rank);
         size_t n = json_array_size(cur);
         if (n == 0)
-            return api__fail(e, 400, "invalid_shape", p, "%s is empty (empty axes are not allowed)", p);
+            return api__fail(e, API_E_INVALID_SHAPE, p, "%s is empty (empty axes are not allowed)", p);
         if (n > INT32_MAX)
-            return api__fail(e, 413, "too_large", p, "%s has too many values", p);
+            return api__fail(e, API_E_TOO_LARGE, p, "%s has too many values", p);
         shape[r++] = (int)n;
         cur = json_array_get(cur, 0);
     }
     if (r == 0)
-        return api__fail(e, 400, "invalid_type", name,
+        return api__fail(e, API_E_INVALID_TYPE, name,
                          "%s is %s, expected a nested array or {\"shape\", \"data\"}", name,
                          type_name(j));
     if (r < min_rank)
-        return api__fail(e, 400, "invalid_shape", name, "%s has %d axes, expected %d to %d", name,
+        return api__fail(e, API_E_INVALID_SHAPE, name, "%s has %d axes, expected %d to %d", name,
                          r, min_rank, max_rank);
     *rank = r;
     return 0;
@@ -197,7 +197,7 @@ static int fill(filler *f, const json_t *j, const json_t *data, size_t count) {
     if (json_array_size(data) != count) {
         char s[96];
         api__shape_str(s, sizeof s, f->rank, f->shape);
-        return api__fail(f->e, 400, "invalid_shape", p, "%s has %zu values, shape %s needs %zu", p,
+        return api__fail(f->e, API_E_INVALID_SHAPE, p, "%s has %zu values, shape %s needs %zu", p,
                          json_array_size(data), s, count);
     }
     filler g = *f;
@@ -230,13 +230,13 @@ int api__tensor_read(const json_t *j, const char *name, int min_rank, int max_ra
     if (n > *budget) {
         char s[96];
         api__shape_str(s, sizeof s, t->rank, t->shape);
-        return api__fail(e, 413, "too_large", name,
+        return api__fail(e, API_E_TOO_LARGE, name,
                          "%s of shape %s holds more values than this server accepts per request",
                          name, s);
     }
     t->data = malloc(n * sizeof *t->data);
     if (t->data == NULL)
-        return api__fail(e, 503, "out_of_memory", name, "cannot allocate %zu values for %s", n, name);
+        return api__fail(e, API_E_OUT_OF_MEMORY, name, "cannot allocate %zu values for %s", n, name);
     t->count = n;
     filler f = {.name = name, .rank = t->rank, .shape = t->shape, .kind = kind, .dst = t->data, .e = e};
     if (fill(&f, j, data, n)) {
@@ -253,7 +253,7 @@ int api__tensor_read(const json_t *j, const char *name, int min_rank, int max_ra
         }
     if (kind == API_VAL_MASK && f.any_bool && !t->all_binary) {
         api__tensor_free(t);
-        return api__fail(e, 400, "invalid_argument", name,
+        return api__fail(e, API_E_INVALID_ARGUMENT, name,
                          "%s mixes booleans with other numbers: give a boolean mask (true = "
                          "masked out) or an additive float mask", name);
     }
@@ -276,7 +276,7 @@ int api__tensor_read_into(const json_t *j, const char *name, int rank, const int
     for (int d = 0; same && d < rank; d++) same = got[d] == shape[d];
     if (!same) {
         api__shape_str(have, sizeof have, got_rank, got);
-        return api__fail(e, 400, "invalid_shape", name, "%s has shape %s, expected %s", name,
+        return api__fail(e, API_E_INVALID_SHAPE, name, "%s has shape %s, expected %s", name,
                          have, want);
     }
     filler f = {.name = name, .rank = rank, .shape = shape, .kind = API_VAL_NUMBER, .dst = dst, .e = e};

@@ -103,7 +103,7 @@ static enum MHD_Result respond_json(request *q, int status, api_buf *b) {
 }
 
 /* {"error":{...}} through the api's writer, so every error looks the same. */
-static enum MHD_Result respond_error(request *q, int status, const char *code, const char *field,
+static enum MHD_Result respond_error(request *q, api_error err, const char *field,
                                      const char *fmt, ...) {
     char msg[512];
     va_list ap;
@@ -111,8 +111,8 @@ static enum MHD_Result respond_error(request *q, int status, const char *code, c
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     api_buf b = {0};
-    if (api_error_body(&b, status, code, msg, field) != 0) api_buf_free(&b);
-    return respond_json(q, status, &b);
+    if (api_error_reply(&b, err, msg, field) != 0) api_buf_free(&b);
+    return respond_json(q, api_error_get(err)->status, &b);
 }
 
 /* ==== Routes ============================================================ */
@@ -124,7 +124,7 @@ static enum MHD_Result answer_get(request *q) {
         return respond(q, 200, "application/json", (char *)ok_body, sizeof ok_body - 1, 0);
     case SRV_R_READYZ:
         if (atomic_load(&s->draining))
-            return respond_error(q, 503, "draining", NULL, "the server is shutting down");
+            return respond_error(q, API_E_DRAINING, NULL, "the server is shutting down");
         return respond(q, 200, "application/json", (char *)ok_body, sizeof ok_body - 1, 0);
     case SRV_R_METRICS: {
         srv_metrics_gauges g = {.workers = s->opt->threads, .draining = atomic_load(&s->draining)};
@@ -146,7 +146,7 @@ static enum MHD_Result answer_get(request *q) {
         return respond(q, 200, "application/json", (char *)doc, strlen(doc), 0);
     }
     default:
-        return respond_error(q, 500, "internal", NULL, "no handler for %s", q->path);
+        return respond_error(q, API_E_INTERNAL_ERROR, NULL, "no handler for %s", q->path);
     }
 }
 
@@ -174,7 +174,7 @@ static enum MHD_Result answer(request *q) {
     }
     if (atomic_load(&q->ph) == PH_WORKING) return MHD_YES;   /* not resumed yet */
     if (q->too_large)
-        return respond_error(q, 413, "too_large", NULL,
+        return respond_error(q, API_E_TOO_LARGE, NULL,
                              "request body exceeds the limit of %zu bytes (--max-body)",
                              s->opt->max_body);
     if (q->no_memory) return respond(q, 500, "application/json", (char *)oom_body, sizeof oom_body - 1, 0);
@@ -185,10 +185,10 @@ static enum MHD_Result answer(request *q) {
     MHD_suspend_connection(q->conn);
     if (srv_pool_submit(s->pool, compute_job, q) != 0) {
         api_buf b = {0};
-        if (api_error_body(&b, 503, "overloaded", "every worker is busy and the queue is full "
-                           "(--max-queue); retry later", NULL) != 0)
+        if (api_error_reply(&b, API_E_OVERLOADED, "every worker is busy and the queue is full "
+                            "(--max-queue); retry later", NULL) != 0)
             api_buf_free(&b);
-        q->reply.status = 503;
+        q->reply.status = api_error_get(API_E_OVERLOADED)->status;
         q->reply.body = b;
         atomic_store(&q->ph, PH_DONE);
         MHD_resume_connection(q->conn);
@@ -221,7 +221,7 @@ static enum MHD_Result begin(srv_http *s, struct MHD_Connection *conn, const cha
         /* Answering now makes libmicrohttpd skip "100 Continue", discard the
          * body and close the connection after the reply. */
         q->too_large = 1;
-        return respond_error(q, 413, "too_large", NULL,
+        return respond_error(q, API_E_TOO_LARGE, NULL,
                              "request body of %s bytes exceeds the limit of %zu bytes (--max-body)",
                              cl, s->opt->max_body);
     }
@@ -282,12 +282,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return r;
     }
     if (q->route == SRV_R_UNKNOWN)
-        return respond_error(q, 404, "not_found", NULL,
+        return respond_error(q, API_E_NOT_FOUND, NULL,
                              "no such path: %.200s (POST /attention/{simple,self,causal,"
                              "multihead,sdpa}; GET /healthz /readyz /metrics /version "
                              "/openapi.json)", q->path);
     if (!srv_route_allows(q->route, q->method))
-        return respond_error(q, 405, "method_not_allowed", NULL, "%.15s is not allowed on %s; allowed: %s",
+        return respond_error(q, API_E_METHOD_NOT_ALLOWED, NULL, "%.15s is not allowed on %s; allowed: %s",
                              q->method, q->path, srv_route_allow(q->route));
     return answer(q);
 }

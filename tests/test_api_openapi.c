@@ -1,12 +1,16 @@
-/* test_api_openapi.c - the OpenAPI document stays true: the embedded copy is
- * api/openapi.json byte for byte, every endpoint is there, every field the
- * parser accepts is in its endpoint's request schema, and every example in
- * the document is answered with 200. */
+/* test_api_openapi.c - the OpenAPI document stays true: api/openapi-gen.py
+ * run on this program's own tables reproduces the embedded document byte for
+ * byte, every endpoint is there, every error code of the table (the only
+ * codes api/ and server/ send) is listed, every field the parser accepts is
+ * in its endpoint's request schema, and every example in the document is
+ * answered with 200. */
 #include <check.h>
+#include <dirent.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/api_internal.h"
 #include "support/files.h"
@@ -51,15 +55,37 @@ static json_t *request_schema(const char *path) {
     return deref(s);
 }
 
-START_TEST(test_embedded_equals_file) {
-    char path[1024];
+/* Writes s into path; 0 or -1. */
+static int write_file(const char *path, const char *s) {
+    FILE *f = fopen(path, "w");
+    if (f == NULL) return -1;
+    int rc = fputs(s, f) < 0;
+    return fclose(f) != 0 || rc ? -1 : 0;
+}
+
+START_TEST(test_generator_reproduces_served) {
+    char dir[] = "/tmp/test_api_openapi-XXXXXX", tables[64], out[64], gen[1024], cmd[1400];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(tables, sizeof tables, "%s/tables.json", dir);
+    snprintf(out, sizeof out, "%s/openapi.json", dir);
+    char *t = api__tables_json();
+    ck_assert_ptr_nonnull(t);
+    ck_assert_int_eq(write_file(tables, t), 0);
+    free(t);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s %s", tfile_path(gen, sizeof gen, "api/openapi-gen.py"),
+             tables, out);
+    ck_assert_msg(system(cmd) == 0, "failed: %s", cmd);
     size_t n = 0;
-    char *s = tfile_read(tfile_path(path, sizeof path, "api/openapi.json"), &n);
-    ck_assert_msg(s != NULL, "cannot read %s", path);
+    char *s = tfile_read(out, &n);
+    ck_assert_msg(s != NULL, "cannot read %s", out);
     const char *doc = api_openapi_json();
     ck_assert_msg(strlen(doc) == n && memcmp(doc, s, n) == 0,
-                  "api/openapi.c and api/openapi.json differ: run python3 api/openapi-gen.py");
+                  "api/openapi-gen.py on these tables does not give the embedded document: "
+                  "rebuild with make");
     free(s);
+    unlink(tables);
+    unlink(out);
+    rmdir(dir);
 }
 END_TEST
 
@@ -91,17 +117,54 @@ START_TEST(test_error_schema) {
     json_t *props = json_object_get(json_object_get(json_object_get(err, "properties"), "error"), "properties");
     static const char *const keys[] = {"status", "code", "message", "field"};
     for (int i = 0; i < 4; i++) ck_assert_ptr_nonnull(json_object_get(props, keys[i]));
-    /* every code api/ emits is listed */
+    /* the codes and statuses are the error table's, in its order */
     json_t *codes = json_object_get(json_object_get(props, "code"), "enum");
-    static const char *const ours[] = {"invalid_json", "missing_field", "unknown_field", "invalid_type",
-                                       "invalid_argument", "invalid_shape", "non_finite", "too_large",
-                                       "out_of_memory", "internal_error", "not_found"};
-    for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++) {
+    json_t *statuses = json_object_get(json_object_get(props, "status"), "enum");
+    ck_assert_int_eq(json_array_size(codes), API_E_COUNT);
+    for (int i = 0; i < API_E_COUNT; i++) {
+        const api_error_info *row = api_error_get((api_error)i);
+        ck_assert_str_eq(json_string_value(json_array_get(codes, (size_t)i)), row->code);
         int found = 0;
-        for (size_t k = 0; k < json_array_size(codes); k++)
-            found |= strcmp(json_string_value(json_array_get(codes, k)), ours[i]) == 0;
-        ck_assert_msg(found, "error code %s is not in the document", ours[i]);
+        for (size_t k = 0; k < json_array_size(statuses); k++)
+            found |= json_integer_value(json_array_get(statuses, k)) == row->status;
+        ck_assert_msg(found, "status %d of %s is not in the document", row->status, row->code);
     }
+    ck_assert_ptr_null(api_error_get(API_E_COUNT));
+}
+END_TEST
+
+/* The server sends no error code of its own: every error body in server/
+ * comes from the table (api_error_reply), except the one written without
+ * allocating, whose code must be a row of it. */
+START_TEST(test_server_codes_in_table) {
+    char dir[1024], path[1200];
+    DIR *d = opendir(tfile_path(dir, sizeof dir, "server"));
+    ck_assert_msg(d != NULL, "cannot list %s", dir);
+    int files = 0;
+    for (struct dirent *ent; (ent = readdir(d)) != NULL;) {
+        size_t len = strlen(ent->d_name);
+        if (len < 3 || strcmp(ent->d_name + len - 2, ".c") != 0) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+        char *s = tfile_read(path, NULL);
+        ck_assert_msg(s != NULL, "cannot read %s", path);
+        files++;
+        ck_assert_msg(strstr(s, "api_error_body(") == NULL,
+                      "%s writes an error body with its own status and code: use api_error_reply", path);
+        const char *key = "\\\"code\\\":\\\"";   /* \"code\":\" in a C string literal */
+        for (const char *p = strstr(s, key); p; p = strstr(p + 1, key)) {
+            const char *c = p + strlen(key);
+            int found = 0;
+            for (int i = 0; i < API_E_COUNT; i++) {
+                const char *code = api_error_get((api_error)i)->code;
+                size_t n = strlen(code);
+                found |= strncmp(c, code, n) == 0 && c[n] == '\\';
+            }
+            ck_assert_msg(found, "%s sends the code %.24s, which is not in the error table", path, c);
+        }
+        free(s);
+    }
+    closedir(d);
+    ck_assert_int_ge(files, 5);
 }
 END_TEST
 
@@ -146,9 +209,9 @@ START_TEST(test_return_names_documented) {
         json_object_get(json_object_get(post_of("/attention/multihead"), "responses"), "200"), "content"),
         "application/json"), "schema"));
     for (int k = 0; k < API_OUT_COUNT; k++) {
-        ck_assert_str_eq(json_string_value(json_array_get(names, (size_t)k)), api__out_names[k]);
-        ck_assert_msg(json_object_get(json_object_get(resp, "properties"), api__out_names[k]) != NULL,
-                      "the response schema lacks %s", api__out_names[k]);
+        ck_assert_str_eq(json_string_value(json_array_get(names, (size_t)k)), api__outputs[k].name);
+        ck_assert_msg(json_object_get(json_object_get(resp, "properties"), api__outputs[k].name) != NULL,
+                      "the response schema lacks %s", api__outputs[k].name);
     }
 }
 END_TEST
@@ -182,9 +245,10 @@ int main(void) {
     TCase *tc = tcase_create("openapi");
     tcase_add_checked_fixture(tc, load_doc, free_doc);
     tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_embedded_equals_file);
+    tcase_add_test(tc, test_generator_reproduces_served);
     tcase_add_test(tc, test_every_endpoint);
     tcase_add_test(tc, test_error_schema);
+    tcase_add_test(tc, test_server_codes_in_table);
     tcase_add_test(tc, test_every_parser_field_documented);
     tcase_add_test(tc, test_return_names_documented);
     tcase_add_test(tc, test_document_examples_answered);
