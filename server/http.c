@@ -23,7 +23,9 @@
 #include "metrics.h"
 #include "route.h"
 
-/* Replies used when memory is short: built without allocating. */
+/* Replies used when memory is short: built without allocating. The code is
+ * API_E_OUT_OF_MEMORY's; the status is 500, not its 503, because not even the
+ * error reply could be allocated (the document says so). */
 static const char oom_body[] =
     "{\"error\":{\"status\":500,\"code\":\"out_of_memory\","
     "\"message\":\"the server is out of memory\",\"field\":null}}";

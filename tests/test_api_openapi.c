@@ -63,7 +63,9 @@ static int write_file(const char *path, const char *s) {
     return fclose(f) != 0 || rc ? -1 : 0;
 }
 
-START_TEST(test_generator_reproduces_served) {
+/* The embedded document is what api/openapi-gen.py writes from this
+ * program's own tables. */
+START_TEST(test_embedded_equals_file) {
     char dir[] = "/tmp/test_api_openapi-XXXXXX", tables[64], out[64], gen[1024], cmd[1400];
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(tables, sizeof tables, "%s/tables.json", dir);
@@ -112,31 +114,10 @@ START_TEST(test_every_endpoint) {
 }
 END_TEST
 
-START_TEST(test_error_schema) {
-    json_t *err = json_object_get(json_object_get(json_object_get(g_doc, "components"), "schemas"), "Error");
-    json_t *props = json_object_get(json_object_get(json_object_get(err, "properties"), "error"), "properties");
-    static const char *const keys[] = {"status", "code", "message", "field"};
-    for (int i = 0; i < 4; i++) ck_assert_ptr_nonnull(json_object_get(props, keys[i]));
-    /* the codes and statuses are the error table's, in its order */
-    json_t *codes = json_object_get(json_object_get(props, "code"), "enum");
-    json_t *statuses = json_object_get(json_object_get(props, "status"), "enum");
-    ck_assert_int_eq(json_array_size(codes), API_E_COUNT);
-    for (int i = 0; i < API_E_COUNT; i++) {
-        const api_error_info *row = api_error_get((api_error)i);
-        ck_assert_str_eq(json_string_value(json_array_get(codes, (size_t)i)), row->code);
-        int found = 0;
-        for (size_t k = 0; k < json_array_size(statuses); k++)
-            found |= json_integer_value(json_array_get(statuses, k)) == row->status;
-        ck_assert_msg(found, "status %d of %s is not in the document", row->status, row->code);
-    }
-    ck_assert_ptr_null(api_error_get(API_E_COUNT));
-}
-END_TEST
-
 /* The server sends no error code of its own: every error body in server/
  * comes from the table (api_error_reply), except the one written without
  * allocating, whose code must be a row of it. */
-START_TEST(test_server_codes_in_table) {
+static void check_server_codes(void) {
     char dir[1024], path[1200];
     DIR *d = opendir(tfile_path(dir, sizeof dir, "server"));
     ck_assert_msg(d != NULL, "cannot list %s", dir);
@@ -165,6 +146,27 @@ START_TEST(test_server_codes_in_table) {
     }
     closedir(d);
     ck_assert_int_ge(files, 5);
+}
+
+START_TEST(test_error_schema) {
+    json_t *err = json_object_get(json_object_get(json_object_get(g_doc, "components"), "schemas"), "Error");
+    json_t *props = json_object_get(json_object_get(json_object_get(err, "properties"), "error"), "properties");
+    static const char *const keys[] = {"status", "code", "message", "field"};
+    for (int i = 0; i < 4; i++) ck_assert_ptr_nonnull(json_object_get(props, keys[i]));
+    /* the codes and statuses are the error table's, in its order */
+    json_t *codes = json_object_get(json_object_get(props, "code"), "enum");
+    json_t *statuses = json_object_get(json_object_get(props, "status"), "enum");
+    ck_assert_int_eq(json_array_size(codes), API_E_COUNT);
+    for (int i = 0; i < API_E_COUNT; i++) {
+        const api_error_info *row = api_error_get((api_error)i);
+        ck_assert_str_eq(json_string_value(json_array_get(codes, (size_t)i)), row->code);
+        int found = 0;
+        for (size_t k = 0; k < json_array_size(statuses); k++)
+            found |= json_integer_value(json_array_get(statuses, k)) == row->status;
+        ck_assert_msg(found, "status %d of %s is not in the document", row->status, row->code);
+    }
+    ck_assert_ptr_null(api_error_get(API_E_COUNT));
+    check_server_codes();
 }
 END_TEST
 
@@ -216,6 +218,35 @@ START_TEST(test_return_names_documented) {
 }
 END_TEST
 
+/* The output table's shape rules agree with the plan: the axes of each
+ * output hold exactly the elements core writes (every output asked for). */
+static void check_output_shapes(api_endpoint ep, json_t *body) {
+    json_t *all = json_array();
+    for (int k = 0; k < API_OUT_COUNT; k++) json_array_append_new(all, json_string(api__outputs[k].name));
+    for (int avg = 0; avg < 2; avg++) {
+        json_t *rqj = json_deep_copy(body);
+        json_object_set(rqj, "return", all);
+        json_object_set_new(rqj, "average_attn_weights", json_boolean(avg));
+        api_request rq;
+        api_err e;
+        attn_plan plan;
+        attn_error ae;
+        ck_assert_msg(api__request_parse(ep, rqj, NULL, &rq, &e) == 0, "%s", e.message);
+        ck_assert_int_eq(attn_plan_make(&rq.cfg, &plan, &ae), ATTN_OK);
+        for (int k = 0; k < API_OUT_COUNT; k++) {
+            api_out_tensor t;
+            api__out_tensor((api_out)k, &rq, &plan, &t);
+            if (t.slot == API_NO_SLOT) continue;
+            size_t axes = (size_t)t.B * (size_t)(t.H ? t.H : 1) * (size_t)t.rows * (size_t)t.cols;
+            ck_assert_msg(axes == t.count && t.count > 0, "%s: %s has %zu elements in its axes, %zu in the plan",
+                          api_endpoint_path(ep), api__outputs[k].name, axes, t.count);
+        }
+        api__request_free(&rq);
+        json_decref(rqj);
+    }
+    json_decref(all);
+}
+
 START_TEST(test_document_examples_answered) {
     int total = 0;
     for (int e = 0; e < API_EP_COUNT; e++) {
@@ -233,6 +264,7 @@ START_TEST(test_document_examples_answered) {
             ck_assert_msg(st == 200, "%s example %s: %d %.300s", path, name, st, r.body.data);
             api_buf_free(&r.body);
             free(body);
+            check_output_shapes((api_endpoint)e, json_object_get(v, "value"));
             total++;
         }
     }
@@ -245,10 +277,9 @@ int main(void) {
     TCase *tc = tcase_create("openapi");
     tcase_add_checked_fixture(tc, load_doc, free_doc);
     tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_generator_reproduces_served);
+    tcase_add_test(tc, test_embedded_equals_file);
     tcase_add_test(tc, test_every_endpoint);
     tcase_add_test(tc, test_error_schema);
-    tcase_add_test(tc, test_server_codes_in_table);
     tcase_add_test(tc, test_every_parser_field_documented);
     tcase_add_test(tc, test_return_names_documented);
     tcase_add_test(tc, test_document_examples_answered);
