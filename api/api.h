@@ -53,25 +53,25 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
  * the OpenAPI document lists them: XX(ID, HTTP status, code, description).
  * Failure sites name the row (API_E_INVALID_SHAPE), never the status or the
  * code text; api/openapi-gen.py builds the document's Error schema from it. */
-#define API_ERROR_MAP(XX)                                                                       \
+#define API_ERROR_MAP(XX)                                                                          \
     XX(INVALID_JSON, 400, "invalid_json", "The body is not JSON; the message gives the line and column.") \
-    XX(MISSING_FIELD, 400, "missing_field", "A required field is absent.")                       \
-    XX(UNKNOWN_FIELD, 400, "unknown_field", "A field that the module does not take.")            \
-    XX(INVALID_TYPE, 400, "invalid_type", "A field or element of the wrong JSON type.")          \
-    XX(INVALID_ARGUMENT, 400, "invalid_argument",                                               \
-       "A bad value or configuration, e.g. a module the endpoint does not serve.")              \
-    XX(INVALID_SHAPE, 400, "invalid_shape",                                                     \
-       "Sizes disagree: ragged arrays, d_out not divisible by num_heads, T over context_length.") \
-    XX(NON_FINITE, 400, "non_finite", "NaN, infinity or a value beyond float32.")              \
-    XX(TOO_LARGE, 413, "too_large",                                                             \
-       "The body is over --max-body, or the request needs more than --max-elements values.")   \
-    XX(NOT_FOUND, 404, "not_found", "No such path.")                                            \
-    XX(METHOD_NOT_ALLOWED, 405, "method_not_allowed",                                           \
-       "The path does not take this method; the Allow header lists those it takes.")           \
-    XX(OVERLOADED, 503, "overloaded", "Every worker is busy and the queue is full; retry later.") \
-    XX(DRAINING, 503, "draining", "The server is shutting down.")                              \
-    XX(OUT_OF_MEMORY, 503, "out_of_memory",                                                     \
-       "Memory ran out (status 500 when even the error reply could not be allocated).")        \
+    XX(MISSING_FIELD, 400, "missing_field", "A required field is absent.")                         \
+    XX(UNKNOWN_FIELD, 400, "unknown_field", "A field that the module does not take.")              \
+    XX(INVALID_TYPE, 400, "invalid_type", "A field or element of the wrong JSON type.")            \
+    XX(INVALID_ARGUMENT, 400, "invalid_argument",                                                  \
+       "A bad value or configuration, e.g. a module the endpoint does not serve.")                 \
+    XX(INVALID_SHAPE, 400, "invalid_shape",                                                        \
+       "Sizes disagree: ragged arrays, d_out not divisible by num_heads, T over context_length.")  \
+    XX(NON_FINITE, 400, "non_finite", "NaN, infinity or a value beyond float32.")                  \
+    XX(TOO_LARGE, 413, "too_large",                                                                \
+       "The body is over --max-body, or the request needs more than --max-elements values.")       \
+    XX(NOT_FOUND, 404, "not_found", "No such path.")                                               \
+    XX(METHOD_NOT_ALLOWED, 405, "method_not_allowed",                                              \
+       "The path does not take this method; the Allow header lists those it takes.")               \
+    XX(OVERLOADED, 503, "overloaded", "Every worker is busy and the queue is full; retry later.")  \
+    XX(DRAINING, 503, "draining", "The server is shutting down.")                                  \
+    XX(OUT_OF_MEMORY, 503, "out_of_memory",                                                        \
+       "Memory ran out (status 500 when even the error reply could not be allocated).")            \
     XX(INTERNAL_ERROR, 500, "internal_error", "A bug: a result holding NaN or infinity, or a route without a handler.")
 
 typedef enum {

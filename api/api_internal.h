@@ -126,69 +126,52 @@ int api__has_field(const char *const *fields, const char *field);
 /* ==== Outputs ============================================================= */
 
 /* Every output a request can `return`, in reply order:
- *   XX(ID, name, element, shape rule, map-shaped, description)
- * element: F32 or U8, a tensor core writes into attn_outputs; JSON, written
- *   by respond.c from the request (params, tokens, timing).
- * shape rule: an api_shape (outputs.c says where core writes it, how many
- *   elements the plan gives it and its axes).
+ *   XX(ID, name, element, map-shaped, description)
+ * element: F32 or U8, a tensor that core writes into attn_outputs; JSON,
+ *   written by respond.c from the request (params, tokens, timing).
  * map-shaped: [B][H][L][S]-like, rows are queries and columns keys.
- * description: for the OpenAPI document (NULL: none). */
+ * description: for the OpenAPI document (NULL: none).
+ * The shape rules (where core writes an output, how many elements the plan
+ * gives it, its axes) are api__out_tensor's, in outputs.c. */
 #define API_OUTPUT_MAP(XX)                                                                         \
-    XX(CONTEXT, "context", F32, CONTEXT, 0,                                                        \
+    XX(CONTEXT, "context", F32, 0,                                                                 \
        "The module's output [B][T][d_out]; sdpa: [B][H][L][Ev] as F.scaled_dot_product_attention " \
        "returns it.")                                                                              \
-    XX(ATTN_WEIGHTS, "attn_weights", F32, WEIGHTS, 1,                                              \
+    XX(ATTN_WEIGHTS, "attn_weights", F32, 1,                                                       \
        "Attention weights after dropout: [B][T][S] for single-head modules, [B][H][T][S] for "     \
        "multi-head ones, or [B][T][S] averaged with average_attn_weights.")                        \
-    XX(ATTN_SCORES, "attn_scores", F32, SCORES, 1, "Raw Q·Kᵀ [B][H][T][S].")                       \
-    XX(MASKED_SCORES, "masked_scores", F32, MASKED_SCORES, 1,                                      \
-       "Scaled and masked scores [B][H][T][S]; masked entries are null.")                         \
-    XX(MASK, "mask", U8, MASK, 1, "The boolean mask applied [B][T][S] as 0/1, 1 = masked out.")    \
-    XX(DROPOUT_MASK, "dropout_mask", F32, DROPOUT, 1,                                              \
+    XX(ATTN_SCORES, "attn_scores", F32, 1, "Raw Q·Kᵀ [B][H][T][S].")                               \
+    XX(MASKED_SCORES, "masked_scores", F32, 1,                                                     \
+       "Scaled and masked scores [B][H][T][S]; masked entries are null.")                          \
+    XX(MASK, "mask", U8, 1, "The boolean mask applied [B][T][S] as 0/1, 1 = masked out.")          \
+    XX(DROPOUT_MASK, "dropout_mask", F32, 1,                                                       \
        "Dropout multipliers (0 or 1/(1-p); 1 when inactive): [B][H][T][S], or [B][T][d_out] for "  \
        "GPT2CausalSelfAttention (dropout on the output).")                                         \
-    XX(QUERIES, "queries", F32, QUERIES, 0, "Per head, after projection: [B][H][T][head_dim].")    \
-    XX(KEYS, "keys", F32, KEYS, 0, "[B][Hkv][S][head_dim].")                                       \
-    XX(VALUES, "values", F32, VALUES, 0, "[B][Hkv][S][head_dim].")                                 \
-    XX(CONTEXT_HEADS, "context_heads", F32, CONTEXT_HEADS, 0,                                      \
-       "Heads concatenated, before the output projection: [B][T][H*head_dim].")                   \
-    XX(PARAMS, "params", JSON, PARAMS, 0,                                                          \
+    XX(QUERIES, "queries", F32, 0, "Per head, after projection: [B][H][T][head_dim].")             \
+    XX(KEYS, "keys", F32, 0, "[B][Hkv][S][head_dim].")                                             \
+    XX(VALUES, "values", F32, 0, "[B][Hkv][S][head_dim].")                                         \
+    XX(CONTEXT_HEADS, "context_heads", F32, 0,                                                     \
+       "Heads concatenated, before the output projection: [B][T][H*head_dim].")                    \
+    XX(PARAMS, "params", JSON, 0,                                                                  \
        "The state_dict used, buffers included, under PyTorch names: {k: torch.tensor(v)} loads "   \
        "back, and it is a valid state_dict field.")                                                \
-    XX(TOKENS, "tokens", JSON, NONE, 0,                                                            \
+    XX(TOKENS, "tokens", JSON, 0,                                                                  \
        "The request's tokens; null when \"tokens\" is asked for in return but the request gave "   \
        "none.")                                                                                    \
-    XX(TIMING, "timing", JSON, NONE, 0, NULL)
+    XX(TIMING, "timing", JSON, 0, NULL)
 
 typedef enum {
-#define API_OUT_ID(id, name, elem, shape, map, doc) API_OUT_##id,
+#define API_OUT_ID(id, name, elem, map, doc) API_OUT_##id,
     API_OUTPUT_MAP(API_OUT_ID)
 #undef API_OUT_ID
     API_OUT_COUNT
 } api_out;
-
-/* The shape rules of the outputs (see outputs.c). */
-typedef enum {
-    API_SHAPE_NONE,          /* no values of its own (tokens, timing) */
-    API_SHAPE_CONTEXT,       /* [B][L][out_width]; sdpa: [B][H][L][Dv] */
-    API_SHAPE_WEIGHTS,       /* [B][H][L][S]; averaged over heads: [B][L][S] */
-    API_SHAPE_SCORES,        /* [B][H][L][S] */
-    API_SHAPE_MASKED_SCORES, /* [B][H][L][S] */
-    API_SHAPE_MASK,          /* [B][L][S] */
-    API_SHAPE_DROPOUT,       /* [B][H][L][S]; dropout on the output: [B][L][out_width] */
-    API_SHAPE_QUERIES,       /* [B][H][L][Dk] */
-    API_SHAPE_KEYS,          /* [B][Hkv][S][Dk] */
-    API_SHAPE_VALUES,        /* [B][Hkv][S][Dv] */
-    API_SHAPE_CONTEXT_HEADS, /* [B][L][ctx_width] */
-    API_SHAPE_PARAMS,        /* the parameter buffer, written per state_dict entry */
-} api_shape;
 
 typedef enum { API_ELEM_F32, API_ELEM_U8, API_ELEM_JSON } api_elem;
 
 typedef struct {
     const char *name;        /* in `return` and in the reply */
     api_elem elem;
-    api_shape shape;
     int map;                 /* [B][H][L][S]-like */
     const char *doc;         /* NULL: no description in the document */
 } api_output;
