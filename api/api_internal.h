@@ -226,14 +226,16 @@ typedef struct {
     int B, H, rows, cols;  /* its axes; H = 0: no head axis */
 } api_out_tensor;
 
-/* Fills t for output k of a parsed request with its plan. */
+/* Fills t for output k of a parsed request with its plan: the shape rule of
+ * each output, in outputs.c. */
 void api__out_tensor(api_out k, const api_request *rq, const attn_plan *plan, api_out_tensor *t);
 
 typedef struct {
     const api_request *rq;
     const attn_plan *plan;
     const float *params;
-    attn_outputs out;
+    attn_outputs out;      /* as api__out_tensor describes them (sdpa's context
+                              already in PyTorch's [B][H][L][Ev]) */
 } api_result;
 
 /* Writes the 200 body. Returns 0, or -1 with e filled (allocation, NaN). */

@@ -118,7 +118,7 @@ END_TEST
  * comes from the table (api_error_reply), except the one written without
  * allocating, whose code must be a row of it. */
 static void check_server_codes(void) {
-    char dir[1024], path[1200];
+    char dir[1024], path[1024 + 256 + 2];
     DIR *d = opendir(tfile_path(dir, sizeof dir, "server"));
     ck_assert_msg(d != NULL, "cannot list %s", dir);
     int files = 0;
