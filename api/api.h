@@ -54,7 +54,8 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
  * Failure sites name the row (API_E_INVALID_SHAPE), never the status or the
  * code text; api/openapi-gen.py builds the document's Error schema from it. */
 #define API_ERROR_MAP(XX)                                                                          \
-    XX(INVALID_JSON, 400, "invalid_json", "The body is not JSON; the message gives the line and column.") \
+    XX(INVALID_JSON, 400, "invalid_json",                                                          \
+       "The body is not JSON; the message gives the line and column.")                             \
     XX(MISSING_FIELD, 400, "missing_field", "A required field is absent.")                         \
     XX(UNKNOWN_FIELD, 400, "unknown_field", "A field that the module does not take.")              \
     XX(INVALID_TYPE, 400, "invalid_type", "A field or element of the wrong JSON type.")            \
@@ -72,7 +73,8 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
     XX(DRAINING, 503, "draining", "The server is shutting down.")                                  \
     XX(OUT_OF_MEMORY, 503, "out_of_memory",                                                        \
        "Memory ran out (status 500 when even the error reply could not be allocated).")            \
-    XX(INTERNAL_ERROR, 500, "internal_error", "A bug: a result holding NaN or infinity, or a route without a handler.")
+    XX(INTERNAL_ERROR, 500, "internal_error",                                                      \
+       "A bug: a result holding NaN or infinity, or a route without a handler.")
 
 typedef enum {
 #define API_E_ID(id, status, code, description) API_E_##id,
