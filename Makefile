@@ -8,6 +8,8 @@ OPT     ?= -O3
 SAN     ?=
 CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread -I. $(SAN)
+# Each object and test program also writes its header dependencies (.d).
+CFLAGS  += -MMD -MP
 LDFLAGS += $(SAN) -pthread
 
 # OpenBLAS 0.3.21 does not know recent CPUs and falls back to its slow generic
@@ -21,7 +23,8 @@ endif
 endif
 
 DEB_PACKAGES = build-essential pkg-config libopenblas-dev libjansson-dev \
-               libmicrohttpd-dev check libcurl4-openssl-dev curl libdeflate-dev zlib1g-dev
+               libmicrohttpd-dev check libcurl4-openssl-dev curl libdeflate-dev zlib1g-dev \
+               python3
 
 PKG = $(shell pkg-config --cflags --libs $(1) 2>/dev/null)
 BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
@@ -41,6 +44,9 @@ TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
 LIBCORE    := $(BUILD)/libattention.a
 LIBAPI     := $(BUILD)/libattnapi.a
+OPENAPI    := $(BUILD)/gen/openapi.json
+OPENAPI_OBJ:= $(BUILD)/api/openapi_doc.o
+API_TABLES := $(BUILD)/tools/api-tables
 SERVER     := $(BUILD)/attention-server
 
 LIBS_CORE   = $(BLAS_LIBS) -lm
@@ -56,6 +62,9 @@ all: deps
 
 build-all: $(LIBCORE) $(LIBAPI) $(SERVER) $(TEST_BIN)
 
+-include $(CORE_OBJ:.o=.d) $(API_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(TESTLIB_OBJ:.o=.d) \
+         $(TEST_BIN:=.d) $(OPENAPI_OBJ:.o=.d) $(API_TABLES).d
+
 # Installs the Debian packages of $(1) that are missing, nothing when all are
 # there; waits up to 120 s for another apt-get or dpkg to release the package
 # lock and says what failed (tools/apt-install.sh).
@@ -66,19 +75,19 @@ endef
 deps:
 	$(call apt_install,$(DEB_PACKAGES))
 
-$(BUILD)/core/%.o: core/%.c core/*.h
+$(BUILD)/core/%.o: core/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) -c $< -o $@
 
-$(BUILD)/api/%.o: api/%.c api/*.h core/attention.h
+$(BUILD)/api/%.o: api/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/server/%.o: server/%.c server/*.h api/api.h core/attention.h
+$(BUILD)/server/%.o: server/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) -c $< -o $@
 
-$(BUILD)/tests/support/%.o: tests/support/%.c tests/support/*.h
+$(BUILD)/tests/support/%.o: tests/support/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) -c $< -o $@
 
@@ -86,14 +95,31 @@ $(LIBCORE): $(CORE_OBJ)
 	@mkdir -p $(dir $@)
 	ar rcs $@ $^
 
-$(LIBAPI): $(API_OBJ)
+$(LIBAPI): $(API_OBJ) $(OPENAPI_OBJ)
 	@mkdir -p $(dir $@)
 	ar rcs $@ $^
+
+# The OpenAPI document: api-tables prints the C tables (endpoints, modules,
+# outputs, errors) as JSON, api/openapi-gen.py adds the prose and
+# api/examples/ and writes $(OPENAPI), which api/openapi_doc.S embeds.
+# Nothing of it is committed; GET /openapi.json serves it.
+$(API_TABLES): api/tools/api-tables.c $(API_OBJ) $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(API_OBJ) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
+
+$(OPENAPI): $(API_TABLES) api/openapi-gen.py $(wildcard api/examples/*.json)
+	@mkdir -p $(dir $@)
+	$(API_TABLES) > $(@D)/tables.json
+	/usr/bin/python3 api/openapi-gen.py $(@D)/tables.json $@
+
+$(OPENAPI_OBJ): api/openapi_doc.S $(OPENAPI)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DAPI_OPENAPI_JSON='"$(OPENAPI)"' -c $< -o $@
 
 $(SERVER): $(SERVER_OBJ) $(LIBAPI) $(LIBCORE)
 	$(CC) $(LDFLAGS) $(SERVER_OBJ) $(LIBAPI) $(LIBCORE) $(LIBS_SERVER) $(LIBS_API) $(LIBS_CORE) -o $@
 
-$(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(LIBAPI) $(LIBCORE) tests/support/*.h tests/scaleout/*.h
+$(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(LIBAPI) $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(TESTLIB_OBJ) $(LIBAPI) $(LIBCORE) \
 	  $(LDFLAGS) $(LIBS_TEST) $(LIBS_API) $(LIBS_CORE) -o $@
@@ -120,14 +146,21 @@ asan: deps
 run: all
 	$(SERVER) --host 127.0.0.1 --port 8080
 
-# Core against PyTorch (python3-torch) on the same shapes, in the same run.
-$(BUILD)/bench_core: bench/bench_core.c $(LIBCORE)
+# Core against PyTorch (python3-torch) on the same shapes, in the same run,
+# then the reply's float printer against snprintf and jansson.
+$(BUILD)/bench/bench_core: bench/bench_core.c $(LIBCORE)
+	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
 
+$(BUILD)/bench/bench_serialise: bench/bench_serialise.c $(LIBAPI) $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
+
 bench: deps
-	@$(MAKE) --no-print-directory $(BUILD)/bench_core
+	@$(MAKE) --no-print-directory $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise
 	$(call apt_install,python3-torch)
-	bench/run.sh $(BUILD)/bench_core
+	bench/run.sh $(BUILD)/bench/bench_core
+	$(BUILD)/bench/bench_serialise
 
 # Regenerates the golden vectors with PyTorch (Debian's python3-torch).
 golden:

@@ -57,12 +57,68 @@ typedef struct {
 int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *lim,
                api_reply *reply);
 
+/* Every error a reply can carry, api/'s and the server's alike, in the order
+ * the OpenAPI document lists them: XX(ID, HTTP status, code, description).
+ * Failure sites name the row (API_E_INVALID_SHAPE), never the status or the
+ * code text; api/openapi-gen.py builds the document's Error schema from it. */
+#define API_ERROR_MAP(XX)                                                                          \
+    XX(INVALID_JSON, 400, "invalid_json",                                                          \
+       "The body is not JSON; the message gives the line and column.")                             \
+    XX(MISSING_FIELD, 400, "missing_field", "A required field is absent.")                         \
+    XX(UNKNOWN_FIELD, 400, "unknown_field", "A field that the module does not take.")              \
+    XX(INVALID_TYPE, 400, "invalid_type", "A field or element of the wrong JSON type.")            \
+    XX(INVALID_ARGUMENT, 400, "invalid_argument",                                                  \
+       "A bad value or configuration, e.g. a module the endpoint does not serve.")                 \
+    XX(INVALID_SHAPE, 400, "invalid_shape",                                                        \
+       "Sizes disagree: ragged arrays, d_out not divisible by num_heads, T over context_length.")  \
+    XX(NON_FINITE, 400, "non_finite", "NaN, infinity or a value beyond float32.")                  \
+    XX(INVALID_BASE64, 400, "invalid_base64",                                                      \
+       "A binary tensor's text is not base64 (RFC 4648 alphabet, '=' padding optional).")         \
+    XX(INVALID_GZIP, 400, "invalid_gzip",                                                          \
+       "A body sent with Content-Encoding: gzip is not one well-formed gzip member.")             \
+    XX(TOO_LARGE, 413, "too_large",                                                                \
+       "The body is over --max-body, or the request needs more than --max-elements values.")       \
+    XX(NOT_FOUND, 404, "not_found", "No such path.")                                               \
+    XX(METHOD_NOT_ALLOWED, 405, "method_not_allowed",                                              \
+       "The path does not take this method; the Allow header lists those it takes.")               \
+    XX(UNSUPPORTED_ENCODING, 415, "unsupported_encoding",                                          \
+       "A Content-Encoding other than gzip or identity.")                                          \
+    XX(OVERLOADED, 503, "overloaded", "Every worker is busy and the queue is full; retry later.")  \
+    XX(DRAINING, 503, "draining", "The server is shutting down.")                                  \
+    XX(OUT_OF_MEMORY, 503, "out_of_memory",                                                        \
+       "Memory ran out (status 500 when even the error reply could not be allocated).")            \
+    XX(INTERNAL_ERROR, 500, "internal_error",                                                      \
+       "A bug: a result holding NaN or infinity, or a route without a handler.")
+
+typedef enum {
+#define API_E_ID(id, status, code, description) API_E_##id,
+    API_ERROR_MAP(API_E_ID)
+#undef API_E_ID
+    API_E_COUNT
+} api_error;
+
+typedef struct {
+    int status;              /* HTTP status */
+    const char *code;        /* "invalid_json", ... */
+    const char *description; /* one line, for the document */
+} api_error_info;
+
+/* The row of an error; NULL for an id out of range. */
+const api_error_info *api_error_get(api_error err);
+
 /* Writes {"error":{"status":S,"code":"...","message":"...","field":"..."}}
- * into a freshly initialised buf; field may be NULL. Returns 0, -1 on OOM. */
+ * into a freshly initialised buf; field may be NULL. Returns 0, -1 on OOM.
+ * api_error_reply takes the status and code from the row of err. */
 int api_error_body(api_buf *buf, int status, const char *code, const char *message,
                    const char *field);
+int api_error_reply(api_buf *buf, api_error err, const char *message, const char *field);
 
-/* The OpenAPI 3 document served at /openapi.json (static, NUL-terminated). */
-const char *api_openapi_json(void);
+/* The OpenAPI 3 document served at /openapi.json (static, NUL-terminated):
+ * build/gen/openapi.json, made by `make` from the tables and embedded by
+ * api/openapi_doc.S. Only programs that call this link that object. */
+static inline const char *api_openapi_json(void) {
+    extern const char api__openapi_doc[];
+    return api__openapi_doc;
+}
 
 #endif

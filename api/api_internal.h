@@ -9,7 +9,9 @@
  *   state_dict.c "state_dict" into the parameter buffer
  *   respond.c    the 200 reply
  *   handle.c     api_handle: parse, limits, compute, serialise
- *   openapi.c    the OpenAPI document
+ *   outputs.c    the output table: where each output is and its shape
+ *   tables.c     the module, output and error tables as JSON (for the document)
+ *   openapi_doc.S  embeds build/gen/openapi.json (made from tables.c's JSON)
  */
 #ifndef API_INTERNAL_H
 #define API_INTERNAL_H
@@ -27,15 +29,14 @@
 #define API_ECHO_MAX 128
 
 typedef struct {
-    int status;          /* HTTP status */
-    const char *code;    /* static string: "invalid_json", "invalid_shape", ... */
+    api_error code;      /* its row in API_ERROR_MAP: status and code text */
     char field[192];     /* "" = none (null in the body) */
     char message[512];
 } api_err;
 
 /* Fills e and returns -1. field may be NULL. printf-style message. */
-int api__fail(api_err *e, int status, const char *code, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+int api__fail(api_err *e, api_error code, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Copies at most API_ECHO_MAX bytes of user text into dst (size >= API_ECHO_MAX + 4),
  * control characters replaced by '?', cut on a UTF-8 boundary, "..." when cut.
@@ -123,13 +124,63 @@ const char *const *api__module_fields(attn_module m);
 /* 1 if field is in the list. */
 int api__has_field(const char *const *fields, const char *field);
 
-/* `return` names, one bit each. */
+/* ==== Outputs ============================================================= */
+
+/* Every output a request can `return`, in reply order:
+ *   XX(ID, name, element, map-shaped, description)
+ * element: F32 or U8, a tensor that core writes into attn_outputs; JSON,
+ *   written by respond.c from the request (params, tokens, timing).
+ * map-shaped: [B][H][L][S]-like, rows are queries and columns keys.
+ * description: for the OpenAPI document (NULL: none).
+ * The shape rules (where core writes an output, how many elements the plan
+ * gives it, its axes) are api__out_tensor's, in outputs.c. */
+#define API_OUTPUT_MAP(XX)                                                                         \
+    XX(CONTEXT, "context", F32, 0,                                                                 \
+       "The module's output [B][T][d_out]; sdpa: [B][H][L][Ev] as F.scaled_dot_product_attention " \
+       "returns it.")                                                                              \
+    XX(ATTN_WEIGHTS, "attn_weights", F32, 1,                                                       \
+       "Attention weights after dropout: [B][T][S] for single-head modules, [B][H][T][S] for "     \
+       "multi-head ones, or [B][T][S] averaged with average_attn_weights.")                        \
+    XX(ATTN_SCORES, "attn_scores", F32, 1, "Raw Q·Kᵀ [B][H][T][S].")                               \
+    XX(MASKED_SCORES, "masked_scores", F32, 1,                                                     \
+       "Scaled and masked scores [B][H][T][S]; masked entries are null.")                          \
+    XX(MASK, "mask", U8, 1, "The boolean mask applied [B][T][S] as 0/1, 1 = masked out.")          \
+    XX(DROPOUT_MASK, "dropout_mask", F32, 1,                                                       \
+       "Dropout multipliers (0 or 1/(1-p); 1 when inactive): [B][H][T][S], or [B][T][d_out] for "  \
+       "GPT2CausalSelfAttention (dropout on the output).")                                         \
+    XX(QUERIES, "queries", F32, 0, "Per head, after projection: [B][H][T][head_dim].")             \
+    XX(KEYS, "keys", F32, 0, "[B][Hkv][S][head_dim].")                                             \
+    XX(VALUES, "values", F32, 0, "[B][Hkv][S][head_dim].")                                         \
+    XX(CONTEXT_HEADS, "context_heads", F32, 0,                                                     \
+       "Heads concatenated, before the output projection: [B][T][H*head_dim].")                    \
+    XX(PARAMS, "params", JSON, 0,                                                                  \
+       "The state_dict used, buffers included, under PyTorch names: {k: torch.tensor(v)} loads "   \
+       "back, and it is a valid state_dict field.")                                                \
+    XX(TOKENS, "tokens", JSON, 0,                                                                  \
+       "The request's tokens; null when \"tokens\" is asked for in return but the request gave "   \
+       "none.")                                                                                    \
+    XX(TIMING, "timing", JSON, 0, NULL)
+
 typedef enum {
-    API_OUT_CONTEXT, API_OUT_ATTN_WEIGHTS, API_OUT_ATTN_SCORES, API_OUT_MASKED_SCORES,
-    API_OUT_MASK, API_OUT_DROPOUT_MASK, API_OUT_QUERIES, API_OUT_KEYS, API_OUT_VALUES,
-    API_OUT_CONTEXT_HEADS, API_OUT_PARAMS, API_OUT_TOKENS, API_OUT_TIMING, API_OUT_COUNT
+#define API_OUT_ID(id, name, elem, map, doc) API_OUT_##id,
+    API_OUTPUT_MAP(API_OUT_ID)
+#undef API_OUT_ID
+    API_OUT_COUNT
 } api_out;
-extern const char *const api__out_names[API_OUT_COUNT];
+
+typedef enum { API_ELEM_F32, API_ELEM_U8, API_ELEM_JSON } api_elem;
+
+typedef struct {
+    const char *name;        /* in `return` and in the reply */
+    api_elem elem;
+    int map;                 /* [B][H][L][S]-like */
+    const char *doc;         /* NULL: no description in the document */
+} api_output;
+
+extern const api_output api__outputs[API_OUT_COUNT];
+
+/* The index of a `return` name, or -1. */
+int api__out_find(const char *name);
 
 /* ==== Requests ============================================================ */
 
@@ -165,17 +216,38 @@ int api__state_dict_read(const json_t *sd, const attn_config *cfg, const attn_pl
 
 /* ==== Results ============================================================= */
 
+/* Marks "no attn_outputs field" in api_out_tensor.slot. */
+#define API_NO_SLOT ((size_t)-1)
+
+/* One output of one request: where core writes it and how big it is. */
+typedef struct {
+    size_t slot;       /* offsetof the attn_outputs field (a float * for F32, a
+                          uint8_t * for U8), or API_NO_SLOT */
+    size_t count;      /* elements, from the plan */
+    int B, H, rows, cols;  /* its axes; H = 0: no head axis */
+} api_out_tensor;
+
+/* Fills t for output k of a parsed request with its plan: the shape rule of
+ * each output, in outputs.c. */
+void api__out_tensor(api_out k, const api_request *rq, const attn_plan *plan, api_out_tensor *t);
+
 typedef struct {
     const api_request *rq;
     const attn_plan *plan;
     const float *params;
-    attn_outputs out;
-    float *context_bhld;   /* SDPA: context as PyTorch returns it, [B][H][L][Ev] */
+    attn_outputs out;      /* as api__out_tensor describes them (sdpa's context
+                              already in PyTorch's [B][H][L][Ev]) */
 } api_result;
 
 /* Writes the 200 body. Returns 0, or -1 with e filled (allocation, NaN). */
 int api__respond(api_buf *b, const api_result *r, const api_reply *timing_so_far,
                  double t_serialise_start, api_err *e);
+
+/* ==== The document ======================================================== */
+
+/* The endpoint, module, output and error tables as JSON text for
+ * api/openapi-gen.py (tables.c); malloc'd, NULL on failure. */
+char *api__tables_json(void);
 
 /* Monotonic milliseconds. */
 double api__now_ms(void);

@@ -1,4 +1,5 @@
-/* buf.c - the growing reply buffer, JSON string escaping and error bodies. */
+/* buf.c - the growing reply buffer, JSON string escaping, the error table
+ * (API_ERROR_MAP in api.h) and error bodies. */
 #include "api/api_internal.h"
 
 #include <stdarg.h>
@@ -137,6 +138,17 @@ void api__buf_json_string(api_buf *b, const char *s) {
     b->data[b->len] = '\0';
 }
 
+static const api_error_info errors[API_E_COUNT] = {
+#define API_E_ROW(id, status, code, description) [API_E_##id] = {status, code, description},
+    API_ERROR_MAP(API_E_ROW)
+#undef API_E_ROW
+};
+
+const api_error_info *api_error_get(api_error err) {
+    if ((int)err < 0 || err >= API_E_COUNT) return NULL;
+    return &errors[err];
+}
+
 int api_error_body(api_buf *buf, int status, const char *code, const char *message,
                    const char *field) {
     if (buf == NULL) return -1;
@@ -151,8 +163,13 @@ int api_error_body(api_buf *buf, int status, const char *code, const char *messa
     return buf->failed ? -1 : 0;
 }
 
-int api__fail(api_err *e, int status, const char *code, const char *field, const char *fmt, ...) {
-    e->status = status;
+int api_error_reply(api_buf *buf, api_error err, const char *message, const char *field) {
+    const api_error_info *i = api_error_get(err);
+    if (i == NULL) i = api_error_get(API_E_INTERNAL_ERROR);
+    return api_error_body(buf, i->status, i->code, message, field);
+}
+
+int api__fail(api_err *e, api_error code, const char *field, const char *fmt, ...) {
     e->code = code;
     snprintf(e->field, sizeof e->field, "%s", field ? field : "");
     va_list ap;
@@ -197,13 +214,14 @@ static const char *rename_field(const char *f, attn_module m) {
 }
 
 void api__from_attn(api_err *e, const attn_error *ae, attn_module m) {
-    int status = 400;
-    const char *code = attn_status_name(ae->code);
+    api_error code;
     switch (ae->code) {
-    case ATTN_ERR_RANGE: status = 413; break;
-    case ATTN_ERR_NOMEM: status = 503; break;
-    case ATTN_ERR_ARG: case ATTN_ERR_SHAPE: case ATTN_ERR_NONFINITE: break;
-    default: status = 500; code = "internal_error"; break;
+    case ATTN_ERR_ARG: code = API_E_INVALID_ARGUMENT; break;
+    case ATTN_ERR_SHAPE: code = API_E_INVALID_SHAPE; break;
+    case ATTN_ERR_RANGE: code = API_E_TOO_LARGE; break;
+    case ATTN_ERR_NONFINITE: code = API_E_NON_FINITE; break;
+    case ATTN_ERR_NOMEM: code = API_E_OUT_OF_MEMORY; break;
+    default: code = API_E_INTERNAL_ERROR; break;
     }
-    api__fail(e, status, code, rename_field(ae->field, m), "%s", ae->message);
+    api__fail(e, code, rename_field(ae->field, m), "%s", ae->message);
 }

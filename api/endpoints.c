@@ -82,19 +82,3 @@ int api__has_field(const char *const *fields, const char *field) {
         if (strcmp(*fields, field) == 0) return 1;
     return 0;
 }
-
-const char *const api__out_names[API_OUT_COUNT] = {
-    [API_OUT_CONTEXT] = "context",
-    [API_OUT_ATTN_WEIGHTS] = "attn_weights",
-    [API_OUT_ATTN_SCORES] = "attn_scores",
-    [API_OUT_MASKED_SCORES] = "masked_scores",
-    [API_OUT_MASK] = "mask",
-    [API_OUT_DROPOUT_MASK] = "dropout_mask",
-    [API_OUT_QUERIES] = "queries",
-    [API_OUT_KEYS] = "keys",
-    [API_OUT_VALUES] = "values",
-    [API_OUT_CONTEXT_HEADS] = "context_heads",
-    [API_OUT_PARAMS] = "params",
-    [API_OUT_TOKENS] = "tokens",
-    [API_OUT_TIMING] = "timing",
-};

@@ -49,34 +49,28 @@ double api__now_ms(void) {
  * comma. */
 #define API_REPLY_FLOATS_PER_VALUE 3
 
-/* The values of every requested output (reply size estimate, and the SDPA
- * transposed copy). */
+/* The values of every requested output (reply size estimate). */
 static size_t output_values(const api_request *rq, const attn_plan *p) {
-    unsigned w = rq->returns;
     size_t n = 0;
-    if (w & 1u << API_OUT_CONTEXT) n += p->n_context;
-    if (w & 1u << API_OUT_ATTN_WEIGHTS) n += rq->average && rq->multi_head ? p->n_avg : p->n_scores;
-    if (w & 1u << API_OUT_ATTN_SCORES) n += p->n_scores;
-    if (w & 1u << API_OUT_MASKED_SCORES) n += p->n_scores;
-    if (w & 1u << API_OUT_MASK) n += p->n_mask;
-    if (w & 1u << API_OUT_DROPOUT_MASK) n += p->n_dropout;
-    if (w & 1u << API_OUT_QUERIES) n += p->n_queries;
-    if (w & 1u << API_OUT_KEYS) n += p->n_keys;
-    if (w & 1u << API_OUT_VALUES) n += p->n_values;
-    if (w & 1u << API_OUT_CONTEXT_HEADS) n += p->n_context_heads;
-    if (w & 1u << API_OUT_PARAMS) n += p->n_params;
-    return n; /* each term is below 2^40 (attn_plan_make): no overflow */
+    for (int k = 0; k < API_OUT_COUNT; k++) {
+        if (!(rq->returns & 1u << k)) continue;
+        api_out_tensor t;
+        api__out_tensor((api_out)k, rq, p, &t);
+        n += t.count; /* each is below 2^40 (attn_plan_make): no overflow */
+    }
+    return n;
 }
 
-/* The output tensors, each allocated only when asked for. */
+/* The output tensors, each allocated only when asked for (and sdpa's
+ * transposed context). */
 typedef struct {
-    void *p[12];
+    void *p[API_OUT_COUNT + 1];
     int n;
     int failed;
 } allocs;
 
 static void *take(allocs *a, size_t count, size_t size) {
-    void *p = malloc(count ? count * size : 1);
+    void *p = a->n < (int)(sizeof a->p / sizeof a->p[0]) ? malloc(count ? count * size : 1) : NULL;
     if (p == NULL) a->failed = 1;
     else a->p[a->n++] = p;
     return p;
@@ -87,31 +81,39 @@ static void allocs_free(allocs *a) {
     a->n = 0;
 }
 
+/* Allocates every requested output that core writes, in the attn_outputs
+ * field its row names. */
+static void alloc_outputs(const api_request *rq, const attn_plan *plan, attn_outputs *o, allocs *a) {
+    for (int k = 0; k < API_OUT_COUNT; k++) {
+        api_out_tensor t;
+        api__out_tensor((api_out)k, rq, plan, &t);
+        if (!(rq->returns & 1u << k) || t.slot == API_NO_SLOT) continue;
+        char *field = (char *)o + t.slot;
+        if (api__outputs[k].elem == API_ELEM_U8) *(uint8_t **)field = take(a, t.count, 1);
+        else *(float **)field = take(a, t.count, sizeof(float));
+    }
+}
+
+/* sdpa: core's context [B][L][H][Dv] copied into bhld as PyTorch's
+ * [B][H][L][Dv], which then takes its place in o->context. */
+static void context_to_bhld(const attn_plan *plan, attn_outputs *o, float *bhld) {
+    size_t Dv = (size_t)plan->Dv;
+    for (int b = 0; b < plan->B; b++)
+        for (int h = 0; h < plan->H; h++)
+            for (int i = 0; i < plan->L; i++)
+                memcpy(bhld + (((size_t)b * plan->H + h) * plan->L + i) * Dv,
+                       o->context + (((size_t)b * plan->L + i) * plan->H + h) * Dv,
+                       Dv * sizeof(float));
+    o->context = bhld;
+}
+
 static int compute(const api_request *rq, const attn_plan *plan, const float *params,
-                   attn_rng *rng, api_result *res, allocs *a, api_err *e) {
+                   attn_rng *rng, attn_outputs *o, allocs *a, api_err *e) {
     const attn_config *c = &rq->cfg;
-    unsigned w = rq->returns;
-    attn_outputs *o = &res->out;
-    int sdpa = c->module == ATTN_SDPA;
-    if (w & 1u << API_OUT_CONTEXT) {
-        o->context = take(a, plan->n_context, sizeof(float));
-        if (sdpa) res->context_bhld = take(a, plan->n_context, sizeof(float));
-    }
-    if (w & 1u << API_OUT_ATTN_WEIGHTS) {
-        if (rq->average && rq->multi_head) o->weights_avg = take(a, plan->n_avg, sizeof(float));
-        else o->weights = take(a, plan->n_scores, sizeof(float));
-    }
-    if (w & 1u << API_OUT_ATTN_SCORES) o->scores = take(a, plan->n_scores, sizeof(float));
-    if (w & 1u << API_OUT_MASKED_SCORES) o->masked_scores = take(a, plan->n_scores, sizeof(float));
-    if (w & 1u << API_OUT_MASK) o->mask = take(a, plan->n_mask, 1);
-    if (w & 1u << API_OUT_DROPOUT_MASK) o->dropout_mask = take(a, plan->n_dropout, sizeof(float));
-    if (w & 1u << API_OUT_QUERIES) o->queries = take(a, plan->n_queries, sizeof(float));
-    if (w & 1u << API_OUT_KEYS) o->keys = take(a, plan->n_keys, sizeof(float));
-    if (w & 1u << API_OUT_VALUES) o->values = take(a, plan->n_values, sizeof(float));
-    if (w & 1u << API_OUT_CONTEXT_HEADS)
-        o->context_heads = take(a, plan->n_context_heads, sizeof(float));
-    if (a->failed)
-        return api__fail(e, 503, "out_of_memory", NULL, "cannot allocate the outputs");
+    int sdpa = attn_module_has(c->module, ATTN_MOD_QKV_INPUTS);
+    alloc_outputs(rq, plan, o, a);
+    float *bhld = sdpa && o->context ? take(a, plan->n_context, sizeof(float)) : NULL;
+    if (a->failed) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the outputs");
 
     attn_inputs in = {
         .params = plan->n_params ? params : NULL,
@@ -136,15 +138,7 @@ static int compute(const api_request *rq, const attn_plan *plan, const float *pa
         api__from_attn(e, &ae, c->module);
         return -1;
     }
-    if (res->context_bhld) { /* [B][L][H][Dv] -> [B][H][L][Dv] */
-        size_t Dv = (size_t)plan->Dv;
-        for (int b = 0; b < plan->B; b++)
-            for (int h = 0; h < plan->H; h++)
-                for (int i = 0; i < plan->L; i++)
-                    memcpy(res->context_bhld + (((size_t)b * plan->H + h) * plan->L + i) * Dv,
-                           o->context + (((size_t)b * plan->L + i) * plan->H + h) * Dv,
-                           Dv * sizeof(float));
-    }
+    if (bhld) context_to_bhld(plan, o, bhld);
     return 0;
 }
 
@@ -168,10 +162,10 @@ static int parameters(const api_request *rq, const attn_plan *plan, float *param
 
 static int fail_reply(api_reply *reply, const api_err *e) {
     api_buf_free(&reply->body);
-    reply->status = e->status;
-    if (api_error_body(&reply->body, e->status, e->code, e->message, e->field) != 0) {
+    reply->status = api_error_get(e->code)->status;
+    if (api_error_reply(&reply->body, e->code, e->message, e->field) != 0) {
         api_buf_free(&reply->body);
-        reply->status = 503;
+        reply->status = api_error_get(API_E_OUT_OF_MEMORY)->status;
     }
     return reply->status;
 }
@@ -180,7 +174,7 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
                api_reply *reply) {
     double t0 = api__now_ms();
     *reply = (api_reply){0};
-    api_err e = {.status = 500, .code = "internal_error"};
+    api_err e = {.code = API_E_INTERNAL_ERROR};
     size_t max = lim && lim->max_elements ? lim->max_elements : ATTN_MAX_ELEMENTS;
     api_request rq = {0};
     allocs a = {0};
@@ -195,7 +189,7 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
     /* Tensor arrays first (numscan.c), jansson reads the rest. */
     api_scan scan;
     if (api__scan_body(body ? body : "", body ? len : 0, max, &scan)) {
-        api__fail(&e, 503, "out_of_memory", NULL, "cannot allocate the request's tensors");
+        api__fail(&e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the request's tensors");
         goto done;
     }
     api__scan_set_current(&scan);
@@ -207,13 +201,13 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
      * allocation: jansson 2.14's lexer drops the character it could not
      * append ("SelfAttention_v1" parsed as "SelfAttention_1"). */
     if (json_alloc_failed || (root == NULL && json_error_code(&je) == json_error_out_of_memory)) {
-        api__fail(&e, 503, "out_of_memory", NULL, "cannot allocate the parsed request");
+        api__fail(&e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the parsed request");
         goto done;
     }
     if (root == NULL) {
         /* jansson's text quotes the input near the error: keep it one line */
         char text[API_ECHO_MAX + 4];
-        api__fail(&e, 400, "invalid_json", NULL, "malformed JSON at line %d, column %d: %s",
+        api__fail(&e, API_E_INVALID_JSON, NULL, "malformed JSON at line %d, column %d: %s",
                   je.line, je.column, api__echo(text, sizeof text, je.text));
         goto done;
     }
@@ -227,9 +221,9 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
     }
     size_t out_values = output_values(&rq, &plan);
     size_t need = plan.total_elements + out_values * API_REPLY_FLOATS_PER_VALUE;
-    if (rq.cfg.module == ATTN_SDPA) need += plan.n_context;
+    if (attn_module_has(rq.cfg.module, ATTN_MOD_QKV_INPUTS)) need += plan.n_context;
     if (need > max) {
-        api__fail(&e, 413, "too_large", NULL,
+        api__fail(&e, API_E_TOO_LARGE, NULL,
                   "this request needs about %zu values (inputs, parameters, intermediates, "
                   "outputs and reply), over this server's limit of %zu",
                   need, max);
@@ -240,14 +234,14 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
         size_t bytes = need > SIZE_MAX / sizeof(float) ? SIZE_MAX : need * sizeof(float);
         if (lim->reserve(lim->reserve_ctx, bytes, msg, sizeof msg) != 0) {
             msg[sizeof msg - 1] = '\0';
-            api__fail(&e, 503, "overloaded", NULL, "%s", msg);
+            api__fail(&e, API_E_OVERLOADED, NULL, "%s", msg);
             goto done;
         }
     }
     params = malloc((plan.n_params ? plan.n_params : 1) * sizeof *params);
     rng = malloc(sizeof *rng);
     if (params == NULL || rng == NULL) {
-        api__fail(&e, 503, "out_of_memory", NULL, "cannot allocate the parameters");
+        api__fail(&e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the parameters");
         goto done;
     }
     if (parameters(&rq, &plan, params, rng, &rng_ptr, &e)) goto done;
@@ -257,7 +251,7 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
     reply->ms_parse = t1 - t0;
 
     api_result res = {.rq = &rq, .plan = &plan, .params = params};
-    if (compute(&rq, &plan, params, rng_ptr, &res, &a, &e)) goto done;
+    if (compute(&rq, &plan, params, rng_ptr, &res.out, &a, &e)) goto done;
     double t2 = api__now_ms();
     reply->ms_compute = t2 - t1;
 
@@ -275,8 +269,8 @@ done:
     free(rng);
     api__request_free(&rq);
     if (!ok) {
-        if (e.status == 500 && reply->body.failed)
-            api__fail(&e, 503, "out_of_memory", NULL, "cannot allocate the reply");
+        if (e.code == API_E_INTERNAL_ERROR && reply->body.failed)
+            api__fail(&e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");
         return fail_reply(reply, &e);
     }
     reply->status = 200;

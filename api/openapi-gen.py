@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
-"""Writes api/openapi.json and api/openapi.c (the same document as a C string).
+"""Writes the OpenAPI document that the server embeds and serves at /openapi.json.
 
-Run from the repository root after editing this file or api/examples/:
-    python3 api/openapi-gen.py
-tests/test_api_openapi.c checks that both files hold the same document, that
-every field the parser accepts is described for its endpoint, and that every
-example is answered with 200.
+    python3 api/openapi-gen.py TABLES.json OUT.json      (OUT.json "-": stdout)
+
+`make` runs it as build/tools/api-tables > build/gen/tables.json, then this,
+which writes build/gen/openapi.json; api/openapi_doc.S embeds that file. The
+endpoints and their modules, the fields of each module, the outputs and the
+error codes come from TABLES.json (api/tables.c prints the C tables); the
+examples from api/examples/; the prose (field descriptions, summaries) is
+below. tests/test_api_openapi.c runs this script on the tables of the test
+program itself and checks that it reproduces the embedded document.
 """
 import glob
 import json
 import os
+import sys
 
 T = {"$ref": "#/components/schemas/Tensor"}
 BOOL_T = {"$ref": "#/components/schemas/Tensor"}
@@ -19,9 +24,7 @@ FIELDS = {
     "module": ({"type": "string"}, "The Python class to run; each endpoint lists the ones it serves and its default."),
     "inputs": (T, "Token embeddings: [T][d_in] (one sequence; outputs then have no batch axis) or [B][T][d_in], as nested arrays or {\"shape\", \"data\"} flat row-major. Ragged arrays, non-numbers, values beyond float32 and empty axes are rejected with the path of the element, e.g. \"inputs[1][2]\"."),
     "tokens": ({"type": "array", "items": {"type": "string"}}, "Labels of the T tokens (L queries for sdpa), echoed back for viewers; their count must equal T. Returned by default when given."),
-    "return": ({"type": "array", "items": {"type": "string", "enum": [
-        "context", "attn_weights", "attn_scores", "masked_scores", "mask", "dropout_mask", "queries",
-        "keys", "values", "context_heads", "params", "tokens", "timing"]}},
+    "return": ({"type": "array", "items": {"type": "string", "enum": []}},  # the output table's names
         "Outputs to include (default [\"context\", \"attn_weights\"], plus \"tokens\" when tokens are given). An unknown name is a 400."),
     "precision": ({"type": "integer", "minimum": 1, "maximum": 9}, "Significant digits of every float in the reply. Default: the shortest decimal that reads back as the same float32."),
     "output_format": ({"type": "string", "enum": ["nested", "flat"], "default": "nested"}, "Tensors as nested arrays, or {\"shape\": [...], \"data\": [...]} flat row-major."),
@@ -56,58 +59,47 @@ FIELDS = {
     "query": (T, "sdpa: queries [B][H][L][E]; rank 3 is [H][L][E] (no batch axis in the outputs), rank 2 [L][E] (one head, no batch). H must be a multiple of Hkv (grouped-query attention)."),
 }
 
-COMMON = ["module", "tokens", "return", "precision", "output_format"]
-MASKING = ["causal", "scale", "attn_mask", "key_padding_mask", "mask_method", "average_attn_weights"]
-TRAINABLE = ["inputs", "init", "state_dict", "training", "dropout_seed"]
-MODULE_FIELDS = {
-    "simple": COMMON + MASKING + ["inputs", "normalization"],
-    "SelfAttention_v1": COMMON + MASKING + TRAINABLE + ["d_in", "d_out"],
-    "SelfAttention_v2": COMMON + MASKING + TRAINABLE + ["d_in", "d_out", "qkv_bias"],
-    "CausalAttention": COMMON + MASKING + TRAINABLE + ["d_in", "d_out", "context_length", "dropout", "qkv_bias"],
-    "MultiHeadAttentionWrapper": COMMON + MASKING + TRAINABLE + ["d_in", "d_out", "context_length", "dropout", "num_heads", "qkv_bias"],
-    "MultiHeadAttention": COMMON + MASKING + TRAINABLE + ["d_in", "d_out", "context_length", "dropout", "num_heads", "qkv_bias"],
-    "GPT2CausalSelfAttention": COMMON + MASKING + TRAINABLE + ["n_embd", "n_head", "block_size", "dropout"],
-    "torch.nn.MultiheadAttention": COMMON + MASKING + TRAINABLE + ["embed_dim", "num_heads", "dropout", "bias", "kdim", "vdim", "key", "value"],
-    "scaled_dot_product_attention": COMMON + MASKING + ["query", "key", "value", "dropout", "dropout_seed"],
+SUMMARIES = {
+    "simple": "Attention without trainable weights (chapter 3.3): scores = X·Xᵀ, softmax or sum normalisation.",
+    "self": "SelfAttention_v1 / SelfAttention_v2 (chapter 3.4).",
+    "causal": "CausalAttention (chapter 3.5).",
+    "multihead": "MultiHeadAttention, MultiHeadAttentionWrapper (chapter 3.6), GPT2CausalSelfAttention (gpt2_min.py) and torch.nn.MultiheadAttention (batch_first=True).",
+    "sdpa": "Scaled dot-product attention on given query, key and value (cross-attention when L != S, grouped-query when Hkv < H).",
 }
-ENDPOINTS = [
-    ("simple", ["simple"], "Attention without trainable weights (chapter 3.3): scores = X·Xᵀ, softmax or sum normalisation."),
-    ("self", ["SelfAttention_v2", "SelfAttention_v1"], "SelfAttention_v1 / SelfAttention_v2 (chapter 3.4)."),
-    ("causal", ["CausalAttention"], "CausalAttention (chapter 3.5)."),
-    ("multihead", ["MultiHeadAttention", "MultiHeadAttentionWrapper", "GPT2CausalSelfAttention", "torch.nn.MultiheadAttention"],
-     "MultiHeadAttention, MultiHeadAttentionWrapper (chapter 3.6), GPT2CausalSelfAttention (gpt2_min.py) and torch.nn.MultiheadAttention (batch_first=True)."),
-    ("sdpa", ["scaled_dot_product_attention"], "Scaled dot-product attention on given query, key and value (cross-attention when L != S, grouped-query when Hkv < H)."),
-]
-MODULE_NAMES = [m for _, mods, _ in ENDPOINTS for m in mods]
 REQUIRED = {"simple": ["inputs"], "self": ["inputs"], "causal": ["inputs", "d_out"], "multihead": ["inputs"], "sdpa": ["query", "key", "value"]}
 
 ERROR_STATUSES = {
-    "400": "Malformed JSON (code invalid_json, with line and column), a missing field (missing_field), an unknown field (unknown_field), a wrong type (invalid_type), a bad value or configuration (invalid_argument, e.g. a module the endpoint does not serve), disagreeing sizes (invalid_shape, e.g. d_out not divisible by num_heads, T over context_length, ragged arrays), NaN or values beyond float32 (non_finite).",
+    "400": "Malformed JSON (code invalid_json, with line and column), a missing field (missing_field), an unknown field (unknown_field), a wrong type (invalid_type), a bad value or configuration (invalid_argument, e.g. a module the endpoint does not serve), disagreeing sizes (invalid_shape, e.g. d_out not divisible by num_heads, T over context_length, ragged arrays), NaN or values beyond float32 (non_finite), a binary tensor whose text is not base64 (invalid_base64), a gzip body that is not one well-formed gzip member (invalid_gzip).",
     "404": "Unknown path (not_found).",
     "405": "Method not allowed (method_not_allowed); the Allow header lists the allowed ones.",
+    "415": "A Content-Encoding other than gzip or identity (unsupported_encoding); the Accept-Encoding header lists those taken.",
     "413": "The body is over --max-body, or the request would make the server hold more than --max-elements values (too_large), checked before allocating.",
     "500": "Internal error (internal_error; a result holding NaN or infinity), or out_of_memory when the server cannot allocate even the error reply.",
     "503": "Every worker is busy and the queue is full (overloaded, with Retry-After), or memory ran out (out_of_memory).",
 }
 
 
-def request_schema(ep, modules):
+def request_schema(ep, modules, tables):
+    fields = {m["name"]: m["fields"] for m in tables["modules"]}
+    aliases = [a for m in tables["modules"] if m["name"] in modules for a in m["aliases"]]
     names = []
     for m in modules:
-        for f in MODULE_FIELDS[m]:
+        for f in fields[m]:
             if f not in names:
                 names.append(f)
     props = {}
     for f in names:
         schema, desc = FIELDS[f]
         s = dict(schema)
+        if f == "return":
+            s["items"] = {"type": "string", "enum": [o["name"] for o in tables["outputs"]]}
         if f == "module":
-            s = {"type": "string", "enum": modules + (["sdpa"] if ep == "sdpa" else []), "default": modules[0]}
+            s = {"type": "string", "enum": modules + aliases, "default": modules[0]}
         s["description"] = desc
         if f in ("d_out", "num_heads", "n_head") and ep == "multihead":
-            s["description"] += " Taken by: " + ", ".join(m for m in modules if f in MODULE_FIELDS[m]) + "."
+            s["description"] += " Taken by: " + ", ".join(m for m in modules if f in fields[m]) + "."
         props[f] = s
-    per_module = {m: MODULE_FIELDS[m] for m in modules}
+    per_module = {m: fields[m] for m in modules}
     return {
         "type": "object",
         "description": "Fields taken by each module (any other field is a 400 unknown_field; null is the same as absent): "
@@ -122,7 +114,44 @@ def error_response(desc):
     return {"description": desc, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 
 
+# Outputs that are not tensors: their schemas (the description is the table's).
+JSON_OUTPUTS = {
+    "params": {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/Tensor"}},
+    "tokens": {"type": ["array", "null"], "items": {"type": "string"}},
+    "timing": {"type": "object", "properties": {k: {"type": "number", "minimum": 0} for k in ["parse_ms", "compute_ms", "serialise_ms"]},
+               "required": ["parse_ms", "compute_ms", "serialise_ms"], "additionalProperties": False},
+}
+
+
+def output_schema(o):
+    if o["element"] == "json":
+        s = dict(JSON_OUTPUTS[o["name"]])
+    else:
+        s = {"$ref": "#/components/schemas/Tensor"}
+    if o.get("description") is not None:
+        s["description"] = o["description"]
+    return s
+
+
+def error_schema(errors):
+    statuses = sorted({e["status"] for e in errors})
+    if statuses != sorted(int(k) for k in ERROR_STATUSES):
+        sys.exit("openapi-gen: the error table's statuses %s are not those described in ERROR_STATUSES" % statuses)
+    return {"type": "object", "properties": {"error": {"type": "object", "properties": {
+        "status": {"type": "integer", "enum": statuses},
+        "code": {"type": "string", "enum": [e["code"] for e in errors],
+                 "description": " ".join("%s (%d): %s" % (e["code"], e["status"], e["description"]) for e in errors)},
+        "message": {"type": "string"},
+        "field": {"type": ["string", "null"], "description": "The field at fault, with the path of the element: \"inputs[1][2]\", \"state_dict.W_query.weight\"; null when none."}},
+        "required": ["status", "code", "message", "field"], "additionalProperties": False}},
+        "required": ["error"], "additionalProperties": False}
+
+
 def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    with open(sys.argv[1]) as f:
+        tables = json.load(f)
     root = os.path.dirname(os.path.abspath(__file__))
     examples = {}
     for path in sorted(glob.glob(os.path.join(root, "examples", "*.json"))):
@@ -131,15 +160,16 @@ def main():
             examples.setdefault(name.split("_")[0], {})[name] = {"value": json.load(f)}
     paths = {}
     schemas = {}
-    for ep, modules, summary in ENDPOINTS:
+    for endpoint in tables["endpoints"]:
+        ep, modules, summary = endpoint["name"], endpoint["modules"], SUMMARIES[endpoint["name"]]
         cname = ep.capitalize() + "Request"
-        schemas[cname] = request_schema(ep, modules)
+        schemas[cname] = request_schema(ep, modules, tables)
         responses = {"200": {"description": "The requested outputs.", "content": {"application/json": {
             "schema": {"$ref": "#/components/schemas/AttentionResponse"}}}}}
         for st, desc in ERROR_STATUSES.items():
             if st != "404":
                 responses[st] = error_response(desc)
-        paths["/attention/" + ep] = {"post": {
+        paths[endpoint["path"]] = {"post": {
             "operationId": "attention_" + ep,
             "summary": summary,
             "description": "Modules: " + ", ".join(modules) + " (default " + modules[0] + "). The content type is not checked: the body is parsed as JSON.",
@@ -165,10 +195,16 @@ def main():
     paths["/openapi.json"] = {"get": {"operationId": "openapi", "summary": "This document.", "responses": {"200": {
         "description": "OpenAPI 3.1 document", "content": {"application/json": {"schema": {"type": "object"}}}}}}}
 
-    tensor_out = {"$ref": "#/components/schemas/Tensor"}
     schemas.update({
-        "Tensor": {"description": "Nested arrays (as tensor.tolist() gives) or {\"shape\", \"data\"} flat row-major. In replies, masked_scores carries -inf as null.",
-                   "oneOf": [{"$ref": "#/components/schemas/NestedArray"}, {"$ref": "#/components/schemas/FlatTensor"}]},
+        "Tensor": {"description": "Nested arrays (as tensor.tolist() gives), {\"shape\", \"data\"} flat row-major, or {\"shape\", \"dtype\", \"base64\"} binary. In replies, masked_scores carries -inf as null.",
+                   "oneOf": [{"$ref": "#/components/schemas/NestedArray"}, {"$ref": "#/components/schemas/FlatTensor"},
+                             {"$ref": "#/components/schemas/BinaryTensor"}]},
+        "BinaryTensor": {"type": "object", "description": "The tensor's little-endian, row-major bytes in base64 (RFC 4648 alphabet, '=' padding optional), as embedding APIs return vectors: float32 by default, float16, or uint8 (0/1) for masks.",
+            "properties": {
+                "shape": {"type": "array", "minItems": 1, "maxItems": 4, "items": INT1},
+                "dtype": {"type": "string", "enum": ["float32", "float16", "uint8", "bool"], "default": "float32"},
+                "base64": {"type": "string"}},
+            "required": ["shape", "base64"], "additionalProperties": False},
         "NestedArray": {"type": "array", "minItems": 1, "items": {"oneOf": [
             {"type": "number"}, {"type": "boolean"}, {"type": "string", "enum": ["-inf", "-Infinity"]}, {"type": "null"},
             {"$ref": "#/components/schemas/NestedArray"}]}},
@@ -181,33 +217,11 @@ def main():
                   "required": ["batch", "tokens", "kv_tokens", "d_in", "d_out", "num_heads", "head_dim"], "additionalProperties": False},
         "AttentionResponse": {"type": "object", "description": "Every tensor loses its batch axis when the inputs had none; single-head modules have no head axis. Floats are the shortest decimals that read back as the same float32, or `precision` digits.",
             "properties": {
-                "module": {"type": "string", "enum": MODULE_NAMES},
+                "module": {"type": "string", "enum": [m for e in tables["endpoints"] for m in e["modules"]]},
                 "shape": {"$ref": "#/components/schemas/Shape"},
-                "context": dict(tensor_out, description="The module's output [B][T][d_out]; sdpa: [B][H][L][Ev] as F.scaled_dot_product_attention returns it."),
-                "attn_weights": dict(tensor_out, description="Attention weights after dropout: [B][T][S] for single-head modules, [B][H][T][S] for multi-head ones, or [B][T][S] averaged with average_attn_weights."),
-                "attn_scores": dict(tensor_out, description="Raw Q·Kᵀ [B][H][T][S]."),
-                "masked_scores": dict(tensor_out, description="Scaled and masked scores [B][H][T][S]; masked entries are null."),
-                "mask": dict(tensor_out, description="The boolean mask applied [B][T][S] as 0/1, 1 = masked out."),
-                "dropout_mask": dict(tensor_out, description="Dropout multipliers (0 or 1/(1-p); 1 when inactive): [B][H][T][S], or [B][T][d_out] for GPT2CausalSelfAttention (dropout on the output)."),
-                "queries": dict(tensor_out, description="Per head, after projection: [B][H][T][head_dim]."),
-                "keys": dict(tensor_out, description="[B][Hkv][S][head_dim]."),
-                "values": dict(tensor_out, description="[B][Hkv][S][head_dim]."),
-                "context_heads": dict(tensor_out, description="Heads concatenated, before the output projection: [B][T][H*head_dim]."),
-                "params": {"type": "object", "additionalProperties": tensor_out, "description": "The state_dict used, buffers included, under PyTorch names: {k: torch.tensor(v)} loads back, and it is a valid state_dict field."},
-                "tokens": {"type": ["array", "null"], "items": {"type": "string"},
-                           "description": "The request's tokens; null when \"tokens\" is asked for in return but the request gave none."},
-                "timing": {"type": "object", "properties": {k: {"type": "number", "minimum": 0} for k in ["parse_ms", "compute_ms", "serialise_ms"]},
-                           "required": ["parse_ms", "compute_ms", "serialise_ms"], "additionalProperties": False},
+                **{o["name"]: output_schema(o) for o in tables["outputs"]},
             }, "required": ["module", "shape"], "additionalProperties": False},
-        "Error": {"type": "object", "properties": {"error": {"type": "object", "properties": {
-            "status": {"type": "integer", "enum": [int(k) for k in ERROR_STATUSES]},
-            "code": {"type": "string", "enum": ["invalid_json", "missing_field", "unknown_field", "invalid_type", "invalid_argument",
-                                               "invalid_shape", "non_finite", "too_large", "not_found", "method_not_allowed",
-                                               "overloaded", "draining", "out_of_memory", "internal_error"]},
-            "message": {"type": "string"},
-            "field": {"type": ["string", "null"], "description": "The field at fault, with the path of the element: \"inputs[1][2]\", \"state_dict.W_query.weight\"; null when none."}},
-            "required": ["status", "code", "message", "field"], "additionalProperties": False}},
-            "required": ["error"], "additionalProperties": False},
+        "Error": error_schema(tables["errors"]),
     })
     doc = {
         "openapi": "3.1.0",
@@ -217,18 +231,12 @@ def main():
         "components": {"schemas": schemas},
     }
     text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
-    with open(os.path.join(root, "openapi.json"), "w") as f:
-        f.write(text)
-    lines = ['/* openapi.c - the OpenAPI document served at /openapi.json.',
-             ' * Generated by api/openapi-gen.py with api/openapi.json: do not edit. */',
-             '#include "api/api_internal.h"', '', 'static const char doc[] =']
-    for line in text.splitlines(True):
-        esc = line.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-        lines.append('    "' + esc + '"')
-    lines[-1] += ";"
-    lines += ['', 'const char *api_openapi_json(void) { return doc; }', '']
-    with open(os.path.join(root, "openapi.c"), "w") as f:
-        f.write("\n".join(lines))
+    if sys.argv[2] == "-":
+        sys.stdout.write(text)
+    else:
+        with open(sys.argv[2] + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(sys.argv[2] + ".tmp", sys.argv[2])
 
 
 main()

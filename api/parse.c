@@ -17,7 +17,7 @@ static const json_t *get(const json_t *root, const char *name) {
 static int wrong_type(api_err *e, const char *name, const json_t *v, const char *want) {
     static const char *const names[] = {"an object", "an array", "a string", "an integer",
                                         "a number", "true", "false", "null"};
-    return api__fail(e, 400, "invalid_type", name, "%s must be %s, got %s", name, want,
+    return api__fail(e, API_E_INVALID_TYPE, name, "%s must be %s, got %s", name, want,
                      names[json_typeof(v)]);
 }
 
@@ -29,7 +29,7 @@ static int get_int(const json_t *root, const char *name, long long min, long lon
     if (!json_is_integer(v)) return wrong_type(e, name, v, "an integer");
     long long x = json_integer_value(v);
     if (x < min || x > max)
-        return api__fail(e, 400, "invalid_argument", name, "%s must be from %lld to %lld, got %lld",
+        return api__fail(e, API_E_INVALID_ARGUMENT, name, "%s must be from %lld to %lld, got %lld",
                          name, min, max, x);
     *out = (int)x;
     return 1;
@@ -67,7 +67,7 @@ static int get_choice(const json_t *root, const char *name, const char *const *c
         snprintf(list + n, sizeof list - n, "%s\"%s\"", i ? ", " : "", choices[i]);
     }
     char echo[API_ECHO_MAX + 4];
-    return api__fail(e, 400, "invalid_argument", name, "%s \"%s\" is not one of %s", name,
+    return api__fail(e, API_E_INVALID_ARGUMENT, name, "%s \"%s\" is not one of %s", name,
                      api__echo(echo, sizeof echo, json_string_value(v)), list);
 }
 
@@ -76,7 +76,7 @@ static int get_choice(const json_t *root, const char *name, const char *const *c
 static int pick_module(api_endpoint ep, const json_t *root, attn_module *m, api_err *e) {
     attn_module mods[ATTN_MODULE_COUNT];
     int n = api__endpoint_modules(ep, mods);
-    if (n == 0) return api__fail(e, 404, "not_found", NULL, "unknown endpoint %d", (int)ep);
+    if (n == 0) return api__fail(e, API_E_NOT_FOUND, NULL, "unknown endpoint %d", (int)ep);
     const json_t *v = get(root, "module");
     if (v == NULL) {
         *m = mods[0];
@@ -95,7 +95,7 @@ static int pick_module(api_endpoint ep, const json_t *root, attn_module *m, api_
         size_t len = strlen(list);
         snprintf(list + len, sizeof list - len, "%s\"%s\"", i ? ", " : "", attn_module_name(mods[i]));
     }
-    return api__fail(e, 400, "invalid_argument", "module", "module \"%s\" is not served by %s, which takes %s",
+    return api__fail(e, API_E_INVALID_ARGUMENT, "module", "module \"%s\" is not served by %s, which takes %s",
                      api__echo(echo, sizeof echo, json_string_value(v)), api_endpoint_path(ep), list);
 }
 
@@ -109,9 +109,9 @@ static int check_fields(const json_t *root, attn_module m, api_err *e) {
         api__echo(echo, sizeof echo, key);
         for (int o = 0; o < ATTN_MODULE_COUNT; o++)
             if (api__has_field(api__module_fields((attn_module)o), key))
-                return api__fail(e, 400, "unknown_field", echo, "%s does not take \"%s\"",
+                return api__fail(e, API_E_UNKNOWN_FIELD, echo, "%s does not take \"%s\"",
                                  attn_module_name(m), echo);
-        return api__fail(e, 400, "unknown_field", echo, "unknown field \"%s\"", echo);
+        return api__fail(e, API_E_UNKNOWN_FIELD, echo, "unknown field \"%s\"", echo);
     }
     return 0;
 }
@@ -122,7 +122,7 @@ static int check_fields(const json_t *root, attn_module m, api_err *e) {
 static int read_inputs(const json_t *root, api_request *rq, size_t *budget, api_err *e) {
     const json_t *v = get(root, "inputs");
     if (v == NULL)
-        return api__fail(e, 400, "missing_field", "inputs",
+        return api__fail(e, API_E_MISSING_FIELD, "inputs",
                          "inputs are required: [T][d_in] or [B][T][d_in] token embeddings");
     if (api__tensor_read(v, "inputs", 2, 3, API_VAL_NUMBER, budget, &rq->x, e)) return -1;
     rq->batched = rq->x.rank == 3;
@@ -137,26 +137,26 @@ static int read_inputs(const json_t *root, api_request *rq, size_t *budget, api_
 static int read_kv_inputs(const json_t *root, api_request *rq, size_t *budget, api_err *e) {
     const json_t *k = get(root, "key"), *v = get(root, "value");
     if (v && !k)
-        return api__fail(e, 400, "missing_field", "key", "value needs key (the keys' inputs)");
+        return api__fail(e, API_E_MISSING_FIELD, "key", "value needs key (the keys' inputs)");
     int r = rq->x.rank;
     if (k && api__tensor_read(k, "key", r, r, API_VAL_NUMBER, budget, &rq->x_key, e)) return -1;
     if (v && api__tensor_read(v, "value", r, r, API_VAL_NUMBER, budget, &rq->x_value, e)) return -1;
     if (!k) return 0;
     const api_tensor *kt = &rq->x_key, *vt = v ? &rq->x_value : &rq->x_key;
     if (r == 3 && kt->shape[0] != rq->cfg.batch)
-        return api__fail(e, 400, "invalid_shape", "key", "key has batch %d, inputs have %d",
+        return api__fail(e, API_E_INVALID_SHAPE, "key", "key has batch %d, inputs have %d",
                          kt->shape[0], rq->cfg.batch);
     if (v && (vt->shape[0] != kt->shape[0] || vt->shape[r - 2] != kt->shape[r - 2]))
-        return api__fail(e, 400, "invalid_shape", "value",
+        return api__fail(e, API_E_INVALID_SHAPE, "value",
                          "value must have the key's batch and length (key has %d tokens, value %d)",
                          kt->shape[r - 2], vt->shape[r - 2]);
     rq->cfg.kv_tokens = kt->shape[r - 2];
     int kdim = kt->shape[r - 1], vdim = vt->shape[r - 1];
     if (rq->cfg.kdim && rq->cfg.kdim != kdim)
-        return api__fail(e, 400, "invalid_shape", "kdim", "kdim is %d, key has width %d",
+        return api__fail(e, API_E_INVALID_SHAPE, "kdim", "kdim is %d, key has width %d",
                          rq->cfg.kdim, kdim);
     if (rq->cfg.vdim && rq->cfg.vdim != vdim)
-        return api__fail(e, 400, "invalid_shape", "vdim", "vdim is %d, value has width %d",
+        return api__fail(e, API_E_INVALID_SHAPE, "vdim", "vdim is %d, value has width %d",
                          rq->cfg.vdim, vdim);
     rq->cfg.kdim = kdim;
     rq->cfg.vdim = vdim;
@@ -171,7 +171,7 @@ static int read_qkv(const json_t *root, api_request *rq, size_t *budget, api_err
     for (int i = 0; i < 3; i++) {
         const json_t *v = get(root, names[i]);
         if (v == NULL)
-            return api__fail(e, 400, "missing_field", names[i],
+            return api__fail(e, API_E_MISSING_FIELD, names[i],
                              "query, key and value are required: [B][H][L][E], [B][Hkv][S][E], "
                              "[B][Hkv][S][Ev] (or without B, or without B and H)");
         int min = i ? t[0]->rank : 2, max = i ? t[0]->rank : 4;
@@ -184,13 +184,13 @@ static int read_qkv(const json_t *root, api_request *rq, size_t *budget, api_err
         memcpy(s[i] + (4 - r), t[i]->shape, (size_t)r * sizeof(int));
     }
     if (s[1][0] != s[0][0] || s[2][0] != s[0][0])
-        return api__fail(e, 400, "invalid_shape", s[1][0] != s[0][0] ? "key" : "value",
+        return api__fail(e, API_E_INVALID_SHAPE, s[1][0] != s[0][0] ? "key" : "value",
                          "query, key and value must have the same batch");
     if (s[1][3] != s[0][3])
-        return api__fail(e, 400, "invalid_shape", "key",
+        return api__fail(e, API_E_INVALID_SHAPE, "key",
                          "key has width %d, query has %d: they must match", s[1][3], s[0][3]);
     if (s[2][1] != s[1][1] || s[2][2] != s[1][2])
-        return api__fail(e, 400, "invalid_shape", "value",
+        return api__fail(e, API_E_INVALID_SHAPE, "value",
                          "value must have the key's heads and length (key [%d][%d], value [%d][%d])",
                          s[1][1], s[1][2], s[2][1], s[2][2]);
     rq->batched = r == 4;
@@ -216,14 +216,14 @@ static int read_attn_mask(const json_t *root, api_request *rq, size_t *budget, a
     if (t->shape[r - 2] != L || t->shape[r - 1] != S || (r == 3 && t->shape[0] != B)) {
         char have[96];
         api__shape_str(have, sizeof have, r, t->shape);
-        return api__fail(e, 400, "invalid_shape", "attn_mask",
+        return api__fail(e, API_E_INVALID_SHAPE, "attn_mask",
                          "attn_mask has shape %s, expected [%d, %d] or [%d, %d, %d]", have, L, S, B,
                          L, S);
     }
     if (t->all_binary) {
         rq->mask_bool = malloc(t->count);
         if (rq->mask_bool == NULL)
-            return api__fail(e, 503, "out_of_memory", "attn_mask", "cannot allocate attn_mask");
+            return api__fail(e, API_E_OUT_OF_MEMORY, "attn_mask", "cannot allocate attn_mask");
         for (size_t i = 0; i < t->count; i++) rq->mask_bool[i] = t->data[i] != 0.0f;
     }
     return 0;
@@ -239,13 +239,13 @@ static int read_kpm(const json_t *root, api_request *rq, size_t *budget, api_err
     if (t->shape[t->rank - 1] != S || (t->rank == 2 && t->shape[0] != B)) {
         char have[96];
         api__shape_str(have, sizeof have, t->rank, t->shape);
-        return api__fail(e, 400, "invalid_shape", "key_padding_mask",
+        return api__fail(e, API_E_INVALID_SHAPE, "key_padding_mask",
                          "key_padding_mask has shape %s, expected [%d, %d] or [%d]", have, B, S, S);
     }
     size_t n = (size_t)B * (size_t)S;
     rq->kpm_bool = malloc(n);
     if (rq->kpm_bool == NULL)
-        return api__fail(e, 503, "out_of_memory", "key_padding_mask", "cannot allocate the mask");
+        return api__fail(e, API_E_OUT_OF_MEMORY, "key_padding_mask", "cannot allocate the mask");
     for (size_t i = 0; i < n; i++) rq->kpm_bool[i] = t->data[t->rank == 2 ? i : i % (size_t)S] != 0.0f;
     return 0;
 }
@@ -258,7 +258,7 @@ static int read_tokens(const json_t *root, api_request *rq, api_err *e) {
     if (!json_is_array(v)) return wrong_type(e, "tokens", v, "an array of strings");
     size_t n = json_array_size(v), bytes = 1;
     if (n != (size_t)rq->cfg.tokens)
-        return api__fail(e, 400, "invalid_shape", "tokens", "tokens has %zu labels, the %s have %d tokens",
+        return api__fail(e, API_E_INVALID_SHAPE, "tokens", "tokens has %zu labels, the %s have %d tokens",
                          n, attn_module_has(rq->cfg.module, ATTN_MOD_QKV_INPUTS) ? "queries" : "inputs",
                          rq->cfg.tokens);
     for (size_t i = 0; i < n; i++) {
@@ -271,7 +271,7 @@ static int read_tokens(const json_t *root, api_request *rq, api_err *e) {
         bytes += strlen(json_string_value(s)) + 1;
     }
     rq->tokens = malloc(bytes);
-    if (rq->tokens == NULL) return api__fail(e, 503, "out_of_memory", "tokens", "cannot copy tokens");
+    if (rq->tokens == NULL) return api__fail(e, API_E_OUT_OF_MEMORY, "tokens", "cannot copy tokens");
     char *o = rq->tokens;
     for (size_t i = 0; i < n; i++) {
         const char *s = json_string_value(json_array_get(v, i));
@@ -296,15 +296,15 @@ static int read_return(const json_t *root, api_request *rq, api_err *e) {
         char name[48];
         snprintf(name, sizeof name, "return[%zu]", i);
         if (!json_is_string(s)) return wrong_type(e, name, s, "a string");
-        int k = 0;
-        while (k < API_OUT_COUNT && strcmp(api__out_names[k], json_string_value(s)) != 0) k++;
-        if (k == API_OUT_COUNT) {
-            char echo[API_ECHO_MAX + 4];
-            return api__fail(e, 400, "invalid_argument", name,
-                             "%s \"%s\" is not an output; choose from context, attn_weights, "
-                             "attn_scores, masked_scores, mask, dropout_mask, queries, keys, values, "
-                             "context_heads, params, tokens, timing",
-                             name, api__echo(echo, sizeof echo, json_string_value(s)));
+        int k = api__out_find(json_string_value(s));
+        if (k < 0) {
+            char echo[API_ECHO_MAX + 4], list[API_OUT_COUNT * 24] = "";
+            for (int o = 0; o < API_OUT_COUNT; o++) {
+                size_t n = strlen(list);
+                snprintf(list + n, sizeof list - n, "%s%s", o ? ", " : "", api__outputs[o].name);
+            }
+            return api__fail(e, API_E_INVALID_ARGUMENT, name, "%s \"%s\" is not an output; choose from %s",
+                             name, api__echo(echo, sizeof echo, json_string_value(s)), list);
         }
         rq->returns |= 1u << k;
     }
@@ -314,7 +314,7 @@ static int read_return(const json_t *root, api_request *rq, api_err *e) {
 static int read_params_source(const json_t *root, api_request *rq, api_err *e) {
     const json_t *init = get(root, "init"), *sd = get(root, "state_dict");
     if (init && sd)
-        return api__fail(e, 400, "invalid_argument", "state_dict",
+        return api__fail(e, API_E_INVALID_ARGUMENT, "state_dict",
                          "give either init or state_dict, not both");
     if (sd) {
         if (!json_is_object(sd))
@@ -323,7 +323,7 @@ static int read_params_source(const json_t *root, api_request *rq, api_err *e) {
         return 0;
     }
     if (init == NULL)
-        return api__fail(e, 400, "missing_field", "init",
+        return api__fail(e, API_E_MISSING_FIELD, "init",
                          "the parameters are missing: give \"init\": {\"seed\": N} to construct "
                          "the module after torch.manual_seed(N), or \"state_dict\": {name: tensor} "
                          "with the module's own parameters");
@@ -334,12 +334,12 @@ static int read_params_source(const json_t *root, api_request *rq, api_err *e) {
         if (strcmp(key, "seed") != 0) {
             char field[API_ECHO_MAX + 16], echo[API_ECHO_MAX + 4];
             snprintf(field, sizeof field, "init.%s", api__echo(echo, sizeof echo, key));
-            return api__fail(e, 400, "unknown_field", field, "unknown field \"%s\" (init takes \"seed\")",
+            return api__fail(e, API_E_UNKNOWN_FIELD, field, "unknown field \"%s\" (init takes \"seed\")",
                              field);
         }
     }
     v = get(init, "seed");
-    if (v == NULL) return api__fail(e, 400, "missing_field", "init.seed", "init needs a \"seed\"");
+    if (v == NULL) return api__fail(e, API_E_MISSING_FIELD, "init.seed", "init needs a \"seed\"");
     if (!json_is_integer(v)) return wrong_type(e, "init.seed", v, "an integer");
     rq->has_init = 1;
     rq->init_seed = (uint64_t)json_integer_value(v); /* negative seeds wrap, as torch's */
@@ -353,14 +353,14 @@ static int width_matches(const json_t *root, const char *name, int width, api_er
     int rc = get_int(root, name, 1, INT32_MAX, &given, e);
     if (rc < 0) return -1;
     if (rc == 1 && given != width)
-        return api__fail(e, 400, "invalid_shape", name, "%s is %d, the inputs have width %d", name,
+        return api__fail(e, API_E_INVALID_SHAPE, name, "%s is %d, the inputs have width %d", name,
                          given, width);
     return 0;
 }
 
 static int required_int(const json_t *root, const char *name, int *out, api_err *e) {
     int rc = get_int(root, name, 1, INT32_MAX, out, e);
-    if (rc == 0) return api__fail(e, 400, "missing_field", name, "%s is required", name);
+    if (rc == 0) return api__fail(e, API_E_MISSING_FIELD, name, "%s is required", name);
     return rc < 0 ? -1 : 0;
 }
 
@@ -368,7 +368,7 @@ static int read_dropout(const json_t *root, attn_config *c, api_err *e) {
     double p = 0.0;
     if (get_number(root, "dropout", &p, e) < 0) return -1;
     if (!(p >= 0.0 && p <= 1.0))
-        return api__fail(e, 400, "invalid_argument", "dropout", "dropout must be in [0, 1], got %g", p);
+        return api__fail(e, API_E_INVALID_ARGUMENT, "dropout", "dropout must be in [0, 1], got %g", p);
     c->dropout = p;
     return 0;
 }
@@ -418,7 +418,7 @@ static int read_options(const json_t *root, api_request *rq, api_err *e) {
     if (rc < 0) return -1;
     if (rc == 1) {
         if (!(scale >= -3.4e38 && scale <= 3.4e38))
-            return api__fail(e, 400, "non_finite", "scale", "scale is beyond the float32 range");
+            return api__fail(e, API_E_NON_FINITE, "scale", "scale is beyond the float32 range");
         c->has_scale = 1;
         c->scale = (float)scale;
     }
@@ -437,7 +437,7 @@ int api__request_parse(api_endpoint ep, const json_t *root, const api_limits *li
                        api_request *rq, api_err *e) {
     *rq = (api_request){.ep = ep};
     if (!json_is_object(root))
-        return api__fail(e, 400, "invalid_type", NULL, "the request body must be a JSON object");
+        return api__fail(e, API_E_INVALID_TYPE, NULL, "the request body must be a JSON object");
     attn_module m;
     if (pick_module(ep, root, &m, e) || check_fields(root, m, e)) return -1;
     rq->cfg.module = m;

@@ -43,7 +43,7 @@ int api__state_dict_read(const json_t *sd, const attn_config *cfg, const attn_pl
             char echo[API_ECHO_MAX + 4], field[API_ECHO_MAX + 16], want[320];
             snprintf(field, sizeof field, "state_dict.%s", api__echo(echo, sizeof echo, key));
             expected_names(want, sizeof want, cfg, plan);
-            return api__fail(e, 400, "invalid_argument", field,
+            return api__fail(e, API_E_INVALID_ARGUMENT, field,
                              "%s has no parameter \"%s\"; its state_dict holds: %s", m, echo,
                              plan->param_count ? want : "nothing");
         }
@@ -60,7 +60,7 @@ int api__state_dict_read(const json_t *sd, const attn_config *cfg, const attn_pl
         }
         api__shape_str(shape, sizeof shape, p.rank, p.shape);
         if (v == NULL)
-            return api__fail(e, 400, "missing_field", field,
+            return api__fail(e, API_E_MISSING_FIELD, field,
                              "state_dict has no \"%s\": %s needs it with shape %s", p.name, m, shape);
         if (api__tensor_read_into(v, field, p.rank, p.shape, params + p.offset, e)) return -1;
     }

@@ -66,11 +66,11 @@ typedef struct {
 static int bad_value(filler *f, int depth, const json_t *v, const char *why) {
     char p[192];
     path(p, sizeof p, f->name, f->idx, depth);
-    if (why) return api__fail(f->e, 400, "non_finite", p, "%s %s", p, why);
+    if (why) return api__fail(f->e, API_E_NON_FINITE, p, "%s %s", p, why);
     if (json_is_array(v) || json_is_object(v))
-        return api__fail(f->e, 400, "invalid_shape", p, "%s is %s, expected %s (%s has %d axes)",
+        return api__fail(f->e, API_E_INVALID_SHAPE, p, "%s is %s, expected %s (%s has %d axes)",
                          p, type_name(v), expected(f->kind), f->name, f->rank);
-    return api__fail(f->e, 400, "invalid_type", p, "%s is %s, expected %s", p, type_name(v),
+    return api__fail(f->e, API_E_INVALID_TYPE, p, "%s is %s, expected %s", p, type_name(v),
                      expected(f->kind));
 }
 
@@ -86,7 +86,7 @@ static int put_value(filler *f, int depth, const json_t *v) {
         if (f->kind == API_VAL_BOOL && out != 0.0f && out != 1.0f) {
             char p[192];
             path(p, sizeof p, f->name, f->idx, depth);
-            return api__fail(f->e, 400, "invalid_argument", p, "%s is %g, expected a boolean or 0/1",
+            return api__fail(f->e, API_E_INVALID_ARGUMENT, p, "%s is %g, expected a boolean or 0/1",
                              p, d);
         }
         f->any_number = 1;
@@ -107,13 +107,13 @@ static int fill_nested(filler *f, const json_t *j, int depth) {
     char p[192];
     if (!json_is_array(j)) {
         path(p, sizeof p, f->name, f->idx, depth);
-        return api__fail(f->e, 400, "invalid_shape", p, "%s is %s, expected an array of %d",
+        return api__fail(f->e, API_E_INVALID_SHAPE, p, "%s is %s, expected an array of %d",
                          p, type_name(j), f->shape[depth]);
     }
     size_t n = json_array_size(j);
     if (n != (size_t)f->shape[depth]) {
         path(p, sizeof p, f->name, f->idx, depth);
-        return api__fail(f->e, 400, "invalid_shape", p, "%s has %zu value%s, expected %d%s", p, n,
+        return api__fail(f->e, API_E_INVALID_SHAPE, p, "%s has %zu value%s, expected %d%s", p, n,
                          n == 1 ? "" : "s", f->shape[depth],
                          n ? "" : " (empty axes are not allowed)");
     }
@@ -151,7 +151,7 @@ static int binary_header(const json_t *j, const char *name, int min_rank, int ma
         if (strcmp(key, "shape") && strcmp(key, "dtype") && strcmp(key, "base64")) {
             char echo[API_ECHO_MAX + 4];
             snprintf(p, sizeof p, "%s.%s", name, api__echo(echo, sizeof echo, key));
-            return api__fail(e, 400, "unknown_field", p,
+            return api__fail(e, API_E_UNKNOWN_FIELD, p,
                              "%s: a binary tensor has only \"shape\", \"dtype\" and \"base64\"", p);
         }
     }
@@ -159,21 +159,21 @@ static int binary_header(const json_t *j, const char *name, int min_rank, int ma
                  *d = json_object_get(j, "dtype");
     if (!json_is_array(s)) {
         snprintf(p, sizeof p, "%s.shape", name);
-        return api__fail(e, 400, s ? "invalid_type" : "missing_field", p,
+        return api__fail(e, s ? API_E_INVALID_TYPE : API_E_MISSING_FIELD, p,
                          "%s must be an array (a binary tensor is {\"shape\": [...], \"dtype\": "
                          "\"float32\", \"base64\": \"...\"})", p);
     }
     size_t r = json_array_size(s);
     if (r < (size_t)min_rank || r > (size_t)max_rank) {
         snprintf(p, sizeof p, "%s.shape", name);
-        return api__fail(e, 400, "invalid_shape", p, "%s has %zu axes, expected %d to %d", p, r,
+        return api__fail(e, API_E_INVALID_SHAPE, p, "%s has %zu axes, expected %d to %d", p, r,
                          min_rank, max_rank);
     }
     for (size_t i = 0; i < r; i++) {
         const json_t *x = json_array_get(s, i);
         snprintf(p, sizeof p, "%s.shape[%zu]", name, i);
         if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > INT32_MAX)
-            return api__fail(e, 400, "invalid_shape", p, "%s must be an integer from 1 to 2147483647",
+            return api__fail(e, API_E_INVALID_SHAPE, p, "%s must be an integer from 1 to 2147483647",
                              p);
         shape[i] = (int)json_integer_value(x);
     }
@@ -185,12 +185,12 @@ static int binary_header(const json_t *j, const char *name, int min_rank, int ma
     else if (dt && strcmp(dt, "float16") == 0) bin->type = DT_FLOAT16;
     else if (dt && masks && (strcmp(dt, "uint8") == 0 || strcmp(dt, "bool") == 0)) bin->type = DT_UINT8;
     else
-        return api__fail(e, 400, d && !json_is_string(d) ? "invalid_type" : "invalid_argument", p,
+        return api__fail(e, d && !json_is_string(d) ? API_E_INVALID_TYPE : API_E_INVALID_ARGUMENT, p,
                          "%s must be \"float32\" or \"float16\"%s", p,
                          masks ? " (or \"uint8\" for a mask)" : "");
     snprintf(p, sizeof p, "%s.base64", name);
     if (!json_is_string(b))
-        return api__fail(e, 400, "invalid_type", p, "%s must be a string of base64", p);
+        return api__fail(e, API_E_INVALID_TYPE, p, "%s must be a string of base64", p);
     bin->text = json_string_value(b);
     bin->len = json_string_length(b);
     return 0;
@@ -205,11 +205,11 @@ static int binary_fill(filler *f, const binary *bin, size_t count) {
     snprintf(p, sizeof p, "%s.base64", f->name);
     size_t have = api__b64_decoded_size(bin->text, bin->len), want = count * item[bin->type];
     if (have == SIZE_MAX)
-        return api__fail(f->e, 400, "invalid_base64", p,
+        return api__fail(f->e, API_E_INVALID_BASE64, p,
                          "%s is not base64: %zu characters cannot be a whole encoding", p, bin->len);
     if (have != want) {
         api__shape_str(s, sizeof s, f->rank, f->shape);
-        return api__fail(f->e, 400, "invalid_shape", p,
+        return api__fail(f->e, API_E_INVALID_SHAPE, p,
                          "%s decodes to %zu bytes, shape %s of %s needs %zu", p, have, s,
                          names[bin->type], want);
     }
@@ -218,7 +218,7 @@ static int binary_fill(filler *f, const binary *bin, size_t count) {
     uint8_t *raw = (uint8_t *)f->dst + (count * sizeof(float) - want);
     size_t bad = api__b64_decode(bin->text, bin->len, raw);
     if (bad)
-        return api__fail(f->e, 400, "invalid_base64", p,
+        return api__fail(f->e, API_E_INVALID_BASE64, p,
                          "%s is not base64: character %zu is not in the alphabet "
                          "(A-Z a-z 0-9 + /, '=' padding)", p, bad);
     for (size_t i = 0; i < count; i++) {
@@ -242,8 +242,8 @@ static int binary_fill(filler *f, const binary *bin, size_t count) {
         if (ok) continue;
         flat_path(p, sizeof p, f->name, f->rank, f->shape, i);
         if (f->kind == API_VAL_BOOL || bin->type == DT_UINT8)
-            return api__fail(f->e, 400, "invalid_argument", p, "%s is %g, expected 0 or 1", p, (double)v);
-        return api__fail(f->e, 400, "non_finite", p, "%s is %s", p,
+            return api__fail(f->e, API_E_INVALID_ARGUMENT, p, "%s is %g, expected 0 or 1", p, (double)v);
+        return api__fail(f->e, API_E_NON_FINITE, p, "%s is %s", p,
                          isnan(v) ? "NaN" : "infinite (only -inf masks, in an additive attn_mask)");
     }
     if (bin->type == DT_UINT8) f->any_bool = 1;
@@ -263,7 +263,7 @@ static int read_shape(const json_t *j, const char *name, int min_rank, int max_r
             if (strcmp(key, "shape") != 0 && strcmp(key, "data") != 0) {
                 char echo[API_ECHO_MAX + 4];
                 snprintf(p, sizeof p, "%s.%s", name, api__echo(echo, sizeof echo, key));
-                return api__fail(e, 400, "unknown_field", p,
+                return api__fail(e, API_E_UNKNOWN_FIELD, p,
                                  "%s: a flat tensor has only \"shape\" and \"data\"", p);
             }
         }
@@ -271,21 +271,21 @@ static int read_shape(const json_t *j, const char *name, int min_rank, int max_r
         *data = json_object_get(j, "data");
         if (!json_is_array(s) || !(json_is_array(*data) || api__scan_lookup(*data))) {
             snprintf(p, sizeof p, "%s.%s", name, json_is_array(s) ? "data" : "shape");
-            return api__fail(e, 400, json_is_array(s) || s == NULL ? "missing_field" : "invalid_type",
+            return api__fail(e, json_is_array(s) || s == NULL ? API_E_MISSING_FIELD : API_E_INVALID_TYPE,
                              p, "%s must be an array (a flat tensor is {\"shape\": [...], "
                              "\"data\": [...]})", p);
         }
         size_t r = json_array_size(s);
         if (r < (size_t)min_rank || r > (size_t)max_rank) {
             snprintf(p, sizeof p, "%s.shape", name);
-            return api__fail(e, 400, "invalid_shape", p, "%s has %zu axes, expected %d to %d", p,
+            return api__fail(e, API_E_INVALID_SHAPE, p, "%s has %zu axes, expected %d to %d", p,
                              r, min_rank, max_rank);
         }
         for (size_t d = 0; d < r; d++) {
             const json_t *v = json_array_get(s, d);
             snprintf(p, sizeof p, "%s.shape[%zu]", name, d);
             if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > INT32_MAX)
-                return api__fail(e, 400, "invalid_shape", p,
+                return api__fail(e, API_E_INVALID_SHAPE, p,
                                  "%s must be an integer from 1 to 2147483647", p);
             shape[d] = (int)json_integer_value(v);
         }
@@ -297,21 +297,21 @@ static int read_shape(const json_t *j, const char *name, int min_rank, int max_r
     while (json_is_array(cur)) {
         path(p, sizeof p, name, idx, r);
         if (r == max_rank)
-            return api__fail(e, 400, "invalid_shape", p, "%s has more than %d axes", name, max_rank);
+            return api__fail(e, API_E_INVALID_SHAPE, p, "%s has more than %d axes", name, max_rank);
         size_t n = json_array_size(cur);
         if (n == 0)
-            return api__fail(e, 400, "invalid_shape", p, "%s is empty (empty axes are not allowed)", p);
+            return api__fail(e, API_E_INVALID_SHAPE, p, "%s is empty (empty axes are not allowed)", p);
         if (n > INT32_MAX)
-            return api__fail(e, 413, "too_large", p, "%s has too many values", p);
+            return api__fail(e, API_E_TOO_LARGE, p, "%s has too many values", p);
         shape[r++] = (int)n;
         cur = json_array_get(cur, 0);
     }
     if (r == 0)
-        return api__fail(e, 400, "invalid_type", name,
+        return api__fail(e, API_E_INVALID_TYPE, name,
                          "%s is %s, expected a nested array or {\"shape\", \"data\"}", name,
                          type_name(j));
     if (r < min_rank)
-        return api__fail(e, 400, "invalid_shape", name, "%s has %d axes, expected %d to %d", name,
+        return api__fail(e, API_E_INVALID_SHAPE, name, "%s has %d axes, expected %d to %d", name,
                          r, min_rank, max_rank);
     *rank = r;
     return 0;
@@ -338,10 +338,10 @@ static int scanned_shape(const api_scanned *sc, const char *name, int min_rank, 
     if (sc->rank > max_rank) {
         int idx[API_MAX_RANK] = {0};
         path(p, sizeof p, name, idx, max_rank);
-        return api__fail(e, 400, "invalid_shape", p, "%s has more than %d axes", name, max_rank);
+        return api__fail(e, API_E_INVALID_SHAPE, p, "%s has more than %d axes", name, max_rank);
     }
     if (sc->rank < min_rank)
-        return api__fail(e, 400, "invalid_shape", name, "%s has %d axes, expected %d to %d", name,
+        return api__fail(e, API_E_INVALID_SHAPE, name, "%s has %d axes, expected %d to %d", name,
                          sc->rank, min_rank, max_rank);
     memcpy(shape, sc->shape, sizeof sc->shape);
     *rank = sc->rank;
@@ -364,13 +364,13 @@ static int check_scanned(filler *f, const api_scanned *sc, int flat, size_t coun
         if (top != count) {
             char s[96];
             api__shape_str(s, sizeof s, f->rank, f->shape);
-            return api__fail(f->e, 400, "invalid_shape", p, "%s has %zu values, shape %s needs %zu", p,
+            return api__fail(f->e, API_E_INVALID_SHAPE, p, "%s has %zu values, shape %s needs %zu", p,
                              top, s, count);
         }
         if (sc->rank != 1) {
             char q[200];
             snprintf(q, sizeof q, "%s[0]", p);
-            return api__fail(f->e, 400, "invalid_shape", q, "%s is an array, expected %s (%s has 1 axes)",
+            return api__fail(f->e, API_E_INVALID_SHAPE, q, "%s is an array, expected %s (%s has 1 axes)",
                              q, expected(f->kind), p);
         }
         name = p;
@@ -382,7 +382,7 @@ static int check_scanned(filler *f, const api_scanned *sc, int flat, size_t coun
             if (sc->data[i] == 0.0f || sc->data[i] == 1.0f) continue;
             char q[200];
             flat_path(q, sizeof q, name, rank, shape, i);
-            return api__fail(f->e, 400, "invalid_argument", q, "%s is %g, expected a boolean or 0/1",
+            return api__fail(f->e, API_E_INVALID_ARGUMENT, q, "%s is %g, expected a boolean or 0/1",
                              q, (double)sc->data[i]);
         }
     }
@@ -403,7 +403,7 @@ static int fill(filler *f, const json_t *j, const json_t *data, size_t count) {
     if (json_array_size(data) != count) {
         char s[96];
         api__shape_str(s, sizeof s, f->rank, f->shape);
-        return api__fail(f->e, 400, "invalid_shape", p, "%s has %zu values, shape %s needs %zu", p,
+        return api__fail(f->e, API_E_INVALID_SHAPE, p, "%s has %zu values, shape %s needs %zu", p,
                          json_array_size(data), s, count);
     }
     filler g = *f;
@@ -443,7 +443,7 @@ int api__tensor_read(const json_t *j, const char *name, int min_rank, int max_ra
     if (n > *budget) {
         char s[96];
         api__shape_str(s, sizeof s, t->rank, t->shape);
-        return api__fail(e, 413, "too_large", name,
+        return api__fail(e, API_E_TOO_LARGE, name,
                          "%s of shape %s holds more values than this server accepts per request",
                          name, s);
     }
@@ -457,7 +457,7 @@ int api__tensor_read(const json_t *j, const char *name, int min_rank, int max_ra
     } else {
         t->data = malloc(n * sizeof *t->data);
         if (t->data == NULL)
-            return api__fail(e, 503, "out_of_memory", name, "cannot allocate %zu values for %s", n,
+            return api__fail(e, API_E_OUT_OF_MEMORY, name, "cannot allocate %zu values for %s", n,
                              name);
     }
     t->count = n;
@@ -476,7 +476,7 @@ int api__tensor_read(const json_t *j, const char *name, int min_rank, int max_ra
         }
     if (kind == API_VAL_MASK && f.any_bool && !t->all_binary) {
         api__tensor_free(t);
-        return api__fail(e, 400, "invalid_argument", name,
+        return api__fail(e, API_E_INVALID_ARGUMENT, name,
                          "%s mixes booleans with other numbers: give a boolean mask (true = "
                          "masked out) or an additive float mask", name);
     }
@@ -505,7 +505,7 @@ int api__tensor_read_into(const json_t *j, const char *name, int rank, const int
     for (int d = 0; same && d < rank; d++) same = got[d] == shape[d];
     if (!same) {
         api__shape_str(have, sizeof have, got_rank, got);
-        return api__fail(e, 400, "invalid_shape", name, "%s has shape %s, expected %s", name,
+        return api__fail(e, API_E_INVALID_SHAPE, name, "%s has shape %s, expected %s", name,
                          have, want);
     }
     filler f = {.name = name, .rank = rank, .shape = shape, .kind = API_VAL_NUMBER, .dst = dst, .e = e};

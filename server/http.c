@@ -27,7 +27,9 @@
 #include "metrics.h"
 #include "route.h"
 
-/* Replies used when memory is short: built without allocating. */
+/* Replies used when memory is short: built without allocating. The code is
+ * API_E_OUT_OF_MEMORY's; the status is 500, not its 503, because not even the
+ * error reply could be allocated (the document says so). */
 static const char oom_body[] =
     "{\"error\":{\"status\":500,\"code\":\"out_of_memory\","
     "\"message\":\"the server is out of memory\",\"field\":null}}";
@@ -133,7 +135,7 @@ static enum MHD_Result respond_json(request *q, int status, api_buf *b) {
 }
 
 /* {"error":{...}} through the api's writer, so every error looks the same. */
-static enum MHD_Result respond_error(request *q, int status, const char *code, const char *field,
+static enum MHD_Result respond_error(request *q, api_error err, const char *field,
                                      const char *fmt, ...) {
     char msg[512];
     va_list ap;
@@ -141,8 +143,8 @@ static enum MHD_Result respond_error(request *q, int status, const char *code, c
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     api_buf b = {0};
-    if (api_error_body(&b, status, code, msg, field) != 0) api_buf_free(&b);
-    return respond_json(q, status, &b);
+    if (api_error_reply(&b, err, msg, field) != 0) api_buf_free(&b);
+    return respond_json(q, api_error_get(err)->status, &b);
 }
 
 /* ==== Routes ============================================================ */
@@ -172,7 +174,7 @@ static enum MHD_Result answer_get(request *q) {
         return respond(q, 200, "application/json", (char *)ok_body, sizeof ok_body - 1, 0);
     case SRV_R_READYZ:
         if (atomic_load(&s->draining))
-            return respond_error(q, 503, "draining", NULL, "the server is shutting down");
+            return respond_error(q, API_E_DRAINING, NULL, "the server is shutting down");
         return respond(q, 200, "application/json", (char *)ok_body, sizeof ok_body - 1, 0);
     case SRV_R_METRICS: {
         srv_metrics_gauges g = {.workers = s->opt->threads, .draining = atomic_load(&s->draining),
@@ -196,7 +198,7 @@ static enum MHD_Result answer_get(request *q) {
     case SRV_R_OPENAPI:
         return answer_static(q, "application/json", api_openapi_json(), s->openapi_etag);
     default:
-        return respond_error(q, 500, "internal", NULL, "no handler for %s", q->path);
+        return respond_error(q, API_E_INTERNAL_ERROR, NULL, "no handler for %s", q->path);
     }
 }
 
@@ -209,10 +211,10 @@ static double now_s(void) {
 }
 
 /* An error reply stored for the I/O thread, as a worker's result would be. */
-static void store_error(api_reply *rep, int status, const char *code, const char *msg) {
+static void store_error(api_reply *rep, api_error err, const char *msg) {
     api_buf b = {0};
-    if (api_error_body(&b, status, code, msg, NULL) != 0) api_buf_free(&b);
-    rep->status = status;
+    if (api_error_reply(&b, err, msg, NULL) != 0) api_buf_free(&b);
+    rep->status = api_error_get(err)->status;
     rep->body = b;
 }
 
@@ -275,7 +277,7 @@ static void compute_job(void *arg) {
     } else {
         char msg[256];
         budget_message(q, r, parse, msg, sizeof msg);
-        store_error(&q->reply, 503, "overloaded", msg);
+        store_error(&q->reply, API_E_OVERLOADED, msg);
     }
     free(q->body);
     q->body = NULL;
@@ -295,14 +297,14 @@ static enum MHD_Result answer(request *q) {
     }
     if (atomic_load(&q->ph) == PH_WORKING) return MHD_YES;   /* not resumed yet */
     if (q->too_large)
-        return respond_error(q, 413, "too_large", NULL,
+        return respond_error(q, API_E_TOO_LARGE, NULL,
                              "request body exceeds the limit of %zu bytes (--max-body)",
                              s->opt->max_body);
     if (q->no_memory) return respond(q, 500, "application/json", (char *)oom_body, sizeof oom_body - 1, 0);
     if (q->bad_encoding) {
         const char *ce = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_ENCODING);
-        return respond_error(q, 415, "unsupported_encoding", NULL,
+        return respond_error(q, API_E_UNSUPPORTED_ENCODING, NULL,
                              "Content-Encoding '%.40s' is not supported: send the body "
                              "uncompressed (identity)", ce ? ce : "");
     }
@@ -312,7 +314,7 @@ static enum MHD_Result answer(request *q) {
     atomic_store(&q->ph, PH_WORKING);
     MHD_suspend_connection(q->conn);
     if (srv_pool_submit(s->pool, compute_job, q) != 0) {
-        store_error(&q->reply, 503, "overloaded", "every worker is busy and the queue is full "
+        store_error(&q->reply, API_E_OVERLOADED, "every worker is busy and the queue is full "
                     "(--max-queue); retry later");
         atomic_store(&q->ph, PH_DONE);
         MHD_resume_connection(q->conn);
@@ -369,7 +371,7 @@ static enum MHD_Result begin(srv_http *s, struct MHD_Connection *conn, const cha
          * reads what the client still sends. */
         q->too_large = 1;
         linger_after_reply(q);
-        return respond_error(q, 413, "too_large", NULL,
+        return respond_error(q, API_E_TOO_LARGE, NULL,
                              "request body of %s bytes exceeds the limit of %zu bytes (--max-body)",
                              cl, s->opt->max_body);
     }
@@ -430,12 +432,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return r;
     }
     if (q->route == SRV_R_UNKNOWN)
-        return respond_error(q, 404, "not_found", NULL,
+        return respond_error(q, API_E_NOT_FOUND, NULL,
                              "no such path: %.200s (POST /attention/{simple,self,causal,"
                              "multihead,sdpa}; GET /healthz /readyz /metrics /version "
                              "/openapi.json)", q->path);
     if (!srv_route_allows(q->route, q->method))
-        return respond_error(q, 405, "method_not_allowed", NULL, "%.15s is not allowed on %s; allowed: %s",
+        return respond_error(q, API_E_METHOD_NOT_ALLOWED, NULL, "%.15s is not allowed on %s; allowed: %s",
                              q->method, q->path, srv_route_allow(q->route));
     return answer(q);
 }

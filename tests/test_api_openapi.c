@@ -1,12 +1,16 @@
-/* test_api_openapi.c - the OpenAPI document stays true: the embedded copy is
- * api/openapi.json byte for byte, every endpoint is there, every field the
- * parser accepts is in its endpoint's request schema, and every example in
- * the document is answered with 200. */
+/* test_api_openapi.c - the OpenAPI document stays true: api/openapi-gen.py
+ * run on this program's own tables reproduces the embedded document byte for
+ * byte, every endpoint is there, every error code of the table (the only
+ * codes api/ and server/ send) is listed, every field the parser accepts is
+ * in its endpoint's request schema, and every example in the document is
+ * answered with 200. */
 #include <check.h>
+#include <dirent.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/api_internal.h"
 #include "support/files.h"
@@ -51,15 +55,39 @@ static json_t *request_schema(const char *path) {
     return deref(s);
 }
 
+/* Writes s into path; 0 or -1. */
+static int write_file(const char *path, const char *s) {
+    FILE *f = fopen(path, "w");
+    if (f == NULL) return -1;
+    int rc = fputs(s, f) < 0;
+    return fclose(f) != 0 || rc ? -1 : 0;
+}
+
+/* The embedded document is what api/openapi-gen.py writes from this
+ * program's own tables. */
 START_TEST(test_embedded_equals_file) {
-    char path[1024];
+    char dir[] = "/tmp/test_api_openapi-XXXXXX", tables[64], out[64], gen[1024], cmd[1400];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(tables, sizeof tables, "%s/tables.json", dir);
+    snprintf(out, sizeof out, "%s/openapi.json", dir);
+    char *t = api__tables_json();
+    ck_assert_ptr_nonnull(t);
+    ck_assert_int_eq(write_file(tables, t), 0);
+    free(t);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s %s", tfile_path(gen, sizeof gen, "api/openapi-gen.py"),
+             tables, out);
+    ck_assert_msg(system(cmd) == 0, "failed: %s", cmd);
     size_t n = 0;
-    char *s = tfile_read(tfile_path(path, sizeof path, "api/openapi.json"), &n);
-    ck_assert_msg(s != NULL, "cannot read %s", path);
+    char *s = tfile_read(out, &n);
+    ck_assert_msg(s != NULL, "cannot read %s", out);
     const char *doc = api_openapi_json();
     ck_assert_msg(strlen(doc) == n && memcmp(doc, s, n) == 0,
-                  "api/openapi.c and api/openapi.json differ: run python3 api/openapi-gen.py");
+                  "api/openapi-gen.py on these tables does not give the embedded document: "
+                  "rebuild with make");
     free(s);
+    unlink(tables);
+    unlink(out);
+    rmdir(dir);
 }
 END_TEST
 
@@ -86,22 +114,59 @@ START_TEST(test_every_endpoint) {
 }
 END_TEST
 
+/* The server sends no error code of its own: every error body in server/
+ * comes from the table (api_error_reply), except the one written without
+ * allocating, whose code must be a row of it. */
+static void check_server_codes(void) {
+    char dir[1024], path[1024 + 256 + 2];
+    DIR *d = opendir(tfile_path(dir, sizeof dir, "server"));
+    ck_assert_msg(d != NULL, "cannot list %s", dir);
+    int files = 0;
+    for (struct dirent *ent; (ent = readdir(d)) != NULL;) {
+        size_t len = strlen(ent->d_name);
+        if (len < 3 || strcmp(ent->d_name + len - 2, ".c") != 0) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+        char *s = tfile_read(path, NULL);
+        ck_assert_msg(s != NULL, "cannot read %s", path);
+        files++;
+        ck_assert_msg(strstr(s, "api_error_body(") == NULL,
+                      "%s writes an error body with its own status and code: use api_error_reply", path);
+        const char *key = "\\\"code\\\":\\\"";   /* \"code\":\" in a C string literal */
+        for (const char *p = strstr(s, key); p; p = strstr(p + 1, key)) {
+            const char *c = p + strlen(key);
+            int found = 0;
+            for (int i = 0; i < API_E_COUNT; i++) {
+                const char *code = api_error_get((api_error)i)->code;
+                size_t n = strlen(code);
+                found |= strncmp(c, code, n) == 0 && c[n] == '\\';
+            }
+            ck_assert_msg(found, "%s sends the code %.24s, which is not in the error table", path, c);
+        }
+        free(s);
+    }
+    closedir(d);
+    ck_assert_int_ge(files, 5);
+}
+
 START_TEST(test_error_schema) {
     json_t *err = json_object_get(json_object_get(json_object_get(g_doc, "components"), "schemas"), "Error");
     json_t *props = json_object_get(json_object_get(json_object_get(err, "properties"), "error"), "properties");
     static const char *const keys[] = {"status", "code", "message", "field"};
     for (int i = 0; i < 4; i++) ck_assert_ptr_nonnull(json_object_get(props, keys[i]));
-    /* every code api/ emits is listed */
+    /* the codes and statuses are the error table's, in its order */
     json_t *codes = json_object_get(json_object_get(props, "code"), "enum");
-    static const char *const ours[] = {"invalid_json", "missing_field", "unknown_field", "invalid_type",
-                                       "invalid_argument", "invalid_shape", "non_finite", "too_large",
-                                       "out_of_memory", "internal_error", "not_found"};
-    for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++) {
+    json_t *statuses = json_object_get(json_object_get(props, "status"), "enum");
+    ck_assert_int_eq(json_array_size(codes), API_E_COUNT);
+    for (int i = 0; i < API_E_COUNT; i++) {
+        const api_error_info *row = api_error_get((api_error)i);
+        ck_assert_str_eq(json_string_value(json_array_get(codes, (size_t)i)), row->code);
         int found = 0;
-        for (size_t k = 0; k < json_array_size(codes); k++)
-            found |= strcmp(json_string_value(json_array_get(codes, k)), ours[i]) == 0;
-        ck_assert_msg(found, "error code %s is not in the document", ours[i]);
+        for (size_t k = 0; k < json_array_size(statuses); k++)
+            found |= json_integer_value(json_array_get(statuses, k)) == row->status;
+        ck_assert_msg(found, "status %d of %s is not in the document", row->status, row->code);
     }
+    ck_assert_ptr_null(api_error_get(API_E_COUNT));
+    check_server_codes();
 }
 END_TEST
 
@@ -146,12 +211,41 @@ START_TEST(test_return_names_documented) {
         json_object_get(json_object_get(post_of("/attention/multihead"), "responses"), "200"), "content"),
         "application/json"), "schema"));
     for (int k = 0; k < API_OUT_COUNT; k++) {
-        ck_assert_str_eq(json_string_value(json_array_get(names, (size_t)k)), api__out_names[k]);
-        ck_assert_msg(json_object_get(json_object_get(resp, "properties"), api__out_names[k]) != NULL,
-                      "the response schema lacks %s", api__out_names[k]);
+        ck_assert_str_eq(json_string_value(json_array_get(names, (size_t)k)), api__outputs[k].name);
+        ck_assert_msg(json_object_get(json_object_get(resp, "properties"), api__outputs[k].name) != NULL,
+                      "the response schema lacks %s", api__outputs[k].name);
     }
 }
 END_TEST
+
+/* The output table's shape rules agree with the plan: the axes of each
+ * output hold exactly the elements core writes (every output asked for). */
+static void check_output_shapes(api_endpoint ep, json_t *body) {
+    json_t *all = json_array();
+    for (int k = 0; k < API_OUT_COUNT; k++) json_array_append_new(all, json_string(api__outputs[k].name));
+    for (int avg = 0; avg < 2; avg++) {
+        json_t *rqj = json_deep_copy(body);
+        json_object_set(rqj, "return", all);
+        json_object_set_new(rqj, "average_attn_weights", json_boolean(avg));
+        api_request rq;
+        api_err e;
+        attn_plan plan;
+        attn_error ae;
+        ck_assert_msg(api__request_parse(ep, rqj, NULL, &rq, &e) == 0, "%s", e.message);
+        ck_assert_int_eq(attn_plan_make(&rq.cfg, &plan, &ae), ATTN_OK);
+        for (int k = 0; k < API_OUT_COUNT; k++) {
+            api_out_tensor t;
+            api__out_tensor((api_out)k, &rq, &plan, &t);
+            if (t.slot == API_NO_SLOT) continue;
+            size_t axes = (size_t)t.B * (size_t)(t.H ? t.H : 1) * (size_t)t.rows * (size_t)t.cols;
+            ck_assert_msg(axes == t.count && t.count > 0, "%s: %s has %zu elements in its axes, %zu in the plan",
+                          api_endpoint_path(ep), api__outputs[k].name, axes, t.count);
+        }
+        api__request_free(&rq);
+        json_decref(rqj);
+    }
+    json_decref(all);
+}
 
 START_TEST(test_document_examples_answered) {
     int total = 0;
@@ -170,6 +264,7 @@ START_TEST(test_document_examples_answered) {
             ck_assert_msg(st == 200, "%s example %s: %d %.300s", path, name, st, r.body.data);
             api_buf_free(&r.body);
             free(body);
+            check_output_shapes((api_endpoint)e, json_object_get(v, "value"));
             total++;
         }
     }

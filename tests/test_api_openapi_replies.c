@@ -331,7 +331,7 @@ START_TEST(t_examples) {
         run_json(&t, de->d_name, ep, req, 200);
         /* the same request with every output, nested and flat */
         json_t *all = json_array();
-        for (int k = 0; k < API_OUT_COUNT; k++) json_array_append_new(all, json_string(api__out_names[k]));
+        for (int k = 0; k < API_OUT_COUNT; k++) json_array_append_new(all, json_string(api__outputs[k].name));
         json_object_set_new(req, "return", all);
         json_object_set_new(req, "output_format", json_string("nested"));
         run_json(&t, de->d_name, ep, req, 200);
@@ -392,9 +392,9 @@ static void batch(json_t *req) {
 static json_t *returns(int k) {
     json_t *a = json_array();
     if (k < 0) {
-        for (int i = 0; i < API_OUT_COUNT; i++) json_array_append_new(a, json_string(api__out_names[i]));
+        for (int i = 0; i < API_OUT_COUNT; i++) json_array_append_new(a, json_string(api__outputs[i].name));
     } else {
-        json_array_append_new(a, json_string(api__out_names[k]));
+        json_array_append_new(a, json_string(api__outputs[k].name));
     }
     return a;
 }
@@ -416,7 +416,7 @@ START_TEST(t_every_return_name) {
                             if (k == API_OUT_TIMING) json_object_set_new(req, "precision", json_integer(3));
                             char what[160];
                             snprintf(what, sizeof what, "base %zu, batch level %d, %s, average %d, tokens %d, return %s",
-                                     b, level, flat ? "flat" : "nested", avg, tokens, k < 0 ? "all" : api__out_names[k]);
+                                     b, level, flat ? "flat" : "nested", avg, tokens, k < 0 ? "all" : api__outputs[k].name);
                             run_json(&t, what, bases[b].ep, req, 200);
                             json_decref(req);
                         }

@@ -1,8 +1,6 @@
 /* bench_serialise.c - the reply float printer against snprintf("%.9g") and
- * jansson's json_dumps on the same 1M floats, in one run. Not built by make:
- *   cc -O3 -I. api/bench/bench_serialise.c build/libattnapi.a build/libattention.a \
- *      -ljansson -lopenblas -lm -o /tmp/bench_serialise && /tmp/bench_serialise
- */
+ * jansson's json_dumps on the same 1M floats, in one run. Built and run by
+ * `make bench` (build/bench/bench_serialise). */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
