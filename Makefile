@@ -125,7 +125,7 @@ $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(LIBAPI) $(LIBCORE)
 	  $(LDFLAGS) $(LIBS_TEST) $(LIBS_API) $(LIBS_CORE) -o $@
 
 # The server's small modules, compiled into their unit test from source.
-$(BUILD)/tests/test_server_units: server/budget.c server/cors.c server/etag.c server/*.h
+$(BUILD)/tests/test_server_units: server/budget.c server/cors.c server/encoding.c server/etag.c server/*.h
 
 # The allocation-failure test routes the malloc calls of core/ and api/
 # through its own wrappers (tests/test_api_chaos.c).

@@ -36,6 +36,8 @@ void api_buf_free(api_buf *b);          /* accepts a zeroed or freed buffer */
 
 typedef struct {
     size_t max_elements;  /* most floats one request may make the server hold */
+    int prefer_safetensors; /* the client's Accept asks for application/octet-stream:
+                               safetensors unless the request names an output_format */
     /* Optional (NULL: none). Called once per request when its sizes are known
      * (after the parse, before its parameters, intermediates, outputs and
      * reply are allocated) with the bytes those will take at most. A nonzero
@@ -48,7 +50,9 @@ typedef struct {
 
 typedef struct {
     int status;           /* HTTP status: 200, 400, 413, 500 */
-    api_buf body;         /* complete JSON body, owned by the caller after api_handle */
+    api_buf body;         /* complete body, owned by the caller after api_handle */
+    const char *content_type; /* static: "application/json", or "application/octet-stream"
+                                 for a safetensors reply */
     double ms_parse, ms_compute, ms_serialise;
 } api_reply;
 
@@ -120,5 +124,25 @@ static inline const char *api_openapi_json(void) {
     extern const char api__openapi_doc[];
     return api__openapi_doc;
 }
+
+/* ==== gzip bodies and replies (libdeflate) ================================ */
+
+typedef enum {
+    API_GZ_OK = 0,
+    API_GZ_TOO_LARGE = -1,  /* inflates to more than the limit (checked before allocating) */
+    API_GZ_INVALID = -2,    /* not one well-formed gzip member */
+    API_GZ_NOMEM = -3,
+} api_gz_status;
+
+/* Inflates the gzip member in[0..n) into a new buffer *out (NUL-terminated,
+ * *out_len bytes, free() it) if it inflates to at most max bytes. The size
+ * in the gzip trailer is checked against max before anything is allocated,
+ * and inflating stops at that size: a member that lies about it is invalid.
+ * why (optional, 128 bytes) says what is wrong. */
+int api_gunzip(const void *in, size_t n, size_t max, char **out, size_t *out_len, char *why);
+
+/* Compresses in[0..n) as one gzip member at level 1 (fastest) to 12 into
+ * out (reset first). 0, or -1 when memory runs out. */
+int api_gzip(const void *in, size_t n, int level, api_buf *out);
 
 #endif

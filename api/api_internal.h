@@ -70,9 +70,19 @@ int api__format_float(char *out, float v, int precision);
 
 /* ==== Tensors out ========================================================= */
 
+/* How a reply carries its tensors ("output_format"). */
+typedef enum {
+    API_FORMAT_NESTED,       /* nested arrays, as tensor.tolist() gives */
+    API_FORMAT_FLAT,         /* {"shape":[...],"data":[...]} */
+    API_FORMAT_BASE64,       /* {"shape":[...],"dtype":"float32","base64":"..."} */
+    API_FORMAT_SAFETENSORS,  /* the whole reply is one safetensors file (safetensors.c) */
+} api_format;
+
 typedef struct {
     int precision;  /* 0 = round-trip */
     int flat;       /* {"shape":[...],"data":[...]} instead of nested arrays */
+    api_format format;
+    int half;       /* "dtype": "float16" (binary formats only) */
 } api_fmt;
 
 #define API_MAX_RANK 4
@@ -83,6 +93,9 @@ void api__emit_floats(api_buf *b, const float *x, int rank, const int *shape, co
                       int *nonfinite);
 /* Writes a [shape] tensor of 0/1 bytes as integers. */
 void api__emit_bytes(api_buf *b, const uint8_t *x, int rank, const int *shape, const api_fmt *f);
+/* The little-endian bytes of n floats (float32, or float16 with half) at out;
+ * returns how many were written (4n or 2n). */
+size_t api__float_bytes(uint8_t *out, const float *x, size_t n, int half);
 
 /* ==== Tensors in ========================================================== */
 
@@ -242,6 +255,16 @@ typedef struct {
 /* Writes the 200 body. Returns 0, or -1 with e filled (allocation, NaN). */
 int api__respond(api_buf *b, const api_result *r, const api_reply *timing_so_far,
                  double t_serialise_start, api_err *e);
+/* The same as one safetensors file (safetensors.c). */
+int api__respond_safetensors(api_buf *b, const api_result *r, const api_reply *timing_so_far,
+                             double t_serialise_start, api_err *e);
+/* The axes of tensor output k as the reply gives them (no batch axis when the
+ * inputs had none, no head axis for single-head requests) into shape; its
+ * data (float or uint8_t) into *data. Returns the rank. */
+int api__out_dims(const api_result *r, api_out k, int *shape, const void **data);
+/* The reply's "shape" object, and its "tokens" array (null if none). */
+void api__shape_json(api_buf *b, const attn_plan *p);
+void api__tokens_json(api_buf *b, const api_request *rq);
 
 /* ==== The document ======================================================== */
 

@@ -1,6 +1,7 @@
 /* emit.c - tensors into the reply: nested arrays (as tensor.tolist() gives)
  * or {"shape":[...],"data":[...]} flat row-major. */
 #include "api/api_internal.h"
+#include "api/codec.h"
 
 #include <math.h>
 #include <string.h>
@@ -103,14 +104,80 @@ static void byte_row(api_buf *b, size_t row, size_t width, void *ctx) {
     bytes_row(b, c->bytes + row * width, width);
 }
 
+size_t api__float_bytes(uint8_t *out, const float *x, size_t n, int half) {
+    for (size_t i = 0; i < n; i++) {
+        if (half) {
+            uint16_t h = api__f32_to_f16(x[i]);
+            out[2 * i] = (uint8_t)h;
+            out[2 * i + 1] = (uint8_t)(h >> 8);
+        } else {
+            uint32_t u;
+            memcpy(&u, &x[i], sizeof u);
+            for (int k = 0; k < 4; k++) out[4 * i + (size_t)k] = (uint8_t)(u >> (8 * k));
+        }
+    }
+    return n * (half ? 2 : 4);
+}
+
+/* {"shape":[...],"dtype":"...","base64":"..."}: the bytes are encoded in
+ * blocks of 3 KiB (a multiple of 3, so the pieces join into one text). */
+static void binary(api_buf *b, const void *x, size_t n, size_t item, int rank, const int *shape,
+                   const char *dtype, int half) {
+    api__buf_puts(b, "{\"shape\":");
+    shape_json(b, rank, shape);
+    api__buf_printf(b, ",\"dtype\":\"%s\",\"base64\":\"", dtype);
+    size_t per = 3072 / item; /* values per block */
+    uint8_t raw[3072];
+    for (size_t i = 0; i < n && !b->failed; i += per) {
+        size_t m = n - i < per ? n - i : per, bytes;
+        if (item == 1) {
+            memcpy(raw, (const uint8_t *)x + i, m);
+            bytes = m;
+        } else {
+            bytes = api__float_bytes(raw, (const float *)x + i, m, half);
+        }
+        if (api__buf_reserve(b, api__b64_encoded_size(bytes) + 1)) return;
+        b->len += api__b64_encode(raw, bytes, b->data + b->len);
+        b->data[b->len] = '\0';
+    }
+    api__buf_puts(b, "\"}");
+}
+
+static size_t count_of(int rank, const int *shape) {
+    size_t n = 1;
+    for (int d = 0; d < rank; d++) n *= (size_t)shape[d];
+    return n;
+}
+
+/* NaN and +inf cannot be carried (-inf is a masked score). */
+static int has_nan_or_inf(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (isnan(x[i]) || x[i] == INFINITY) return 1;
+    return 0;
+}
+
 void api__emit_floats(api_buf *b, const float *x, int rank, const int *shape, const api_fmt *f,
                       int *nonfinite) {
+    if (f->format == API_FORMAT_BASE64 || f->format == API_FORMAT_SAFETENSORS) {
+        size_t n = count_of(rank, shape);
+        if (has_nan_or_inf(x, n)) {
+            if (nonfinite) *nonfinite = 1;
+            b->failed = 1;
+            return;
+        }
+        binary(b, x, n, f->half ? 2 : 4, rank, shape, f->half ? "float16" : "float32", f->half);
+        return;
+    }
     int dummy = 0;
     row_ctx c = {.x = x, .f = f, .nonfinite = nonfinite ? nonfinite : &dummy};
     walk(b, rank, shape, f, float_row, &c);
 }
 
 void api__emit_bytes(api_buf *b, const uint8_t *x, int rank, const int *shape, const api_fmt *f) {
+    if (f->format == API_FORMAT_BASE64 || f->format == API_FORMAT_SAFETENSORS) {
+        binary(b, x, count_of(rank, shape), 1, rank, shape, "uint8", 0);
+        return;
+    }
     row_ctx c = {.bytes = x, .f = f};
     walk(b, rank, shape, f, byte_row, &c);
 }

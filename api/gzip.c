@@ -1,5 +1,5 @@
-/* gzip.c - gzip request bodies and replies, see gzip.h. */
-#include "api/gzip.h"
+/* gzip.c - gzip request bodies and replies with libdeflate, see api.h. */
+#include "api/api.h"
 
 #include <libdeflate.h>
 #include <stdio.h>

@@ -173,14 +173,14 @@ static int fail_reply(api_reply *reply, const api_err *e) {
 int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *lim,
                api_reply *reply) {
     double t0 = api__now_ms();
-    *reply = (api_reply){0};
+    *reply = (api_reply){.content_type = "application/json"};
     api_err e = {.code = API_E_INTERNAL_ERROR};
     size_t max = lim && lim->max_elements ? lim->max_elements : ATTN_MAX_ELEMENTS;
     api_request rq = {0};
     allocs a = {0};
     float *params = NULL;
     attn_rng *rng_ptr = NULL, *rng = NULL;
-    int ok = 0;
+    int ok = 0, safetensors = 0;
 
     json_error_t je;
     json_t *root = NULL;
@@ -258,6 +258,7 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
     if (api__buf_reserve(&reply->body, out_values * 10 + 512) == 0 &&
         api__respond(&reply->body, &res, reply, t2, &e) == 0)
         ok = 1;
+    safetensors = rq.fmt.format == API_FORMAT_SAFETENSORS;
     reply->ms_serialise = api__now_ms() - t2;
 
 done:
@@ -274,5 +275,6 @@ done:
         return fail_reply(reply, &e);
     }
     reply->status = 200;
+    if (safetensors) reply->content_type = "application/octet-stream";
     return 200;
 }

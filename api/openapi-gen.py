@@ -27,7 +27,8 @@ FIELDS = {
     "return": ({"type": "array", "items": {"type": "string", "enum": []}},  # the output table's names
         "Outputs to include (default [\"context\", \"attn_weights\"], plus \"tokens\" when tokens are given). An unknown name is a 400."),
     "precision": ({"type": "integer", "minimum": 1, "maximum": 9}, "Significant digits of every float in the reply. Default: the shortest decimal that reads back as the same float32."),
-    "output_format": ({"type": "string", "enum": ["nested", "flat"], "default": "nested"}, "Tensors as nested arrays, or {\"shape\": [...], \"data\": [...]} flat row-major."),
+    "output_format": ({"type": "string", "enum": ["nested", "flat", "base64", "safetensors"], "default": "nested"}, "Tensors as nested arrays, {\"shape\": [...], \"data\": [...]} flat row-major, {\"shape\", \"dtype\", \"base64\"} binary (little-endian bytes in base64), or the whole reply as one safetensors file (application/octet-stream; also the default when the request's Accept header prefers application/octet-stream to application/json)."),
+    "dtype": ({"type": "string", "enum": ["float32", "float16"], "default": "float32"}, "Float tensors of a base64 or safetensors reply as float32, or float16 (round to nearest even, as Tensor.half(); half the bytes)."),
     "causal": ({"type": "boolean"}, "Mask keys after the query (j > i; top-left aligned when L != S). Default true for CausalAttention, MultiHeadAttentionWrapper, MultiHeadAttention and GPT2CausalSelfAttention, false otherwise."),
     "scale": ({"type": "number"}, "Factor applied to Q·Kᵀ before the softmax. Default 1/sqrt(head_dim) (1 for simple)."),
     "attn_mask": (T, "[T][T] or [B][T][T] (sdpa and torch.nn.MultiheadAttention: [L][S] or [B][L][S]). Booleans or 0/1: true / 1 = masked out (as the chapters' mask buffer and torch.nn.MultiheadAttention; note this is the opposite of F.scaled_dot_product_attention's boolean mask). Any other numbers: an additive float mask, where \"-inf\", \"-Infinity\" or null stand for -inf."),
@@ -164,15 +165,16 @@ def main():
         ep, modules, summary = endpoint["name"], endpoint["modules"], SUMMARIES[endpoint["name"]]
         cname = ep.capitalize() + "Request"
         schemas[cname] = request_schema(ep, modules, tables)
-        responses = {"200": {"description": "The requested outputs.", "content": {"application/json": {
-            "schema": {"$ref": "#/components/schemas/AttentionResponse"}}}}}
+        responses = {"200": {"description": "The requested outputs. With output_format safetensors: one safetensors file (8-byte little-endian header length, the JSON header {name: {dtype F32|F16|BOOL, shape, data_offsets}, __metadata__: {format, module, shape, tokens, timing as JSON strings}} padded to 8 bytes, then the tensors' bytes; float tensors first). Replies over --gzip-min-size are gzip when the request's Accept-Encoding takes it (Content-Encoding: gzip, Vary: Accept-Encoding).",
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/AttentionResponse"}},
+                        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}}
         for st, desc in ERROR_STATUSES.items():
             if st != "404":
                 responses[st] = error_response(desc)
         paths[endpoint["path"]] = {"post": {
             "operationId": "attention_" + ep,
             "summary": summary,
-            "description": "Modules: " + ", ".join(modules) + " (default " + modules[0] + "). The content type is not checked: the body is parsed as JSON.",
+            "description": "Modules: " + ", ".join(modules) + " (default " + modules[0] + "). The content type is not checked: the body is parsed as JSON. A body sent with Content-Encoding: gzip is inflated first (--max-body applies to the inflated size).",
             "requestBody": {"required": True, "content": {"application/json": {
                 "schema": {"$ref": "#/components/schemas/" + cname},
                 "examples": examples.get(ep, {})}}},

@@ -400,20 +400,28 @@ static int read_options(const json_t *root, api_request *rq, api_err *e) {
     attn_module m = c->module;
     static const char *const norms[] = {"softmax", "sum", NULL};
     static const char *const methods[] = {"neg_inf", "renorm", NULL};
-    static const char *const formats[] = {"nested", "flat", NULL};
-    int norm = 0, method = 0, flat = 0;
+    static const char *const formats[] = {"nested", "flat", "base64", "safetensors", NULL};
+    static const char *const dtypes[] = {"float32", "float16", NULL};
+    int norm = 0, method = 0, format = rq->fmt.format, half = 0;
     double scale = 0.0;
     c->causal = attn_module_has(m, ATTN_MOD_CAUSAL);
     if (get_bool(root, "causal", &c->causal, e) < 0 || get_bool(root, "training", &c->training, e) < 0 ||
         get_choice(root, "normalization", norms, &norm, e) < 0 ||
         get_choice(root, "mask_method", methods, &method, e) < 0 ||
-        get_choice(root, "output_format", formats, &flat, e) < 0 ||
+        get_choice(root, "output_format", formats, &format, e) < 0 ||
+        get_choice(root, "dtype", dtypes, &half, e) < 0 ||
         get_bool(root, "average_attn_weights", &rq->average, e) < 0 ||
         get_int(root, "precision", 1, 9, &rq->fmt.precision, e) < 0)
         return -1;
     c->normalization = (attn_norm)norm;
     c->mask_method = (attn_mask_method)method;
-    rq->fmt.flat = flat;
+    rq->fmt.format = (api_format)format;
+    rq->fmt.flat = format == API_FORMAT_FLAT;
+    rq->fmt.half = half;
+    if (half && format != API_FORMAT_BASE64 && format != API_FORMAT_SAFETENSORS)
+        return api__fail(e, API_E_INVALID_ARGUMENT, "dtype",
+                         "dtype float16 is for binary replies: set output_format to \"base64\" "
+                         "or \"safetensors\"");
     int rc = get_number(root, "scale", &scale, e);
     if (rc < 0) return -1;
     if (rc == 1) {
@@ -435,7 +443,9 @@ static int read_options(const json_t *root, api_request *rq, api_err *e) {
 
 int api__request_parse(api_endpoint ep, const json_t *root, const api_limits *lim,
                        api_request *rq, api_err *e) {
-    *rq = (api_request){.ep = ep};
+    /* Accept: application/octet-stream makes safetensors the default format */
+    *rq = (api_request){.ep = ep, .fmt.format = lim && lim->prefer_safetensors
+                                                    ? API_FORMAT_SAFETENSORS : API_FORMAT_NESTED};
     if (!json_is_object(root))
         return api__fail(e, API_E_INVALID_TYPE, NULL, "the request body must be a JSON object");
     attn_module m;

@@ -6,6 +6,28 @@
 
 #include <string.h>
 
+void api__shape_json(api_buf *b, const attn_plan *p) {
+    api__buf_printf(b,
+                    "{\"batch\":%d,\"tokens\":%d,\"kv_tokens\":%d,\"d_in\":%d,"
+                    "\"d_out\":%d,\"num_heads\":%d,\"head_dim\":%d}",
+                    p->B, p->L, p->S, p->in_width, p->out_width, p->H, p->Dk);
+}
+
+void api__tokens_json(api_buf *b, const api_request *rq) {
+    if (rq->tokens == NULL) {
+        api__buf_puts(b, "null");
+        return;
+    }
+    api__buf_put(b, "[", 1);
+    const char *t = rq->tokens;
+    for (int i = 0; i < rq->n_tokens; i++) {
+        if (i) api__buf_put(b, ",", 1);
+        api__buf_json_string(b, t);
+        t += strlen(t) + 1;
+    }
+    api__buf_put(b, "]", 1);
+}
+
 static void key(api_buf *b, const char *k) {
     api__buf_put(b, ",\"", 2);
     api__buf_puts(b, k);
@@ -26,37 +48,27 @@ static void params_out(api_buf *b, const api_result *r, int *nonfinite) {
     api__buf_put(b, "}", 1);
 }
 
-static void tokens_out(api_buf *b, const api_request *rq) {
-    if (rq->tokens == NULL) {
-        api__buf_puts(b, "null");
-        return;
-    }
-    api__buf_put(b, "[", 1);
-    const char *t = rq->tokens;
-    for (int i = 0; i < rq->n_tokens; i++) {
-        if (i) api__buf_put(b, ",", 1);
-        api__buf_json_string(b, t);
-        t += strlen(t) + 1;
-    }
-    api__buf_put(b, "]", 1);
-}
-
-/* A tensor output: its axes without B when the inputs had none, and
- * without H for single-head requests. */
-static void tensor_out(api_buf *b, const api_result *r, api_out k, int *nonfinite) {
+int api__out_dims(const api_result *r, api_out k, int *shape, const void **data) {
     const api_request *rq = r->rq;
     api_out_tensor t;
     api__out_tensor(k, rq, r->plan, &t);
-    int s[API_MAX_RANK], n = 0;
-    if (rq->batched) s[n++] = t.B;
-    if (t.H && rq->multi_head) s[n++] = t.H;
-    s[n++] = t.rows;
-    s[n++] = t.cols;
-    const char *field = (const char *)&r->out + t.slot;
+    int n = 0;
+    if (rq->batched) shape[n++] = t.B;
+    if (t.H && rq->multi_head) shape[n++] = t.H;
+    shape[n++] = t.rows;
+    shape[n++] = t.cols;
+    *data = *(const void *const *)((const char *)&r->out + t.slot);
+    return n;
+}
+
+static void tensor_out(api_buf *b, const api_result *r, api_out k, int *nonfinite) {
+    int s[API_MAX_RANK];
+    const void *data;
+    int n = api__out_dims(r, k, s, &data);
     if (api__outputs[k].elem == API_ELEM_U8)
-        api__emit_bytes(b, *(uint8_t *const *)field, n, s, &rq->fmt);
+        api__emit_bytes(b, data, n, s, &r->rq->fmt);
     else
-        api__emit_floats(b, *(float *const *)field, n, s, &rq->fmt, nonfinite);
+        api__emit_floats(b, data, n, s, &r->rq->fmt, nonfinite);
 }
 
 int api__respond(api_buf *b, const api_result *r, const api_reply *timing_so_far,
@@ -65,19 +77,19 @@ int api__respond(api_buf *b, const api_result *r, const api_reply *timing_so_far
     const attn_plan *p = r->plan;
     int nonfinite = 0;
 
+    if (rq->fmt.format == API_FORMAT_SAFETENSORS)
+        return api__respond_safetensors(b, r, timing_so_far, t_serialise_start, e);
     api__buf_puts(b, "{\"module\":");
     api__buf_json_string(b, attn_module_name(rq->cfg.module));
-    api__buf_printf(b,
-                    ",\"shape\":{\"batch\":%d,\"tokens\":%d,\"kv_tokens\":%d,\"d_in\":%d,"
-                    "\"d_out\":%d,\"num_heads\":%d,\"head_dim\":%d}",
-                    p->B, p->L, p->S, p->in_width, p->out_width, p->H, p->Dk);
+    api__buf_put(b, ",\"shape\":", 9);
+    api__shape_json(b, p);
 
     for (int k = 0; k < API_OUT_COUNT; k++) {
         if (!(rq->returns & 1u << k)) continue;
         key(b, api__outputs[k].name);
         switch ((api_out)k) {
         case API_OUT_PARAMS: params_out(b, r, &nonfinite); break;
-        case API_OUT_TOKENS: tokens_out(b, rq); break;
+        case API_OUT_TOKENS: api__tokens_json(b, rq); break;
         case API_OUT_TIMING:
             api__buf_printf(b, "{\"parse_ms\":%.3f,\"compute_ms\":%.3f,\"serialise_ms\":%.3f}",
                             timing_so_far->ms_parse, timing_so_far->ms_compute,

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "acceptor.h"
+#include "encoding.h"
 #include "info.h"
 #include "log.h"
 #include "metrics.h"
@@ -49,7 +50,12 @@ typedef struct {
     size_t len, cap;
     size_t bytes_in;         /* body bytes received, kept or not */
     int too_large, no_memory;
-    int bad_encoding;        /* a Content-Encoding other than identity: 415 */
+    int bad_encoding;        /* a Content-Encoding other than identity or gzip: 415 */
+    int gzip_body;           /* Content-Encoding: gzip, inflated by the worker */
+    int gzip_ok;             /* Accept-Encoding takes gzip */
+    int want_safetensors;    /* Accept prefers application/octet-stream to JSON */
+    int gzipped;             /* the reply body is gzip */
+    double ms_gzip;          /* time the worker took to compress it */
     size_t held;             /* bytes reserved in the memory budget */
     double deadline;         /* CLOCK_MONOTONIC seconds: longest wait for memory */
     _Atomic phase ph;        /* PH_DONE is set by the worker before it resumes */
@@ -87,16 +93,21 @@ static enum MHD_Result respond_with(request *q, int status, const char *content_
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, srv_route_allow(q->route));
     if (status == MHD_HTTP_SERVICE_UNAVAILABLE) MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (status == MHD_HTTP_UNSUPPORTED_MEDIA_TYPE)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ACCEPT_ENCODING, "identity");
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ACCEPT_ENCODING, "gzip, identity");
+    if (q->route <= SRV_R_SDPA && q->srv->opt->gzip_level > 0)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
+    if (q->gzipped) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
     if (status == MHD_HTTP_NO_CONTENT) {
         MHD_add_response_header(r, "Access-Control-Allow-Methods", srv_route_allow(q->route));
         MHD_add_response_header(r, "Access-Control-Allow-Headers", "Content-Type");
         MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
     }
     if (q->route <= SRV_R_SDPA && atomic_load(&q->ph) == PH_DONE && q->reply.status == 200) {
-        char timing[160];
-        snprintf(timing, sizeof timing, "parse;dur=%.3f, compute;dur=%.3f, serialise;dur=%.3f",
-                 q->reply.ms_parse, q->reply.ms_compute, q->reply.ms_serialise);
+        char timing[192];
+        int n = snprintf(timing, sizeof timing, "parse;dur=%.3f, compute;dur=%.3f, serialise;dur=%.3f",
+                         q->reply.ms_parse, q->reply.ms_compute, q->reply.ms_serialise);
+        if (q->gzipped && n > 0 && (size_t)n < sizeof timing)
+            snprintf(timing + n, sizeof timing - (size_t)n, ", gzip;dur=%.3f", q->ms_gzip);
         MHD_add_response_header(r, "Server-Timing", timing);
     }
     /* While draining, tell keep-alive clients to go elsewhere. */
@@ -122,7 +133,7 @@ static enum MHD_Result respond(request *q, int status, const char *content_type,
     return respond_with(q, status, content_type, r, len);
 }
 
-static enum MHD_Result respond_json(request *q, int status, api_buf *b) {
+static enum MHD_Result respond_body(request *q, int status, const char *content_type, api_buf *b) {
     if (!b->data || b->failed) {
         api_buf_free(b);
         return respond(q, 500, "application/json", (char *)oom_body, sizeof oom_body - 1, 0);
@@ -131,7 +142,11 @@ static enum MHD_Result respond_json(request *q, int status, api_buf *b) {
     size_t len = b->len;
     b->data = NULL;   /* now owned by the response */
     api_buf_free(b);
-    return respond(q, status, "application/json", data, len, 1);
+    return respond(q, status, content_type, data, len, 1);
+}
+
+static enum MHD_Result respond_json(request *q, int status, api_buf *b) {
+    return respond_body(q, status, "application/json", b);
 }
 
 /* {"error":{...}} through the api's writer, so every error looks the same. */
@@ -259,6 +274,53 @@ static int reserve_rest(void *ctx, size_t bytes, char *msg, size_t size) {
     return r != SRV_BUDGET_OK;
 }
 
+/* Content-Encoding: gzip: the body is replaced by its inflated bytes, which
+ * --max-body bounds (checked from the gzip trailer before inflating). An
+ * error is stored as the reply; returns -1 then. */
+static int inflate_body(request *q) {
+    char *plain, why[128];
+    size_t len;
+    int rc = api_gunzip(q->body ? q->body : "", q->len, q->srv->opt->max_body, &plain, &len, why);
+    if (rc == API_GZ_OK) {
+        free(q->body);
+        q->body = plain;
+        q->len = q->cap = len;
+        return 0;
+    }
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s%s", why,
+             rc == API_GZ_TOO_LARGE ? " (--max-body applies to the inflated body)" : "");
+    store_error(&q->reply, rc == API_GZ_TOO_LARGE ? API_E_TOO_LARGE
+                           : rc == API_GZ_NOMEM   ? API_E_OUT_OF_MEMORY
+                                                  : API_E_INVALID_GZIP, msg);
+    return -1;
+}
+
+/* The reply in gzip when the client takes it and it is worth it; kept as
+ * it is if compressing fails. */
+static void compress_reply(request *q) {
+    const srv_options *o = q->srv->opt;
+    api_buf *b = &q->reply.body;
+    if (!q->gzip_ok || o->gzip_level <= 0 || !b->data || b->failed || b->len < o->gzip_min_size)
+        return;
+    double t0 = now_s();
+    api_buf z = {0};
+    if (api_gzip(b->data, b->len, o->gzip_level, &z) != 0) return;
+    api_buf_free(b);
+    *b = z;
+    q->gzipped = 1;
+    q->ms_gzip = (now_s() - t0) * 1e3;
+}
+
+/* The worker's last steps: the reply is ready for the I/O thread. */
+static void finish_job(request *q) {
+    free(q->body);
+    q->body = NULL;
+    compress_reply(q);
+    atomic_store(&q->ph, PH_DONE);
+    MHD_resume_connection(q->conn);
+}
+
 /* Runs on a worker thread. The reservation is released when the reply has
  * been sent (on_completed). */
 static void compute_job(void *arg) {
@@ -267,11 +329,16 @@ static void compute_job(void *arg) {
     api_endpoint ep = API_EP_SIMPLE;
     srv_route_endpoint(q->route, &ep);
     q->deadline = now_s() + s->opt->timeout;
+    if (q->gzip_body && inflate_body(q) != 0) {
+        finish_job(q);
+        return;
+    }
     size_t parse = parse_estimate(q->body ? q->body : "", q->len);
     srv_budget_result r = srv_budget_reserve(s->budget, &q->held, parse, q->deadline);
     if (r == SRV_BUDGET_OK) {
         api_limits lim = s->limits;
         lim.reserve = reserve_rest;
+        lim.prefer_safetensors = q->want_safetensors;
         lim.reserve_ctx = q;
         api_handle(ep, q->body ? q->body : "", q->len, &lim, &q->reply);
     } else {
@@ -279,10 +346,7 @@ static void compute_job(void *arg) {
         budget_message(q, r, parse, msg, sizeof msg);
         store_error(&q->reply, API_E_OVERLOADED, msg);
     }
-    free(q->body);
-    q->body = NULL;
-    atomic_store(&q->ph, PH_DONE);
-    MHD_resume_connection(q->conn);
+    finish_job(q);
 }
 
 /* The body is complete: answer, or hand it to a worker. */
@@ -293,7 +357,8 @@ static enum MHD_Result answer(request *q) {
 
     if (atomic_load(&q->ph) == PH_DONE) {
         int status = q->reply.status ? q->reply.status : 500;
-        return respond_json(q, status, &q->reply.body);
+        return respond_body(q, status, q->reply.content_type ? q->reply.content_type
+                                                             : "application/json", &q->reply.body);
     }
     if (atomic_load(&q->ph) == PH_WORKING) return MHD_YES;   /* not resumed yet */
     if (q->too_large)
@@ -305,8 +370,8 @@ static enum MHD_Result answer(request *q) {
         const char *ce = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_ENCODING);
         return respond_error(q, API_E_UNSUPPORTED_ENCODING, NULL,
-                             "Content-Encoding '%.40s' is not supported: send the body "
-                             "uncompressed (identity)", ce ? ce : "");
+                             "Content-Encoding '%.40s' is not supported: send the body as "
+                             "gzip or uncompressed (identity)", ce ? ce : "");
     }
 
     /* Suspend before the job can resume us; if the queue is full, resume at
@@ -320,15 +385,6 @@ static enum MHD_Result answer(request *q) {
         MHD_resume_connection(q->conn);
     }
     return MHD_YES;
-}
-
-/* 1 for no Content-Encoding or "identity" (the only one read for now). */
-static int identity_encoding(const char *ce) {
-    if (!ce) return 1;
-    while (*ce == ' ' || *ce == '\t') ce++;
-    size_t n = strlen(ce);
-    while (n && (ce[n - 1] == ' ' || ce[n - 1] == '\t')) n--;
-    return n == 0 || (n == 8 && strncasecmp(ce, "identity", 8) == 0);
 }
 
 /* Before an early reply: keep reading the socket after libmicrohttpd has
@@ -358,8 +414,15 @@ static enum MHD_Result begin(srv_http *s, struct MHD_Connection *conn, const cha
 
     if (q->route > SRV_R_SDPA || strcmp(method, "POST") != 0) return MHD_YES;
     /* Read and dropped like an oversized body; 415 once it is in. */
-    q->bad_encoding = !identity_encoding(
+    srv_coding coding = srv_content_coding(
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING));
+    q->bad_encoding = coding == SRV_CODING_OTHER;
+    q->gzip_body = coding == SRV_CODING_GZIP;
+    q->gzip_ok = srv_accepts_gzip(
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
+    const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+    double q_bin = srv_accept_q(accept, "application/octet-stream");
+    q->want_safetensors = q_bin > 0 && srv_accept_q(accept, "application/json") < q_bin;
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (!cl) return MHD_YES;   /* chunked: checked while reading */
     errno = 0;

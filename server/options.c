@@ -48,6 +48,8 @@ static const opt_def defs[] = {
     {"--cors-origin", "ATTN_CORS_ORIGIN", OPT_STR, OFF(cors_origin),
      sizeof(((srv_options *)0)->cors_origin), 0, 0},
     {"--access-log", "ATTN_ACCESS_LOG", OPT_BOOL, OFF(access_log), 0, 0, 0},
+    {"--gzip-level", "ATTN_GZIP_LEVEL", OPT_INT, OFF(gzip_level), 0, 0, 12},
+    {"--gzip-min-size", "ATTN_GZIP_MIN_SIZE", OPT_SIZE, OFF(gzip_min_size), 0, 0, 0},
 };
 #define N_DEFS (sizeof defs / sizeof defs[0])
 
@@ -84,6 +86,9 @@ void srv_options_usage(FILE *f, const char *argv0) {
         "  --cors-origin LIST     ATTN_CORS_ORIGIN      origins whose pages may read the replies:\n"
         "                                               comma-separated, or * for any (unset: none)\n"
         "  --access-log on|off    ATTN_ACCESS_LOG       one line per request on stderr (on)\n"
+        "  --gzip-level N         ATTN_GZIP_LEVEL       gzip replies for clients that accept it at\n"
+        "                                               this level, 1 (fastest) to 12; 0 = never (1)\n"
+        "  --gzip-min-size SIZE   ATTN_GZIP_MIN_SIZE    smaller replies are sent as they are (1k)\n"
         "  --probe URL                                  GET URL, exit 0 on 2xx, 1 otherwise\n"
         "  --healthcheck                                probe http://HOST:PORT/healthz\n"
         "  --version                                    print the version and exit\n"
@@ -179,6 +184,8 @@ static void set_defaults(srv_options *o) {
     o->timeout = 30;
     o->drain_timeout = 20;
     o->access_log = 1;
+    o->gzip_level = 1;
+    o->gzip_min_size = 1024;
 }
 
 static int fail(const char *argv0) {

@@ -34,6 +34,8 @@ typedef struct {
     char cors_origin[2048];/* --cors-origin, ATTN_CORS_ORIGIN: "" = no CORS headers, "*", or a
                             * comma-separated list of origins (cors.h) */
     int access_log;        /* --access-log on|off, ATTN_ACCESS_LOG */
+    int gzip_level;        /* --gzip-level, ATTN_GZIP_LEVEL: 0 = never compress replies, 1-12 */
+    size_t gzip_min_size;  /* --gzip-min-size, ATTN_GZIP_MIN_SIZE: smaller replies go as they are */
     char probe_url[1024];  /* --probe URL; --healthcheck builds it from host and port */
 } srv_options;
 

@@ -1,7 +1,8 @@
 /* test_api_binary.c - binary tensors in JSON: base64 (RFC 4648 vectors,
  * random round trips, rejected text), float16 (every half, rounding of
  * float32 checked against the nearest half found independently), and
- * requests whose tensors come as {"shape", "dtype", "base64"}. */
+ * requests whose tensors come as {"shape", "dtype", "base64"}, and replies
+ * in base64 and safetensors, float32 and float16, against the nested JSON. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 
 #include "api/api_internal.h"
 #include "api/codec.h"
+#include "tests/support/files.h"
 
 static uint64_t g_state = 0x9e3779b97f4a7c15ull;
 
@@ -287,6 +289,268 @@ START_TEST(test_binary_budget) {
 }
 END_TEST
 
+/* ==== Replies in every format ============================================ */
+
+/* A tensor decoded from a reply, as float32 values (bytes as 0/1). */
+typedef struct {
+    int rank, shape[8];
+    size_t n;
+    float *v;
+} dec;
+
+static void dec_free(dec *d) { free(d->v); }
+
+static void nested_walk(const json_t *j, int depth, dec *d, size_t *cap) {
+    if (json_is_array(j)) {
+        if (depth >= d->rank) d->shape[d->rank++] = (int)json_array_size(j);
+        for (size_t i = 0; i < json_array_size(j); i++) nested_walk(json_array_get(j, i), depth + 1, d, cap);
+        return;
+    }
+    if (d->n == *cap) d->v = realloc(d->v, (*cap = *cap * 2 + 16) * sizeof *d->v);
+    d->v[d->n++] = json_is_null(j) ? -INFINITY : (float)json_number_value(j);
+}
+
+/* A nested JSON tensor, {"shape","dtype","base64"}, or a params object's entry. */
+static dec decode_json(const json_t *j) {
+    dec d = {0};
+    size_t cap = 0;
+    if (json_is_object(j) && json_object_get(j, "base64")) {
+        const json_t *s = json_object_get(j, "shape");
+        d.rank = (int)json_array_size(s);
+        d.n = 1;
+        for (int i = 0; i < d.rank; i++) d.n *= (size_t)(d.shape[i] = (int)json_integer_value(json_array_get(s, (size_t)i)));
+        const char *dt = json_string_value(json_object_get(j, "dtype"));
+        const char *b64 = json_string_value(json_object_get(j, "base64"));
+        size_t len = strlen(b64), bytes = api__b64_decoded_size(b64, len);
+        uint8_t *raw = malloc(bytes + 1);
+        ck_assert_uint_eq(api__b64_decode(b64, len, raw), 0);
+        size_t item = strcmp(dt, "float32") == 0 ? 4 : strcmp(dt, "float16") == 0 ? 2 : 1;
+        ck_assert_uint_eq(bytes, d.n * item);
+        d.v = malloc(d.n * sizeof *d.v + 1);
+        for (size_t i = 0; i < d.n; i++) {
+            const uint8_t *b = raw + i * item;
+            if (item == 4) {
+                uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+                memcpy(&d.v[i], &u, 4);
+            } else if (item == 2) {
+                d.v[i] = api__f16_to_f32((uint16_t)(b[0] | b[1] << 8));
+            } else {
+                d.v[i] = b[0];
+            }
+        }
+        free(raw);
+        return d;
+    }
+    nested_walk(j, 0, &d, &cap);
+    return d;
+}
+
+/* value as float16 would keep it */
+static float halfway(float x) { return api__f16_to_f32(api__f32_to_f16(x)); }
+
+static void expect_same_tensor(const char *what, const dec *want, const dec *got, int half) {
+    ck_assert_msg(want->rank == got->rank && want->n == got->n, "%s: rank %d/%d, %zu/%zu values",
+                  what, want->rank, got->rank, want->n, got->n);
+    for (int i = 0; i < want->rank; i++) ck_assert_int_eq(want->shape[i], got->shape[i]);
+    for (size_t i = 0; i < want->n; i++) {
+        float w = half ? halfway(want->v[i]) : want->v[i];
+        ck_assert_msg(bits(w) == bits(got->v[i]), "%s[%zu]: %a, want %a", what, i,
+                      (double)got->v[i], (double)w);
+    }
+}
+
+static json_t *reply_json(api_endpoint ep, json_t *rq) {
+    char *body = json_dumps(rq, 0);
+    api_reply r = handle(ep, body);
+    ck_assert_msg(r.status == 200, "%s\n%s", body, r.body.data);
+    json_t *j = json_loads(r.body.data, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    free(body);
+    api_buf_free(&r.body);
+    return j;
+}
+
+/* Reads a safetensors reply: checks the layout and returns the header. */
+static json_t *read_safetensors(const api_reply *r, const uint8_t **data) {
+    ck_assert_str_eq(r->content_type, "application/octet-stream");
+    const uint8_t *b = (const uint8_t *)r->body.data;
+    ck_assert_uint_ge(r->body.len, 8);
+    uint64_t n = 0;
+    for (int k = 0; k < 8; k++) n |= (uint64_t)b[k] << (8 * k);
+    ck_assert_uint_eq(n % 8, 0);
+    ck_assert_uint_le(8 + n, r->body.len);
+    json_error_t je;
+    json_t *h = json_loadb((const char *)b + 8, n, 0, &je);
+    ck_assert_msg(h != NULL, "header: %s", je.text);
+    /* offsets: contiguous from 0 to the end of the file, no gaps */
+    size_t total = r->body.len - 8 - n, covered = 0;
+    const char *k;
+    json_t *v;
+    size_t end = 0;
+    json_object_foreach(h, k, v) {
+        if (strcmp(k, "__metadata__") == 0) continue;
+        json_t *off = json_object_get(v, "data_offsets");
+        size_t a = (size_t)json_integer_value(json_array_get(off, 0)), z = (size_t)json_integer_value(json_array_get(off, 1));
+        ck_assert_uint_eq(a, end); /* in order, no gap */
+        const char *dt = json_string_value(json_object_get(v, "dtype"));
+        size_t item = strcmp(dt, "F32") == 0 ? 4 : strcmp(dt, "F16") == 0 ? 2 : 1;
+        ck_assert_uint_eq(a % item, 0); /* aligned for a typed view */
+        size_t count = 1;
+        json_t *sh = json_object_get(v, "shape");
+        for (size_t i = 0; i < json_array_size(sh); i++) count *= (size_t)json_integer_value(json_array_get(sh, i));
+        ck_assert_uint_eq(z - a, count * item);
+        covered += z - a;
+        end = z;
+    }
+    ck_assert_uint_eq(covered, total);
+    *data = b + 8 + n;
+    return h;
+}
+
+static dec decode_safetensor(const json_t *entry, const uint8_t *data) {
+    dec d = {0};
+    json_t *sh = json_object_get(entry, "shape");
+    d.rank = (int)json_array_size(sh);
+    d.n = 1;
+    for (int i = 0; i < d.rank; i++) d.n *= (size_t)(d.shape[i] = (int)json_integer_value(json_array_get(sh, (size_t)i)));
+    const char *dt = json_string_value(json_object_get(entry, "dtype"));
+    const uint8_t *b = data + json_integer_value(json_array_get(json_object_get(entry, "data_offsets"), 0));
+    d.v = malloc(d.n * sizeof *d.v + 1);
+    for (size_t i = 0; i < d.n; i++) {
+        if (strcmp(dt, "F32") == 0) memcpy(&d.v[i], b + 4 * i, 4); /* little-endian host */
+        else if (strcmp(dt, "F16") == 0) d.v[i] = api__f16_to_f32((uint16_t)(b[2 * i] | b[2 * i + 1] << 8));
+        else d.v[i] = b[i];
+    }
+    return d;
+}
+
+/* Every output of every example, in base64 and safetensors, float32 and
+ * float16, against the nested JSON reply. */
+START_TEST(test_every_format_same_values) {
+    static const char *const all[] = {"context", "attn_weights", "attn_scores", "masked_scores",
+                                      "mask", "dropout_mask", "queries", "keys", "values",
+                                      "context_heads", "params", "tokens"};
+    static const struct { const char *file; api_endpoint ep; } ex[] = {
+        {"simple.json", API_EP_SIMPLE}, {"self_v1_seed.json", API_EP_SELF},
+        {"self_v2_seed.json", API_EP_SELF}, {"causal_dropout.json", API_EP_CAUSAL},
+        {"multihead_seed.json", API_EP_MULTIHEAD}, {"multihead_wrapper.json", API_EP_MULTIHEAD},
+        {"multihead_gpt2.json", API_EP_MULTIHEAD}, {"multihead_torch_cross.json", API_EP_MULTIHEAD},
+        {"sdpa_gqa.json", API_EP_SDPA},
+    };
+    int checked = 0;
+    for (size_t e = 0; e < sizeof ex / sizeof *ex; e++) {
+        char path[1024];
+        tfile_path(path, sizeof path, "api/examples/");
+        strncat(path, ex[e].file, sizeof path - strlen(path) - 1);
+        json_t *rq = json_load_file(path, 0, NULL);
+        ck_assert_msg(rq != NULL, "%s", path);
+        json_t *ret = json_array();
+        for (size_t k = 0; k < sizeof all / sizeof *all; k++) {
+            if (strcmp(all[k], "params") == 0 && ex[e].ep == API_EP_SDPA) continue;
+            if (strcmp(all[k], "tokens") == 0 && !json_object_get(rq, "tokens")) continue;
+            json_array_append_new(ret, json_string(all[k]));
+        }
+        json_object_set_new(rq, "return", ret);
+        json_object_del(rq, "precision");
+        json_object_del(rq, "output_format");
+        json_t *nested = reply_json(ex[e].ep, rq);
+        for (int half = 0; half < 2; half++) {
+            json_object_set_new(rq, "output_format", json_string("base64"));
+            json_object_set_new(rq, "dtype", json_string(half ? "float16" : "float32"));
+            json_t *b64 = reply_json(ex[e].ep, rq);
+            json_object_set_new(rq, "output_format", json_string("safetensors"));
+            char *body = json_dumps(rq, 0);
+            api_reply st = handle(ex[e].ep, body);
+            ck_assert_msg(st.status == 200, "%s", st.body.data);
+            const uint8_t *data;
+            json_t *hdr = read_safetensors(&st, &data);
+            json_t *md = json_object_get(hdr, "__metadata__");
+            ck_assert_str_eq(json_string_value(json_object_get(md, "module")),
+                             json_string_value(json_object_get(nested, "module")));
+            json_t *shape = json_loads(json_string_value(json_object_get(md, "shape")), 0, NULL);
+            ck_assert(json_equal(shape, json_object_get(nested, "shape")));
+            json_decref(shape);
+            const char *k;
+            json_t *v;
+            json_object_foreach(nested, k, v) {
+                if (!strcmp(k, "module") || !strcmp(k, "shape")) continue;
+                if (!strcmp(k, "tokens")) {
+                    ck_assert(json_equal(v, json_object_get(b64, "tokens")));
+                    json_t *t = json_loads(json_string_value(json_object_get(md, "tokens")), 0, NULL);
+                    ck_assert(json_equal(v, t));
+                    json_decref(t);
+                    continue;
+                }
+                int is_mask = !strcmp(k, "mask");
+                if (!strcmp(k, "params")) {
+                    const char *pk;
+                    json_t *pv;
+                    json_object_foreach(v, pk, pv) {
+                        dec want = decode_json(pv), got = decode_json(json_object_get(json_object_get(b64, k), pk));
+                        expect_same_tensor(pk, &want, &got, half);
+                        dec_free(&got);
+                        char name[96];
+                        snprintf(name, sizeof name, "params.%s", pk);
+                        got = decode_safetensor(json_object_get(hdr, name), data);
+                        expect_same_tensor(name, &want, &got, half);
+                        dec_free(&got);
+                        dec_free(&want);
+                        checked++;
+                    }
+                    continue;
+                }
+                dec want = decode_json(v), got = decode_json(json_object_get(b64, k));
+                expect_same_tensor(k, &want, &got, half && !is_mask);
+                dec_free(&got);
+                json_t *entry = json_object_get(hdr, k);
+                ck_assert_msg(entry != NULL, "%s: no %s in the safetensors header", ex[e].file, k);
+                ck_assert_str_eq(json_string_value(json_object_get(entry, "dtype")),
+                                 is_mask ? "BOOL" : half ? "F16" : "F32");
+                got = decode_safetensor(entry, data);
+                expect_same_tensor(k, &want, &got, half && !is_mask);
+                dec_free(&got);
+                dec_free(&want);
+                checked++;
+            }
+            json_decref(hdr);
+            json_decref(b64);
+            api_buf_free(&st.body);
+            free(body);
+        }
+        json_decref(nested);
+        json_decref(rq);
+    }
+    ck_assert_int_gt(checked, 100);
+}
+END_TEST
+
+START_TEST(test_format_errors) {
+    api_reply r = handle(API_EP_SIMPLE, "{\"inputs\": [[1, 2]], \"dtype\": \"float16\"}");
+    ck_assert_int_eq(r.status, 400);
+    ck_assert_ptr_nonnull(strstr(r.body.data, "\"field\":\"dtype\""));
+    api_buf_free(&r.body);
+    r = handle(API_EP_SIMPLE, "{\"inputs\": [[1, 2]], \"output_format\": \"safetensors\", \"dtype\": \"bfloat16\"}");
+    ck_assert_int_eq(r.status, 400);
+    ck_assert_str_eq(r.content_type, "application/json");
+    api_buf_free(&r.body);
+    /* an error is JSON whatever the format asked for */
+    r = handle(API_EP_SIMPLE, "{\"inputs\": [[1, 2], [3]], \"output_format\": \"safetensors\"}");
+    ck_assert_int_eq(r.status, 400);
+    ck_assert_str_eq(r.content_type, "application/json");
+    api_buf_free(&r.body);
+    /* Accept: application/octet-stream makes safetensors the default */
+    api_limits lim = {.max_elements = 1 << 20, .prefer_safetensors = 1};
+    const char *body = "{\"inputs\": [[1, 2], [3, 4]]}";
+    ck_assert_int_eq(api_handle(API_EP_SIMPLE, body, strlen(body), &lim, &r), 200);
+    ck_assert_str_eq(r.content_type, "application/octet-stream");
+    api_buf_free(&r.body);
+    body = "{\"inputs\": [[1, 2], [3, 4]], \"output_format\": \"nested\"}";
+    ck_assert_int_eq(api_handle(API_EP_SIMPLE, body, strlen(body), &lim, &r), 200);
+    ck_assert_str_eq(r.content_type, "application/json");
+    api_buf_free(&r.body);
+}
+END_TEST
+
 Suite *binary_suite(void) {
     Suite *s = suite_create("api_binary");
     TCase *tc = tcase_create("binary");
@@ -301,6 +565,8 @@ Suite *binary_suite(void) {
     tcase_add_test(tc, test_uint8_mask_is_boolean);
     tcase_add_test(tc, test_binary_errors);
     tcase_add_test(tc, test_binary_budget);
+    tcase_add_test(tc, test_every_format_same_values);
+    tcase_add_test(tc, test_format_errors);
     suite_add_tcase(s, tc);
     return s;
 }

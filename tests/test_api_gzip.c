@@ -6,7 +6,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "api/gzip.h"
+#include "api/api.h"
 
 /* gzip with zlib, for input this test controls */
 static unsigned char *zlib_gzip(const void *in, size_t n, size_t *out_len) {

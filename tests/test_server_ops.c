@@ -2,7 +2,7 @@
  * attention-server: the 413 that reaches a client sending its whole body
  * without "Expect: 100-continue" (lingering close), /metrics as Prometheus
  * client libraries make it (checked by promtool), CORS origin lists, ETag
- * and 304 on /openapi.json, 415 for a compressed body, and the memory budget
+ * and 304 on /openapi.json, gzip bodies and replies, 415 for other codings, and the memory budget
  * (--max-memory) under many concurrent large requests.
  */
 #include <check.h>
@@ -15,6 +15,7 @@
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "core/attention.h"
 #include "support/server_harness.h"
@@ -318,25 +319,137 @@ START_TEST(t_openapi_etag_and_304) {
 }
 END_TEST
 
-START_TEST(t_compressed_body_is_415) {
-    start(NULL);
-    const char *codings[] = {"Content-Encoding: gzip", "Content-Encoding: br",
-                             "Content-Encoding: gzip, identity"};
-    for (int i = 0; i < 3; i++) {
+/* gzip with zlib (an implementation other than the server's libdeflate) */
+static unsigned char *zgzip(const void *in, size_t n, size_t *out_len) {
+    z_stream z = {0};
+    ck_assert_int_eq(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    size_t cap = deflateBound(&z, n);
+    unsigned char *out = malloc(cap);
+    z.next_in = (unsigned char *)in;
+    z.avail_in = (uInt)n;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    ck_assert_int_eq(deflate(&z, Z_FINISH), Z_STREAM_END);
+    *out_len = z.total_out;
+    deflateEnd(&z);
+    return out;
+}
+
+static char *zgunzip(const void *in, size_t n, size_t *out_len) {
+    z_stream z = {0};
+    ck_assert_int_eq(inflateInit2(&z, 16 + MAX_WBITS), Z_OK);
+    size_t cap = 64 << 20;
+    char *out = malloc(cap);
+    z.next_in = (unsigned char *)in;
+    z.avail_in = (uInt)n;
+    z.next_out = (unsigned char *)out;
+    z.avail_out = (uInt)cap;
+    ck_assert_int_eq(inflate(&z, Z_FINISH), Z_STREAM_END);
+    *out_len = z.total_out;
+    out[z.total_out] = '\0';
+    inflateEnd(&z);
+    return out;
+}
+
+static srvt_reply post_with(const char *path, const void *body, size_t len, const char *const *h) {
+    srvt_req rq = {.body = body, .len = len, .headers = h};
+    srvt_reply r;
+    ck_assert_int_eq(srvt_do(&srv, path, &rq, &r), 0);
+    return r;
+}
+
+/* A MultiHeadAttention request whose reply (about 60 KB) is worth compressing. */
+static char *large_request(void) {
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap);
+    n += (size_t)snprintf(b + n, cap - n, "{\"module\": \"MultiHeadAttention\", \"d_in\": 8, \"d_out\": 8,"
+                          " \"num_heads\": 2, \"init\": {\"seed\": 1}, \"inputs\": [");
+    for (int t = 0; t < 64; t++) {
+        n += (size_t)snprintf(b + n, cap - n, "%s[", t ? "," : "");
+        for (int c = 0; c < 8; c++) n += (size_t)snprintf(b + n, cap - n, "%s%d.%d", c ? "," : "", (t * 7 + c) % 5, t % 9);
+        n += (size_t)snprintf(b + n, cap - n, "]");
+    }
+    snprintf(b + n, cap - n, "]}");
+    return b;
+}
+
+/* Request bodies in gzip are inflated (--max-body bounds the inflated size);
+ * replies are gzip for clients that take it; other codings are a 415. */
+START_TEST(t_content_codings) {
+    start((const char *const[]){"--max-body", "100000", NULL});
+    const char *gz[] = {"Content-Encoding: gzip", NULL};
+    size_t zn;
+    unsigned char *z = zgzip(srvt_seed_mha, strlen(srvt_seed_mha), &zn);
+    srvt_reply r = post_with("/attention/multihead", z, zn, gz);
+    ck_assert_int_eq(srvt_check_seed_mha(&r), 0);
+    srvt_reply_free(&r);
+    z[zn / 2] ^= 0x55; /* corrupt */
+    r = post_with("/attention/multihead", z, zn, gz);
+    ck_assert_int_eq(srvt_check_error(&r, 400, "invalid_gzip"), 0);
+    srvt_reply_free(&r);
+    free(z);
+
+    /* a 60 KB gzip body that inflates to 1 MB: over --max-body once inflated */
+    char *big = malloc(1 << 20);
+    memset(big, ' ', 1 << 20);
+    z = zgzip(big, 1 << 20, &zn);
+    ck_assert_uint_lt(zn, 100000);
+    r = post_with("/attention/multihead", z, zn, gz);
+    ck_assert_int_eq(srvt_check_error(&r, 413, "too_large"), 0);
+    ck_assert_ptr_nonnull(strstr(r.body, "inflated"));
+    srvt_reply_free(&r);
+    free(z);
+    free(big);
+
+    const char *codings[] = {"Content-Encoding: br", "Content-Encoding: gzip, identity"};
+    for (int i = 0; i < 2; i++) {
         const char *h[] = {codings[i], NULL};
-        srvt_req rq = {.body = srvt_seed_mha, .len = strlen(srvt_seed_mha), .headers = h};
-        srvt_reply r;
-        ck_assert_int_eq(srvt_do(&srv, "/attention/multihead", &rq, &r), 0);
+        r = post_with("/attention/multihead", srvt_seed_mha, strlen(srvt_seed_mha), h);
         ck_assert_int_eq(srvt_check_error(&r, 415, "unsupported_encoding"), 0);
-        assert_header(&r, "Accept-Encoding", "identity");
+        assert_header(&r, "Accept-Encoding", "gzip, identity");
         srvt_reply_free(&r);
     }
     const char *identity[] = {"Content-Encoding: identity", NULL};
-    srvt_req rq = {.body = srvt_seed_mha, .len = strlen(srvt_seed_mha), .headers = identity};
-    srvt_reply r;
-    ck_assert_int_eq(srvt_do(&srv, "/attention/multihead", &rq, &r), 0);
+    r = post_with("/attention/multihead", srvt_seed_mha, strlen(srvt_seed_mha), identity);
     ck_assert_int_eq(srvt_check_seed_mha(&r), 0);
     srvt_reply_free(&r);
+
+    /* replies: the seed's (under 1 KB) stays plain; a large one is gzip */
+    const char *accept[] = {"Accept-Encoding: deflate, gzip;q=0.8", NULL};
+    r = post_with("/attention/multihead", srvt_seed_mha, strlen(srvt_seed_mha), accept);
+    ck_assert_int_eq(srvt_check_seed_mha(&r), 0);
+    assert_header(&r, "Content-Encoding", NULL);
+    assert_header(&r, "Vary", "Accept-Encoding");
+    srvt_reply_free(&r);
+    char *body = large_request();
+    srvt_reply plain = post_with("/attention/multihead", body, strlen(body), NULL);
+    ck_assert_int_eq(plain.status, 200);
+    ck_assert_uint_gt(plain.len, 20000);
+    r = post_with("/attention/multihead", body, strlen(body), accept);
+    ck_assert_int_eq(r.status, 200);
+    assert_header(&r, "Content-Encoding", "gzip");
+    ck_assert_uint_lt(r.len, plain.len / 2);
+    size_t n;
+    char *back = zgunzip(r.body, r.len, &n);
+    ck_assert_uint_eq(n, plain.len);
+    ck_assert_str_eq(back, plain.body);
+    free(back);
+    srvt_reply_free(&r);
+    const char *refuse[] = {"Accept-Encoding: gzip;q=0, identity", NULL};
+    r = post_with("/attention/multihead", body, strlen(body), refuse);
+    assert_header(&r, "Content-Encoding", NULL);
+    ck_assert_str_eq(r.body, plain.body);
+    srvt_reply_free(&r);
+    srvt_reply_free(&plain);
+    stop();
+
+    /* --gzip-level 0: never */
+    start((const char *const[]){"--gzip-level", "0", NULL});
+    r = post_with("/attention/multihead", body, strlen(body), accept);
+    ck_assert_int_eq(r.status, 200);
+    assert_header(&r, "Content-Encoding", NULL);
+    srvt_reply_free(&r);
+    free(body);
     stop();
 }
 END_TEST
@@ -455,7 +568,7 @@ int main(void) {
     tcase_add_test(tc, t_metrics_as_client_libraries);
     tcase_add_test(tc, t_cors_origin_list);
     tcase_add_test(tc, t_openapi_etag_and_304);
-    tcase_add_test(tc, t_compressed_body_is_415);
+    tcase_add_test(tc, t_content_codings);
     tcase_add_test(tc, t_memory_budget_holds);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

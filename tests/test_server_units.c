@@ -1,6 +1,6 @@
 /* test_server_units.c - the server's small modules without a server: the
  * memory budget (waits, deadlines, who goes first, the deadlock it refuses),
- * the --cors-origin list, and If-None-Match against an ETag.
+ * the --cors-origin list, If-None-Match against an ETag, and content codings.
  *
  * The modules are compiled into this program from their sources (the server
  * is a program, not a library).
@@ -14,6 +14,7 @@
 
 #include "server/budget.c"
 #include "server/cors.c"
+#include "server/encoding.c"
 #include "server/etag.c"
 
 #define MiB ((size_t)1 << 20)
@@ -207,8 +208,29 @@ START_TEST(t_etag_if_none_match) {
 }
 END_TEST
 
+/* ==== Content codings ==================================================== */
+
+START_TEST(t_codings) {
+    ck_assert_int_eq(srv_content_coding(NULL), SRV_CODING_IDENTITY);
+    ck_assert_int_eq(srv_content_coding(" Identity "), SRV_CODING_IDENTITY);
+    ck_assert_int_eq(srv_content_coding(""), SRV_CODING_IDENTITY);
+    ck_assert_int_eq(srv_content_coding("GZIP"), SRV_CODING_GZIP);
+    ck_assert_int_eq(srv_content_coding("x-gzip"), SRV_CODING_GZIP);
+    ck_assert_int_eq(srv_content_coding("gzip, identity"), SRV_CODING_OTHER);
+    ck_assert_int_eq(srv_content_coding("br"), SRV_CODING_OTHER);
+    static const struct { const char *ae; int gzip; } cases[] = {
+        {NULL, 0}, {"", 0}, {"gzip", 1}, {"GZip", 1}, {"deflate, gzip;q=0.8", 1},
+        {"gzip;q=0", 0}, {"gzip; q=0.0", 0}, {"*", 1}, {"*;q=0", 0}, {"br, *;q=0.1", 1},
+        {"gzip;q=0, *", 0}, {"identity", 0}, {"x-gzip", 1}, {"br,deflate", 0},
+        {"gzip;level=1;q=0.5", 1}, {"gzipper", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        ck_assert_msg(srv_accepts_gzip(cases[i].ae) == cases[i].gzip, "%s", cases[i].ae);
+}
+END_TEST
+
 int main(void) {
-    Suite *s = suite_create("server_units");
+Suite *s = suite_create("server_units");
     TCase *tc = tcase_create("units");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, t_budget_reserve_release);
@@ -217,6 +239,7 @@ int main(void) {
     tcase_add_test(tc, t_budget_default_is_stated);
     tcase_add_test(tc, t_cors_lists);
     tcase_add_test(tc, t_etag_if_none_match);
+    tcase_add_test(tc, t_codings);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

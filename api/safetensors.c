@@ -1,0 +1,153 @@
+/* safetensors.c - a reply as one safetensors file ("output_format":
+ * "safetensors", or Accept: application/octet-stream):
+ *
+ *   8 bytes    N, the header's length, little-endian u64
+ *   N bytes    JSON: {"__metadata__": {"module", "shape", "tokens", "timing"
+ *              as strings}, "<output>": {"dtype", "shape", "data_offsets":
+ *              [begin, end]}, ...}, padded with spaces to a multiple of 8
+ *   the data   every tensor's little-endian bytes, one after the other
+ *
+ * Tensors are named after the outputs ("context", "attn_weights", and
+ * "params.W_query.weight" for each parameter). Float tensors come first
+ * (F32, or F16 with "dtype": "float16") and byte masks (BOOL) last, so that
+ * with the 8-byte aligned header every float tensor starts at a multiple of
+ * its size: a browser views it with a Float32Array on the same buffer.
+ */
+#include "api/api_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct {
+    char name[ATTN_PARAM_NAME_MAX + 8];
+    const void *data;
+    int is_bytes;
+    int rank;
+    int shape[API_MAX_RANK];
+    size_t count;
+} entry;
+
+#define MAX_ENTRIES (API_OUT_COUNT + 64)
+
+/* The tensors to write, floats first; params one entry per parameter. Returns
+ * the count, or -1 when there are more parameters than MAX_ENTRIES. */
+static int collect(const api_result *r, entry *t) {
+    const api_request *rq = r->rq;
+    int n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int k = 0; k < API_OUT_COUNT; k++) {
+            if (!(rq->returns & 1u << k) || api__outputs[k].elem == API_ELEM_JSON) continue;
+            int bytes = api__outputs[k].elem == API_ELEM_U8;
+            if (bytes != pass) continue;
+            entry *e = &t[n++];
+            *e = (entry){.is_bytes = bytes};
+            snprintf(e->name, sizeof e->name, "%s", api__outputs[k].name);
+            e->rank = api__out_dims(r, (api_out)k, e->shape, &e->data);
+        }
+        if (pass == 0 && (rq->returns & 1u << API_OUT_PARAMS)) {
+            for (int i = 0; i < r->plan->param_count; i++) {
+                if (n == MAX_ENTRIES) return -1;
+                attn_param p;
+                attn_param_get(&rq->cfg, r->plan, i, &p);
+                entry *e = &t[n++];
+                *e = (entry){.data = r->params + p.offset, .rank = p.rank};
+                snprintf(e->name, sizeof e->name, "params.%s", p.name);
+                memcpy(e->shape, p.shape, sizeof e->shape);
+            }
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        t[i].count = 1;
+        for (int d = 0; d < t[i].rank; d++) t[i].count *= (size_t)t[i].shape[d];
+    }
+    return n;
+}
+
+/* A metadata value: JSON text written into a string. */
+static void meta(api_buf *b, const char *key, const api_buf *json) {
+    api__buf_put(b, ",", 1);
+    api__buf_json_string(b, key);
+    api__buf_put(b, ":", 1);
+    api__buf_json_string(b, json->data ? json->data : "null");
+}
+
+static int nonfinite(const entry *t) {
+    const float *x = t->data;
+    for (size_t i = 0; i < t->count; i++)
+        if (isnan(x[i]) || x[i] == INFINITY) return 1;
+    return 0;
+}
+
+int api__respond_safetensors(api_buf *b, const api_result *r, const api_reply *timing_so_far,
+                             double t_serialise_start, api_err *e) {
+    const api_request *rq = r->rq;
+    entry t[MAX_ENTRIES];
+    int n = collect(r, t);
+    if (n < 0) return api__fail(e, API_E_INTERNAL_ERROR, NULL, "too many parameter tensors");
+    int half = rq->fmt.half;
+
+    /* the header, after 8 bytes kept for its length */
+    api_buf h = {0}, v = {0};
+    api__buf_put(&h, "{\"__metadata__\":{\"format\":\"pt\"", 30);
+    api__buf_put(&h, ",\"module\":", 10);
+    api__buf_json_string(&h, attn_module_name(rq->cfg.module));
+    api__shape_json(&v, r->plan);
+    meta(&h, "shape", &v);
+    api_buf_free(&v);
+    if (rq->returns & 1u << API_OUT_TOKENS) {
+        api__tokens_json(&v, rq);
+        meta(&h, "tokens", &v);
+        api_buf_free(&v);
+    }
+    if (rq->returns & 1u << API_OUT_TIMING) {
+        api__buf_printf(&v, "{\"parse_ms\":%.3f,\"compute_ms\":%.3f,\"serialise_ms\":%.3f}",
+                        timing_so_far->ms_parse, timing_so_far->ms_compute,
+                        api__now_ms() - t_serialise_start);
+        meta(&h, "timing", &v);
+        api_buf_free(&v);
+    }
+    api__buf_put(&h, "}", 1);
+    size_t offset = 0;
+    for (int i = 0; i < n; i++) {
+        if (!t[i].is_bytes && nonfinite(&t[i])) {
+            api_buf_free(&h);
+            return api__fail(e, API_E_INTERNAL_ERROR, NULL, "%s holds NaN or infinity", t[i].name);
+        }
+        size_t size = t[i].count * (t[i].is_bytes ? 1 : half ? 2 : 4);
+        api__buf_put(&h, ",", 1);
+        api__buf_json_string(&h, t[i].name);
+        api__buf_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[",
+                        t[i].is_bytes ? "BOOL" : half ? "F16" : "F32");
+        for (int d = 0; d < t[i].rank; d++) api__buf_printf(&h, d ? ",%d" : "%d", t[i].shape[d]);
+        api__buf_printf(&h, "],\"data_offsets\":[%zu,%zu]}", offset, offset + size);
+        offset += size;
+    }
+    api__buf_put(&h, "}", 1);
+    while (!h.failed && h.len % 8) api__buf_put(&h, " ", 1);
+    if (h.failed) {
+        api_buf_free(&h);
+        return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");
+    }
+
+    /* length, header, data */
+    if (api__buf_reserve(b, 8 + h.len + offset + 1)) {
+        api_buf_free(&h);
+        return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");
+    }
+    uint8_t *o = (uint8_t *)b->data + b->len;
+    for (int k = 0; k < 8; k++) o[k] = (uint8_t)((uint64_t)h.len >> (8 * k));
+    memcpy(o + 8, h.data, h.len);
+    o += 8 + h.len;
+    for (int i = 0; i < n; i++) {
+        if (t[i].is_bytes) {
+            memcpy(o, t[i].data, t[i].count);
+            o += t[i].count;
+        } else {
+            o += api__float_bytes(o, t[i].data, t[i].count, half);
+        }
+    }
+    b->len += 8 + h.len + offset;
+    b->data[b->len] = '\0';
+    api_buf_free(&h);
+    return 0;
+}

@@ -1,0 +1,77 @@
+/* encoding.c - HTTP content codings, see encoding.h. */
+#include "encoding.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static int is_space(char c) { return c == ' ' || c == '\t'; }
+
+/* The token s[0..n) trimmed, compared without case. */
+static int token_is(const char *s, size_t n, const char *word) {
+    while (n && is_space(*s)) s++, n--;
+    while (n && is_space(s[n - 1])) n--;
+    return n == strlen(word) && strncasecmp(s, word, n) == 0;
+}
+
+srv_coding srv_content_coding(const char *ce) {
+    if (ce == NULL) return SRV_CODING_IDENTITY;
+    size_t n = strlen(ce);
+    if (token_is(ce, n, "") || token_is(ce, n, "identity")) return SRV_CODING_IDENTITY;
+    if (token_is(ce, n, "gzip") || token_is(ce, n, "x-gzip")) return SRV_CODING_GZIP;
+    return SRV_CODING_OTHER;
+}
+
+/* The q-value of one entry "coding;q=0.5" (1 when absent). */
+static double q_value(const char *params, size_t n) {
+    for (size_t i = 0; i + 1 < n; i++) {
+        if ((params[i] == 'q' || params[i] == 'Q') && (i == 0 || params[i - 1] == ';' ||
+                                                        is_space(params[i - 1]))) {
+            size_t j = i + 1;
+            while (j < n && is_space(params[j])) j++;
+            if (j < n && params[j] == '=') return strtod(params + j + 1, NULL);
+        }
+    }
+    return 1.0;
+}
+
+double srv_accept_q(const char *accept, const char *type) {
+    if (accept == NULL) return -1;
+    const char *slash = strchr(type, '/');
+    size_t major = slash ? (size_t)(slash - type) : strlen(type);
+    double exact = -1, range = -1, any = -1;
+    const char *p = accept;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        const char *semi = memchr(p, ';', n);
+        size_t name = semi ? (size_t)(semi - p) : n;
+        double q = semi ? q_value(semi + 1, n - name - 1) : 1.0;
+        const char *s = p;
+        size_t m = name;
+        while (m && is_space(*s)) s++, m--;
+        while (m && is_space(s[m - 1])) m--;
+        if (m == strlen(type) && strncasecmp(s, type, m) == 0) exact = q;
+        else if (m == major + 2 && strncasecmp(s, type, major + 1) == 0 && s[major + 1] == '*') range = q;
+        else if (m == 3 && strncmp(s, "*/*", 3) == 0) any = q;
+        p += n + (end != NULL);
+    }
+    return exact >= 0 ? exact : range >= 0 ? range : any;
+}
+
+int srv_accepts_gzip(const char *ae) {
+    if (ae == NULL) return 0;
+    double gzip = -1, star = -1; /* -1: not mentioned */
+    const char *p = ae;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        const char *semi = memchr(p, ';', n);
+        size_t name = semi ? (size_t)(semi - p) : n;
+        double q = semi ? q_value(semi + 1, n - name - 1) : 1.0;
+        if (token_is(p, name, "gzip") || token_is(p, name, "x-gzip")) gzip = q;
+        else if (token_is(p, name, "*")) star = q;
+        p += n + (end != NULL);
+    }
+    return gzip >= 0 ? gzip > 0 : star > 0;
+}
