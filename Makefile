@@ -98,7 +98,7 @@ $(LIBAPI): $(API_OBJ)
 $(SERVER): $(SERVER_OBJ) $(LIBAPI) $(LIBCORE)
 	$(CC) $(LDFLAGS) $(SERVER_OBJ) $(LIBAPI) $(LIBCORE) $(LIBS_SERVER) $(LIBS_API) $(LIBS_CORE) -o $@
 
-$(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(LIBAPI) $(LIBCORE) tests/support/*.h tests/scaleout/*.h
+$(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(LIBAPI) $(LIBCORE) tests/support/*.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(TESTLIB_OBJ) $(LIBAPI) $(LIBCORE) \
 	  $(LDFLAGS) $(LIBS_TEST) $(LIBS_API) $(LIBS_CORE) -o $@

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "support/check_main.h"
 #include "support/files.h"
 
 static json_t *g_doc;
@@ -177,21 +178,13 @@ START_TEST(test_document_examples_answered) {
 }
 END_TEST
 
-int main(void) {
+static Suite *openapi_suite(void) {
     Suite *s = suite_create("api_openapi");
-    TCase *tc = tcase_create("openapi");
-    tcase_add_checked_fixture(tc, load_doc, free_doc);
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_embedded_equals_file);
-    tcase_add_test(tc, test_every_endpoint);
-    tcase_add_test(tc, test_error_schema);
-    tcase_add_test(tc, test_every_parser_field_documented);
-    tcase_add_test(tc, test_return_names_documented);
-    tcase_add_test(tc, test_document_examples_answered);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *tests[] = {test_embedded_equals_file, test_every_endpoint, test_error_schema,
+                            test_every_parser_field_documented, test_return_names_documented,
+                            test_document_examples_answered, NULL};
+    tcase_add_checked_fixture(tcase_with(s, "openapi", 30, tests), load_doc, free_doc);
+    return s;
 }
+
+const test_program TEST_PROGRAM = {.suites = {openapi_suite}};

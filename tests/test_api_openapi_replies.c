@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "support/check_main.h"
 #include "support/files.h"
 #include "support/jschema.h"
 #include "support/server_harness.h"
@@ -685,36 +686,18 @@ START_TEST(t_server_get_endpoints) {
 }
 END_TEST
 
-int main(void) {
+static Suite *replies_suite(void) {
     Suite *s = suite_create("api_openapi_replies");
-    TCase *tv = tcase_create("validator");
-    tcase_add_checked_fixture(tv, load_doc, free_doc);
-    tcase_add_test(tv, t_validator_types);
-    tcase_add_test(tv, t_validator_objects_arrays);
-    tcase_add_test(tv, t_validator_combinators_refs);
-    tcase_add_test(tv, t_validator_fails_loudly);
-    tcase_add_test(tv, t_document_schemas_understood);
-    suite_add_tcase(s, tv);
-
-    TCase *tr = tcase_create("replies");
-    tcase_add_checked_fixture(tr, load_doc, free_doc);
-    tcase_set_timeout(tr, 120);
-    tcase_add_test(tr, t_examples);
-    tcase_add_test(tr, t_every_return_name);
-    tcase_add_test(tr, t_options_and_shapes);
-    tcase_add_test(tr, t_every_error_status);
-    tcase_add_test(tr, t_error_bodies);
-    suite_add_tcase(s, tr);
-
-    TCase *ts = tcase_create("server");
-    tcase_add_checked_fixture(ts, srv_setup, srv_teardown);
-    tcase_set_timeout(ts, 120);
-    tcase_add_test(ts, t_server_get_endpoints);
-    suite_add_tcase(s, ts);
-
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *validator[] = {t_validator_types, t_validator_objects_arrays,
+                                t_validator_combinators_refs, t_validator_fails_loudly,
+                                t_document_schemas_understood, NULL};
+    tcase_add_checked_fixture(tcase_with(s, "validator", 0, validator), load_doc, free_doc);
+    const TTest *replies[] = {t_examples, t_every_return_name, t_options_and_shapes,
+                              t_every_error_status, t_error_bodies, NULL};
+    tcase_add_checked_fixture(tcase_with(s, "replies", 120, replies), load_doc, free_doc);
+    const TTest *server[] = {t_server_get_endpoints, NULL};
+    tcase_add_checked_fixture(tcase_with(s, "server", 120, server), srv_setup, srv_teardown);
+    return s;
 }
+
+const test_program TEST_PROGRAM = {.suites = {replies_suite}};

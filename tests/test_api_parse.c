@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "tests/support/check_main.h"
 
 #define X6 "[[0.43,0.15,0.89],[0.55,0.87,0.66],[0.57,0.85,0.64],[0.22,0.58,0.33],[0.77,0.25,0.10],[0.05,0.80,0.55]]"
 #define MHA_HEAD "\"module\":\"MultiHeadAttention\",\"d_out\":2,\"num_heads\":2,\"context_length\":6,"
@@ -417,33 +418,16 @@ START_TEST(test_echo_is_clamped) {
 }
 END_TEST
 
-int main(void) {
+static Suite *parse_suite(void) {
     Suite *s = suite_create("api_parse");
-    TCase *tc = tcase_create("parse");
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_nested_unbatched);
-    tcase_add_test(tc, test_nested_batched);
-    tcase_add_test(tc, test_flat_equals_nested);
-    tcase_add_test(tc, test_null_is_absent);
-    tcase_add_test(tc, test_integers_and_masks);
-    tcase_add_test(tc, test_ragged);
-    tcase_add_test(tc, test_non_number);
-    tcase_add_test(tc, test_non_finite);
-    tcase_add_test(tc, test_empty_and_rank);
-    tcase_add_test(tc, test_wrong_types);
-    tcase_add_test(tc, test_unknown_fields);
-    tcase_add_test(tc, test_bad_module_for_endpoint);
-    tcase_add_test(tc, test_missing_fields);
-    tcase_add_test(tc, test_state_dict_ok);
-    tcase_add_test(tc, test_state_dict_errors);
-    tcase_add_test(tc, test_shape_errors);
-    tcase_add_test(tc, test_too_large_before_allocating);
-    tcase_add_test(tc, test_malformed_json);
-    tcase_add_test(tc, test_echo_is_clamped);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *tests[] = {
+        test_nested_unbatched, test_nested_batched, test_flat_equals_nested, test_null_is_absent,
+        test_integers_and_masks, test_ragged, test_non_number, test_non_finite,
+        test_empty_and_rank, test_wrong_types, test_unknown_fields, test_bad_module_for_endpoint,
+        test_missing_fields, test_state_dict_ok, test_state_dict_errors, test_shape_errors,
+        test_too_large_before_allocating, test_malformed_json, test_echo_is_clamped, NULL};
+    tcase_with(s, "parse", 30, tests);
+    return s;
 }
+
+const test_program TEST_PROGRAM = {.suites = {parse_suite}};

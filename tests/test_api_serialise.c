@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "tests/support/check_main.h"
 
 static uint64_t g_state = 0x9e3779b97f4a7c15ull;
 
@@ -379,29 +380,16 @@ START_TEST(test_handle_precision_and_flat) {
 }
 END_TEST
 
-int main(void) {
+static Suite *serialise_suite(void) {
     Suite *s = suite_create("api_serialise");
-    TCase *tc = tcase_create("serialise");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_special_values);
-    tcase_add_test(tc, test_random_bits_round_trip);
-    tcase_add_test(tc, test_subnormals_round_trip);
-    tcase_add_test(tc, test_typical_values_round_trip);
-    tcase_add_test(tc, test_shortest);
-    tcase_add_test(tc, test_precision);
-    tcase_add_test(tc, test_nested_and_flat);
-    tcase_add_test(tc, test_neg_inf_null_and_nan);
-    tcase_add_test(tc, test_bytes);
-    tcase_add_test(tc, test_large_tensor_parses_back);
-    tcase_add_test(tc, test_json_string_escaping);
-    tcase_add_test(tc, test_json_string_invalid_utf8);
-    tcase_add_test(tc, test_error_body);
-    tcase_add_test(tc, test_echo);
-    tcase_add_test(tc, test_handle_precision_and_flat);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *tests[] = {
+        test_special_values, test_random_bits_round_trip, test_subnormals_round_trip,
+        test_typical_values_round_trip, test_shortest, test_precision, test_nested_and_flat,
+        test_neg_inf_null_and_nan, test_bytes, test_large_tensor_parses_back,
+        test_json_string_escaping, test_json_string_invalid_utf8, test_error_body, test_echo,
+        test_handle_precision_and_flat, NULL};
+    tcase_with(s, "serialise", 120, tests);
+    return s;
 }
+
+const test_program TEST_PROGRAM = {.suites = {serialise_suite}};

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "core/attention.h"
+#include "tests/support/check_main.h"
 #include "tests/support/golden.h"
 
 typedef struct {
@@ -226,7 +227,10 @@ START_TEST(test_every_module_has_files) {
 }
 END_TEST
 
-int main(void) {
+/* One suite: per module a "<module>/state_dict" and a "<module>/forward" case
+ * with one check per golden file, then "present". */
+static Suite *golden_suite(void) {
+    static char case_names[N_MODULES][2][48];
     const TTest *layout[N_MODULES] = {
         test_layout_0, test_layout_1, test_layout_2, test_layout_3, test_layout_4,
         test_layout_5, test_layout_6, test_layout_7, test_layout_8,
@@ -235,7 +239,7 @@ int main(void) {
         test_numerics_0, test_numerics_1, test_numerics_2, test_numerics_3, test_numerics_4,
         test_numerics_5, test_numerics_6, test_numerics_7, test_numerics_8,
     };
-    SRunner *sr = NULL;
+    Suite *s = suite_create("golden");
     int total = 0;
     for (int k = 0; k < N_MODULES; k++) {
         g_files[k].n = golden_list(g_files[k].modules, &g_files[k].paths);
@@ -245,31 +249,19 @@ int main(void) {
             g_files[k].n = 0;
         }
         total += g_files[k].n;
-        Suite *s = suite_create(g_files[k].suite);
-        TCase *tl = tcase_create("state_dict");
-        TCase *tn = tcase_create("forward");
-        tcase_set_timeout(tn, 30);
+        snprintf(case_names[k][0], sizeof case_names[k][0], "%s/state_dict", g_files[k].suite);
+        snprintf(case_names[k][1], sizeof case_names[k][1], "%s/forward", g_files[k].suite);
+        TCase *tl = tcase_with(s, case_names[k][0], 0, NULL);
+        TCase *tn = tcase_with(s, case_names[k][1], 30, NULL);
         if (g_files[k].n > 0) {
             tcase_add_loop_test(tl, layout[k], 0, g_files[k].n);
             tcase_add_loop_test(tn, numerics[k], 0, g_files[k].n);
         }
-        suite_add_tcase(s, tl);
-        suite_add_tcase(s, tn);
-        if (sr == NULL)
-            sr = srunner_create(s);
-        else
-            srunner_add_suite(sr, s);
     }
-    Suite *meta = suite_create("golden_files");
-    TCase *tc = tcase_create("present");
-    tcase_add_test(tc, test_every_module_has_files);
-    suite_add_tcase(meta, tc);
-    srunner_add_suite(sr, meta);
+    const TTest *present[] = {test_every_module_has_files, NULL};
+    tcase_with(s, "present", 0, present);
     printf("%d golden files in %s\n", total, golden_dir());
-
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    for (int k = 0; k < N_MODULES; k++) golden_list_free(g_files[k].paths, g_files[k].n);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return s;
 }
+
+const test_program TEST_PROGRAM = {.suites = {golden_suite}};

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/attention.h"
+#include "tests/support/check_main.h"
 #include "tests/support/golden.h"
 
 #define TOL4 (0.5e-4 + 1e-6)
@@ -377,38 +378,18 @@ END_TEST
 
 static Suite *seeds_suite(void) {
     Suite *s = suite_create("seeds");
-    TCase *t33 = tcase_create("3.3_simple");
-    tcase_add_test(t33, test_simple_query2);
-    tcase_add_test(t33, test_simple_all);
-    suite_add_tcase(s, t33);
-    TCase *t34 = tcase_create("3.4_trainable");
-    tcase_add_test(t34, test_v1_seed123);
-    tcase_add_test(t34, test_v2_seed789);
-    suite_add_tcase(s, t34);
-    TCase *t35 = tcase_create("3.5_causal");
-    tcase_add_checked_fixture(t35, setup_batch, NULL);
-    tcase_add_test(t35, test_causal_mask_neg_inf);
-    tcase_add_test(t35, test_causal_mask_renorm);
-    tcase_add_test(t35, test_dropout_ones);
-    tcase_add_test(t35, test_dropout_causal_weights);
-    tcase_add_test(t35, test_causal_seed123);
-    suite_add_tcase(s, t35);
-    TCase *t36 = tcase_create("3.6_multi_head");
-    tcase_add_checked_fixture(t36, setup_batch, NULL);
-    tcase_add_test(t36, test_wrapper_seed123);
-    tcase_add_test(t36, test_mha_seed123);
-    tcase_add_test(t36, test_heads_matmul);
-    suite_add_tcase(s, t36);
-    TCase *c4 = tcase_create("seed003_crane");
-    tcase_add_test(c4, test_crane);
-    suite_add_tcase(s, c4);
+    const TTest *simple[] = {test_simple_query2, test_simple_all, NULL};
+    tcase_with(s, "3.3_simple", 0, simple);
+    const TTest *trainable[] = {test_v1_seed123, test_v2_seed789, NULL};
+    tcase_with(s, "3.4_trainable", 0, trainable);
+    const TTest *causal[] = {test_causal_mask_neg_inf, test_causal_mask_renorm, test_dropout_ones,
+                             test_dropout_causal_weights, test_causal_seed123, NULL};
+    tcase_add_checked_fixture(tcase_with(s, "3.5_causal", 0, causal), setup_batch, NULL);
+    const TTest *multi_head[] = {test_wrapper_seed123, test_mha_seed123, test_heads_matmul, NULL};
+    tcase_add_checked_fixture(tcase_with(s, "3.6_multi_head", 0, multi_head), setup_batch, NULL);
+    const TTest *crane[] = {test_crane, NULL};
+    tcase_with(s, "seed003_crane", 0, crane);
     return s;
 }
 
-int main(void) {
-    SRunner *sr = srunner_create(seeds_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+const test_program TEST_PROGRAM = {.suites = {seeds_suite}};

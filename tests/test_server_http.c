@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/attention.h"
+#include "support/check_main.h"
 #include "support/server_harness.h"
 #include "support/server_requests.h"
 
@@ -347,30 +348,14 @@ START_TEST(t_access_log) {
 }
 END_TEST
 
-int main(void) {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
+static Suite *http_suite(void) {
     Suite *s = suite_create("server_http");
-    TCase *tc = tcase_create("http");
-    tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, NULL, teardown);
-    tcase_add_test(tc, t_health_and_ready);
-    tcase_add_test(tc, t_version);
-    tcase_add_test(tc, t_openapi);
-    tcase_add_test(tc, t_metrics_count_requests);
-    tcase_add_test(tc, t_seed_multihead);
-    tcase_add_test(tc, t_content_type_ignored);
-    tcase_add_test(tc, t_every_post_endpoint);
-    tcase_add_test(tc, t_malformed_json_400);
-    tcase_add_test(tc, t_not_found_404);
-    tcase_add_test(tc, t_method_not_allowed_405);
-    tcase_add_test(tc, t_cors_preflight);
-    tcase_add_test(tc, t_no_cors_by_default);
-    tcase_add_test(tc, t_access_log);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    curl_global_cleanup();
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *tests[] = {
+        t_health_and_ready, t_version, t_openapi, t_metrics_count_requests, t_seed_multihead,
+        t_content_type_ignored, t_every_post_endpoint, t_malformed_json_400, t_not_found_404,
+        t_method_not_allowed_405, t_cors_preflight, t_no_cors_by_default, t_access_log, NULL};
+    tcase_add_checked_fixture(tcase_with(s, "http", 120, tests), NULL, teardown);
+    return s;
 }
+
+const test_program TEST_PROGRAM = {.suites = {http_suite}};
