@@ -11,14 +11,11 @@
 #include "api/api_internal.h"
 #include "support/check_main.h"
 #include "support/files.h"
+#include "support/openapi_doc.h"
 
 static json_t *g_doc;
 
-static void load_doc(void) {
-    json_error_t je;
-    g_doc = json_loads(api_openapi_json(), 0, &je);
-    ck_assert_msg(g_doc != NULL, "the embedded document is not JSON: %s (line %d)", je.text, je.line);
-}
+static void load_doc(void) { g_doc = openapi_doc(); }
 
 static void free_doc(void) {
     json_decref(g_doc);

@@ -62,6 +62,19 @@ static void expect_error(api_endpoint ep, const char *body, int status, const ch
     expect_error_max(ep, body, 0, status, code, field, msg_part);
 }
 
+/* A request to /attention/simple that fails with 400, code and field (NULL:
+ * JSON null), its message containing msg_part (NULL: any message). */
+typedef struct {
+    const char *body, *code, *field, *msg_part;
+} simple_error;
+
+static void expect_simple_errors(const simple_error *cases, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        expect_error(API_EP_SIMPLE, cases[i].body, 400, cases[i].code, cases[i].field,
+                     cases[i].msg_part);
+}
+#define EXPECT_SIMPLE_ERRORS(cases) expect_simple_errors(cases, sizeof cases / sizeof cases[0])
+
 /* rank of a nested reply tensor */
 static int rank_of(json_t *t) {
     int r = 0;
@@ -142,56 +155,57 @@ END_TEST
 /* ==== malformed inputs ===================================================== */
 
 START_TEST(test_ragged) {
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[1,2,3],[1,2]]}", 400, "invalid_shape", "inputs[1]",
-                 "inputs[1] has 2 values, expected 3");
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[[1,2],[3,4]],[[1,2]]]}", 400, "invalid_shape",
-                 "inputs[1]", NULL);
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[1,2],[3,[4]]]}", 400, "invalid_shape", "inputs[1][1]",
-                 NULL);
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[1,2],3]}", 400, "invalid_shape", "inputs[1]", NULL);
+    static const simple_error cases[] = {
+        {"{\"inputs\":[[1,2,3],[1,2]]}", "invalid_shape", "inputs[1]",
+         "inputs[1] has 2 values, expected 3"},
+        {"{\"inputs\":[[[1,2],[3,4]],[[1,2]]]}", "invalid_shape", "inputs[1]", NULL},
+        {"{\"inputs\":[[1,2],[3,[4]]]}", "invalid_shape", "inputs[1][1]", NULL},
+        {"{\"inputs\":[[1,2],3]}", "invalid_shape", "inputs[1]", NULL},
+    };
+    EXPECT_SIMPLE_ERRORS(cases);
 }
 END_TEST
 
 START_TEST(test_non_number) {
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[1,2],[3,\"4\"]]}", 400, "invalid_type",
-                 "inputs[1][1]", "a string");
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[1,true],[3,4]]}", 400, "invalid_type", "inputs[0][1]",
-                 "a boolean");
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[1,null],[3,4]]}", 400, "invalid_type", "inputs[0][1]",
-                 NULL);
-    expect_error(API_EP_SIMPLE, "{\"inputs\":\"x\"}", 400, "invalid_type", "inputs", NULL);
-    expect_error(API_EP_SIMPLE, "{\"inputs\":{\"shape\":[1,2],\"data\":[1,{}]}}", 400,
-                 "invalid_shape", "inputs.data[1]", NULL);
+    static const simple_error cases[] = {
+        {"{\"inputs\":[[1,2],[3,\"4\"]]}", "invalid_type", "inputs[1][1]", "a string"},
+        {"{\"inputs\":[[1,true],[3,4]]}", "invalid_type", "inputs[0][1]", "a boolean"},
+        {"{\"inputs\":[[1,null],[3,4]]}", "invalid_type", "inputs[0][1]", NULL},
+        {"{\"inputs\":\"x\"}", "invalid_type", "inputs", NULL},
+        {"{\"inputs\":{\"shape\":[1,2],\"data\":[1,{}]}}", "invalid_shape", "inputs.data[1]", NULL},
+    };
+    EXPECT_SIMPLE_ERRORS(cases);
 }
 END_TEST
 
 START_TEST(test_non_finite) {
     /* jansson rejects NaN and Infinity as JSON; beyond float32 is ours */
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[1,2],[3,1e39]]}", 400, "non_finite", "inputs[1][1]",
-                 "float32");
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[1,2],[3,-3.5e38]]}", 400, "non_finite",
-                 "inputs[1][1]", NULL);
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[1,NaN]]}", 400, "invalid_json", NULL, NULL);
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[1,Infinity]]}", 400, "invalid_json", NULL, NULL);
+    static const simple_error cases[] = {
+        {"{\"inputs\":[[1,2],[3,1e39]]}", "non_finite", "inputs[1][1]", "float32"},
+        {"{\"inputs\":[[1,2],[3,-3.5e38]]}", "non_finite", "inputs[1][1]", NULL},
+        {"{\"inputs\":[[1,NaN]]}", "invalid_json", NULL, NULL},
+        {"{\"inputs\":[[1,Infinity]]}", "invalid_json", NULL, NULL},
+    };
+    EXPECT_SIMPLE_ERRORS(cases);
 }
 END_TEST
 
 START_TEST(test_empty_and_rank) {
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[]}", 400, "invalid_shape", "inputs", "empty");
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[1],[]]}", 400, "invalid_shape", "inputs[1]", "empty");
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[]]}", 400, "invalid_shape", "inputs[0]", "empty");
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[1,2,3]}", 400, "invalid_shape", "inputs", "axes");
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[[[1]]]]}", 400, "invalid_shape", "inputs[0][0][0]",
-                 "more than 3 axes");
-    expect_error(API_EP_SIMPLE, "{\"inputs\":{\"shape\":[2,0],\"data\":[]}}", 400, "invalid_shape",
-                 "inputs.shape[1]", NULL);
-    expect_error(API_EP_SIMPLE, "{\"inputs\":{\"shape\":[2,2],\"data\":[1,2,3]}}", 400,
-                 "invalid_shape", "inputs.data", "needs 4");
-    expect_error(API_EP_SIMPLE, "{\"inputs\":{\"shape\":[2,2]}}", 400, "missing_field",
-                 "inputs.data", NULL);
-    expect_error(API_EP_SIMPLE, "{\"inputs\":{\"shape\":[1,1],\"data\":[1],\"dtype\":\"f\"}}", 400,
-                 "unknown_field", "inputs.dtype", NULL);
-    expect_error(API_EP_SIMPLE, "{}", 400, "missing_field", "inputs", NULL);
+    static const simple_error cases[] = {
+        {"{\"inputs\":[]}", "invalid_shape", "inputs", "empty"},
+        {"{\"inputs\":[[1],[]]}", "invalid_shape", "inputs[1]", "empty"},
+        {"{\"inputs\":[[]]}", "invalid_shape", "inputs[0]", "empty"},
+        {"{\"inputs\":[1,2,3]}", "invalid_shape", "inputs", "axes"},
+        {"{\"inputs\":[[[[1]]]]}", "invalid_shape", "inputs[0][0][0]", "more than 3 axes"},
+        {"{\"inputs\":{\"shape\":[2,0],\"data\":[]}}", "invalid_shape", "inputs.shape[1]", NULL},
+        {"{\"inputs\":{\"shape\":[2,2],\"data\":[1,2,3]}}", "invalid_shape", "inputs.data",
+         "needs 4"},
+        {"{\"inputs\":{\"shape\":[2,2]}}", "missing_field", "inputs.data", NULL},
+        {"{\"inputs\":{\"shape\":[1,1],\"data\":[1],\"dtype\":\"f\"}}", "unknown_field",
+         "inputs.dtype", NULL},
+        {"{}", "missing_field", "inputs", NULL},
+    };
+    EXPECT_SIMPLE_ERRORS(cases);
 }
 END_TEST
 
