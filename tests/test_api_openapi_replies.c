@@ -317,6 +317,9 @@ typedef struct {
     const char *code;    /* the error code (NULL: any) */
 } request_case;
 
+/* A request answered 200. */
+#define OK_200(ep, body) {ep, body, 0, 200, NULL}
+
 static void run_cases(tally *t, const char *what, const request_case *cases, size_t n) {
     for (size_t i = 0; i < n; i++) {
         char name[64];
@@ -452,35 +455,35 @@ START_TEST(t_options_and_shapes) {
     tally t = {0};
     static const request_case cases[] = {
         /* sdpa rank 2, 3 and 4, cross-attention (L != S), grouped-query (Hkv < H) */
-        {API_EP_SDPA, "{\"query\":[[1,0]],\"key\":[[1,0],[0,1],[1,1]],\"value\":[[1],[2],[3]],"
-                      "\"return\":[\"context\",\"attn_weights\",\"masked_scores\",\"queries\",\"keys\",\"values\"]}", 0, 200, NULL},
-        {API_EP_SDPA, "{\"module\":\"sdpa\",\"query\":[[[1,0],[0,1]],[[1,1],[0,0]]],\"key\":[[[1,0],[0,1],[1,1]]],"
-                      "\"value\":[[[1],[2],[3]]],\"causal\":true,\"return\":[\"context\",\"attn_weights\",\"mask\","
-                      "\"masked_scores\",\"keys\"]}", 0, 200, NULL},
-        {API_EP_SDPA, "{\"query\":[[[[1,0]],[[0,1]],[[1,1]],[[0.5,-0.5]]]],\"key\":[[[[1,0],[0,1]],[[0.3,0.3],[1,-1]]]],"
-                      "\"value\":[[[[1],[2]],[[3],[4]]]],\"average_attn_weights\":true,"
-                      "\"return\":[\"context\",\"attn_weights\",\"keys\",\"values\",\"context_heads\"]}", 0, 200, NULL},
-        {API_EP_SDPA, "{\"query\":[[1,0],[0,1]],\"key\":[[1,0],[0,1]],\"value\":[[1],[2]],"
-                      "\"attn_mask\":[[0,\"-inf\"],[null,0]],\"return\":[\"masked_scores\",\"attn_weights\"],"
-                      "\"output_format\":\"flat\"}", 0, 200, NULL},
-        {API_EP_SDPA, "{\"query\":{\"shape\":[2,2],\"data\":[1,0,0,1]},\"key\":{\"shape\":[2,2],\"data\":[1,0,0,1]},"
-                      "\"value\":{\"shape\":[2,1],\"data\":[1,2]},\"key_padding_mask\":[false,true],"
-                      "\"scale\":0.5,\"dropout\":0.5,\"dropout_seed\":3,\"return\":[\"context\",\"dropout_mask\","
-                      "\"mask\",\"masked_scores\"]}", 0, 200, NULL},
+        OK_200(API_EP_SDPA, "{\"query\":[[1,0]],\"key\":[[1,0],[0,1],[1,1]],\"value\":[[1],[2],[3]],"
+                            "\"return\":[\"context\",\"attn_weights\",\"masked_scores\",\"queries\",\"keys\",\"values\"]}"),
+        OK_200(API_EP_SDPA, "{\"module\":\"sdpa\",\"query\":[[[1,0],[0,1]],[[1,1],[0,0]]],\"key\":[[[1,0],[0,1],[1,1]]],"
+                            "\"value\":[[[1],[2],[3]]],\"causal\":true,\"return\":[\"context\",\"attn_weights\",\"mask\","
+                            "\"masked_scores\",\"keys\"]}"),
+        OK_200(API_EP_SDPA, "{\"query\":[[[[1,0]],[[0,1]],[[1,1]],[[0.5,-0.5]]]],\"key\":[[[[1,0],[0,1]],[[0.3,0.3],[1,-1]]]],"
+                            "\"value\":[[[[1],[2]],[[3],[4]]]],\"average_attn_weights\":true,"
+                            "\"return\":[\"context\",\"attn_weights\",\"keys\",\"values\",\"context_heads\"]}"),
+        OK_200(API_EP_SDPA, "{\"query\":[[1,0],[0,1]],\"key\":[[1,0],[0,1]],\"value\":[[1],[2]],"
+                            "\"attn_mask\":[[0,\"-inf\"],[null,0]],\"return\":[\"masked_scores\",\"attn_weights\"],"
+                            "\"output_format\":\"flat\"}"),
+        OK_200(API_EP_SDPA, "{\"query\":{\"shape\":[2,2],\"data\":[1,0,0,1]},\"key\":{\"shape\":[2,2],\"data\":[1,0,0,1]},"
+                            "\"value\":{\"shape\":[2,1],\"data\":[1,2]},\"key_padding_mask\":[false,true],"
+                            "\"scale\":0.5,\"dropout\":0.5,\"dropout_seed\":3,\"return\":[\"context\",\"dropout_mask\","
+                            "\"mask\",\"masked_scores\"]}"),
         /* masks on the trainable modules, boolean and additive, batched */
-        {API_EP_CAUSAL, "{\"d_out\":2,\"init\":{\"seed\":1},\"inputs\":[" X3 "," X3 "],"
-                        "\"attn_mask\":[[[false,true,true],[false,false,true],[false,false,false]],"
-                        "[[0,1,1],[0,0,1],[0,0,0]]],\"key_padding_mask\":[[0,0,1],[0,0,0]],"
-                        "\"return\":[\"mask\",\"masked_scores\",\"attn_weights\"]}", 0, 200, NULL},
-        {API_EP_SELF, "{\"d_out\":2,\"init\":{\"seed\":1},\"inputs\":" X3 ",\"causal\":true,"
-                      "\"attn_mask\":[[0,-1.5,0],[0,0,0],[0.25,0,0]],\"return\":[\"masked_scores\",\"mask\"]}", 0, 200, NULL},
-        {API_EP_MULTIHEAD, "{\"module\":\"torch.nn.MultiheadAttention\",\"embed_dim\":4,\"num_heads\":2,\"kdim\":3,"
-                           "\"vdim\":2,\"init\":{\"seed\":7},\"inputs\":[" X4 "],\"key\":[[[1,0,0.5],[0.2,0.3,0.4]]],"
-                           "\"value\":[[[1,2],[3,4]]],\"key_padding_mask\":[[false,true]],"
-                           "\"average_attn_weights\":true,\"precision\":2}", 0, 200, NULL},
-        {API_EP_MULTIHEAD, "{\"d_out\":2,\"num_heads\":1,\"context_length\":3,\"init\":{\"seed\":2},"
-                           "\"inputs\":{\"shape\":[3,3],\"data\":[1,2,3,4,5,6,7,8,9]},\"tokens\":[\"x\",\"y\",\"z\"],"
-                           "\"return\":[\"tokens\",\"attn_weights\"],\"output_format\":\"flat\"}", 0, 200, NULL},
+        OK_200(API_EP_CAUSAL, "{\"d_out\":2,\"init\":{\"seed\":1},\"inputs\":[" X3 "," X3 "],"
+                              "\"attn_mask\":[[[false,true,true],[false,false,true],[false,false,false]],"
+                              "[[0,1,1],[0,0,1],[0,0,0]]],\"key_padding_mask\":[[0,0,1],[0,0,0]],"
+                              "\"return\":[\"mask\",\"masked_scores\",\"attn_weights\"]}"),
+        OK_200(API_EP_SELF, "{\"d_out\":2,\"init\":{\"seed\":1},\"inputs\":" X3 ",\"causal\":true,"
+                            "\"attn_mask\":[[0,-1.5,0],[0,0,0],[0.25,0,0]],\"return\":[\"masked_scores\",\"mask\"]}"),
+        OK_200(API_EP_MULTIHEAD, "{\"module\":\"torch.nn.MultiheadAttention\",\"embed_dim\":4,\"num_heads\":2,\"kdim\":3,"
+                                 "\"vdim\":2,\"init\":{\"seed\":7},\"inputs\":[" X4 "],\"key\":[[[1,0,0.5],[0.2,0.3,0.4]]],"
+                                 "\"value\":[[[1,2],[3,4]]],\"key_padding_mask\":[[false,true]],"
+                                 "\"average_attn_weights\":true,\"precision\":2}"),
+        OK_200(API_EP_MULTIHEAD, "{\"d_out\":2,\"num_heads\":1,\"context_length\":3,\"init\":{\"seed\":2},"
+                                 "\"inputs\":{\"shape\":[3,3],\"data\":[1,2,3,4,5,6,7,8,9]},\"tokens\":[\"x\",\"y\",\"z\"],"
+                                 "\"return\":[\"tokens\",\"attn_weights\"],\"output_format\":\"flat\"}"),
     };
     run_cases(&t, "options", cases, sizeof cases / sizeof cases[0]);
 

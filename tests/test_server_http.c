@@ -46,6 +46,12 @@ static void assert_header(const srvt_reply *r, const char *name, const char *wan
     ck_assert_str_eq(v, want);
 }
 
+/* GET path, answered 200. */
+static void get_200(const char *path, srvt_reply *r) {
+    ck_assert_int_eq(srvt_get(&srv, path, r), 0);
+    ck_assert_msg(r->status == 200, "GET %s: %ld %s", path, r->status, r->body);
+}
+
 /* ==== GET endpoints ===================================================== */
 
 START_TEST(t_health_and_ready) {
@@ -53,8 +59,7 @@ START_TEST(t_health_and_ready) {
     const char *paths[] = {"/healthz", "/readyz"};
     for (int i = 0; i < 2; i++) {
         srvt_reply r;
-        ck_assert_int_eq(srvt_get(&srv, paths[i], &r), 0);
-        ck_assert_int_eq(r.status, 200);
+        get_200(paths[i], &r);
         ck_assert_str_eq(r.body, "{\"status\":\"ok\"}");
         assert_header(&r, "Content-Type", "application/json");
         srvt_reply_free(&r);
@@ -72,8 +77,7 @@ END_TEST
 START_TEST(t_version) {
     start(NULL);
     srvt_reply r;
-    ck_assert_int_eq(srvt_get(&srv, "/version", &r), 0);
-    ck_assert_int_eq(r.status, 200);
+    get_200("/version", &r);
     json_t *j = body_json(&r);
     ck_assert_str_eq(json_string_value(json_object_get(j, "name")), "attention-server");
     ck_assert_str_eq(json_string_value(json_object_get(j, "version")), ATTN_VERSION);
@@ -93,8 +97,7 @@ END_TEST
 START_TEST(t_openapi) {
     start(NULL);
     srvt_reply r;
-    ck_assert_int_eq(srvt_get(&srv, "/openapi.json", &r), 0);
-    ck_assert_int_eq(r.status, 200);
+    get_200("/openapi.json", &r);
     assert_header(&r, "Content-Type", "application/json");
     json_t *j = body_json(&r);
     ck_assert(json_is_string(json_object_get(j, "openapi")));
@@ -120,8 +123,7 @@ START_TEST(t_metrics_count_requests) {
     }
     ck_assert_int_eq(srvt_get(&srv, "/nowhere", &r), 0);
     srvt_reply_free(&r);
-    ck_assert_int_eq(srvt_get(&srv, "/metrics", &r), 0);
-    ck_assert_int_eq(r.status, 200);
+    get_200("/metrics", &r);
     assert_header(&r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
     const char *want[] = {
         "attn_requests_total{endpoint=\"/attention/multihead\",status=\"200\"} 3\n",
