@@ -264,4 +264,8 @@ static Suite *golden_suite(void) {
     return s;
 }
 
-const test_program TEST_PROGRAM = {.suites = {golden_suite}};
+static void golden_files_free(void) {
+    for (int k = 0; k < N_MODULES; k++) golden_list_free(g_files[k].paths, g_files[k].n);
+}
+
+const test_program TEST_PROGRAM = {.suites = {golden_suite}, .after = golden_files_free};
