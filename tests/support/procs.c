@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,10 +116,22 @@ static int open_log(const char *path) {
     return path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
 }
 
-/* The child's side of fork: only async-signal-safe calls until exec (the
- * parent may have threads). */
+/* Whether environ entry "NAME=value" names a variable that set[] gives. */
+static int env_given(const char *entry, const char *const *set) {
+    size_t n = strcspn(entry, "=");
+    for (size_t i = 0; set && set[i]; i++)
+        if (strncmp(set[i], entry, n) == 0 && set[i][n] == '=') return 1;
+    return 0;
+}
+
+/* The child's side of fork, entered with every signal blocked: only
+ * async-signal-safe calls until exec (the parent may have threads). The
+ * handlers of the test process (Check's SIGTERM handler kills its process
+ * group) are reset before any signal can reach this process. */
 static void exec_child(const char *const argv[], char *const env[], int out_fd, int err_fd,
                        int death_signal, pid_t parent) {
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    for (int sig = 1; sig < NSIG; sig++) sigaction(sig, &dfl, NULL);
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, death_signal, 0, 0, 0);
     if (getppid() != parent) _exit(127);
@@ -126,11 +139,9 @@ static void exec_child(const char *const argv[], char *const env[], int out_fd, 
     if (devnull >= 0) dup2(devnull, 0);
     if (out_fd >= 0) dup2(out_fd, 1);
     if (err_fd >= 0) dup2(err_fd, 2);
-    /* Default dispositions and mask, whatever the test process set. */
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
     execve(argv[0], (char *const *)argv, env);
     _exit(127);
 }
@@ -140,7 +151,7 @@ pid_t procs_spawn(const char *const argv[], const procs_io *io) {
     if (!io) io = &none;
     int slot = claim_slot();
     if (slot < 0) return -1;
-    /* The child's environment: io->env first (getenv takes the first match). */
+    /* The child's environment: io->env, then what it does not replace. */
     extern char **environ;
     size_t ne = 0, na = 0;
     while (environ[ne]) ne++;
@@ -150,14 +161,20 @@ pid_t procs_spawn(const char *const argv[], const procs_io *io) {
     int err_fd = io->err && io->out && strcmp(io->err, io->out) == 0 ? out_fd : open_log(io->err);
     pid_t pid = -1;
     if (env && (!io->out || out_fd >= 0) && (!io->err || err_fd >= 0)) {
-        for (size_t i = 0; i < na; i++) env[i] = (char *)io->env[i];
-        for (size_t i = 0; i < ne; i++) env[na + i] = environ[i];
+        size_t k = 0;
+        for (size_t i = 0; i < na; i++) env[k++] = (char *)io->env[i];
+        for (size_t i = 0; i < ne; i++)
+            if (!env_given(environ[i], io->env)) env[k++] = environ[i];
         fflush(NULL);
         pid_t parent = getpid();
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
         pid = fork();
         if (pid == 0)
             exec_child(argv, env, out_fd, err_fd, io->death_signal ? io->death_signal : SIGTERM,
                        parent);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
     }
     if (pid > 0) setpgid(pid, pid); /* also here, so that the group exists before we return */
     if (out_fd >= 0) close(out_fd);

@@ -34,15 +34,18 @@ void procs_kill_all(void);
 int procs_free_port(void);
 
 typedef struct {
-    const char *const *env; /* "NAME=value" put before the inherited environment
-                               (getenv takes the first); NULL-terminated; may be NULL */
+    const char *const *env; /* "NAME=value" added to the inherited environment,
+                               replacing a variable of that name; NULL-terminated;
+                               may be NULL */
     const char *out;        /* stdout appended to this file; NULL: inherited */
     const char *err;        /* stderr likewise; the same path as out: one file */
     int death_signal;       /* sent when the starting thread ends; 0: SIGTERM */
 } procs_io;
 
 /* Starts argv[0] (a path) with argv (NULL-terminated), stdin from /dev/null,
- * and registers it. io may be NULL. Returns the pid, or -1. */
+ * default signal dispositions and an empty signal mask, and registers it. A
+ * signal sent to it at once (before exec) is held until its dispositions are
+ * reset. io may be NULL. Returns the pid, or -1. */
 pid_t procs_spawn(const char *const argv[], const procs_io *io);
 
 /* Nonblocking: 1 and *status (may be NULL) if pid has exited and is now
