@@ -41,6 +41,9 @@ TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
 LIBCORE    := $(BUILD)/libattention.a
 LIBAPI     := $(BUILD)/libattnapi.a
+# tests/support/ as an archive: a test program gets check_main.c's main()
+# unless it defines its own.
+LIBTEST    := $(BUILD)/libtestsupport.a
 SERVER     := $(BUILD)/attention-server
 
 LIBS_CORE   = $(BLAS_LIBS) -lm
@@ -95,12 +98,16 @@ $(LIBAPI): $(API_OBJ)
 	@mkdir -p $(dir $@)
 	ar rcs $@ $^
 
+$(LIBTEST): $(TESTLIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
 $(SERVER): $(SERVER_OBJ) $(LIBAPI) $(LIBCORE)
 	$(CC) $(LDFLAGS) $(SERVER_OBJ) $(LIBAPI) $(LIBCORE) $(LIBS_SERVER) $(LIBS_API) $(LIBS_CORE) -o $@
 
-$(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(LIBAPI) $(LIBCORE) tests/support/*.h
+$(BUILD)/tests/%: tests/%.c $(LIBTEST) $(LIBAPI) $(LIBCORE) tests/support/*.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(TESTLIB_OBJ) $(LIBAPI) $(LIBCORE) \
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBTEST) $(LIBAPI) $(LIBCORE) \
 	  $(LDFLAGS) $(LIBS_TEST) $(LIBS_API) $(LIBS_CORE) -o $@
 
 # The allocation-failure test routes the malloc calls of core/ and api/

@@ -19,6 +19,9 @@
  * unless .nofork, prints Check's summary line
  * "100%: Checks: N, Failures: 0, Errors: 0" (tests/run-tests.sh reads it),
  * kills and reaps what is left, and exits 0 only when every check passed.
+ *
+ * tests/support/ is linked as an archive, so a test file that still defines
+ * its own main() links too (without this harness's cleanup).
  */
 #ifndef TESTS_SUPPORT_CHECK_MAIN_H
 #define TESTS_SUPPORT_CHECK_MAIN_H
