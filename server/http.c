@@ -549,6 +549,16 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
 
 /* ==== Daemon ============================================================ */
 
+/* Stops what srv_http_start started besides libmicrohttpd (NULL-safe). */
+static void stop_helpers(srv_http *s) {
+    srv_conns_stop(s->conns);
+    s->conns = NULL;
+    srv_linger_stop(s->linger);
+    s->linger = NULL;
+    srv_budget_destroy(s->budget);
+    s->budget = NULL;
+}
+
 int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool) {
     memset(s, 0, sizeof *s);
     s->opt = opt;
@@ -605,12 +615,7 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool) {
     }
     return 0;
 fail:
-    srv_conns_stop(s->conns);
-    s->conns = NULL;
-    srv_linger_stop(s->linger);
-    srv_budget_destroy(s->budget);
-    s->linger = NULL;
-    s->budget = NULL;
+    stop_helpers(s);
     return -1;
 }
 
@@ -629,10 +634,5 @@ void srv_http_stop(srv_http *s) {
     srv_acceptor_close(&s->acceptor);
     if (s->daemon) MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
-    srv_conns_stop(s->conns);
-    s->conns = NULL;
-    srv_linger_stop(s->linger);
-    srv_budget_destroy(s->budget);
-    s->linger = NULL;
-    s->budget = NULL;
+    stop_helpers(s);
 }
