@@ -1,5 +1,6 @@
 /* numscan.c - tensor arrays of a request body into floats, see numscan.h. */
 #include "api/numscan.h"
+#include "api/codec.h"
 
 #include <errno.h>
 #include <float.h>
@@ -226,6 +227,16 @@ typedef struct {
     size_t pending_len;
 } scanner;
 
+/* Is a string starting here the "base64" text of a binary tensor: under a
+ * tensor field, or a state_dict entry? */
+static int base64_position(const scanner *sc) {
+    if (sc->depth < 2 || sc->depth > 3 || !key_is(sc->key, sc->key_len, "base64")) return 0;
+    const frame *f = &sc->st[sc->depth - 1], *parent = &sc->st[sc->depth - 2];
+    if (!f->is_object) return 0;
+    if (sc->depth == 2) return is_tensor_field(f->key, f->key_len);
+    return key_is(parent->key, parent->key_len, "state_dict");
+}
+
 /* Is an array starting here, as the value of the current key, a tensor? */
 static int tensor_position(const scanner *sc) {
     if (sc->depth < 1 || sc->depth > SCAN_TRACKED_DEPTH || !sc->st[sc->depth - 1].is_object ||
@@ -256,7 +267,8 @@ static int out_put(scanner *sc, const char *p, size_t n) {
 }
 
 /* Replaces body[start, stop) by a placeholder for the array just read. */
-static int take_array(scanner *sc, reader *r, const char *start, const char *stop) {
+static int take_array(scanner *sc, reader *r, const char *start, const char *stop,
+                      size_t elements) {
     api_scan *s = sc->s;
     if (s->n == s->cap) {
         int cap = s->cap ? s->cap * 2 : 8;
@@ -273,9 +285,33 @@ static int take_array(scanner *sc, reader *r, const char *start, const char *sto
     api_scanned *t = &s->arrays[s->n++];
     *t = (api_scanned){.rank = r->rank, .count = r->count, .data = r->data};
     memcpy(t->shape, r->shape, sizeof t->shape);
-    s->elements += r->count;
+    s->elements += elements;
     r->data = NULL;
     r->cap = 0;
+    return 0;
+}
+
+/* Decodes the base64 string body[start, stop) (quotes included) into a new
+ * entry replaced by a placeholder. Text that is not plain base64 (escapes,
+ * other characters, a bad length) is left to jansson and tensor_in.c, which
+ * say what is wrong. Returns 0 (taken or left), -1 out of memory. */
+static int take_base64(scanner *sc, const char *start, const char *stop) {
+    const char *text = start + 1;
+    size_t len = (size_t)(stop - start) - 2, n = api__b64_decoded_size(text, len);
+    if (stop - start < 2 || stop[-1] != '"' || n == SIZE_MAX || n / 4 > sc->budget - sc->s->elements)
+        return 0;
+    uint8_t *bytes = malloc(n ? n : 1);
+    if (bytes == NULL) return -1;
+    if (api__b64_decode(text, len, bytes) != 0) {
+        free(bytes);
+        return 0;
+    }
+    reader r = {.rank = 0, .count = n};
+    if (take_array(sc, &r, start, stop, n / 4) != 0) {
+        free(bytes);
+        return -1;
+    }
+    sc->s->arrays[sc->s->n - 1].bytes = bytes;
     return 0;
 }
 
@@ -313,7 +349,7 @@ int api__scan_body(const char *body, size_t len, size_t budget, api_scan *s) {
                     break;
                 }
                 if (got == 0) {
-                    rc = take_array(&sc, &r, p, q);
+                    rc = take_array(&sc, &r, p, q, r.count);
                     p = q;
                     sc.key = sc.pending = NULL;
                     break;
@@ -340,6 +376,12 @@ int api__scan_body(const char *body, size_t len, size_t budget, api_scan *s) {
             break;
         case '"': {
             const char *q = skip_string(p, end);
+            if (!expect_key && base64_position(&sc)) {
+                rc = take_base64(&sc, p, q);
+                sc.key = sc.pending = NULL;
+                p = q;
+                break;
+            }
             if (expect_key) {
                 sc.pending = p + 1;
                 sc.pending_len = q > p + 1 ? (size_t)(q - p - 2) : 0;
@@ -371,7 +413,10 @@ int api__scan_body(const char *body, size_t len, size_t budget, api_scan *s) {
 
 void api__scan_free(api_scan *s) {
     if (s == NULL) return;
-    for (int i = 0; i < s->n; i++) free(s->arrays[i].data);
+    for (int i = 0; i < s->n; i++) {
+        free(s->arrays[i].data);
+        free(s->arrays[i].bytes);
+    }
     free(s->arrays);
     free(s->text);
     *s = (api_scan){0};
@@ -390,6 +435,7 @@ api_scanned *api__scan_lookup(const json_t *j) {
     if (v[0] != '\x1b' || v[1] != 'T' || !is_digit(v[2])) return NULL;
     char *stop;
     long i = strtol(v + 2, &stop, 10);
-    if (*stop != '\0' || i < 0 || i >= s->n || s->arrays[i].data == NULL) return NULL;
+    if (*stop != '\0' || i < 0 || i >= s->n) return NULL;
+    if (s->arrays[i].data == NULL && s->arrays[i].bytes == NULL) return NULL;
     return &s->arrays[i];
 }

@@ -5,9 +5,10 @@
  * text). Before jansson sees a body, api__scan_body finds the arrays that
  * are tensors (the value of "inputs", "query", "key", "value", "attn_mask",
  * "key_padding_mask", a flat tensor's "data", or an entry of "state_dict"),
- * reads those made only of numbers straight into float arrays, and gives
- * jansson a copy of the body in which each of them is replaced by a short
- * placeholder string. api__tensor_read takes a placeholder's floats back.
+ * reads those made only of numbers straight into float arrays, decodes the
+ * "base64" text of binary tensors, and gives jansson a copy of the body in
+ * which each of them is replaced by a short placeholder string.
+ * api__tensor_read takes a placeholder's floats (or bytes) back.
  *
  * Anything unusual (a boolean, a string, a ragged or empty axis, more than
  * API_MAX_RANK axes, a number jansson would reject or that overflows float32)
@@ -22,6 +23,7 @@
 #define API_NUMSCAN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "api/api_internal.h"
 
@@ -32,12 +34,14 @@
  * to jansson. A JSON integer "-0" is 0, as in Python; "-0.0" is -0. */
 size_t api__scan_number(const char *p, const char *end, double *out);
 
-/* One array taken out of the body. */
+/* One array taken out of the body: numbers read as floats, or the "base64"
+ * text of a binary tensor decoded to bytes (rank 0). */
 typedef struct {
     int rank;
     int shape[API_MAX_RANK];
-    size_t count;
+    size_t count;       /* floats, or bytes when rank is 0 */
     float *data;        /* count floats, malloc'd; NULL once taken */
+    uint8_t *bytes;     /* rank 0: the decoded bytes, malloc'd */
 } api_scanned;
 
 typedef struct {

@@ -307,6 +307,19 @@ START_TEST(test_errors_same_replies) {
         {API_EP_SELF, "{\"module\": \"SelfAttention_v1\", \"d_in\": 2, \"d_out\": 1,"
                       " \"inputs\": [[1, 2]], \"state_dict\": {\"W_query\": [[1], [2]],"
                       " \"W_key\": [[1], [2]], \"W_value\": {\"shape\": [2, 1], \"data\": [1, 2]}}}"},
+        {API_EP_SIMPLE, "{\"inputs\": {\"shape\": [2, 3], \"base64\": \"9ijcPpqZGT4K12M/zcwMP1K4Xj/D9Sg/\"}}"},
+        {API_EP_SIMPLE, "{\"inputs\": {\"shape\": [2, 3], \"base64\": \"9ijcPpqZGT4K12M\\/zcwMP1K4Xj\\/D9Sg\\/\"}}"},
+        {API_EP_SIMPLE, "{\"inputs\": {\"shape\": [2, 3], \"base64\": \"9ijcPpqZGT4K12M/zcwMP1K4Xj/D9Sg\"}}"},
+        {API_EP_SIMPLE, "{\"inputs\": {\"shape\": [2, 3], \"base64\": \"9ijcPpqZGT4K12M-zcwMP1K4Xj/D9Sg/\"}}"},
+        {API_EP_SIMPLE, "{\"inputs\": {\"shape\": [1, 1], \"dtype\": \"float16\", \"base64\": \"ADw=\"}}"},
+        {API_EP_SIMPLE, "{\"inputs\": {\"base64\": \"ADw=\", \"shape\": [1, 2], \"dtype\": \"float16\"}}"},
+        {API_EP_SIMPLE, "{\"inputs\": {\"shape\": [1, 1], \"base64\": \"AADAfw==\"}}"},
+        {API_EP_SIMPLE, "{\"inputs\": {\"shape\": [1, 1], \"base64\": [1]}}"},
+        {API_EP_SIMPLE, "{\"inputs\": [[1, 2]], \"key_padding_mask\": {\"shape\": [1, 1], \"dtype\": "
+                        "\"uint8\", \"base64\": \"Ag==\"}}"},
+        {API_EP_SELF, "{\"module\": \"SelfAttention_v1\", \"d_in\": 2, \"d_out\": 1, \"inputs\": [[1, 2]],"
+                      " \"state_dict\": {\"W_query\": {\"shape\": [2, 1], \"base64\": \"AACAPwAAAEA=\"},"
+                      " \"W_key\": [[1], [2]], \"W_value\": {\"shape\": [2, 2], \"base64\": \"AACAPwAAAEA=\"}}}"},
         {API_EP_CAUSAL, "{\"d_in\": 2, \"d_out\": 2, \"inputs\": [[1, 2], [3, 4]],"
                         " \"init\": {\"seed\": 1}, \"state_dict\": {\"mask\": [[0, 1], [1, 0]]}}"},
     };
