@@ -91,7 +91,7 @@ static enum MHD_Result respond_with(request *q, int status, const char *content_
             MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, allow);
             /* What a page may read besides the CORS-safelisted headers. */
             MHD_add_response_header(r, "Access-Control-Expose-Headers",
-                                    "Retry-After, Server-Timing, ETag");
+                                    "Retry-After, Server-Timing, ETag, Content-Encoding");
         }
     }
     /* One Vary header: what the reply depends on besides the URL. */

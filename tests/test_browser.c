@@ -11,7 +11,8 @@
  * numbers arrived, 2 x 6 x 6 cells were drawn, the error's JSON was
  * readable, B was refused by the browser itself (a TypeError, and B's log
  * shows the preflight but never the POST), and A's log shows the preflight
- * before the POSTs.
+ * before the POSTs. Then safetensors and gzip replies read in the page hold
+ * the same float32 numbers as the JSON ones.
  */
 #include <check.h>
 #include <jansson.h>
@@ -138,7 +139,8 @@ START_TEST(t_viewer_on_another_origin) {
     snprintf(origin_url, sizeof origin_url, "http://127.0.0.1:%d", page_port);
 
     srvt_server a = {0}, b = {0};
-    const char *args_a[] = {"--cors-origin", origin_url, NULL};
+    /* A gzips replies over 300 bytes: the page's every-output request is one */
+    const char *args_a[] = {"--cors-origin", origin_url, "--gzip-min-size", "300", NULL};
     const char *args_b[] = {"--cors-origin", "http://viewer.example", NULL};
     ck_assert(srvt_start(&a, args_a, NULL) == 0);
     ck_assert(srvt_start(&b, args_b, NULL) == 0);
@@ -212,6 +214,21 @@ START_TEST(t_viewer_on_another_origin) {
     /* The server that allows another origin: the browser refuses. */
     ck_assert_msg(strncmp(str_at(rep, "#/denied/error"), "TypeError", 9) == 0, "denied: %s",
                   str_at(rep, "#/denied/error"));
+
+    /* The binary path: a safetensors reply read with DataView and
+     * Float32Array holds the JSON reply's float32 bits, and a gzip reply
+     * (inflated by the browser) carries the same numbers as safetensors. */
+    ck_assert_int_eq(json_integer_value(jschema_resolve(rep, "#/st/status")), 200);
+    ck_assert_str_eq(str_at(rep, "#/st/content_type"), "application/octet-stream");
+    ck_assert_str_eq(str_at(rep, "#/st/module"), "MultiHeadAttention");
+    ck_assert_str_eq(str_at(rep, "#/st/tokens/5"), "step");
+    ck_assert_int_eq(json_integer_value(jschema_resolve(rep, "#/st/weights_shape/2")), 6);
+    ck_assert_int_eq(json_integer_value(jschema_resolve(rep, "#/st/weights_diff")), 0);
+    ck_assert_int_eq(json_integer_value(jschema_resolve(rep, "#/st/context_diff")), 0);
+    ck_assert_int_eq(json_integer_value(jschema_resolve(rep, "#/gzip/status")), 200);
+    ck_assert_str_eq(str_at(rep, "#/gzip/encoding"), "gzip");
+    ck_assert_int_eq(json_integer_value(jschema_resolve(rep, "#/gzip/scores_diff")), 0);
+    ck_assert_int_eq(json_integer_value(jschema_resolve(rep, "#/gzip/keys_diff")), 0);
     json_decref(rep);
 
     ck_assert_int_eq(srvt_stop(&a, 30), 0);
