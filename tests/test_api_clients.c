@@ -1,0 +1,487 @@
+/* test_api_clients.c - client generators accept the OpenAPI document.
+ *
+ * The document is the one the server embeds and serves (api_openapi_json()).
+ * With Node from Debian (nodejs, npm: installed with apt-get when missing)
+ * and three npm packages at pinned versions, installed once into build/npm/
+ * (NPM_PREFIX overrides it) and used offline afterwards:
+ *
+ *   - `redocly lint` with the recommended rules (tests/clients/redocly.yaml:
+ *     one rule off, with its reason) reports no error and no warning; the
+ *     same lint of the document without `servers` must report one, so the
+ *     rules are known to run;
+ *   - openapi-typescript, with its default options, turns the document into
+ *     openapi.ts; the test writes requests.ts, every request of README.md and
+ *     api/examples/ as a typed literal (tests/support/api_requests.c), and
+ *     `tsc --strict` compiles them with tests/clients/client.ts (a small
+ *     client that reads attn_weights as number[][][]) and
+ *     tests/clients/negative.ts (lines the types must refuse, each under a
+ *     @ts-expect-error that fails the build if the types accept it);
+ *   - node runs the compiled client against a server of this build: every
+ *     request answers as api_handle answers it in this process, and the
+ *     GPT-2 example of the README gives [2][3][3] weights that the client
+ *     read nested, flat and base64 and found equal;
+ *   - the client's own sources (api.ts, client.ts) hold no cast, no `any`
+ *     and no @ts- directive.
+ *
+ * The work files stay in $BUILD/clients/ for a look after a failure. When npm
+ * cannot reach its registry the test fails and says so.
+ */
+#include <check.h>
+#include <ctype.h>
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "api/api_internal.h"
+#include "scaleout/procs.h"
+#include "support/api_requests.h"
+#include "support/files.h"
+#include "support/jschema.h"
+#include "support/server_harness.h"
+
+/* What the test installs from npm, pinned: the versions it was written for
+ * (the newer @redocly/cli releases need Node 22, Debian bookworm has 18/20). */
+static const struct {
+    const char *name, *version;
+} npm_packages[] = {
+    {"openapi-typescript", "7.13.0"},
+    {"typescript", "5.9.3"},
+    {"@redocly/cli", "2.77.0"},
+};
+#define N_NPM (sizeof npm_packages / sizeof npm_packages[0])
+
+static char g_npm[1024];    /* the npm prefix: build/npm */
+static char g_work[1024];   /* $BUILD/clients */
+
+/* ==== Files and processes ================================================ */
+
+static void set_dirs(void) {
+    const char *prefix = getenv("NPM_PREFIX");
+    if (prefix && *prefix) snprintf(g_npm, sizeof g_npm, "%s", prefix);
+    else tfile_path(g_npm, sizeof g_npm, "build/npm");
+    const char *build = getenv("BUILD");
+    char rel[256];
+    snprintf(rel, sizeof rel, "%s/clients", build && *build ? build : "build");
+    if (rel[0] == '/') snprintf(g_work, sizeof g_work, "%s", rel);
+    else tfile_path(g_work, sizeof g_work, rel);
+}
+
+/* Creates the directory path and makes path absolute (the programs run in
+ * g_work). */
+static void mkdirs(char *path, size_t cap) {
+    char cmd[1200], abs[PATH_MAX];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", path);
+    ck_assert_msg(system(cmd) == 0 && realpath(path, abs) != NULL, "cannot create %s", path);
+    ck_assert_msg(strlen(abs) < cap, "path too long: %s", abs);
+    memcpy(path, abs, strlen(abs) + 1);
+}
+
+static void write_file(const char *dir, const char *name, const char *text, size_t len) {
+    char path[1400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "cannot write %s: %s", path, strerror(errno));
+    int ok = fwrite(text, 1, len, f) == len;
+    ck_assert_msg(fclose(f) == 0 && ok, "cannot write %s", path);
+}
+
+/* The file dir/name, malloc'd ("" if absent). */
+static char *read_in(const char *dir, const char *name) {
+    char path[1400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *s = tfile_read(path, NULL);
+    return s ? s : calloc(1, 1);
+}
+
+/* Runs argv (argv[0] a path) in dir with env added ("K=V", NULL-terminated),
+ * stdout to dir/out_name and stderr to dir/err_name, for at most timeout_s.
+ * Returns the exit status, or -1 when it could not start, died of a signal
+ * or ran out of time (its process group is then killed). */
+static int run(char *const argv[], const char *dir, char *const env[], const char *out_name,
+               const char *err_name, double timeout_s) {
+    char out[1400], err[1400];
+    snprintf(out, sizeof out, "%s/%s", dir, out_name);
+    snprintf(err, sizeof err, "%s/%s", dir, err_name);
+    extern char **environ;
+    size_t ne = 0, na = 0;
+    while (environ[ne]) ne++;
+    while (env && env[na]) na++;
+    char **envp = calloc(ne + na + 1, sizeof *envp);
+    if (envp == NULL) return -1;
+    for (size_t i = 0; i < na; i++) envp[i] = env[i];
+    for (size_t i = 0; i < ne; i++) envp[na + i] = environ[i];
+    fflush(NULL);
+    pid_t parent = getpid(), pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (getppid() != parent) _exit(127);
+        int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int in = open("/dev/null", O_RDONLY);
+        if (o < 0 || e < 0 || in < 0 || chdir(dir) != 0) _exit(126);
+        dup2(in, 0);
+        dup2(o, 1);
+        dup2(e, 2);
+        execve(argv[0], argv, envp);
+        _exit(127);
+    }
+    free(envp);
+    if (pid < 0) return -1;
+    setpgid(pid, pid);
+    double end = procs_now() + timeout_s;
+    int st;
+    for (;;) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) break;
+        if (r < 0 && errno != EINTR) return -1;
+        if (procs_now() > end) {
+            fprintf(stderr, "%s: no answer after %.0f s, killed\n", argv[0], timeout_s);
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            return -1;
+        }
+        procs_sleep_ms(20);
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The last lines of a text, at most n bytes (points into it). */
+static const char *tail(const char *s, size_t n) {
+    size_t len = strlen(s);
+    if (len <= n) return s;
+    const char *p = s + len - n, *nl = strchr(p, '\n');
+    return nl ? nl + 1 : p;
+}
+
+/* A program of the npm prefix: build/npm/node_modules/.bin/NAME */
+static void npm_bin(char *out, size_t cap, const char *name) {
+    snprintf(out, cap, "%s/node_modules/.bin/%s", g_npm, name);
+}
+
+/* 1 if every pinned package is installed at its version. */
+static int npm_installed(void) {
+    for (size_t i = 0; i < N_NPM; i++) {
+        char path[1400];
+        snprintf(path, sizeof path, "%s/node_modules/%s/package.json", g_npm, npm_packages[i].name);
+        json_t *j = json_load_file(path, 0, NULL);
+        const char *v = json_string_value(json_object_get(j, "version"));
+        int same = v && strcmp(v, npm_packages[i].version) == 0;
+        json_decref(j);
+        if (!same) return 0;
+    }
+    return 1;
+}
+
+/* Node and npm from Debian, the npm packages into g_npm: once, offline after. */
+static void ensure_tools(void) {
+    set_dirs();
+    mkdirs(g_work, sizeof g_work);
+    mkdirs(g_npm, sizeof g_npm);
+    ck_assert_msg(procs_ensure_package("/usr/bin/node", "nodejs"),
+                  "could not install nodejs (the reason is on stderr)");
+    ck_assert_msg(procs_ensure_package("/usr/bin/npm", "npm"), "could not install npm (the reason is on stderr)");
+    if (npm_installed()) return;
+    char *argv[8 + N_NPM], specs[N_NPM][64], list[256] = "";
+    int a = 0;
+    argv[a++] = (char *)"/usr/bin/npm";
+    argv[a++] = (char *)"install";
+    argv[a++] = (char *)"--prefix";
+    argv[a++] = g_npm;
+    argv[a++] = (char *)"--save-exact";
+    argv[a++] = (char *)"--no-audit";
+    argv[a++] = (char *)"--no-fund";
+    for (size_t i = 0; i < N_NPM; i++) {
+        snprintf(specs[i], sizeof specs[i], "%s@%s", npm_packages[i].name, npm_packages[i].version);
+        argv[a++] = specs[i];
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? " " : "", specs[i]);
+    }
+    argv[a] = NULL;
+    fprintf(stderr, "installing %s into %s with npm (once)\n", list, g_npm);
+    double t0 = procs_now();
+    int rc = run(argv, g_work, NULL, "npm.out", "npm.err", 600);
+    char *log = read_in(g_work, "npm.err");
+    ck_assert_msg(rc == 0 && npm_installed(),
+                  "npm could not install %s into %s (%s): check that the npm registry (`npm config "
+                  "get registry`) can be reached; npm said:\n%s",
+                  list, g_npm, rc < 0 ? "it was killed or timed out" : "exit status", tail(log, 1500));
+    free(log);
+    fprintf(stderr, "npm install: %.1f s\n", procs_now() - t0);
+}
+
+/* Writes the served document into the work directory. */
+static void write_document(const char *name) {
+    const char *doc = api_openapi_json();
+    write_file(g_work, name, doc, strlen(doc));
+}
+
+/* ==== redocly lint ======================================================= */
+
+static char *const redocly_env[] = {"REDOCLY_TELEMETRY=off", "REDOCLY_SUPPRESS_UPDATE_NOTICE=true",
+                                    "NO_COLOR=1", NULL};
+
+/* Lints dir/name with tests/clients/redocly.yaml; returns redocly's JSON
+ * report (the caller frees it) and its exit status in *rc. */
+static json_t *lint(const char *name, int *rc) {
+    char bin[1200], rel[1024], config[PATH_MAX];
+    npm_bin(bin, sizeof bin, "redocly");
+    ck_assert_ptr_nonnull(realpath(tfile_path(rel, sizeof rel, "tests/clients/redocly.yaml"), config));
+    char *argv[] = {bin, "lint", "--config", config, "--format=json", (char *)name, NULL};
+    *rc = run(argv, g_work, redocly_env, "redocly.out", "redocly.err", 120);
+    char *out = read_in(g_work, "redocly.out"), *err = read_in(g_work, "redocly.err");
+    json_t *report = json_loads(out, 0, NULL);
+    ck_assert_msg(report != NULL, "redocly lint printed no JSON report (exit %d):\n%s\n%s", *rc,
+                  tail(out, 1500), tail(err, 1500));
+    free(out);
+    free(err);
+    return report;
+}
+
+START_TEST(t_redocly_lint) {
+    ensure_tools();
+    write_document("openapi.json");
+    int rc;
+    json_t *report = lint("openapi.json", &rc);
+    json_int_t errors = json_integer_value(jschema_resolve(report, "#/totals/errors"));
+    json_int_t warnings = json_integer_value(jschema_resolve(report, "#/totals/warnings"));
+    char problems[3000] = "";
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(report, "problems"), i, p) {
+        size_t n = strlen(problems);
+        snprintf(problems + n, sizeof problems - n, "  %s %s: %s at %s\n",
+                 json_string_value(json_object_get(p, "severity")), json_string_value(json_object_get(p, "ruleId")),
+                 json_string_value(json_object_get(p, "message")),
+                 json_string_value(jschema_resolve(p, "#/location/0/pointer")));
+    }
+    ck_assert_msg(rc == 0 && errors == 0 && warnings == 0 && json_array_size(json_object_get(report, "problems")) == 0,
+                  "redocly lint (exit %d): %lld errors, %lld warnings:\n%s", rc, (long long)errors,
+                  (long long)warnings, problems);
+    ck_assert_str_eq(json_string_value(json_object_get(report, "version")), "2.77.0");
+    json_decref(report);
+
+    /* The rules do run: without servers the same document fails. */
+    json_t *doc = json_loads(api_openapi_json(), 0, NULL);
+    ck_assert_ptr_nonnull(doc);
+    ck_assert_int_eq(json_object_del(doc, "servers"), 0);
+    char path[1400];
+    snprintf(path, sizeof path, "%s/no-servers.json", g_work);
+    ck_assert_int_eq(json_dump_file(doc, path, JSON_INDENT(1)), 0);
+    json_decref(doc);
+    report = lint("no-servers.json", &rc);
+    ck_assert_msg(rc != 0 && json_integer_value(jschema_resolve(report, "#/totals/errors")) >= 1,
+                  "redocly lint passes a document without servers (exit %d)", rc);
+    ck_assert_str_eq(json_string_value(jschema_resolve(report, "#/problems/0/ruleId")), "no-empty-servers");
+    json_decref(report);
+}
+END_TEST
+
+/* ==== The TypeScript client ============================================== */
+
+/* requests.ts: every request of README.md and api/examples/ as a call(...)
+ * whose body tsc checks against its path's request type. */
+static void write_requests(const api_request_list *l) {
+    size_t cap = 1 << 16, len = 0;
+    char *ts = malloc(cap);
+    ck_assert_ptr_nonnull(ts);
+    len += (size_t)snprintf(ts, cap, "// Written by tests/test_api_clients.c from README.md and api/examples/.\n"
+                                     "import { call } from \"./api\";\n\nexport const requests = [\n");
+    for (size_t i = 0; i < l->count; i++) {
+        char *body = json_dumps(l->items[i].body, JSON_COMPACT);
+        ck_assert_ptr_nonnull(body);
+        size_t need = strlen(body) + 256;
+        if (len + need >= cap) {
+            while (len + need >= cap) cap *= 2;
+            ts = realloc(ts, cap);
+            ck_assert_ptr_nonnull(ts);
+        }
+        len += (size_t)snprintf(ts + len, cap - len, "    call(\"%s\", \"%s\", %s),\n", l->items[i].name,
+                                l->items[i].path, body);
+        free(body);
+    }
+    len += (size_t)snprintf(ts + len, cap - len, "];\n");
+    write_file(g_work, "requests.ts", ts, len);
+    free(ts);
+}
+
+static void copy_source(const char *name) {
+    char rel[128], path[1024];
+    snprintf(rel, sizeof rel, "tests/clients/%s", name);
+    size_t n = 0;
+    char *s = tfile_read(tfile_path(path, sizeof path, rel), &n);
+    ck_assert_msg(s != NULL, "cannot read %s", path);
+    write_file(g_work, name, s, n);
+    free(s);
+}
+
+/* What api_handle answers to one request in this process: status, and the
+ * module or the error code. */
+static int expected(const api_example_request *r, char *what, size_t cap) {
+    api_endpoint ep;
+    ck_assert_msg(api_endpoint_from_path(r->path, &ep) == 0, "%s: no endpoint %s", r->name, r->path);
+    char *body = json_dumps(r->body, JSON_COMPACT);
+    api_limits lim = {.max_elements = 10000000};
+    api_reply rep;
+    int st = api_handle(ep, body, strlen(body), &lim, &rep);
+    json_t *j = json_loadb(rep.body.data, rep.body.len, 0, NULL);
+    const char *s = st == 200 ? json_string_value(json_object_get(j, "module"))
+                              : json_string_value(jschema_resolve(j, "#/error/code"));
+    snprintf(what, cap, "%s", s ? s : "?");
+    json_decref(j);
+    api_buf_free(&rep.body);
+    free(body);
+    return st;
+}
+
+START_TEST(t_typescript_client) {
+    ensure_tools();
+    write_document("openapi.json");
+    char bin[1200];
+    npm_bin(bin, sizeof bin, "openapi-typescript");
+    char *gen[] = {bin, "openapi.json", "-o", "openapi.ts", NULL};
+    double t0 = procs_now();
+    int rc = run(gen, g_work, (char *const[]){"NO_COLOR=1", NULL}, "openapi-typescript.out",
+                 "openapi-typescript.err", 120);
+    char *err = read_in(g_work, "openapi-typescript.err");
+    ck_assert_msg(rc == 0, "openapi-typescript failed (exit %d):\n%s", rc, tail(err, 2000));
+    free(err);
+    double t_gen = procs_now() - t0;
+
+    api_request_list l;
+    char why[512];
+    ck_assert_msg(api_requests_load(&l, why, sizeof why) == 0, "%s", why);
+    ck_assert_int_ge(l.from_readme, 5);
+    ck_assert_int_gt(l.count, l.from_readme + 5);
+    write_requests(&l);
+    copy_source("api.ts");
+    copy_source("client.ts");
+    copy_source("negative.ts");
+
+    npm_bin(bin, sizeof bin, "tsc");
+    char *tsc[] = {bin, "--strict", "--target", "es2022", "--module", "commonjs", "--lib", "es2022,dom",
+                   "--outDir", "out", "client.ts", "negative.ts", NULL};
+    t0 = procs_now();
+    rc = run(tsc, g_work, NULL, "tsc.out", "tsc.err", 180);
+    char *out = read_in(g_work, "tsc.out");
+    ck_assert_msg(rc == 0, "tsc --strict failed (exit %d) in %s:\n%s", rc, g_work, tail(out, 3000));
+    free(out);
+    double t_tsc = procs_now() - t0;
+
+    /* The compiled client against a server of this build. */
+    srvt_server srv = {0};
+    ck_assert_msg(srvt_start(&srv, NULL, NULL) == 0, "cannot start %s", srvt_binary());
+    char *node[] = {"/usr/bin/node", "out/client.js", srv.base, NULL};
+    t0 = procs_now();
+    rc = run(node, g_work, NULL, "client.out", "client.err", 120);
+    double t_run = procs_now() - t0;
+    ck_assert_int_eq(srvt_stop(&srv, 30), 0);
+    srvt_release(&srv);
+    out = read_in(g_work, "client.out");
+    err = read_in(g_work, "client.err");
+    json_t *report = json_loads(out, 0, NULL);
+    ck_assert_msg(rc == 0 && report != NULL && json_object_get(report, "failure") == NULL,
+                  "the client failed (exit %d):\n%s\n%s", rc, tail(out, 2000), tail(err, 2000));
+    free(out);
+    free(err);
+
+    json_t *outcomes = json_object_get(report, "outcomes");
+    ck_assert_int_eq(json_array_size(outcomes), l.count);
+    int forms = 0, gpt2_rank3 = 0;
+    for (size_t i = 0; i < l.count; i++) {
+        const api_example_request *r = &l.items[i];
+        json_t *o = json_array_get(outcomes, i);
+        ck_assert_str_eq(json_string_value(json_object_get(o, "name")), r->name);
+        char what[128];
+        int st = expected(r, what, sizeof what);
+        const char *got = json_string_value(json_object_get(o, st == 200 ? "module" : "error_code"));
+        ck_assert_msg(json_integer_value(json_object_get(o, "status")) == st && got && strcmp(got, what) == 0,
+                      "%s: the client got %lld %s, api_handle gives %d %s", r->name,
+                      (long long)json_integer_value(json_object_get(o, "status")), got ? got : "?", st, what);
+        forms += (int)json_integer_value(json_object_get(o, "forms_checked"));
+        const char *module = json_string_value(json_object_get(r->body, "module"));
+        if (i < l.from_readme && module && strcmp(module, "GPT2CausalSelfAttention") == 0) {
+            json_t *w = json_object_get(o, "attn_weights");
+            ck_assert_int_eq(json_integer_value(json_object_get(w, "rank")), 3);
+            json_t *shape = json_object_get(w, "shape");
+            ck_assert_int_eq(json_array_size(shape), 3);
+            for (size_t d = 0; d < 3; d++)   /* [H=2][T=3][S=3] */
+                ck_assert_int_eq(json_integer_value(json_array_get(shape, d)), d ? 3 : 2);
+            ck_assert_int_eq(json_integer_value(json_object_get(o, "forms_checked")), 3);
+            gpt2_rank3++;
+        }
+    }
+    ck_assert_msg(gpt2_rank3 == 1, "README.md has %d GPT-2 example(s) with attn_weights, expected 1", gpt2_rank3);
+    ck_assert_int_ge(forms, 3);
+    fprintf(stderr, "clients: openapi-typescript %.1f s, tsc %.1f s, %zu requests (%zu of README.md) "
+            "and %d reply forms checked by the client in %.1f s\n",
+            t_gen, t_tsc, l.count, l.from_readme, forms, t_run);
+    json_decref(report);
+    api_requests_free(&l);
+}
+END_TEST
+
+/* ==== The client's sources =============================================== */
+
+/* 1 if the word w (letters, digits, _) occurs in s as a whole word. */
+static int has_word(const char *s, const char *w) {
+    size_t n = strlen(w);
+    for (const char *p = strstr(s, w); p; p = strstr(p + 1, w)) {
+        int before = p > s && (isalnum((unsigned char)p[-1]) || p[-1] == '_');
+        int after = isalnum((unsigned char)p[n]) || p[n] == '_';
+        if (!before && !after) return 1;
+    }
+    return 0;
+}
+
+START_TEST(t_client_has_no_cast) {
+    static const char *const files[] = {"api.ts", "client.ts"};
+    int lines = 0;
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        char rel[128], path[1024];
+        snprintf(rel, sizeof rel, "tests/clients/%s", files[f]);
+        char *s = tfile_read(tfile_path(path, sizeof path, rel), NULL);
+        ck_assert_msg(s != NULL, "cannot read %s", path);
+        int line = 0;
+        for (char *p = s, *eol; *p; p = eol ? eol + 1 : p + strlen(p)) {
+            eol = strchr(p, '\n');
+            if (eol) *eol = '\0';
+            line++;
+            char *comment = strstr(p, "//");
+            if (comment) *comment = '\0';
+            const char *t = p + strspn(p, " ");
+            if (*t == '*' || strncmp(t, "/*", 2) == 0 || *t == '\0') continue;
+            lines++;
+            ck_assert_msg(!has_word(t, "any"), "%s:%d uses any: %s", rel, line, t);
+            ck_assert_msg(strstr(t, "@ts-") == NULL, "%s:%d silences tsc: %s", rel, line, t);
+            for (const char *a = strstr(t, " as "); a; a = strstr(a + 1, " as "))
+                ck_assert_msg(strncmp(a, " as const", 9) == 0, "%s:%d casts: %s", rel, line, t);
+        }
+        free(s);
+    }
+    ck_assert_int_gt(lines, 50);
+}
+END_TEST
+
+int main(void) {
+    if (procs_init() != 0) {
+        perror("procs_init");
+        return EXIT_FAILURE;
+    }
+    Suite *s = suite_create("api_clients");
+    TCase *tc = tcase_create("clients");
+    tcase_set_timeout(tc, 900);   /* the first run installs nodejs, npm and the npm packages */
+    tcase_add_test(tc, t_client_has_no_cast);
+    tcase_add_test(tc, t_redocly_lint);
+    tcase_add_test(tc, t_typescript_client);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    procs_kill_all();
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
