@@ -47,6 +47,9 @@ LIBAPI     := $(BUILD)/libattnapi.a
 OPENAPI    := $(BUILD)/gen/openapi.json
 OPENAPI_OBJ:= $(BUILD)/api/openapi_doc.o
 API_TABLES := $(BUILD)/tools/api-tables
+# tests/support/ as an archive: a test program gets check_main.c's main()
+# unless it defines its own.
+LIBTEST    := $(BUILD)/libtestsupport.a
 SERVER     := $(BUILD)/attention-server
 
 LIBS_CORE   = $(BLAS_LIBS) -lm
@@ -116,12 +119,16 @@ $(OPENAPI_OBJ): api/openapi_doc.S $(OPENAPI)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DAPI_OPENAPI_JSON='"$(OPENAPI)"' -c $< -o $@
 
+$(LIBTEST): $(TESTLIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
 $(SERVER): $(SERVER_OBJ) $(LIBAPI) $(LIBCORE)
 	$(CC) $(LDFLAGS) $(SERVER_OBJ) $(LIBAPI) $(LIBCORE) $(LIBS_SERVER) $(LIBS_API) $(LIBS_CORE) -o $@
 
-$(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(LIBAPI) $(LIBCORE)
+$(BUILD)/tests/%: tests/%.c $(LIBTEST) $(LIBAPI) $(LIBCORE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(TESTLIB_OBJ) $(LIBAPI) $(LIBCORE) \
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBTEST) $(LIBAPI) $(LIBCORE) \
 	  $(LDFLAGS) $(LIBS_TEST) $(LIBS_API) $(LIBS_CORE) -o $@
 
 # The server's small modules, compiled into their unit test from source.

@@ -87,15 +87,20 @@ static enum MHD_Result respond_with(request *q, int status, const char *content_
             MHD_add_response_header(r, "Access-Control-Expose-Headers",
                                     "Retry-After, Server-Timing, ETag");
         }
-        if (srv_cors_varies(cors)) MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, "Origin");
     }
+    /* One Vary header: what the reply depends on besides the URL. */
+    int vary_origin = srv_cors_enabled(cors) && srv_cors_varies(cors);
+    int vary_coding = q->route <= SRV_R_SDPA && q->srv->opt->gzip_level > 0;
+    if (vary_origin || vary_coding)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_VARY,
+                                vary_origin && vary_coding ? "Origin, Accept-Encoding"
+                                : vary_origin              ? "Origin"
+                                                           : "Accept-Encoding");
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED || status == MHD_HTTP_NO_CONTENT)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, srv_route_allow(q->route));
     if (status == MHD_HTTP_SERVICE_UNAVAILABLE) MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (status == MHD_HTTP_UNSUPPORTED_MEDIA_TYPE)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ACCEPT_ENCODING, "gzip, identity");
-    if (q->route <= SRV_R_SDPA && q->srv->opt->gzip_level > 0)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
     if (q->gzipped) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
     if (status == MHD_HTTP_NO_CONTENT) {
         MHD_add_response_header(r, "Access-Control-Allow-Methods", srv_route_allow(q->route));

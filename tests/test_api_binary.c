@@ -12,6 +12,7 @@
 #include "api/api_internal.h"
 #include "api/codec.h"
 #include "tests/support/files.h"
+#include "tests/support/check_main.h"
 
 static uint64_t g_state = 0x9e3779b97f4a7c15ull;
 
@@ -551,30 +552,11 @@ START_TEST(test_format_errors) {
 }
 END_TEST
 
-Suite *binary_suite(void) {
+static Suite *binary_suite(void) {
     Suite *s = suite_create("api_binary");
-    TCase *tc = tcase_create("binary");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_b64_rfc4648_vectors);
-    tcase_add_test(tc, test_b64_rejects);
-    tcase_add_test(tc, test_b64_random_round_trips);
-    tcase_add_test(tc, test_f16_every_half_round_trips);
-    tcase_add_test(tc, test_f32_to_f16_rounds_to_nearest_even);
-    tcase_add_test(tc, test_base64_inputs_same_reply);
-    tcase_add_test(tc, test_float16_inputs_are_the_rounded_values);
-    tcase_add_test(tc, test_uint8_mask_is_boolean);
-    tcase_add_test(tc, test_binary_errors);
-    tcase_add_test(tc, test_binary_budget);
-    tcase_add_test(tc, test_every_format_same_values);
-    tcase_add_test(tc, test_format_errors);
-    suite_add_tcase(s, tc);
+    const TTest *tests[] = {test_b64_rfc4648_vectors, test_b64_rejects, test_b64_random_round_trips, test_f16_every_half_round_trips, test_f32_to_f16_rounds_to_nearest_even, test_base64_inputs_same_reply, test_float16_inputs_are_the_rounded_values, test_uint8_mask_is_boolean, test_binary_errors, test_binary_budget, test_every_format_same_values, test_format_errors, NULL};
+    tcase_with(s, "binary", 60, tests);
     return s;
 }
 
-int main(void) {
-    SRunner *sr = srunner_create(binary_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+const test_program TEST_PROGRAM = {.suites = {binary_suite}};

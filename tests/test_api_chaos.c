@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "tests/support/check_main.h"
 #include "tests/support/reply_check.h"
 
 void *__real_malloc(size_t n);
@@ -111,16 +112,12 @@ START_TEST(each_allocation_fails) {
 }
 END_TEST
 
-int main(void) {
+static Suite *chaos_suite(void) {
     json_object_seed(1);
     Suite *s = suite_create("api_chaos");
-    TCase *tc = tcase_create("allocations");
-    tcase_set_timeout(tc, 120);
+    TCase *tc = tcase_with(s, "allocations", 120, NULL);
     tcase_add_loop_test(tc, each_allocation_fails, 0, N_REQUESTS);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int nfailed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nfailed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+const test_program TEST_PROGRAM = {.suites = {chaos_suite}};

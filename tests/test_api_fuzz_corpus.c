@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "tests/support/check_main.h"
 #include "tests/support/files.h"
 #include "tests/support/reply_check.h"
 
@@ -73,21 +74,20 @@ START_TEST(corpus_present) {
 }
 END_TEST
 
-int main(void) {
+/* Runs in main's process (nofork): hundreds of short replays. */
+static Suite *corpus_suite(void) {
     json_object_seed(1);
     list_corpus();
     Suite *s = suite_create("api_fuzz_corpus");
-    TCase *tc = tcase_create("replay");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, corpus_present);
+    const TTest *tests[] = {corpus_present, NULL};
+    TCase *tc = tcase_with(s, "replay", 60, tests);
     if (n_names > 0) tcase_add_loop_test(tc, replay_one, 0, n_names);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    return s;
+}
+
+static void free_names(void) {
     for (int i = 0; i < n_names; i++) free(names[i]);
     free(names);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
+
+const test_program TEST_PROGRAM = {.suites = {corpus_suite}, .nofork = 1, .after = free_names};

@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include "api/api.h"
+#include "tests/support/check_main.h"
 
 /* gzip with zlib, for input this test controls */
 static unsigned char *zlib_gzip(const void *in, size_t n, size_t *out_len) {
@@ -117,21 +118,11 @@ START_TEST(test_invalid_members) {
 }
 END_TEST
 
-Suite *gzip_suite(void) {
+static Suite *gzip_suite(void) {
     Suite *s = suite_create("api_gzip");
-    TCase *tc = tcase_create("gzip");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_round_trips);
-    tcase_add_test(tc, test_bomb_refused_before_inflating);
-    tcase_add_test(tc, test_invalid_members);
-    suite_add_tcase(s, tc);
+    const TTest *tests[] = {test_round_trips, test_bomb_refused_before_inflating, test_invalid_members, NULL};
+    tcase_with(s, "gzip", 60, tests);
     return s;
 }
 
-int main(void) {
-    SRunner *sr = srunner_create(gzip_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+const test_program TEST_PROGRAM = {.suites = {gzip_suite}};

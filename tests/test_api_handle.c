@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "support/check_main.h"
 #include "support/files.h"
 
 #define TOL4 (0.5e-4 + 1e-6)
@@ -360,24 +361,14 @@ START_TEST(test_endpoint_paths) {
 }
 END_TEST
 
-int main(void) {
+static Suite *handle_suite(void) {
     Suite *s = suite_create("api_handle");
-    TCase *tc = tcase_create("handle");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_seed_mha_example);
-    tcase_add_test(tc, test_seed_mha_unbatched);
-    tcase_add_test(tc, test_seed_v1);
-    tcase_add_test(tc, test_seed_causal_batch);
-    tcase_add_test(tc, test_state_dict_round_trip);
-    tcase_add_test(tc, test_state_dict_dropout_fresh_generator);
-    tcase_add_test(tc, test_all_outputs_shapes);
-    tcase_add_test(tc, test_sdpa_shapes);
-    tcase_add_test(tc, test_every_example);
-    tcase_add_test(tc, test_endpoint_paths);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *tests[] = {
+        test_seed_mha_example, test_seed_mha_unbatched, test_seed_v1, test_seed_causal_batch,
+        test_state_dict_round_trip, test_state_dict_dropout_fresh_generator,
+        test_all_outputs_shapes, test_sdpa_shapes, test_every_example, test_endpoint_paths, NULL};
+    tcase_with(s, "handle", 60, tests);
+    return s;
 }
+
+const test_program TEST_PROGRAM = {.suites = {handle_suite}};

@@ -15,6 +15,7 @@
 #include "api/numscan.h"
 #include "tests/support/files.h"
 #include "tests/support/reply_check.h"
+#include "tests/support/check_main.h"
 
 static uint64_t g_state = 0x2545f4914f6cdd1dull;
 
@@ -342,29 +343,11 @@ START_TEST(test_large_same_replies) {
 }
 END_TEST
 
-Suite *numscan_suite(void) {
+static Suite *numscan_suite(void) {
     Suite *s = suite_create("api_numscan");
-    TCase *tc = tcase_create("numscan");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_edge_cases);
-    tcase_add_test(tc, test_integer_minus_zero_is_zero);
-    tcase_add_test(tc, test_left_to_jansson);
-    tcase_add_test(tc, test_random_floats);
-    tcase_add_test(tc, test_random_decimals);
-    tcase_add_test(tc, test_body_arrays_taken);
-    tcase_add_test(tc, test_body_arrays_left);
-    tcase_add_test(tc, test_body_budget);
-    tcase_add_test(tc, test_corpus_same_replies);
-    tcase_add_test(tc, test_errors_same_replies);
-    tcase_add_test(tc, test_large_same_replies);
-    suite_add_tcase(s, tc);
+    const TTest *tests[] = {test_edge_cases, test_integer_minus_zero_is_zero, test_left_to_jansson, test_random_floats, test_random_decimals, test_body_arrays_taken, test_body_arrays_left, test_body_budget, test_corpus_same_replies, test_errors_same_replies, test_large_same_replies, NULL};
+    tcase_with(s, "numscan", 120, tests);
     return s;
 }
 
-int main(void) {
-    SRunner *sr = srunner_create(numscan_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+const test_program TEST_PROGRAM = {.suites = {numscan_suite}};

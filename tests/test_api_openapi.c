@@ -13,15 +13,13 @@
 #include <unistd.h>
 
 #include "api/api_internal.h"
+#include "support/check_main.h"
 #include "support/files.h"
+#include "support/openapi_doc.h"
 
 static json_t *g_doc;
 
-static void load_doc(void) {
-    json_error_t je;
-    g_doc = json_loads(api_openapi_json(), 0, &je);
-    ck_assert_msg(g_doc != NULL, "the embedded document is not JSON: %s (line %d)", je.text, je.line);
-}
+static void load_doc(void) { g_doc = openapi_doc(); }
 
 static void free_doc(void) {
     json_decref(g_doc);
@@ -272,21 +270,13 @@ START_TEST(test_document_examples_answered) {
 }
 END_TEST
 
-int main(void) {
+static Suite *openapi_suite(void) {
     Suite *s = suite_create("api_openapi");
-    TCase *tc = tcase_create("openapi");
-    tcase_add_checked_fixture(tc, load_doc, free_doc);
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_embedded_equals_file);
-    tcase_add_test(tc, test_every_endpoint);
-    tcase_add_test(tc, test_error_schema);
-    tcase_add_test(tc, test_every_parser_field_documented);
-    tcase_add_test(tc, test_return_names_documented);
-    tcase_add_test(tc, test_document_examples_answered);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *tests[] = {test_embedded_equals_file, test_every_endpoint, test_error_schema,
+                            test_every_parser_field_documented, test_return_names_documented,
+                            test_document_examples_answered, NULL};
+    tcase_add_checked_fixture(tcase_with(s, "openapi", 30, tests), load_doc, free_doc);
+    return s;
 }
+
+const test_program TEST_PROGRAM = {.suites = {openapi_suite}};

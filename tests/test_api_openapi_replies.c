@@ -17,17 +17,15 @@
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "support/check_main.h"
 #include "support/files.h"
 #include "support/jschema.h"
+#include "support/openapi_doc.h"
 #include "support/server_harness.h"
 
 static json_t *g_doc;
 
-static void load_doc(void) {
-    json_error_t je;
-    g_doc = json_loads(api_openapi_json(), 0, &je);
-    ck_assert_msg(g_doc != NULL, "the embedded document is not JSON: %s (line %d)", je.text, je.line);
-}
+static void load_doc(void) { g_doc = openapi_doc(); }
 
 static void free_doc(void) {
     json_decref(g_doc);
@@ -310,6 +308,27 @@ static void run_json(tally *t, const char *what, api_endpoint ep, const json_t *
     free(body);
 }
 
+/* A request for api_handle and the reply it must get. */
+typedef struct {
+    api_endpoint ep;
+    const char *body;
+    size_t max_elements; /* 0: the default limit */
+    int status;
+    const char *code;    /* the error code (NULL: any) */
+} request_case;
+
+/* A request answered 200. */
+#define OK_200(ep, body) {ep, body, 0, 200, NULL}
+
+static void run_cases(tally *t, const char *what, const request_case *cases, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s case %zu", what, i);
+        run(t, name, cases[i].ep, cases[i].body, cases[i].max_elements, cases[i].status,
+            cases[i].code);
+    }
+}
+
 START_TEST(t_examples) {
     char dir[1024];
     tfile_path(dir, sizeof dir, "api/examples");
@@ -434,46 +453,39 @@ END_TEST
 /* Masks, sdpa shapes, cross-attention, and params given back as state_dict. */
 START_TEST(t_options_and_shapes) {
     tally t = {0};
-    static const struct {
-        api_endpoint ep;
-        const char *body;
-    } cases[] = {
+    static const request_case cases[] = {
         /* sdpa rank 2, 3 and 4, cross-attention (L != S), grouped-query (Hkv < H) */
-        {API_EP_SDPA, "{\"query\":[[1,0]],\"key\":[[1,0],[0,1],[1,1]],\"value\":[[1],[2],[3]],"
-                      "\"return\":[\"context\",\"attn_weights\",\"masked_scores\",\"queries\",\"keys\",\"values\"]}"},
-        {API_EP_SDPA, "{\"module\":\"sdpa\",\"query\":[[[1,0],[0,1]],[[1,1],[0,0]]],\"key\":[[[1,0],[0,1],[1,1]]],"
-                      "\"value\":[[[1],[2],[3]]],\"causal\":true,\"return\":[\"context\",\"attn_weights\",\"mask\","
-                      "\"masked_scores\",\"keys\"]}"},
-        {API_EP_SDPA, "{\"query\":[[[[1,0]],[[0,1]],[[1,1]],[[0.5,-0.5]]]],\"key\":[[[[1,0],[0,1]],[[0.3,0.3],[1,-1]]]],"
-                      "\"value\":[[[[1],[2]],[[3],[4]]]],\"average_attn_weights\":true,"
-                      "\"return\":[\"context\",\"attn_weights\",\"keys\",\"values\",\"context_heads\"]}"},
-        {API_EP_SDPA, "{\"query\":[[1,0],[0,1]],\"key\":[[1,0],[0,1]],\"value\":[[1],[2]],"
-                      "\"attn_mask\":[[0,\"-inf\"],[null,0]],\"return\":[\"masked_scores\",\"attn_weights\"],"
-                      "\"output_format\":\"flat\"}"},
-        {API_EP_SDPA, "{\"query\":{\"shape\":[2,2],\"data\":[1,0,0,1]},\"key\":{\"shape\":[2,2],\"data\":[1,0,0,1]},"
-                      "\"value\":{\"shape\":[2,1],\"data\":[1,2]},\"key_padding_mask\":[false,true],"
-                      "\"scale\":0.5,\"dropout\":0.5,\"dropout_seed\":3,\"return\":[\"context\",\"dropout_mask\","
-                      "\"mask\",\"masked_scores\"]}"},
+        OK_200(API_EP_SDPA, "{\"query\":[[1,0]],\"key\":[[1,0],[0,1],[1,1]],\"value\":[[1],[2],[3]],"
+                            "\"return\":[\"context\",\"attn_weights\",\"masked_scores\",\"queries\",\"keys\",\"values\"]}"),
+        OK_200(API_EP_SDPA, "{\"module\":\"sdpa\",\"query\":[[[1,0],[0,1]],[[1,1],[0,0]]],\"key\":[[[1,0],[0,1],[1,1]]],"
+                            "\"value\":[[[1],[2],[3]]],\"causal\":true,\"return\":[\"context\",\"attn_weights\",\"mask\","
+                            "\"masked_scores\",\"keys\"]}"),
+        OK_200(API_EP_SDPA, "{\"query\":[[[[1,0]],[[0,1]],[[1,1]],[[0.5,-0.5]]]],\"key\":[[[[1,0],[0,1]],[[0.3,0.3],[1,-1]]]],"
+                            "\"value\":[[[[1],[2]],[[3],[4]]]],\"average_attn_weights\":true,"
+                            "\"return\":[\"context\",\"attn_weights\",\"keys\",\"values\",\"context_heads\"]}"),
+        OK_200(API_EP_SDPA, "{\"query\":[[1,0],[0,1]],\"key\":[[1,0],[0,1]],\"value\":[[1],[2]],"
+                            "\"attn_mask\":[[0,\"-inf\"],[null,0]],\"return\":[\"masked_scores\",\"attn_weights\"],"
+                            "\"output_format\":\"flat\"}"),
+        OK_200(API_EP_SDPA, "{\"query\":{\"shape\":[2,2],\"data\":[1,0,0,1]},\"key\":{\"shape\":[2,2],\"data\":[1,0,0,1]},"
+                            "\"value\":{\"shape\":[2,1],\"data\":[1,2]},\"key_padding_mask\":[false,true],"
+                            "\"scale\":0.5,\"dropout\":0.5,\"dropout_seed\":3,\"return\":[\"context\",\"dropout_mask\","
+                            "\"mask\",\"masked_scores\"]}"),
         /* masks on the trainable modules, boolean and additive, batched */
-        {API_EP_CAUSAL, "{\"d_out\":2,\"init\":{\"seed\":1},\"inputs\":[" X3 "," X3 "],"
-                        "\"attn_mask\":[[[false,true,true],[false,false,true],[false,false,false]],"
-                        "[[0,1,1],[0,0,1],[0,0,0]]],\"key_padding_mask\":[[0,0,1],[0,0,0]],"
-                        "\"return\":[\"mask\",\"masked_scores\",\"attn_weights\"]}"},
-        {API_EP_SELF, "{\"d_out\":2,\"init\":{\"seed\":1},\"inputs\":" X3 ",\"causal\":true,"
-                      "\"attn_mask\":[[0,-1.5,0],[0,0,0],[0.25,0,0]],\"return\":[\"masked_scores\",\"mask\"]}"},
-        {API_EP_MULTIHEAD, "{\"module\":\"torch.nn.MultiheadAttention\",\"embed_dim\":4,\"num_heads\":2,\"kdim\":3,"
-                           "\"vdim\":2,\"init\":{\"seed\":7},\"inputs\":[" X4 "],\"key\":[[[1,0,0.5],[0.2,0.3,0.4]]],"
-                           "\"value\":[[[1,2],[3,4]]],\"key_padding_mask\":[[false,true]],"
-                           "\"average_attn_weights\":true,\"precision\":2}"},
-        {API_EP_MULTIHEAD, "{\"d_out\":2,\"num_heads\":1,\"context_length\":3,\"init\":{\"seed\":2},"
-                           "\"inputs\":{\"shape\":[3,3],\"data\":[1,2,3,4,5,6,7,8,9]},\"tokens\":[\"x\",\"y\",\"z\"],"
-                           "\"return\":[\"tokens\",\"attn_weights\"],\"output_format\":\"flat\"}"},
+        OK_200(API_EP_CAUSAL, "{\"d_out\":2,\"init\":{\"seed\":1},\"inputs\":[" X3 "," X3 "],"
+                              "\"attn_mask\":[[[false,true,true],[false,false,true],[false,false,false]],"
+                              "[[0,1,1],[0,0,1],[0,0,0]]],\"key_padding_mask\":[[0,0,1],[0,0,0]],"
+                              "\"return\":[\"mask\",\"masked_scores\",\"attn_weights\"]}"),
+        OK_200(API_EP_SELF, "{\"d_out\":2,\"init\":{\"seed\":1},\"inputs\":" X3 ",\"causal\":true,"
+                            "\"attn_mask\":[[0,-1.5,0],[0,0,0],[0.25,0,0]],\"return\":[\"masked_scores\",\"mask\"]}"),
+        OK_200(API_EP_MULTIHEAD, "{\"module\":\"torch.nn.MultiheadAttention\",\"embed_dim\":4,\"num_heads\":2,\"kdim\":3,"
+                                 "\"vdim\":2,\"init\":{\"seed\":7},\"inputs\":[" X4 "],\"key\":[[[1,0,0.5],[0.2,0.3,0.4]]],"
+                                 "\"value\":[[[1,2],[3,4]]],\"key_padding_mask\":[[false,true]],"
+                                 "\"average_attn_weights\":true,\"precision\":2}"),
+        OK_200(API_EP_MULTIHEAD, "{\"d_out\":2,\"num_heads\":1,\"context_length\":3,\"init\":{\"seed\":2},"
+                                 "\"inputs\":{\"shape\":[3,3],\"data\":[1,2,3,4,5,6,7,8,9]},\"tokens\":[\"x\",\"y\",\"z\"],"
+                                 "\"return\":[\"tokens\",\"attn_weights\"],\"output_format\":\"flat\"}"),
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char what[32];
-        snprintf(what, sizeof what, "options case %zu", i);
-        run(&t, what, cases[i].ep, cases[i].body, 0, 200, NULL);
-    }
+    run_cases(&t, "options", cases, sizeof cases / sizeof cases[0]);
 
     /* params out, then given back as state_dict (nested and flat) */
     for (size_t b = 0; b < sizeof bases / sizeof bases[0]; b++) {
@@ -511,13 +523,7 @@ END_TEST
 
 START_TEST(t_every_error_status) {
     tally t = {0};
-    static const struct {
-        api_endpoint ep;
-        const char *body;
-        size_t max_elements;
-        int status;
-        const char *code;
-    } cases[] = {
+    static const request_case cases[] = {
         {API_EP_SIMPLE, "{\"inputs\": [[1, 2]", 0, 400, "invalid_json"},
         {API_EP_SIMPLE, "", 0, 400, "invalid_json"},
         {API_EP_SIMPLE, "{\"inputs\":[[1,2]]} trailing", 0, 400, "invalid_json"},
@@ -554,11 +560,7 @@ START_TEST(t_every_error_status) {
         {API_EP_MULTIHEAD, "{\"d_out\":4,\"num_heads\":2,\"init\":{\"seed\":1},\"inputs\":" X3 "}", 60, 413,
          "too_large"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char what[64];
-        snprintf(what, sizeof what, "error case %zu", i);
-        run(&t, what, cases[i].ep, cases[i].body, cases[i].max_elements, cases[i].status, cases[i].code);
-    }
+    run_cases(&t, "error", cases, sizeof cases / sizeof cases[0]);
     /* every endpoint answers a 400 and a 413 by the document */
     for (int e = 0; e < API_EP_COUNT; e++) {
         run(&t, "garbage", (api_endpoint)e, "nope", 0, 400, "invalid_json");
@@ -685,36 +687,18 @@ START_TEST(t_server_get_endpoints) {
 }
 END_TEST
 
-int main(void) {
+static Suite *replies_suite(void) {
     Suite *s = suite_create("api_openapi_replies");
-    TCase *tv = tcase_create("validator");
-    tcase_add_checked_fixture(tv, load_doc, free_doc);
-    tcase_add_test(tv, t_validator_types);
-    tcase_add_test(tv, t_validator_objects_arrays);
-    tcase_add_test(tv, t_validator_combinators_refs);
-    tcase_add_test(tv, t_validator_fails_loudly);
-    tcase_add_test(tv, t_document_schemas_understood);
-    suite_add_tcase(s, tv);
-
-    TCase *tr = tcase_create("replies");
-    tcase_add_checked_fixture(tr, load_doc, free_doc);
-    tcase_set_timeout(tr, 120);
-    tcase_add_test(tr, t_examples);
-    tcase_add_test(tr, t_every_return_name);
-    tcase_add_test(tr, t_options_and_shapes);
-    tcase_add_test(tr, t_every_error_status);
-    tcase_add_test(tr, t_error_bodies);
-    suite_add_tcase(s, tr);
-
-    TCase *ts = tcase_create("server");
-    tcase_add_checked_fixture(ts, srv_setup, srv_teardown);
-    tcase_set_timeout(ts, 120);
-    tcase_add_test(ts, t_server_get_endpoints);
-    suite_add_tcase(s, ts);
-
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *validator[] = {t_validator_types, t_validator_objects_arrays,
+                                t_validator_combinators_refs, t_validator_fails_loudly,
+                                t_document_schemas_understood, NULL};
+    tcase_add_checked_fixture(tcase_with(s, "validator", 0, validator), load_doc, free_doc);
+    const TTest *replies[] = {t_examples, t_every_return_name, t_options_and_shapes,
+                              t_every_error_status, t_error_bodies, NULL};
+    tcase_add_checked_fixture(tcase_with(s, "replies", 120, replies), load_doc, free_doc);
+    const TTest *server[] = {t_server_get_endpoints, NULL};
+    tcase_add_checked_fixture(tcase_with(s, "server", 120, server), srv_setup, srv_teardown);
+    return s;
 }
+
+const test_program TEST_PROGRAM = {.suites = {replies_suite}};

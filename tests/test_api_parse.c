@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "tests/support/check_main.h"
 
 #define X6 "[[0.43,0.15,0.89],[0.55,0.87,0.66],[0.57,0.85,0.64],[0.22,0.58,0.33],[0.77,0.25,0.10],[0.05,0.80,0.55]]"
 #define MHA_HEAD "\"module\":\"MultiHeadAttention\",\"d_out\":2,\"num_heads\":2,\"context_length\":6,"
@@ -60,6 +61,19 @@ static void expect_error(api_endpoint ep, const char *body, int status, const ch
                          const char *field, const char *msg_part) {
     expect_error_max(ep, body, 0, status, code, field, msg_part);
 }
+
+/* A request to /attention/simple that fails with 400, code and field (NULL:
+ * JSON null), its message containing msg_part (NULL: any message). */
+typedef struct {
+    const char *body, *code, *field, *msg_part;
+} simple_error;
+
+static void expect_simple_errors(const simple_error *cases, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        expect_error(API_EP_SIMPLE, cases[i].body, 400, cases[i].code, cases[i].field,
+                     cases[i].msg_part);
+}
+#define EXPECT_SIMPLE_ERRORS(cases) expect_simple_errors(cases, sizeof cases / sizeof cases[0])
 
 /* rank of a nested reply tensor */
 static int rank_of(json_t *t) {
@@ -141,56 +155,57 @@ END_TEST
 /* ==== malformed inputs ===================================================== */
 
 START_TEST(test_ragged) {
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[1,2,3],[1,2]]}", 400, "invalid_shape", "inputs[1]",
-                 "inputs[1] has 2 values, expected 3");
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[[1,2],[3,4]],[[1,2]]]}", 400, "invalid_shape",
-                 "inputs[1]", NULL);
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[1,2],[3,[4]]]}", 400, "invalid_shape", "inputs[1][1]",
-                 NULL);
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[1,2],3]}", 400, "invalid_shape", "inputs[1]", NULL);
+    static const simple_error cases[] = {
+        {"{\"inputs\":[[1,2,3],[1,2]]}", "invalid_shape", "inputs[1]",
+         "inputs[1] has 2 values, expected 3"},
+        {"{\"inputs\":[[[1,2],[3,4]],[[1,2]]]}", "invalid_shape", "inputs[1]", NULL},
+        {"{\"inputs\":[[1,2],[3,[4]]]}", "invalid_shape", "inputs[1][1]", NULL},
+        {"{\"inputs\":[[1,2],3]}", "invalid_shape", "inputs[1]", NULL},
+    };
+    EXPECT_SIMPLE_ERRORS(cases);
 }
 END_TEST
 
 START_TEST(test_non_number) {
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[1,2],[3,\"4\"]]}", 400, "invalid_type",
-                 "inputs[1][1]", "a string");
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[1,true],[3,4]]}", 400, "invalid_type", "inputs[0][1]",
-                 "a boolean");
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[1,null],[3,4]]}", 400, "invalid_type", "inputs[0][1]",
-                 NULL);
-    expect_error(API_EP_SIMPLE, "{\"inputs\":\"x\"}", 400, "invalid_type", "inputs", NULL);
-    expect_error(API_EP_SIMPLE, "{\"inputs\":{\"shape\":[1,2],\"data\":[1,{}]}}", 400,
-                 "invalid_shape", "inputs.data[1]", NULL);
+    static const simple_error cases[] = {
+        {"{\"inputs\":[[1,2],[3,\"4\"]]}", "invalid_type", "inputs[1][1]", "a string"},
+        {"{\"inputs\":[[1,true],[3,4]]}", "invalid_type", "inputs[0][1]", "a boolean"},
+        {"{\"inputs\":[[1,null],[3,4]]}", "invalid_type", "inputs[0][1]", NULL},
+        {"{\"inputs\":\"x\"}", "invalid_type", "inputs", NULL},
+        {"{\"inputs\":{\"shape\":[1,2],\"data\":[1,{}]}}", "invalid_shape", "inputs.data[1]", NULL},
+    };
+    EXPECT_SIMPLE_ERRORS(cases);
 }
 END_TEST
 
 START_TEST(test_non_finite) {
     /* jansson rejects NaN and Infinity as JSON; beyond float32 is ours */
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[1,2],[3,1e39]]}", 400, "non_finite", "inputs[1][1]",
-                 "float32");
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[1,2],[3,-3.5e38]]}", 400, "non_finite",
-                 "inputs[1][1]", NULL);
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[1,NaN]]}", 400, "invalid_json", NULL, NULL);
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[1,Infinity]]}", 400, "invalid_json", NULL, NULL);
+    static const simple_error cases[] = {
+        {"{\"inputs\":[[1,2],[3,1e39]]}", "non_finite", "inputs[1][1]", "float32"},
+        {"{\"inputs\":[[1,2],[3,-3.5e38]]}", "non_finite", "inputs[1][1]", NULL},
+        {"{\"inputs\":[[1,NaN]]}", "invalid_json", NULL, NULL},
+        {"{\"inputs\":[[1,Infinity]]}", "invalid_json", NULL, NULL},
+    };
+    EXPECT_SIMPLE_ERRORS(cases);
 }
 END_TEST
 
 START_TEST(test_empty_and_rank) {
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[]}", 400, "invalid_shape", "inputs", "empty");
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[1],[]]}", 400, "invalid_shape", "inputs[1]", "empty");
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[]]}", 400, "invalid_shape", "inputs[0]", "empty");
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[1,2,3]}", 400, "invalid_shape", "inputs", "axes");
-    expect_error(API_EP_SIMPLE, "{\"inputs\":[[[[1]]]]}", 400, "invalid_shape", "inputs[0][0][0]",
-                 "more than 3 axes");
-    expect_error(API_EP_SIMPLE, "{\"inputs\":{\"shape\":[2,0],\"data\":[]}}", 400, "invalid_shape",
-                 "inputs.shape[1]", NULL);
-    expect_error(API_EP_SIMPLE, "{\"inputs\":{\"shape\":[2,2],\"data\":[1,2,3]}}", 400,
-                 "invalid_shape", "inputs.data", "needs 4");
-    expect_error(API_EP_SIMPLE, "{\"inputs\":{\"shape\":[2,2]}}", 400, "missing_field",
-                 "inputs.data", NULL);
-    expect_error(API_EP_SIMPLE, "{\"inputs\":{\"shape\":[1,1],\"data\":[1],\"dtype\":\"f\"}}", 400,
-                 "unknown_field", "inputs.dtype", NULL);
-    expect_error(API_EP_SIMPLE, "{}", 400, "missing_field", "inputs", NULL);
+    static const simple_error cases[] = {
+        {"{\"inputs\":[]}", "invalid_shape", "inputs", "empty"},
+        {"{\"inputs\":[[1],[]]}", "invalid_shape", "inputs[1]", "empty"},
+        {"{\"inputs\":[[]]}", "invalid_shape", "inputs[0]", "empty"},
+        {"{\"inputs\":[1,2,3]}", "invalid_shape", "inputs", "axes"},
+        {"{\"inputs\":[[[[1]]]]}", "invalid_shape", "inputs[0][0][0]", "more than 3 axes"},
+        {"{\"inputs\":{\"shape\":[2,0],\"data\":[]}}", "invalid_shape", "inputs.shape[1]", NULL},
+        {"{\"inputs\":{\"shape\":[2,2],\"data\":[1,2,3]}}", "invalid_shape", "inputs.data",
+         "needs 4"},
+        {"{\"inputs\":{\"shape\":[2,2]}}", "missing_field", "inputs.data", NULL},
+        {"{\"inputs\":{\"shape\":[1,1],\"data\":[1],\"dtype\":\"f\"}}", "unknown_field",
+         "inputs.dtype", NULL},
+        {"{}", "missing_field", "inputs", NULL},
+    };
+    EXPECT_SIMPLE_ERRORS(cases);
 }
 END_TEST
 
@@ -417,33 +432,16 @@ START_TEST(test_echo_is_clamped) {
 }
 END_TEST
 
-int main(void) {
+static Suite *parse_suite(void) {
     Suite *s = suite_create("api_parse");
-    TCase *tc = tcase_create("parse");
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_nested_unbatched);
-    tcase_add_test(tc, test_nested_batched);
-    tcase_add_test(tc, test_flat_equals_nested);
-    tcase_add_test(tc, test_null_is_absent);
-    tcase_add_test(tc, test_integers_and_masks);
-    tcase_add_test(tc, test_ragged);
-    tcase_add_test(tc, test_non_number);
-    tcase_add_test(tc, test_non_finite);
-    tcase_add_test(tc, test_empty_and_rank);
-    tcase_add_test(tc, test_wrong_types);
-    tcase_add_test(tc, test_unknown_fields);
-    tcase_add_test(tc, test_bad_module_for_endpoint);
-    tcase_add_test(tc, test_missing_fields);
-    tcase_add_test(tc, test_state_dict_ok);
-    tcase_add_test(tc, test_state_dict_errors);
-    tcase_add_test(tc, test_shape_errors);
-    tcase_add_test(tc, test_too_large_before_allocating);
-    tcase_add_test(tc, test_malformed_json);
-    tcase_add_test(tc, test_echo_is_clamped);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *tests[] = {
+        test_nested_unbatched, test_nested_batched, test_flat_equals_nested, test_null_is_absent,
+        test_integers_and_masks, test_ragged, test_non_number, test_non_finite,
+        test_empty_and_rank, test_wrong_types, test_unknown_fields, test_bad_module_for_endpoint,
+        test_missing_fields, test_state_dict_ok, test_state_dict_errors, test_shape_errors,
+        test_too_large_before_allocating, test_malformed_json, test_echo_is_clamped, NULL};
+    tcase_with(s, "parse", 30, tests);
+    return s;
 }
+
+const test_program TEST_PROGRAM = {.suites = {parse_suite}};

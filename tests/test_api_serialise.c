@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "tests/support/check_main.h"
 
 static uint64_t g_state = 0x9e3779b97f4a7c15ull;
 
@@ -62,6 +63,23 @@ static int sig_digits(const char *s) {
     return n ? n : 1;
 }
 
+/* api__format_float(v, precision) writes want. */
+typedef struct {
+    float v;
+    int precision;
+    const char *want;
+} format_case;
+
+static void expect_formats(const format_case *cases, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char s[API_FLOAT_MAX + 1];
+        int len = api__format_float(s, cases[i].v, cases[i].precision);
+        s[len] = '\0';
+        ck_assert_msg(strcmp(s, cases[i].want) == 0, "%.9g with precision %d: \"%s\", want \"%s\"",
+                      (double)cases[i].v, cases[i].precision, s, cases[i].want);
+    }
+}
+
 START_TEST(test_special_values) {
     static const float vals[] = {0.0f, 1.0f, -1.0f, 2.0f, 0.5f, 0.1f, 1e-38f, 3.4e38f, FLT_MAX,
                                  -FLT_MAX, FLT_MIN, FLT_TRUE_MIN, -FLT_TRUE_MIN, 1e-45f, 1e10f,
@@ -75,24 +93,14 @@ START_TEST(test_special_values) {
     n = api__format_float(s, -0.0f, 0);
     s[n] = '\0';
     ck_assert(strcmp(s, "-0") == 0 || strcmp(s, "0") == 0);
-    n = api__format_float(s, 0.1f, 0);
-    s[n] = '\0';
-    ck_assert_str_eq(s, "0.1");
     n = api__format_float(s, 2.0f, 0);
     s[n] = '\0';
     ck_assert(strcmp(s, "2") == 0 || strcmp(s, "2.0") == 0);
-    n = api__format_float(s, 1e-38f, 0);
-    s[n] = '\0';
-    ck_assert_str_eq(s, "1e-38");
-    n = api__format_float(s, 3.4e38f, 0);
-    s[n] = '\0';
-    ck_assert_str_eq(s, "3.4e38");
-    n = api__format_float(s, -1.2221189e19f, 0);
-    s[n] = '\0';
-    ck_assert_str_eq(s, "-1.2221189e19");
-    n = api__format_float(s, 1e15f, 0);
-    s[n] = '\0';
-    ck_assert_str_eq(s, "1000000000000000");
+    static const format_case shortest[] = {
+        {0.1f, 0, "0.1"}, {1e-38f, 0, "1e-38"}, {3.4e38f, 0, "3.4e38"},
+        {-1.2221189e19f, 0, "-1.2221189e19"}, {1e15f, 0, "1000000000000000"},
+    };
+    expect_formats(shortest, sizeof shortest / sizeof shortest[0]);
     ck_assert_int_eq(api__format_float(s, NAN, 0), 0);
     ck_assert_int_eq(api__format_float(s, INFINITY, 0), 0);
     ck_assert_int_eq(api__format_float(s, -INFINITY, 3), 0);
@@ -156,24 +164,17 @@ START_TEST(test_shortest) {
 END_TEST
 
 START_TEST(test_precision) {
+    static const format_case rounded[] = {
+        {0.123456789f, 4, "0.1235"}, {-12345.678f, 3, "-12300"}, {0.5f, 9, "0.5"},
+        {9.99999f, 2, "10"},
+    };
+    expect_formats(rounded, sizeof rounded / sizeof rounded[0]);
     char s[API_FLOAT_MAX + 1];
-    int n = api__format_float(s, 0.123456789f, 4);
-    s[n] = '\0';
-    ck_assert_str_eq(s, "0.1235");
-    n = api__format_float(s, -12345.678f, 3);
-    s[n] = '\0';
-    ck_assert_str_eq(s, "-12300");
-    n = api__format_float(s, 0.5f, 9);
-    s[n] = '\0';
-    ck_assert_str_eq(s, "0.5");
-    n = api__format_float(s, 9.99999f, 2);
-    s[n] = '\0';
-    ck_assert_str_eq(s, "10");
     for (int p = 1; p <= 9; p++) {
         for (int i = 0; i < 100000; i++) {
             float v = from_bits(next_u32());
             if (!isfinite(v) || v == 0.0f) continue;
-            n = api__format_float(s, v, p);
+            int n = api__format_float(s, v, p);
             s[n] = '\0';
             ck_assert_int_le(sig_digits(s), p);
             double r = strtod(s, NULL);
@@ -379,29 +380,16 @@ START_TEST(test_handle_precision_and_flat) {
 }
 END_TEST
 
-int main(void) {
+static Suite *serialise_suite(void) {
     Suite *s = suite_create("api_serialise");
-    TCase *tc = tcase_create("serialise");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_special_values);
-    tcase_add_test(tc, test_random_bits_round_trip);
-    tcase_add_test(tc, test_subnormals_round_trip);
-    tcase_add_test(tc, test_typical_values_round_trip);
-    tcase_add_test(tc, test_shortest);
-    tcase_add_test(tc, test_precision);
-    tcase_add_test(tc, test_nested_and_flat);
-    tcase_add_test(tc, test_neg_inf_null_and_nan);
-    tcase_add_test(tc, test_bytes);
-    tcase_add_test(tc, test_large_tensor_parses_back);
-    tcase_add_test(tc, test_json_string_escaping);
-    tcase_add_test(tc, test_json_string_invalid_utf8);
-    tcase_add_test(tc, test_error_body);
-    tcase_add_test(tc, test_echo);
-    tcase_add_test(tc, test_handle_precision_and_flat);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *tests[] = {
+        test_special_values, test_random_bits_round_trip, test_subnormals_round_trip,
+        test_typical_values_round_trip, test_shortest, test_precision, test_nested_and_flat,
+        test_neg_inf_null_and_nan, test_bytes, test_large_tensor_parses_back,
+        test_json_string_escaping, test_json_string_invalid_utf8, test_error_body, test_echo,
+        test_handle_precision_and_flat, NULL};
+    tcase_with(s, "serialise", 120, tests);
+    return s;
 }
+
+const test_program TEST_PROGRAM = {.suites = {serialise_suite}};

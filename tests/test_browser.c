@@ -17,12 +17,18 @@
 #include <jansson.h>
 #include <math.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include "scaleout/procs.h"
+#include "support/check_main.h"
 #include "support/files.h"
 #include "support/jschema.h"
+#include "support/procs.h"
 #include "support/server_harness.h"
 
 #define CHROMIUM "/usr/bin/chromium"
@@ -104,10 +110,9 @@ static void serve_done(void *cls, struct MHD_Connection *c, void **req_cls,
 }
 
 static struct MHD_Daemon *start_origin(int port) {
-    char path[1024];
-    tfile_path(path, sizeof path, "tests/browser/cors_page.html");
-    g_origin.page = tfile_read(path, &g_origin.page_len);
-    ck_assert_msg(g_origin.page && strstr(g_origin.page, "</html>"), "cannot read %s", path);
+    g_origin.page = tfile_read_rel("tests/browser/cors_page.html", &g_origin.page_len);
+    ck_assert_msg(g_origin.page && strstr(g_origin.page, "</html>"),
+                  "cannot read tests/browser/cors_page.html");
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)port, NULL, NULL, serve, NULL,
@@ -147,10 +152,10 @@ START_TEST(t_viewer_on_another_origin) {
     snprintf(url, sizeof url, "%s/page.html?allowed=%s&denied=%s", origin_url, a.base, b.base);
     /* The flags this machine's notes give for headless Chromium as root with
      * no network beyond loopback. */
-    char *argv[] = {CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                    "--no-first-run", "--disable-background-networking",
-                    "--disable-component-update", "--disable-sync", user_dir, url, NULL};
-    pid_t chrome = procs_spawn(argv, log, NULL);
+    const char *argv[] = {CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                          "--disable-quic", "--no-first-run", "--disable-background-networking",
+                          "--disable-component-update", "--disable-sync", user_dir, url, NULL};
+    pid_t chrome = procs_spawn(argv, &(procs_io){.out = log, .err = log});
     ck_assert_int_gt(chrome, 0);
     double end = procs_now() + 90.0;
     int exited = 0;
@@ -225,22 +230,11 @@ START_TEST(t_viewer_on_another_origin) {
 }
 END_TEST
 
-int main(void) {
-    if (procs_init() != 0) {
-        perror("procs_init");
-        return EXIT_FAILURE;
-    }
-    curl_global_init(CURL_GLOBAL_DEFAULT);
+static Suite *browser_suite(void) {
     Suite *s = suite_create("browser");
-    TCase *tc = tcase_create("cors");
-    tcase_set_timeout(tc, 900);   /* the first run installs chromium */
-    tcase_add_test(tc, t_viewer_on_another_origin);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    procs_kill_all();
-    curl_global_cleanup();
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *tests[] = {t_viewer_on_another_origin, NULL};
+    tcase_with(s, "cors", 900, tests);   /* the first run installs chromium */
+    return s;
 }
+
+const test_program TEST_PROGRAM = {.suites = {browser_suite}};

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/attention.h"
+#include "tests/support/check_main.h"
 
 /* Checks rc == code and the error text. field: the exact field expected,
  * or NULL for "any non-empty field". */
@@ -411,28 +412,14 @@ END_TEST
 
 static Suite *errors_suite(void) {
     Suite *s = suite_create("errors");
-    TCase *p = tcase_create("plan");
-    tcase_add_test(p, test_zero_negative_sizes);
-    tcase_add_test(p, test_heads_not_dividing);
-    tcase_add_test(p, test_tokens_over_context_length);
-    tcase_add_test(p, test_overflow);
-    tcase_add_test(p, test_bad_options);
-    tcase_add_test(p, test_status_names);
-    suite_add_tcase(s, p);
-    TCase *f = tcase_create("forward");
-    tcase_add_test(f, test_nonfinite_inputs);
-    tcase_add_test(f, test_masks_nonfinite);
-    tcase_add_test(f, test_result_overflow);
-    tcase_add_test(f, test_bad_buffers);
-    tcase_add_test(f, test_null_pointers);
-    suite_add_tcase(s, f);
+    const TTest *plan[] = {test_zero_negative_sizes, test_heads_not_dividing,
+                           test_tokens_over_context_length, test_overflow, test_bad_options,
+                           test_status_names, NULL};
+    tcase_with(s, "plan", 0, plan);
+    const TTest *forward[] = {test_nonfinite_inputs, test_masks_nonfinite, test_result_overflow,
+                              test_bad_buffers, test_null_pointers, NULL};
+    tcase_with(s, "forward", 0, forward);
     return s;
 }
 
-int main(void) {
-    SRunner *sr = srunner_create(errors_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+const test_program TEST_PROGRAM = {.suites = {errors_suite}};

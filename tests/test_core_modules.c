@@ -10,6 +10,7 @@
 
 #include "api/api.h"
 #include "core/attention.h"
+#include "tests/support/check_main.h"
 
 static const attn_module_info *row(int m) {
     const attn_module_info *mod = attn_module_get((attn_module)m);
@@ -197,18 +198,13 @@ START_TEST(test_buffers_and_names) {
 }
 END_TEST
 
-int main(void) {
+static Suite *modules_suite(void) {
     Suite *s = suite_create("modules");
-    TCase *tc = tcase_create("table");
-    tcase_add_test(tc, test_every_module_has_a_row);
-    tcase_add_test(tc, test_names_round_trip);
-    tcase_add_test(tc, test_endpoints);
+    const TTest *tests[] = {test_every_module_has_a_row, test_names_round_trip, test_endpoints, NULL};
+    TCase *tc = tcase_with(s, "table", 0, tests);
     tcase_add_loop_test(tc, test_flags_agree_with_the_plan, 0, ATTN_MODULE_COUNT);
     tcase_add_loop_test(tc, test_buffers_and_names, 0, ATTN_MODULE_COUNT);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return s;
 }
+
+const test_program TEST_PROGRAM = {.suites = {modules_suite}};

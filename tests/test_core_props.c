@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/attention.h"
+#include "tests/support/check_main.h"
 #include "tests/support/golden.h"
 
 #include <cblas.h> /* openblas_set_num_threads, openblas_get_num_threads, cblas_sgemm */
@@ -509,27 +510,15 @@ END_TEST
 
 static Suite *props_suite(void) {
     Suite *s = suite_create("props");
-    TCase *t = tcase_create("weights");
+    const TTest *weights[] = {test_causal_upper_zero, test_mask_methods_agree, NULL};
+    TCase *t = tcase_with(s, "weights", 0, weights);
     tcase_add_loop_test(t, test_rows_sum_to_one, 0, ATTN_MODULE_COUNT);
-    tcase_add_test(t, test_causal_upper_zero);
-    tcase_add_test(t, test_mask_methods_agree);
-    suite_add_tcase(s, t);
-    TCase *e = tcase_create("equivalences");
-    tcase_add_test(e, test_wrapper_equals_heads);
+    const TTest *equivalences[] = {test_wrapper_equals_heads, NULL};
+    TCase *e = tcase_with(s, "equivalences", 0, equivalences);
     tcase_add_loop_test(e, test_batch_equals_sequences, 0, ATTN_MODULE_COUNT);
-    suite_add_tcase(s, e);
-    TCase *th = tcase_create("threads");
-    tcase_set_timeout(th, 60);
-    tcase_add_test(th, test_openblas_threads_agree);
-    tcase_add_test(th, test_reentrant_threads);
-    suite_add_tcase(s, th);
+    const TTest *threads[] = {test_openblas_threads_agree, test_reentrant_threads, NULL};
+    tcase_with(s, "threads", 60, threads);
     return s;
 }
 
-int main(void) {
-    SRunner *sr = srunner_create(props_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+const test_program TEST_PROGRAM = {.suites = {props_suite}};

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/attention.h"
+#include "tests/support/check_main.h"
 #include "tests/support/golden.h"
 
 #define TOL4 (0.5e-4 + 1e-6)
@@ -76,7 +77,11 @@ static void expect_near(const char *what, const float *got, size_t stride, const
     }
 }
 
-static attn_inputs x_inputs(const float *x) { return (attn_inputs){.x = x}; }
+/* run() on inputs x alone (the modules that take x). */
+static void run_x(const attn_config *cfg, uint64_t seed, const float *x, run_result *r) {
+    attn_inputs in = {.x = x};
+    run(cfg, seed, &in, r);
+}
 
 /* ==== 3.3 simple self-attention ============================================ */
 
@@ -88,9 +93,8 @@ START_TEST(test_simple_query2) {
     static const float sum2[6] = {0.1455f, 0.2278f, 0.2249f, 0.1285f, 0.1077f, 0.1656f};
     static const float soft2[6] = {0.1385f, 0.2379f, 0.2333f, 0.1240f, 0.1082f, 0.1581f};
     static const float z2[3] = {0.4419f, 0.6515f, 0.5683f};
-    attn_inputs in = x_inputs(&INPUTS[0][0]);
     run_result r;
-    run(&SIMPLE, ATTN_TORCH_DEFAULT_SEED, &in, &r);
+    run_x(&SIMPLE, ATTN_TORCH_DEFAULT_SEED, &INPUTS[0][0], &r);
     expect_near("attn_scores_2", r.b.out.scores + 6, 1, scores2, 6, TOL4);
     expect_near("attn_weights_2 (softmax)", r.b.out.weights + 6, 1, soft2, 6, TOL4);
     expect_near("context_vec_2", r.b.out.context + 3, 1, z2, 3, TOL4);
@@ -98,7 +102,7 @@ START_TEST(test_simple_query2) {
 
     attn_config sum = SIMPLE;
     sum.normalization = ATTN_NORM_SUM;
-    run(&sum, ATTN_TORCH_DEFAULT_SEED, &in, &r);
+    run_x(&sum, ATTN_TORCH_DEFAULT_SEED, &INPUTS[0][0], &r);
     expect_near("attn_weights_2_tmp (sum)", r.b.out.weights + 6, 1, sum2, 6, TOL4);
     float total = 0.0f;
     for (int j = 0; j < 6; j++) total += r.b.out.weights[6 + j];
@@ -126,9 +130,8 @@ START_TEST(test_simple_all) {
     static const float ctx[18] = {
         0.4421f, 0.5931f, 0.5790f, 0.4419f, 0.6515f, 0.5683f, 0.4431f, 0.6496f, 0.5671f,
         0.4304f, 0.6298f, 0.5510f, 0.4671f, 0.5910f, 0.5266f, 0.4177f, 0.6503f, 0.5645f};
-    attn_inputs in = x_inputs(&INPUTS[0][0]);
     run_result r;
-    run(&SIMPLE, ATTN_TORCH_DEFAULT_SEED, &in, &r);
+    run_x(&SIMPLE, ATTN_TORCH_DEFAULT_SEED, &INPUTS[0][0], &r);
     expect_near("attn_scores", r.b.out.scores, 1, scores, 36, TOL4);
     expect_near("attn_weights", r.b.out.weights, 1, weights, 36, TOL4);
     expect_near("all_context_vecs", r.b.out.context, 1, ctx, 18, TOL4);
@@ -153,9 +156,8 @@ START_TEST(test_v1_seed123) {
                                   0.2948f, 0.7939f, 0.2927f, 0.7891f, 0.2990f, 0.8040f};
     static const float score22 = 1.8524f;
     attn_config cfg = {.module = ATTN_SELF_V1, .batch = 1, .tokens = 6, .d_in = 3, .d_out = 2};
-    attn_inputs in = x_inputs(&INPUTS[0][0]);
     run_result r;
-    run(&cfg, 123, &in, &r);
+    run_x(&cfg, 123, &INPUTS[0][0], &r);
     ck_assert_int_eq(r.plan.param_count, 3);
     ck_assert_uint_eq(r.plan.n_keys, 12);
     expect_near("query_2", r.b.out.queries + 2, 1, query2, 2, TOL4);
@@ -179,9 +181,8 @@ START_TEST(test_v2_seed789) {
         0.1830f, 0.1669f, 0.1670f, 0.1588f, 0.1658f, 0.1585f,
         0.1935f, 0.1663f, 0.1666f, 0.1542f, 0.1666f, 0.1529f};
     attn_config cfg = {.module = ATTN_SELF_V2, .batch = 1, .tokens = 6, .d_in = 3, .d_out = 2};
-    attn_inputs in = x_inputs(&INPUTS[0][0]);
     run_result r;
-    run(&cfg, 789, &in, &r);
+    run_x(&cfg, 789, &INPUTS[0][0], &r);
     expect_near("sa_v2(inputs)", r.b.out.context, 1, ctx, 12, TOL4);
     expect_near("attn_weights (3.5.1)", r.b.out.weights, 1, weights, 36, TOL4);
     run_free(&r);
@@ -213,9 +214,8 @@ START_TEST(test_causal_mask_neg_inf) {
         0.2642f, 0.1024f, 0.1036f, 0.0186f, NINF, NINF,
         0.2183f, 0.0874f, 0.0882f, 0.0177f, 0.0786f, NINF,
         0.3408f, 0.1270f, 0.1290f, 0.0198f, 0.1290f, 0.0078f};
-    attn_inputs in = x_inputs(&INPUTS[0][0]);
     run_result r;
-    run(&CAUSAL_789, 789, &in, &r);
+    run_x(&CAUSAL_789, 789, &INPUTS[0][0], &r);
     /* core's masked_scores are scaled by 1/sqrt(2): undo it for the text's values */
     float unscaled[36];
     for (int i = 0; i < 36; i++) unscaled[i] = r.b.out.masked_scores[i] / r.plan.scale;
@@ -233,9 +233,8 @@ END_TEST
 START_TEST(test_causal_mask_renorm) {
     attn_config cfg = CAUSAL_789;
     cfg.mask_method = ATTN_MASK_RENORM;
-    attn_inputs in = x_inputs(&INPUTS[0][0]);
     run_result r;
-    run(&cfg, 789, &in, &r);
+    run_x(&cfg, 789, &INPUTS[0][0], &r);
     expect_near("masked_simple_norm (In [28])", r.b.out.weights, 1, MASKED_WEIGHTS, 36, TOL4);
     run_free(&r);
 }
@@ -270,13 +269,24 @@ START_TEST(test_dropout_causal_weights) {
     cfg.training = 1;
     cfg.has_dropout_seed = 1;
     cfg.dropout_seed = 123;
-    attn_inputs in = x_inputs(&INPUTS[0][0]);
     run_result r;
-    run(&cfg, 789, &in, &r);
+    run_x(&cfg, 789, &INPUTS[0][0], &r);
     expect_near("dropout(attn_weights)", r.b.out.weights, 1, want, 36, TOL4);
     run_free(&r);
 }
 END_TEST
+
+/* cfg on the batch of 3.5.3 (the inputs twice) with torch.manual_seed(seed):
+ * the context of each sequence is the n printed values of want. */
+static void expect_batch_context(const attn_config *cfg, uint64_t seed, const float *want,
+                                 size_t n) {
+    run_result r;
+    run_x(cfg, seed, &g_batch[0][0][0], &r);
+    ck_assert_uint_eq(r.plan.n_context, 2 * n);
+    expect_near("context_vecs[0]", r.b.out.context, 1, want, n, TOL4);
+    expect_near("context_vecs[1]", r.b.out.context + n, 1, want, n, TOL4);
+    run_free(&r);
+}
 
 /* 3.5.3: one sequence's context, printed twice for the batch */
 static const float CAUSAL_123[12] = {-0.4519f, 0.2216f, -0.5874f, 0.0058f, -0.6300f, -0.0632f,
@@ -285,13 +295,7 @@ static const float CAUSAL_123[12] = {-0.4519f, 0.2216f, -0.5874f, 0.0058f, -0.63
 START_TEST(test_causal_seed123) {
     attn_config cfg = {.module = ATTN_CAUSAL, .batch = 2, .tokens = 6, .d_in = 3, .d_out = 2,
                        .context_length = 6, .causal = 1, .dropout = 0.0, .training = 1};
-    attn_inputs in = x_inputs(&g_batch[0][0][0]);
-    run_result r;
-    run(&cfg, 123, &in, &r);
-    ck_assert_uint_eq(r.plan.n_context, 24);
-    expect_near("context_vecs[0]", r.b.out.context, 1, CAUSAL_123, 12, TOL4);
-    expect_near("context_vecs[1]", r.b.out.context + 12, 1, CAUSAL_123, 12, TOL4);
-    run_free(&r);
+    expect_batch_context(&cfg, 123, CAUSAL_123, 12);
 }
 END_TEST
 
@@ -304,13 +308,7 @@ START_TEST(test_wrapper_seed123) {
         -0.5526f, -0.0981f, 0.5321f, 0.3428f, -0.5299f, -0.1081f, 0.5077f, 0.3493f};
     attn_config cfg = {.module = ATTN_MHA_WRAPPER, .batch = 2, .tokens = 6, .d_in = 3, .d_out = 2,
                        .num_heads = 2, .context_length = 6, .causal = 1, .training = 1};
-    attn_inputs in = x_inputs(&g_batch[0][0][0]);
-    run_result r;
-    run(&cfg, 123, &in, &r);
-    ck_assert_uint_eq(r.plan.n_context, 48);
-    expect_near("context_vecs[0]", r.b.out.context, 1, ctx, 24, TOL4);
-    expect_near("context_vecs[1]", r.b.out.context + 24, 1, ctx, 24, TOL4);
-    run_free(&r);
+    expect_batch_context(&cfg, 123, ctx, 24);
 }
 END_TEST
 
@@ -319,13 +317,7 @@ START_TEST(test_mha_seed123) {
                                   0.2693f, 0.3873f, 0.2639f, 0.3928f, 0.2575f, 0.4028f};
     attn_config cfg = {.module = ATTN_MHA, .batch = 2, .tokens = 6, .d_in = 3, .d_out = 2,
                        .num_heads = 2, .context_length = 6, .causal = 1, .training = 1};
-    attn_inputs in = x_inputs(&g_batch[0][0][0]);
-    run_result r;
-    run(&cfg, 123, &in, &r);
-    ck_assert_uint_eq(r.plan.n_context, 24);
-    expect_near("context_vecs[0]", r.b.out.context, 1, ctx, 12, TOL4);
-    expect_near("context_vecs[1]", r.b.out.context + 12, 1, ctx, 12, TOL4);
-    run_free(&r);
+    expect_batch_context(&cfg, 123, ctx, 12);
 }
 END_TEST
 
@@ -377,38 +369,18 @@ END_TEST
 
 static Suite *seeds_suite(void) {
     Suite *s = suite_create("seeds");
-    TCase *t33 = tcase_create("3.3_simple");
-    tcase_add_test(t33, test_simple_query2);
-    tcase_add_test(t33, test_simple_all);
-    suite_add_tcase(s, t33);
-    TCase *t34 = tcase_create("3.4_trainable");
-    tcase_add_test(t34, test_v1_seed123);
-    tcase_add_test(t34, test_v2_seed789);
-    suite_add_tcase(s, t34);
-    TCase *t35 = tcase_create("3.5_causal");
-    tcase_add_checked_fixture(t35, setup_batch, NULL);
-    tcase_add_test(t35, test_causal_mask_neg_inf);
-    tcase_add_test(t35, test_causal_mask_renorm);
-    tcase_add_test(t35, test_dropout_ones);
-    tcase_add_test(t35, test_dropout_causal_weights);
-    tcase_add_test(t35, test_causal_seed123);
-    suite_add_tcase(s, t35);
-    TCase *t36 = tcase_create("3.6_multi_head");
-    tcase_add_checked_fixture(t36, setup_batch, NULL);
-    tcase_add_test(t36, test_wrapper_seed123);
-    tcase_add_test(t36, test_mha_seed123);
-    tcase_add_test(t36, test_heads_matmul);
-    suite_add_tcase(s, t36);
-    TCase *c4 = tcase_create("seed003_crane");
-    tcase_add_test(c4, test_crane);
-    suite_add_tcase(s, c4);
+    const TTest *simple[] = {test_simple_query2, test_simple_all, NULL};
+    tcase_with(s, "3.3_simple", 0, simple);
+    const TTest *trainable[] = {test_v1_seed123, test_v2_seed789, NULL};
+    tcase_with(s, "3.4_trainable", 0, trainable);
+    const TTest *causal[] = {test_causal_mask_neg_inf, test_causal_mask_renorm, test_dropout_ones,
+                             test_dropout_causal_weights, test_causal_seed123, NULL};
+    tcase_add_checked_fixture(tcase_with(s, "3.5_causal", 0, causal), setup_batch, NULL);
+    const TTest *multi_head[] = {test_wrapper_seed123, test_mha_seed123, test_heads_matmul, NULL};
+    tcase_add_checked_fixture(tcase_with(s, "3.6_multi_head", 0, multi_head), setup_batch, NULL);
+    const TTest *crane[] = {test_crane, NULL};
+    tcase_with(s, "seed003_crane", 0, crane);
     return s;
 }
 
-int main(void) {
-    SRunner *sr = srunner_create(seeds_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+const test_program TEST_PROGRAM = {.suites = {seeds_suite}};

@@ -18,10 +18,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/attention.h"
-#include "tests/scaleout/procs.h"
+#include "tests/support/check_main.h"
+#include "tests/support/files.h"
+#include "tests/support/procs.h"
+#include "tests/support/server_harness.h"
 
 #define IMAGE_BIN "/usr/local/bin/attention-server"
 
@@ -37,25 +41,19 @@ static char g_server[512];
 
 /* ==== Helpers ============================================================== */
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot read %s (run from the repository root)", path);
-    procs_buf b = {0};
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        ck_assert_uint_eq(procs_buf_write(chunk, 1, n, &b), n);
-    fclose(f);
-    if (!b.data) b.data = calloc(1, 1);
-    if (strcmp(path, "README.md") == 0) {
-        /* Only its Deploy section: the rest names C constants (ATTN_MHA). */
-        char *start = strstr(b.data, "\n## Deploy\n");
+/* The file rel of the repository; of README.md only its Deploy section (the
+ * rest names C constants such as ATTN_MHA). */
+static char *slurp(const char *rel) {
+    char *text = tfile_read_rel(rel, NULL);
+    ck_assert_msg(text != NULL, "cannot read %s", rel);
+    if (strcmp(rel, "README.md") == 0) {
+        char *start = strstr(text, "\n## Deploy\n");
         ck_assert_msg(start != NULL, "README.md has no \"## Deploy\" section");
         char *end = strstr(start + 1, "\n## ");
         if (end) *end = '\0';
-        memmove(b.data, start, strlen(start) + 1);
+        memmove(text, start, strlen(start) + 1);
     }
-    return b.data;
+    return text;
 }
 
 /* The first integer within `window` characters after each occurrence of key
@@ -124,8 +122,7 @@ static json_t *json_array_after(const char *text, const char *key) {
 }
 
 static void setup(void) {
-    const char *b = getenv("BUILD");
-    snprintf(g_server, sizeof g_server, "%s/attention-server", b && *b ? b : "build");
+    snprintf(g_server, sizeof g_server, "%s", srvt_binary());
     ck_assert_msg(access(g_server, X_OK) == 0, "%s is missing", g_server);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "'%s' --help 2>&1", g_server);
@@ -497,7 +494,7 @@ END_TEST
  * built here) with ATTN_HOST and ATTN_PORT set as in the image; returns the
  * exit status. */
 static int run_probe_command(const json_t *cmd, int port) {
-    char *argv[16] = {0};
+    const char *argv[16] = {0};
     size_t n = json_array_size(cmd);
     ck_assert(n >= 2 && n < 16);
     ck_assert_str_eq(json_string_value(json_array_get(cmd, 0)), "CMD");
@@ -512,13 +509,13 @@ static int run_probe_command(const json_t *cmd, int port) {
             snprintf(url, sizeof url, "http://127.0.0.1:%d/%s", port, a + strlen("http://127.0.0.1:8080/"));
             a = url;
         }
-        argv[i - 1] = (char *)a;
+        argv[i - 1] = a;
     }
     ck_assert_str_eq(argv[0], g_server);
-    char host[] = "ATTN_HOST=0.0.0.0", port_env[32];
+    char port_env[32];
     snprintf(port_env, sizeof port_env, "ATTN_PORT=%d", port);
-    char *env[] = {host, port_env, NULL};
-    pid_t pid = procs_spawn(argv, "/dev/null", env);
+    const char *env[] = {"ATTN_HOST=0.0.0.0", port_env, NULL};
+    pid_t pid = procs_spawn(argv, &(procs_io){.env = env, .out = "/dev/null", .err = "/dev/null"});
     ck_assert_int_gt(pid, 0);
     int st = -1;
     ck_assert_msg(procs_wait(pid, 15.0, &st), "the probe command did not finish in 15 s");
@@ -526,24 +523,15 @@ static int run_probe_command(const json_t *cmd, int port) {
 }
 
 START_TEST(test_probes_answer) {
-    int port = procs_free_port();
-    ck_assert_int_gt(port, 0);
-    char port_s[16];
-    snprintf(port_s, sizeof port_s, "%d", port);
-    char *argv[] = {g_server, "--host", "127.0.0.1", "--port", port_s, NULL};
-    char log[] = "/dev/null";
-    pid_t pid = procs_spawn(argv, log, NULL);
-    ck_assert_int_gt(pid, 0);
+    srvt_server srv;
+    ck_assert_msg(srvt_start(&srv, NULL, NULL) == 0, "the server never answered /healthz");
+    int port = srv.port;
     char url[256];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/healthz", port);
-    ck_assert_msg(procs_wait_http(url, pid, 15.0), "the server never answered %s", url);
 
     /* Every HTTP path the manifests probe or scrape answers 200. */
     const char *keys[] = {"path: ", "prometheus.io/path: "};
     char *dep = slurp("docker/k8s/deployment.yaml");
     CURL *c = curl_easy_init();
-    procs_buf b = {0};
-    char err[CURL_ERROR_SIZE];
     int paths = 0;
     for (int k = 0; k < 2; k++) {
         for (const char *p = dep; (p = strstr(p, keys[k])) != NULL; p += strlen(keys[k])) {
@@ -551,8 +539,11 @@ START_TEST(test_probes_answer) {
             size_t n = strcspn(s, " \"\n");
             ck_assert(n > 0 && n < 64 && *s == '/');
             snprintf(url, sizeof url, "http://127.0.0.1:%d%.*s", port, (int)n, s);
-            long status = procs_http(c, url, NULL, &b, 5.0, err);
-            ck_assert_msg(status == 200, "%s answered %ld %s", url, status, err);
+            srvt_reply r;
+            int rc = srvt_fetch(url, &(srvt_req){.timeout_ms = 5000, .handle = c}, &r);
+            ck_assert_msg(rc == CURLE_OK && r.status == 200, "%s answered %ld %s", url, r.status,
+                          r.error);
+            srvt_reply_free(&r);
             paths++;
         }
     }
@@ -560,7 +551,6 @@ START_TEST(test_probes_answer) {
     ck_assert_ptr_nonnull(strstr(dep, "path: /healthz"));
     ck_assert_ptr_nonnull(strstr(dep, "path: /readyz"));
     free(dep);
-    free(b.data);
     curl_easy_cleanup(c);
 
     /* The image's HEALTHCHECK and the compose healthcheck, as written. */
@@ -576,9 +566,9 @@ START_TEST(test_probes_answer) {
     ck_assert_int_eq(run_probe_command(hc, port), 0);
     ck_assert_int_eq(run_probe_command(ct, port), 0);
 
-    int st = -1;
-    ck_assert_msg(procs_stop(pid, SIGTERM, 25.0, &st), "no exit within 25 s of SIGTERM");
-    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d on SIGTERM", st);
+    int rc = srvt_stop(&srv, 25);
+    ck_assert_msg(rc == 0, "exit status %d on SIGTERM (-1: none within 25 s)", rc);
+    srvt_release(&srv);
 
     /* And both fail once nothing listens. */
     ck_assert_int_ne(run_probe_command(hc, port), 0);
@@ -590,32 +580,14 @@ START_TEST(test_probes_answer) {
 }
 END_TEST
 
-int main(void) {
-    if (procs_init() != 0) {
-        perror("procs_init");
-        return 1;
-    }
-    curl_global_init(CURL_GLOBAL_DEFAULT);
+static Suite *manifests_suite(void) {
     Suite *s = suite_create("deploy_manifests");
-    TCase *tc = tcase_create("files_vs_server");
-    tcase_set_timeout(tc, 60);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, test_env_vars_exist);
-    tcase_add_test(tc, test_flags_exist);
-    tcase_add_test(tc, test_ports_match);
-    tcase_add_test(tc, test_body_limit_matches);
-    tcase_add_test(tc, test_grace_exceeds_drain);
-    tcase_add_test(tc, test_nginx_retries_and_upstreams);
-    tcase_add_test(tc, test_image_labels_and_license);
-    tcase_add_test(tc, test_one_image_tag);
-    tcase_add_test(tc, test_k8s_conventions);
-    tcase_add_test(tc, test_probes_answer);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    procs_kill_all();
-    curl_global_cleanup();
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    const TTest *tests[] = {test_env_vars_exist, test_flags_exist, test_ports_match,
+                            test_body_limit_matches, test_grace_exceeds_drain,
+                            test_nginx_retries_and_upstreams, test_image_labels_and_license,
+                            test_one_image_tag, test_k8s_conventions, test_probes_answer, NULL};
+    tcase_add_checked_fixture(tcase_with(s, "files_vs_server", 60, tests), setup, teardown);
+    return s;
 }
+
+const test_program TEST_PROGRAM = {.suites = {manifests_suite}};

@@ -9,15 +9,14 @@
  */
 #include <check.h>
 #include <jansson.h>
-#include <netinet/in.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
+
+#include "support/check_main.h"
+#include "support/files.h"
+#include "support/procs.h"
+#include "support/server_harness.h"
 
 #define MAX_EXAMPLES 64
 
@@ -30,24 +29,7 @@ typedef struct {
 
 static example examples[MAX_EXAMPLES];
 static int n_examples;
-static pid_t server_pid;
-static int server_port;
-
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s) s[n] = '\0';
-    fclose(f);
-    return s;
-}
+static srvt_server g_server;
 
 static int line_of(const char *text, const char *at) {
     int line = 1;
@@ -69,8 +51,8 @@ static char *take_block(char **p) {
 /* Fills examples[]; returns NULL or a description of what is wrong. */
 static const char *collect_examples(void) {
     static char problem[256];
-    char *readme = read_file("README.md");
-    if (!readme) return "README.md not found (run from the repository root)";
+    char *readme = tfile_read_rel("README.md", NULL);
+    if (!readme) return "cannot read README.md";
     char *p = readme;
     while ((p = strstr(p, "```")) != NULL) {
         int is_sh = strncmp(p, "```sh\n", 6) == 0;
@@ -105,76 +87,11 @@ static const char *collect_examples(void) {
     return NULL;
 }
 
-static int free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || getsockname(fd, (struct sockaddr *)&a, &len))
-        return -1;
-    int port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
-
-static int run(const char *cmd, char **out) {
-    FILE *f = popen(cmd, "r");
-    if (!f) return -1;
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    size_t n;
-    while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-        len += n;
-        if (cap - len < 2) {
-            char *bigger = realloc(buf, cap * 2);
-            if (!bigger) break;
-            buf = bigger;
-            cap *= 2;
-        }
-    }
-    buf[len] = '\0';
-    *out = buf;
-    return pclose(f);
-}
-
-/* Starts the server of this build on a free port; 0 when it answers. */
-static int start_server(void) {
-    const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
-    char bin[512];
-    snprintf(bin, sizeof bin, "%s/attention-server", build);
-    server_port = free_port();
-    if (server_port <= 0) return -1;
-    char port[16];
-    snprintf(port, sizeof port, "%d", server_port);
-    server_pid = fork();
-    if (server_pid == 0) {
-        if (!freopen("/dev/null", "w", stderr)) _exit(127);
-        execl(bin, bin, "--host", "127.0.0.1", "--port", port, (char *)NULL);
-        _exit(127);
-    }
-    char cmd[256], *out = NULL;
-    snprintf(cmd, sizeof cmd, "curl -sf http://127.0.0.1:%d/healthz", server_port);
-    for (int i = 0; i < 100; i++) {
-        int rc = run(cmd, &out);
-        free(out);
-        if (rc == 0) return 0;
-        usleep(50 * 1000);
-    }
-    return -1;
-}
-
-static void stop_server(void) {
-    if (server_pid <= 0) return;
-    kill(server_pid, SIGTERM);
-    int status;
-    waitpid(server_pid, &status, 0);
-    server_pid = 0;
-}
-
 /* Replaces every "localhost:8080" by the test server's address. */
 static char *retarget(const char *cmd) {
     static const char *from = "localhost:8080";
     char to[32];
-    snprintf(to, sizeof to, "127.0.0.1:%d", server_port);
+    snprintf(to, sizeof to, "127.0.0.1:%d", g_server.port);
     char *out = malloc(strlen(cmd) * 2 + 64), *o = out;
     for (const char *c = cmd; *c;) {
         if (strncmp(c, from, strlen(from)) == 0) {
@@ -202,9 +119,10 @@ END_TEST
 START_TEST(readme_example_runs) {
     if (_i >= n_examples || !server_started) return; /* reported by readme_has_examples */
     example *ex = &examples[_i];
-    char *cmd = retarget(ex->command), *out = NULL;
-    int rc = run(cmd, &out);
-    ck_assert_msg(rc == 0, "README.md:%d: exit status %d: %s", ex->line, rc, cmd);
+    char *cmd = retarget(ex->command);
+    int rc = -1;
+    char *out = procs_capture(cmd, &rc);
+    ck_assert_msg(out != NULL && rc == 0, "README.md:%d: exit status %d: %s", ex->line, rc, cmd);
     if (ex->is_json) {
         json_error_t e1, e2;
         json_t *got = json_loads(out, 0, &e1), *want = json_loads(ex->expected, 0, &e2);
@@ -224,20 +142,21 @@ START_TEST(readme_example_runs) {
 }
 END_TEST
 
-int main(void) {
+/* Runs in main's process (nofork): the examples and the server are made
+ * once, here, for all the checks. */
+static Suite *readme_suite(void) {
     collect_problem = collect_examples();
-    server_started = start_server() == 0;
+    server_started = srvt_start(&g_server, NULL, NULL) == 0;
     Suite *s = suite_create("readme");
-    TCase *tc = tcase_create("curl examples");
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, readme_has_examples);
+    const TTest *tests[] = {readme_has_examples, NULL};
+    TCase *tc = tcase_with(s, "curl examples", 30, tests);
     tcase_add_loop_test(tc, readme_example_runs, 0, n_examples > 0 ? n_examples : 1);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    stop_server();
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+static void stop_server(void) {
+    srvt_stop(&g_server, 30);
+    srvt_release(&g_server);
+}
+
+const test_program TEST_PROGRAM = {.suites = {readme_suite}, .nofork = 1, .after = stop_server};

@@ -10,8 +10,8 @@
  * numbers, the SIGTERMed replica must exit 0 after draining, and the requests
  * per second before the first kill and after the second stop are printed.
  *
- * Everything started here is stopped here; procs.h kills what a failing check
- * leaves behind.
+ * Everything started here is stopped here; tests/support/procs.h kills what
+ * a failing check leaves behind.
  */
 #include <check.h>
 #include <curl/curl.h>
@@ -22,12 +22,17 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/attention.h"
-#include "tests/scaleout/procs.h"
+#include "tests/support/check_main.h"
+#include "tests/support/files.h"
+#include "tests/support/procs.h"
+#include "tests/support/server_harness.h"
 
 #define SCALE_REQUESTS 3000
 #define SCALE_CLIENTS 8
@@ -140,21 +145,100 @@ static void compute(variant *v, const attn_config *cfg, uint64_t seed, const att
     free(params);
 }
 
+/* Requests that take x; input_seed 0: the seed chapter's six embeddings. */
+typedef struct {
+    const char *name, *path, *fields;
+    attn_config cfg;
+    int batch;           /* 0: no batch axis in the request */
+    uint64_t seed;       /* torch.manual_seed of the parameters */
+    unsigned input_seed;
+} x_case;
+
+static const x_case X_CASES[] = {
+    /* The seed request of the chapter (3.6.2): batch of one. */
+    {"MultiHeadAttention seed 123", "/attention/multihead",
+     "\"module\":\"MultiHeadAttention\",\"d_out\":2,\"num_heads\":2,"
+     "\"context_length\":6,\"dropout\":0.0,\"qkv_bias\":false,\"init\":{\"seed\":123}",
+     {.module = ATTN_MHA, .tokens = 6, .d_in = 3, .d_out = 2, .num_heads = 2,
+      .context_length = 6, .causal = 1},
+     1, 123, 0},
+    {"MultiHeadAttention B2 T16 d16 h4", "/attention/multihead",
+     "\"module\":\"MultiHeadAttention\",\"d_out\":16,\"num_heads\":4,"
+     "\"context_length\":16,\"dropout\":0.0,\"qkv_bias\":true,\"init\":{\"seed\":7}",
+     {.module = ATTN_MHA, .tokens = 16, .d_in = 16, .d_out = 16, .num_heads = 4,
+      .context_length = 16, .bias = 1, .causal = 1},
+     2, 7, 1},
+    {"MultiHeadAttention T48 d48 h4", "/attention/multihead",
+     "\"module\":\"MultiHeadAttention\",\"d_out\":48,\"num_heads\":4,"
+     "\"context_length\":64,\"dropout\":0.0,\"qkv_bias\":false,\"init\":{\"seed\":11}",
+     {.module = ATTN_MHA, .tokens = 48, .d_in = 48, .d_out = 48, .num_heads = 4,
+      .context_length = 64, .causal = 1},
+     1, 11, 5},
+    {"MultiHeadAttentionWrapper", "/attention/multihead",
+     "\"module\":\"MultiHeadAttentionWrapper\",\"d_out\":2,\"num_heads\":2,"
+     "\"context_length\":6,\"dropout\":0.0,\"qkv_bias\":false,\"init\":{\"seed\":123}",
+     {.module = ATTN_MHA_WRAPPER, .tokens = 6, .d_in = 3, .d_out = 2, .num_heads = 2,
+      .context_length = 6, .causal = 1},
+     2, 123, 2},
+    {"GPT2CausalSelfAttention", "/attention/multihead",
+     "\"module\":\"GPT2CausalSelfAttention\",\"n_embd\":8,\"n_head\":2,"
+     "\"block_size\":8,\"dropout\":0.0,\"init\":{\"seed\":1}",
+     {.module = ATTN_GPT2, .tokens = 5, .d_in = 8, .num_heads = 2, .context_length = 8,
+      .bias = 1, .causal = 1},
+     2, 1, 3},
+    {"torch.nn.MultiheadAttention", "/attention/multihead",
+     "\"module\":\"torch.nn.MultiheadAttention\",\"embed_dim\":8,\"num_heads\":2,"
+     "\"dropout\":0.0,\"bias\":true,\"causal\":false,\"init\":{\"seed\":3}",
+     {.module = ATTN_TORCH_MHA, .tokens = 7, .d_in = 8, .num_heads = 2, .bias = 1},
+     1, 3, 4},
+    {"CausalAttention seed 789", "/attention/causal",
+     "\"module\":\"CausalAttention\",\"d_out\":2,\"context_length\":6,"
+     "\"dropout\":0.0,\"qkv_bias\":false,\"init\":{\"seed\":789}",
+     {.module = ATTN_CAUSAL, .tokens = 6, .d_in = 3, .d_out = 2, .num_heads = 1,
+      .context_length = 6, .causal = 1},
+     0, 789, 0},
+    {"SelfAttention_v2 seed 789", "/attention/self",
+     "\"module\":\"SelfAttention_v2\",\"d_out\":2,\"qkv_bias\":false,\"init\":{\"seed\":789}",
+     {.module = ATTN_SELF_V2, .tokens = 6, .d_in = 3, .d_out = 2, .num_heads = 1},
+     0, 789, 0},
+    {"SelfAttention_v1 seed 123", "/attention/self",
+     "\"module\":\"SelfAttention_v1\",\"d_out\":2,\"init\":{\"seed\":123}",
+     {.module = ATTN_SELF_V1, .tokens = 6, .d_in = 3, .d_out = 2, .num_heads = 1},
+     0, 123, 0},
+    {"simple softmax", "/attention/simple", "\"normalization\":\"softmax\"",
+     {.module = ATTN_SIMPLE, .tokens = 6, .d_in = 3, .num_heads = 1},
+     0, 0, 0},
+};
+
+/* Scaled dot-product attention on rank-2 query [L][E], key [S][E], value [S][Ev]. */
+typedef struct {
+    const char *name;
+    int L, S, E, Ev, causal;
+    unsigned input_seed;
+} sdpa_case;
+
+static const sdpa_case SDPA_CASES[] = {
+    {"sdpa cross L4 S5", 4, 5, 3, 2, 0, 5},
+    {"sdpa causal L6 S6", 6, 6, 4, 4, 1, 6},
+};
+
 /* A module that takes x [B][T][d_in] (B = 0: no batch axis in the request). */
-static void add_x_variant(const char *name, const char *path, const char *fields, attn_config cfg,
-                          int B, uint64_t seed, const float *x_given, unsigned input_seed) {
+static void add_x_variant(const x_case *c) {
     ck_assert_int_lt(g_nvar, MAX_VARIANTS);
     variant *v = &g_var[g_nvar++];
-    v->name = name;
-    v->path = path;
+    v->name = c->name;
+    v->path = c->path;
+    attn_config cfg = c->cfg;
+    const char *fields = c->fields;
+    int B = c->batch;
     cfg.batch = B ? B : 1;
     size_t n = (size_t)cfg.batch * (size_t)cfg.tokens * (size_t)cfg.d_in;
     float *x = malloc(n * sizeof *x);
     ck_assert_ptr_nonnull(x);
-    if (x_given)
-        memcpy(x, x_given, n * sizeof *x);
+    if (c->input_seed == 0)
+        memcpy(x, SEED_INPUTS, n * sizeof *x);
     else
-        fill_inputs(x, n, input_seed);
+        fill_inputs(x, n, c->input_seed);
     sbuf b = {0};
     sb_add(&b, "{%s%s\"inputs\":", fields, *fields ? "," : "");
     int shape3[3] = {cfg.batch, cfg.tokens, cfg.d_in};
@@ -165,21 +249,20 @@ static void add_x_variant(const char *name, const char *path, const char *fields
     sb_add(&b, "}");
     v->body = b.p;
     attn_inputs in = {.x = x};
-    compute(v, &cfg, seed, &in);
+    compute(v, &cfg, c->seed, &in);
     free(x);
 }
 
-/* Scaled dot-product attention on rank-2 query [L][E], key [S][E], value [S][Ev]. */
-static void add_sdpa_variant(const char *name, int L, int S, int E, int Ev, int causal,
-                             unsigned input_seed) {
+static void add_sdpa_variant(const sdpa_case *c) {
+    int L = c->L, S = c->S, E = c->E, Ev = c->Ev, causal = c->causal;
     ck_assert_int_lt(g_nvar, MAX_VARIANTS);
     variant *v = &g_var[g_nvar++];
-    v->name = name;
+    v->name = c->name;
     v->path = "/attention/sdpa";
     float *q = malloc((size_t)(L * E + S * E + S * Ev) * sizeof *q);
     ck_assert_ptr_nonnull(q);
     float *k = q + L * E, *val = k + S * E;
-    fill_inputs(q, (size_t)(L * E + S * E + S * Ev), input_seed);
+    fill_inputs(q, (size_t)(L * E + S * E + S * Ev), c->input_seed);
     sbuf b = {0};
     int qs[2] = {L, E}, ks[2] = {S, E}, vs[2] = {S, Ev};
     sb_add(&b, "{\"causal\":%s,\"query\":", causal ? "true" : "false");
@@ -198,65 +281,9 @@ static void add_sdpa_variant(const char *name, int L, int S, int E, int Ev, int 
 }
 
 static void make_variants(void) {
-    /* The seed request of the chapter (3.6.2): batch of one. */
-    add_x_variant("MultiHeadAttention seed 123", "/attention/multihead",
-                  "\"module\":\"MultiHeadAttention\",\"d_out\":2,\"num_heads\":2,"
-                  "\"context_length\":6,\"dropout\":0.0,\"qkv_bias\":false,\"init\":{\"seed\":123}",
-                  (attn_config){.module = ATTN_MHA, .tokens = 6, .d_in = 3, .d_out = 2,
-                                .num_heads = 2, .context_length = 6, .causal = 1},
-                  1, 123, SEED_INPUTS, 0);
-    add_x_variant("MultiHeadAttention B2 T16 d16 h4", "/attention/multihead",
-                  "\"module\":\"MultiHeadAttention\",\"d_out\":16,\"num_heads\":4,"
-                  "\"context_length\":16,\"dropout\":0.0,\"qkv_bias\":true,\"init\":{\"seed\":7}",
-                  (attn_config){.module = ATTN_MHA, .tokens = 16, .d_in = 16, .d_out = 16,
-                                .num_heads = 4, .context_length = 16, .bias = 1, .causal = 1},
-                  2, 7, NULL, 1);
-    add_x_variant("MultiHeadAttention T48 d48 h4", "/attention/multihead",
-                  "\"module\":\"MultiHeadAttention\",\"d_out\":48,\"num_heads\":4,"
-                  "\"context_length\":64,\"dropout\":0.0,\"qkv_bias\":false,\"init\":{\"seed\":11}",
-                  (attn_config){.module = ATTN_MHA, .tokens = 48, .d_in = 48, .d_out = 48,
-                                .num_heads = 4, .context_length = 64, .causal = 1},
-                  1, 11, NULL, 5);
-    add_x_variant("MultiHeadAttentionWrapper", "/attention/multihead",
-                  "\"module\":\"MultiHeadAttentionWrapper\",\"d_out\":2,\"num_heads\":2,"
-                  "\"context_length\":6,\"dropout\":0.0,\"qkv_bias\":false,\"init\":{\"seed\":123}",
-                  (attn_config){.module = ATTN_MHA_WRAPPER, .tokens = 6, .d_in = 3, .d_out = 2,
-                                .num_heads = 2, .context_length = 6, .causal = 1},
-                  2, 123, NULL, 2);
-    add_x_variant("GPT2CausalSelfAttention", "/attention/multihead",
-                  "\"module\":\"GPT2CausalSelfAttention\",\"n_embd\":8,\"n_head\":2,"
-                  "\"block_size\":8,\"dropout\":0.0,\"init\":{\"seed\":1}",
-                  (attn_config){.module = ATTN_GPT2, .tokens = 5, .d_in = 8, .num_heads = 2,
-                                .context_length = 8, .bias = 1, .causal = 1},
-                  2, 1, NULL, 3);
-    add_x_variant("torch.nn.MultiheadAttention", "/attention/multihead",
-                  "\"module\":\"torch.nn.MultiheadAttention\",\"embed_dim\":8,\"num_heads\":2,"
-                  "\"dropout\":0.0,\"bias\":true,\"causal\":false,\"init\":{\"seed\":3}",
-                  (attn_config){.module = ATTN_TORCH_MHA, .tokens = 7, .d_in = 8, .num_heads = 2,
-                                .bias = 1},
-                  1, 3, NULL, 4);
-    add_x_variant("CausalAttention seed 789", "/attention/causal",
-                  "\"module\":\"CausalAttention\",\"d_out\":2,\"context_length\":6,"
-                  "\"dropout\":0.0,\"qkv_bias\":false,\"init\":{\"seed\":789}",
-                  (attn_config){.module = ATTN_CAUSAL, .tokens = 6, .d_in = 3, .d_out = 2,
-                                .num_heads = 1, .context_length = 6, .causal = 1},
-                  0, 789, SEED_INPUTS, 0);
-    add_x_variant("SelfAttention_v2 seed 789", "/attention/self",
-                  "\"module\":\"SelfAttention_v2\",\"d_out\":2,\"qkv_bias\":false,"
-                  "\"init\":{\"seed\":789}",
-                  (attn_config){.module = ATTN_SELF_V2, .tokens = 6, .d_in = 3, .d_out = 2,
-                                .num_heads = 1},
-                  0, 789, SEED_INPUTS, 0);
-    add_x_variant("SelfAttention_v1 seed 123", "/attention/self",
-                  "\"module\":\"SelfAttention_v1\",\"d_out\":2,\"init\":{\"seed\":123}",
-                  (attn_config){.module = ATTN_SELF_V1, .tokens = 6, .d_in = 3, .d_out = 2,
-                                .num_heads = 1},
-                  0, 123, SEED_INPUTS, 0);
-    add_x_variant("simple softmax", "/attention/simple", "\"normalization\":\"softmax\"",
-                  (attn_config){.module = ATTN_SIMPLE, .tokens = 6, .d_in = 3, .num_heads = 1},
-                  0, 0, SEED_INPUTS, 0);
-    add_sdpa_variant("sdpa cross L4 S5", 4, 5, 3, 2, 0, 5);
-    add_sdpa_variant("sdpa causal L6 S6", 6, 6, 4, 4, 1, 6);
+    for (size_t i = 0; i < sizeof X_CASES / sizeof X_CASES[0]; i++) add_x_variant(&X_CASES[i]);
+    for (size_t i = 0; i < sizeof SDPA_CASES / sizeof SDPA_CASES[0]; i++)
+        add_sdpa_variant(&SDPA_CASES[i]);
 }
 
 static void free_variants(void) {
@@ -345,11 +372,6 @@ typedef struct {
 
 static cluster g_cl;
 
-static const char *build_dir(void) {
-    const char *b = getenv("BUILD");
-    return b && *b ? b : "build";
-}
-
 static void ensure_nginx(void) {
     if (access(NGINX_BIN, X_OK) == 0) return;
     ck_assert_msg(procs_ensure_package(NGINX_BIN, "nginx-light"),
@@ -360,15 +382,15 @@ static void ensure_nginx(void) {
 }
 
 static void start_replica(int i) {
-    char server[512], port[16], log[512];
-    snprintf(server, sizeof server, "%s/attention-server", build_dir());
+    const char *server = srvt_binary();
+    char port[16], log[512];
     ck_assert_msg(access(server, X_OK) == 0, "%s is missing (make build/attention-server)", server);
     g_cl.port[i] = procs_free_port();
     ck_assert_int_gt(g_cl.port[i], 0);
     snprintf(port, sizeof port, "%d", g_cl.port[i]);
     snprintf(log, sizeof log, "%s/replica%d.log", g_cl.dir, i);
-    char *argv[] = {server, "--host", "127.0.0.1", "--port", port, "--threads", "2", NULL};
-    g_cl.replica[i] = procs_spawn(argv, log, NULL);
+    const char *argv[] = {server, "--host", "127.0.0.1", "--port", port, "--threads", "2", NULL};
+    g_cl.replica[i] = procs_spawn(argv, &(procs_io){.out = log, .err = log});
     ck_assert_int_gt(g_cl.replica[i], 0);
 }
 
@@ -392,22 +414,10 @@ static char *fill_template(const char *tmpl, const char *const *kv, int nkv) {
     return b.p;
 }
 
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    procs_buf b = {0};
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        if (procs_buf_write(chunk, 1, n, &b) != n) break;
-    fclose(f);
-    return b.data;
-}
-
 static void start_nginx(void) {
     ensure_nginx();
-    char *tmpl = read_file(NGINX_TEMPLATE);
-    ck_assert_msg(tmpl != NULL, "cannot read " NGINX_TEMPLATE " (run from the repository root)");
+    char *tmpl = tfile_read_rel(NGINX_TEMPLATE, NULL);
+    ck_assert_msg(tmpl != NULL, "cannot read " NGINX_TEMPLATE);
     g_cl.nginx_port = procs_free_port();
     char listen[16], up[3][16];
     snprintf(listen, sizeof listen, "%d", g_cl.nginx_port);
@@ -425,15 +435,15 @@ static void start_nginx(void) {
     fputs(conf, f);
     fclose(f);
     free(conf);
-    char *argv[] = {NGINX_BIN, "-c", conf_path, "-p", g_cl.dir, "-e", err_path, NULL};
+    const char *argv[] = {NGINX_BIN, "-c", conf_path, "-p", g_cl.dir, "-e", err_path, NULL};
     char log[512];
     snprintf(log, sizeof log, "%s/nginx.out", g_cl.dir);
-    g_cl.nginx = procs_spawn(argv, log, NULL);
+    g_cl.nginx = procs_spawn(argv, &(procs_io){.out = log, .err = log});
     ck_assert_int_gt(g_cl.nginx, 0);
 }
 
 static int count_lines_with(const char *path, const char *needle) {
-    char *s = read_file(path);
+    char *s = tfile_read(path, NULL);
     if (!s) return -1;
     int n = 0;
     for (char *p = s; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
@@ -477,10 +487,8 @@ static void *client(void *arg) {
         record_failure("curl_easy_init failed");
         return NULL;
     }
-    struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-    procs_buf reply = {0};
-    char err[CURL_ERROR_SIZE], url[128], why[400];
+    const char *json[] = {"Content-Type: application/json", NULL};
+    char url[128], why[400];
     for (;;) {
         long i = atomic_fetch_add(&g_load.next, 1);
         if (i >= SCALE_REQUESTS) break;
@@ -491,17 +499,19 @@ static void *client(void *arg) {
         }
         const variant *v = &g_var[i % g_nvar];
         snprintf(url, sizeof url, "%s%s", g_load.url, v->path);
-        long status = procs_http(c, url, v->body, &reply, 30.0, err);
+        srvt_req rq = {.body = v->body, .len = strlen(v->body), .headers = json,
+                       .timeout_ms = 30000, .connect_timeout_ms = 2000, .handle = c};
+        srvt_reply reply;
+        long status = srvt_fetch(url, &rq, &reply) == CURLE_OK ? reply.status : 0;
         if (status != 200) {
-            record_failure("request %ld (%s): status %ld %s %.200s", i, v->name, status, err,
-                           reply.data ? reply.data : "");
-        } else if (check_numbers(v, reply.data ? reply.data : "", why, sizeof why)) {
+            record_failure("request %ld (%s): status %ld %s %.200s", i, v->name, status,
+                           reply.error, reply.body ? reply.body : "");
+        } else if (check_numbers(v, reply.body, why, sizeof why)) {
             record_failure("request %ld (%s): %s", i, v->name, why);
         }
+        srvt_reply_free(&reply);
         atomic_fetch_add(&g_load.done, 1);
     }
-    free(reply.data);
-    curl_slist_free_all(hdr);
     curl_easy_cleanup(c);
     return NULL;
 }
@@ -538,12 +548,12 @@ START_TEST(test_scaleout_kill_two_of_three) {
     char url[128];
     for (int i = 0; i < 3; i++) {
         snprintf(url, sizeof url, "http://127.0.0.1:%d/readyz", g_cl.port[i]);
-        ck_assert_msg(procs_wait_http(url, g_cl.replica[i], 15.0),
+        ck_assert_msg(srvt_wait_url(url, g_cl.replica[i], 15.0),
                       "replica %d never became ready (log %s/replica%d.log)", i, g_cl.dir, i);
     }
     start_nginx();
     snprintf(url, sizeof url, "http://127.0.0.1:%d/healthz", g_cl.nginx_port);
-    ck_assert_msg(procs_wait_http(url, g_cl.nginx, 15.0), "nginx never answered (see %s/error.log)",
+    ck_assert_msg(srvt_wait_url(url, g_cl.nginx, 15.0), "nginx never answered (see %s/error.log)",
                   g_cl.dir);
 
     snprintf(g_load.url, sizeof g_load.url, "http://127.0.0.1:%d", g_cl.nginx_port);
@@ -611,7 +621,7 @@ START_TEST(test_scaleout_kill_two_of_three) {
 
     /* The survivor still answers through nginx, then everything stops cleanly. */
     snprintf(url, sizeof url, "http://127.0.0.1:%d/readyz", g_cl.nginx_port);
-    ck_assert(procs_wait_http(url, g_cl.nginx, 5.0));
+    ck_assert(srvt_wait_url(url, g_cl.nginx, 5.0));
     int st = 0;
     ck_assert_msg(procs_stop(g_cl.nginx, SIGQUIT, 10.0, &st) && WIFEXITED(st) &&
                       WEXITSTATUS(st) == 0,
@@ -627,24 +637,13 @@ START_TEST(test_scaleout_kill_two_of_three) {
 }
 END_TEST
 
-int main(void) {
-    if (procs_init() != 0) {
-        perror("procs_init");
-        return 1;
-    }
-    curl_global_init(CURL_GLOBAL_DEFAULT);
+static Suite *scaleout_suite(void) {
     json_object_seed(0);
     Suite *s = suite_create("scaleout");
-    TCase *tc = tcase_create("nginx_three_replicas");
-    tcase_set_timeout(tc, 300);
-    tcase_add_checked_fixture(tc, cluster_setup, cluster_teardown);
-    tcase_add_test(tc, test_scaleout_kill_two_of_three);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    procs_kill_all();
-    curl_global_cleanup();
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    const TTest *tests[] = {test_scaleout_kill_two_of_three, NULL};
+    tcase_add_checked_fixture(tcase_with(s, "nginx_three_replicas", 300, tests), cluster_setup,
+                              cluster_teardown);
+    return s;
 }
+
+const test_program TEST_PROGRAM = {.suites = {scaleout_suite}};

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "support/check_main.h"
 #include "support/server_harness.h"
 #include "support/server_requests.h"
 
@@ -236,21 +237,12 @@ START_TEST(t_sigint_idle) {
 }
 END_TEST
 
-int main(void) {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
+static Suite *concurrency_suite(void) {
     Suite *s = suite_create("server_concurrency");
-    TCase *tc = tcase_create("concurrency");
-    tcase_set_timeout(tc, 180);
-    tcase_add_checked_fixture(tc, NULL, teardown);
-    tcase_add_test(tc, t_sixteen_clients);
-    tcase_add_test(tc, t_sigterm_while_computing);
-    tcase_add_test(tc, t_sigterm_while_uploading);
-    tcase_add_test(tc, t_sigint_idle);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    curl_global_cleanup();
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *tests[] = {t_sixteen_clients, t_sigterm_while_computing,
+                            t_sigterm_while_uploading, t_sigint_idle, NULL};
+    tcase_add_checked_fixture(tcase_with(s, "concurrency", 180, tests), NULL, teardown);
+    return s;
 }
+
+const test_program TEST_PROGRAM = {.suites = {concurrency_suite}};

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/attention.h"
+#include "support/check_main.h"
 #include "support/server_harness.h"
 #include "support/server_requests.h"
 
@@ -328,27 +329,14 @@ START_TEST(t_host_any) {
 }
 END_TEST
 
-int main(void) {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
+static Suite *limits_suite(void) {
     Suite *s = suite_create("server_limits");
-    TCase *tc = tcase_create("limits");
-    tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, NULL, teardown);
-    tcase_add_test(tc, t_max_body_content_length);
-    tcase_add_test(tc, t_max_body_chunked);
-    tcase_add_test(tc, t_max_body_env);
-    tcase_add_test(tc, t_max_elements);
-    tcase_add_test(tc, t_queue_full_503);
-    tcase_add_test(tc, t_half_body_times_out);
-    tcase_add_test(tc, t_bad_flags_exit_2);
-    tcase_add_test(tc, t_help_and_version);
-    tcase_add_test(tc, t_probe_mode);
-    tcase_add_test(tc, t_host_any);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    curl_global_cleanup();
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *tests[] = {t_max_body_content_length, t_max_body_chunked, t_max_body_env,
+                            t_max_elements, t_queue_full_503, t_half_body_times_out,
+                            t_bad_flags_exit_2, t_help_and_version, t_probe_mode, t_host_any,
+                            NULL};
+    tcase_add_checked_fixture(tcase_with(s, "limits", 120, tests), NULL, teardown);
+    return s;
 }
+
+const test_program TEST_PROGRAM = {.suites = {limits_suite}};

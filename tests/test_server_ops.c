@@ -20,6 +20,7 @@
 #include "core/attention.h"
 #include "support/server_harness.h"
 #include "support/server_requests.h"
+#include "tests/support/check_main.h"
 
 static srvt_server srv;
 
@@ -559,21 +560,11 @@ START_TEST(t_memory_budget_holds) {
 }
 END_TEST
 
-int main(void) {
+static Suite *ops_suite(void) {
     Suite *s = suite_create("server_ops");
-    TCase *tc = tcase_create("ops");
-    tcase_add_checked_fixture(tc, NULL, teardown);
-    tcase_set_timeout(tc, 240);
-    tcase_add_test(tc, t_early_413_reaches_every_client);
-    tcase_add_test(tc, t_metrics_as_client_libraries);
-    tcase_add_test(tc, t_cors_origin_list);
-    tcase_add_test(tc, t_openapi_etag_and_304);
-    tcase_add_test(tc, t_content_codings);
-    tcase_add_test(tc, t_memory_budget_holds);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *tests[] = {t_early_413_reaches_every_client, t_metrics_as_client_libraries, t_cors_origin_list, t_openapi_etag_and_304, t_content_codings, t_memory_budget_holds, NULL};
+    tcase_add_checked_fixture(tcase_with(s, "ops", 240, tests), NULL, teardown);
+    return s;
 }
+
+const test_program TEST_PROGRAM = {.suites = {ops_suite}};

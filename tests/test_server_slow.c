@@ -17,6 +17,7 @@
 
 #include "support/server_harness.h"
 #include "support/server_requests.h"
+#include "tests/support/check_main.h"
 
 static srvt_server srv;
 
@@ -202,17 +203,11 @@ START_TEST(t_slow_head_is_cut_slow_body_is_not) {
 }
 END_TEST
 
-int main(void) {
+static Suite *slow_suite(void) {
     Suite *s = suite_create("server_slow");
-    TCase *tc = tcase_create("slow");
-    tcase_add_checked_fixture(tc, NULL, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, t_trickling_clients_do_not_slow_others);
-    tcase_add_test(tc, t_slow_head_is_cut_slow_body_is_not);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *tests[] = {t_trickling_clients_do_not_slow_others, t_slow_head_is_cut_slow_body_is_not, NULL};
+    tcase_add_checked_fixture(tcase_with(s, "slow", 60, tests), NULL, teardown);
+    return s;
 }
+
+const test_program TEST_PROGRAM = {.suites = {slow_suite}};

@@ -16,6 +16,7 @@
 #include "server/cors.c"
 #include "server/encoding.c"
 #include "server/etag.c"
+#include "tests/support/check_main.h"
 
 #define MiB ((size_t)1 << 20)
 
@@ -229,21 +230,11 @@ START_TEST(t_codings) {
 }
 END_TEST
 
-int main(void) {
-Suite *s = suite_create("server_units");
-    TCase *tc = tcase_create("units");
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, t_budget_reserve_release);
-    tcase_add_test(tc, t_budget_release_wakes_growers_first);
-    tcase_add_test(tc, t_budget_refuses_deadlock);
-    tcase_add_test(tc, t_budget_default_is_stated);
-    tcase_add_test(tc, t_cors_lists);
-    tcase_add_test(tc, t_etag_if_none_match);
-    tcase_add_test(tc, t_codings);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+static Suite *units_suite(void) {
+    Suite *s = suite_create("server_units");
+    const TTest *tests[] = {t_budget_reserve_release, t_budget_release_wakes_growers_first, t_budget_refuses_deadlock, t_budget_default_is_stated, t_cors_lists, t_etag_if_none_match, t_codings, NULL};
+    tcase_with(s, "units", 30, tests);
+    return s;
 }
+
+const test_program TEST_PROGRAM = {.suites = {units_suite}};

@@ -1,7 +1,7 @@
 /* files.c - see files.h. */
 #include "files.h"
 
-#include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,20 +11,38 @@ char *tfile_path(char *out, size_t size, const char *rel) {
     return out;
 }
 
-char *tfile_read(const char *path, size_t *len) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    char *s = NULL;
-    long n = -1;
-    if (fseek(fp, 0, SEEK_END) == 0 && (n = ftell(fp)) >= 0 && fseek(fp, 0, SEEK_SET) == 0)
-        s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, fp) != (size_t)n) {
-        free(s);
-        s = NULL;
+char *tfile_read_stream(FILE *f, size_t *len) {
+    size_t cap = 4096, n = 0;
+    char *s = malloc(cap);
+    for (size_t r; s && (r = fread(s + n, 1, cap - n - 1, f)) > 0;) {
+        n += r;
+        if (cap - n - 1 > 0) continue;
+        char *t = cap <= SIZE_MAX / 2 ? realloc(s, cap * 2) : NULL;
+        if (!t) {
+            free(s);
+            return NULL;
+        }
+        s = t;
+        cap *= 2;
     }
-    fclose(fp);
-    if (!s) return NULL;
+    if (!s || ferror(f)) {
+        free(s);
+        return NULL;
+    }
     s[n] = '\0';
-    if (len) *len = (size_t)n;
+    if (len) *len = n;
     return s;
+}
+
+char *tfile_read(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *s = tfile_read_stream(f, len);
+    fclose(f);
+    return s;
+}
+
+char *tfile_read_rel(const char *rel, size_t *len) {
+    char path[1024];
+    return tfile_read(tfile_path(path, sizeof path, rel), len);
 }

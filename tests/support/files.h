@@ -1,4 +1,5 @@
-/* files.h - files of the repository, for the test programs.
+/* files.h - the one whole-file reader of the test programs, and the files of
+ * the repository.
  *
  * Paths are found from this file's own path as the compiler saw it
  * (`tests/support/files.c` when make builds it from the repository root,
@@ -9,14 +10,21 @@
 #define TESTS_SUPPORT_FILES_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* Writes the path of rel (relative to the repository root) into out and
  * returns out. */
 char *tfile_path(char *out, size_t size, const char *rel);
 
-/* The whole file at path (not rel: pass tfile_path's result), malloc'd and
- * NUL-terminated, its length in *len (len may be NULL); NULL if it cannot be
- * read. */
+/* Everything left to read from f (a file or a pipe), malloc'd and
+ * NUL-terminated, its length in *len (len may be NULL); NULL on a read error
+ * or when out of memory. Does not close f. */
+char *tfile_read_stream(FILE *f, size_t *len);
+
+/* The whole file at path, as tfile_read_stream; NULL if it cannot be read. */
 char *tfile_read(const char *path, size_t *len);
+
+/* The whole file rel of the repository (tfile_path, then tfile_read). */
+char *tfile_read_rel(const char *rel, size_t *len);
 
 #endif

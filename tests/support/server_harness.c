@@ -10,24 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "files.h"
+#include "procs.h"
 #include "reply_check.h"
 
-static void sleep_ms(int ms) {
-    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&t, &t) != 0 && errno == EINTR) {}
-}
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
+static double now_ms(void) { return procs_now() * 1e3; }
 
 const char *srvt_binary(void) {
     static char path[512];
@@ -38,105 +29,52 @@ const char *srvt_binary(void) {
     return path;
 }
 
-int srvt_free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t n = sizeof a;
-    int port = -1;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &n) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
+char *srvt_read_log(const srvt_server *s) { return s->log_path[0] ? tfile_read(s->log_path, NULL) : NULL; }
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, len = 0;
-    char *s = malloc(cap);
-    for (size_t r; s && (r = fread(s + len, 1, cap - len - 1, f)) > 0;) {
-        len += r;
-        if (cap - len - 1 == 0) {
-            char *t = realloc(s, cap * 2);
-            if (!t) { free(s); s = NULL; break; }
-            s = t;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (s) s[len] = '\0';
-    return s;
-}
-
-char *srvt_read_log(const srvt_server *s) { return s->log_path[0] ? slurp(s->log_path) : NULL; }
-
-/* Child side of fork: environment, stdio, die with the parent, exec. */
-static void exec_server(const char *const *argv, const char *const *env, int out_fd, int err_fd,
-                        pid_t parent) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-    for (size_t i = 0; env && env[i]; i++) putenv((char *)env[i]);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, 0);
-    if (out_fd >= 0) dup2(out_fd, 1);
-    if (err_fd >= 0) dup2(err_fd, 2);
-    /* Default dispositions and mask, whatever the test process set. */
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
-    execv(argv[0], (char *const *)argv);
-    _exit(127);
+/* argv of the server binary: the binary, then first[], then args[] (both
+ * NULL-terminated, may be NULL), into argv[cap]. */
+static void server_argv(const char **argv, size_t cap, const char *const *first,
+                        const char *const *args) {
+    size_t n = 0;
+    argv[n++] = srvt_binary();
+    for (size_t i = 0; first && first[i] && n < cap - 1; i++) argv[n++] = first[i];
+    for (size_t i = 0; args && args[i] && n < cap - 1; i++) argv[n++] = args[i];
+    argv[n] = NULL;
 }
 
 static int start_once(srvt_server *s, const char *const *args, const char *const *env) {
     memset(s, 0, sizeof *s);
-    s->port = srvt_free_port();
+    s->port = procs_free_port();
     if (s->port <= 0) return -1;
     snprintf(s->base, sizeof s->base, "http://127.0.0.1:%d", s->port);
     snprintf(s->log_path, sizeof s->log_path, "/tmp/attn-server-XXXXXX");
     int log_fd = mkostemp(s->log_path, O_CLOEXEC);
     if (log_fd < 0) return -1;
+    close(log_fd);
 
-    const char *argv[64];
     char port[16];
     snprintf(port, sizeof port, "%d", s->port);
-    size_t n = 0;
-    argv[n++] = srvt_binary();
-    argv[n++] = "--host";
-    argv[n++] = "127.0.0.1";
-    argv[n++] = "--port";
-    argv[n++] = port;
-    for (size_t i = 0; args && args[i] && n < 63; i++) argv[n++] = args[i];
-    argv[n] = NULL;
-
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) { close(log_fd); return -1; }
-    if (pid == 0) exec_server(argv, env, log_fd, log_fd, parent);
-    close(log_fd);
-    s->pid = pid;
-
-    for (double end = now_ms() + 30000; now_ms() < end; sleep_ms(20)) {
-        int st;
-        if (waitpid(pid, &st, WNOHANG) == pid) {
-            s->pid = 0;
-            char *log = srvt_read_log(s);
-            fprintf(stderr, "server exited during startup (status %d): %s\n",
-                    WIFEXITED(st) ? WEXITSTATUS(st) : -1, log ? log : "");
-            free(log);
-            unlink(s->log_path);
-            return WIFEXITED(st) && WEXITSTATUS(st) == 1 ? 1 : -1;   /* 1: maybe port taken */
-        }
-        srvt_reply r;
-        srvt_req rq = {.timeout_ms = 1000};
-        if (srvt_do(s, "/healthz", &rq, &r) == CURLE_OK && r.status == 200) {
-            srvt_reply_free(&r);
-            return 0;
-        }
-        srvt_reply_free(&r);
+    const char *first[] = {"--host", "127.0.0.1", "--port", port, NULL}, *argv[64];
+    server_argv(argv, 64, first, args);
+    procs_io io = {.env = env, .out = s->log_path, .err = s->log_path, .death_signal = SIGKILL};
+    s->pid = procs_spawn(argv, &io);
+    if (s->pid < 0) {
+        s->pid = 0;
+        unlink(s->log_path);
+        return -1;
+    }
+    char url[128];
+    snprintf(url, sizeof url, "%s/healthz", s->base);
+    if (srvt_wait_url(url, s->pid, 30.0)) return 0;
+    int st;
+    if (procs_reap(s->pid, &st)) {
+        s->pid = 0;
+        char *log = srvt_read_log(s);
+        fprintf(stderr, "server exited during startup (status %d): %s\n",
+                WIFEXITED(st) ? WEXITSTATUS(st) : -1, log ? log : "");
+        free(log);
+        unlink(s->log_path);
+        return WIFEXITED(st) && WEXITSTATUS(st) == 1 ? 1 : -1;   /* 1: maybe port taken */
     }
     fprintf(stderr, "server did not answer /healthz within 30 s\n");
     srvt_release(s);
@@ -154,22 +92,12 @@ int srvt_start(srvt_server *s, const char *const *args, const char *const *env) 
 int srvt_stop(srvt_server *s, int timeout_s) {
     if (s->pid <= 0) return -1;
     pid_t pid = s->pid;
-    kill(pid, SIGTERM);
     int st = 0, rc = -1;
-    for (double end = now_ms() + timeout_s * 1000.0;; sleep_ms(10)) {
-        pid_t w = waitpid(pid, &st, WNOHANG);
-        if (w == pid) {
-            rc = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
-            break;
-        }
-        if (now_ms() > end) {
-            fprintf(stderr, "server %d did not exit within %d s of SIGTERM; killing it\n",
-                    (int)pid, timeout_s);
-            kill(pid, SIGKILL);
-            waitpid(pid, &st, 0);
-            break;
-        }
-    }
+    if (procs_stop(pid, SIGTERM, timeout_s, &st))
+        rc = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+    else
+        fprintf(stderr, "server %d did not exit within %d s of SIGTERM; killed it\n", (int)pid,
+                timeout_s);
     s->pid = 0;
     if (kill(pid, 0) == 0 || errno != ESRCH) {
         fprintf(stderr, "process %d still exists after stop\n", (int)pid);
@@ -183,8 +111,7 @@ int srvt_stop(srvt_server *s, int timeout_s) {
 
 void srvt_release(srvt_server *s) {
     if (s->pid > 0) {
-        kill(s->pid, SIGKILL);
-        waitpid(s->pid, NULL, 0);
+        procs_kill(s->pid);
         s->pid = 0;
         unlink(s->log_path);
     }
@@ -196,25 +123,31 @@ int srvt_run(const char *const *args, const char *const *env, char **out, char *
     char op[] = "/tmp/attn-run-out-XXXXXX", ep[] = "/tmp/attn-run-err-XXXXXX";
     int ofd = mkostemp(op, O_CLOEXEC), efd = mkostemp(ep, O_CLOEXEC);
     const char *argv[64];
-    size_t n = 0;
-    argv[n++] = srvt_binary();
-    for (size_t i = 0; args && args[i] && n < 63; i++) argv[n++] = args[i];
-    argv[n] = NULL;
-    int rc = -1;
-    pid_t parent = getpid();
-    pid_t pid = ofd >= 0 && efd >= 0 ? fork() : -1;
-    if (pid == 0) exec_server(argv, env, ofd, efd, parent);
-    if (pid > 0) {
-        int st;
-        if (waitpid(pid, &st, 0) == pid && WIFEXITED(st)) rc = WEXITSTATUS(st);
-    }
+    server_argv(argv, 64, NULL, args);
+    int rc = -1, st;
+    procs_io io = {.env = env, .out = op, .err = ep, .death_signal = SIGKILL};
+    pid_t pid = ofd >= 0 && efd >= 0 ? procs_spawn(argv, &io) : -1;
+    if (pid > 0 && procs_wait(pid, 120.0, &st) && WIFEXITED(st)) rc = WEXITSTATUS(st);
+    if (pid > 0) procs_kill(pid);
     if (ofd >= 0) close(ofd);
     if (efd >= 0) close(efd);
-    if (out) *out = slurp(op);
-    if (err) *err = slurp(ep);
+    if (out) *out = tfile_read(op, NULL);
+    if (err) *err = tfile_read(ep, NULL);
     unlink(op);
     unlink(ep);
     return rc;
+}
+
+int srvt_wait_url(const char *url, pid_t pid, double timeout_s) {
+    for (double end = procs_now() + timeout_s; procs_now() < end; procs_sleep_ms(20)) {
+        if (procs_exited(pid)) return 0;
+        srvt_reply r;
+        srvt_req rq = {.timeout_ms = 1000};
+        int ok = srvt_fetch(url, &rq, &r) == CURLE_OK && r.status == 200;
+        srvt_reply_free(&r);
+        if (ok) return 1;
+    }
+    return 0;
 }
 
 /* ==== HTTP ============================================================== */
@@ -255,7 +188,7 @@ static size_t on_read(char *buf, size_t size, size_t n, void *ud) {
         if (u->sent >= rq->pause_after) {
             u->paused = 1;
             if (rq->on_pause) rq->on_pause(rq->pause_arg);
-            sleep_ms(rq->pause_ms);
+            procs_sleep_ms(rq->pause_ms);
         } else if (left > rq->pause_after - u->sent) {
             left = rq->pause_after - u->sent;
         }
@@ -266,12 +199,10 @@ static size_t on_read(char *buf, size_t size, size_t n, void *ud) {
     return left;
 }
 
-int srvt_do(const srvt_server *s, const char *path, const srvt_req *rq, srvt_reply *out) {
+int srvt_fetch(const char *url, const srvt_req *rq, srvt_reply *out) {
     memset(out, 0, sizeof *out);
     CURL *h = rq->handle ? rq->handle : curl_easy_init();
     if (!h) return out->curl_code = CURLE_FAILED_INIT;
-    char url[512];
-    snprintf(url, sizeof url, "%s%s", s->base, path);
     grow body = {0}, head = {0};
     upload up = {rq, 0, 0};
     struct curl_slist *hl = NULL;
@@ -279,7 +210,10 @@ int srvt_do(const srvt_server *s, const char *path, const srvt_req *rq, srvt_rep
 
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_PROXY, "");
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, out->error);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, rq->timeout_ms > 0 ? rq->timeout_ms : 60000L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, rq->connect_timeout_ms);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_body);
@@ -320,9 +254,16 @@ int srvt_do(const srvt_server *s, const char *path, const srvt_req *rq, srvt_rep
     curl_easy_setopt(h, CURLOPT_NOBODY, 0L);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
     curl_easy_setopt(h, CURLOPT_READFUNCTION, NULL);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
     curl_slist_free_all(hl);
     if (!rq->handle) curl_easy_cleanup(h);
     return out->curl_code;
+}
+
+int srvt_do(const srvt_server *s, const char *path, const srvt_req *rq, srvt_reply *out) {
+    char url[512];
+    snprintf(url, sizeof url, "%s%s", s->base, path);
+    return srvt_fetch(url, rq, out);
 }
 
 int srvt_get(const srvt_server *s, const char *path, srvt_reply *out) {

@@ -1,11 +1,13 @@
-/* server_harness.h - start the real attention-server of this build on a free
- * loopback port and talk to it with libcurl (tests/test_server_*.c).
+/* server_harness.h - the HTTP side of the process harness (procs.h): start
+ * the real attention-server of this build on a free loopback port, wait for
+ * a URL to answer, and talk HTTP with libcurl (the server, deployment,
+ * scale-out and browser tests).
  *
  * The binary is $ATTN_SERVER if set, else $BUILD/attention-server (BUILD is
  * exported by tests/run-tests.sh: build or build-asan), else
  * build/attention-server. Its stderr (the access log) goes to a temporary
- * file. The server dies with the test process (PR_SET_PDEATHSIG), so a
- * failing test leaves nothing behind.
+ * file. The server is started with procs_spawn and dies with the test
+ * process (SIGKILL), so a failing test leaves nothing behind.
  */
 #ifndef SERVER_HARNESS_H
 #define SERVER_HARNESS_H
@@ -24,9 +26,6 @@ typedef struct {
 
 /* The path of the server binary of this build. */
 const char *srvt_binary(void);
-
-/* A TCP port on 127.0.0.1 that was free a moment ago. */
-int srvt_free_port(void);
 
 /* Starts the server with --host 127.0.0.1 --port P plus args (NULL-terminated,
  * may be NULL) and the extra environment "K=V" entries in env (may be NULL),
@@ -63,6 +62,7 @@ typedef struct {
     void (*on_pause)(void *);    /* called once when the pause begins */
     void *pause_arg;
     long timeout_ms;             /* whole transfer; default 60000 */
+    long connect_timeout_ms;     /* connecting; 0: curl's default */
     CURL *handle;                /* reuse this handle (keep-alive); NULL: a fresh one */
 } srvt_req;
 
@@ -73,9 +73,13 @@ typedef struct {
     size_t len;
     char *headers;               /* every header line received */
     double ms;
+    char error[CURL_ERROR_SIZE]; /* curl's message when curl_code is not CURLE_OK */
 } srvt_reply;
 
-/* Sends one request to base+path. Returns the CURLcode (also in out). */
+/* Sends one request to url (never through a proxy). Returns the CURLcode
+ * (also in out); out is always filled and must be freed. */
+int srvt_fetch(const char *url, const srvt_req *rq, srvt_reply *out);
+/* The same to the server's base + path. */
 int srvt_do(const srvt_server *s, const char *path, const srvt_req *rq, srvt_reply *out);
 /* GET or POST of a NUL-terminated body. */
 int srvt_get(const srvt_server *s, const char *path, srvt_reply *out);
@@ -91,6 +95,10 @@ const char *srvt_header(const srvt_reply *r, const char *name, char *buf, size_t
  * with that code unless code is NULL. Returns 0, or -1 with the reason on
  * stderr. */
 int srvt_check_error(const srvt_reply *r, long status, const char *code);
+
+/* Polls url with GET until it answers 200 (1), pid exits (0; pid <= 0: not
+ * watched, and left for procs_reap) or timeout_s passes (0). */
+int srvt_wait_url(const char *url, pid_t pid, double timeout_s);
 
 /* A raw TCP connection to the server (for half-sent requests); -1 on error. */
 int srvt_connect(const srvt_server *s);
