@@ -31,16 +31,19 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "api/api_internal.h"
-#include "scaleout/procs.h"
 #include "support/api_requests.h"
+#include "support/check_main.h"
 #include "support/files.h"
 #include "support/jschema.h"
+#include "support/procs.h"
 #include "support/server_harness.h"
 
 /* What the test installs from npm, pinned: the versions it was written for
@@ -97,55 +100,26 @@ static char *read_in(const char *dir, const char *name) {
     return s ? s : calloc(1, 1);
 }
 
-/* Runs argv (argv[0] a path) in dir with env added ("K=V", NULL-terminated),
- * stdout to dir/out_name and stderr to dir/err_name, for at most timeout_s.
- * Returns the exit status, or -1 when it could not start, died of a signal
- * or ran out of time (its process group is then killed). */
-static int run(char *const argv[], const char *dir, char *const env[], const char *out_name,
+/* Runs argv (argv[0] and every file argument absolute paths) with env
+ * added ("K=V", NULL-terminated, may be NULL), stdout to g_work/out_name and
+ * stderr to g_work/err_name, for at most timeout_s. Returns the exit status,
+ * or -1 when it could not start, died of a signal or ran out of time (it is
+ * then killed). */
+static int run(const char *const argv[], const char *const env[], const char *out_name,
                const char *err_name, double timeout_s) {
     char out[1400], err[1400];
-    snprintf(out, sizeof out, "%s/%s", dir, out_name);
-    snprintf(err, sizeof err, "%s/%s", dir, err_name);
-    extern char **environ;
-    size_t ne = 0, na = 0;
-    while (environ[ne]) ne++;
-    while (env && env[na]) na++;
-    char **envp = calloc(ne + na + 1, sizeof *envp);
-    if (envp == NULL) return -1;
-    for (size_t i = 0; i < na; i++) envp[i] = env[i];
-    for (size_t i = 0; i < ne; i++) envp[na + i] = environ[i];
-    fflush(NULL);
-    pid_t parent = getpid(), pid = fork();
-    if (pid == 0) {
-        setpgid(0, 0);
-        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-        if (getppid() != parent) _exit(127);
-        int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int in = open("/dev/null", O_RDONLY);
-        if (o < 0 || e < 0 || in < 0 || chdir(dir) != 0) _exit(126);
-        dup2(in, 0);
-        dup2(o, 1);
-        dup2(e, 2);
-        execve(argv[0], argv, envp);
-        _exit(127);
-    }
-    free(envp);
+    snprintf(out, sizeof out, "%s/%s", g_work, out_name);
+    snprintf(err, sizeof err, "%s/%s", g_work, err_name);
+    unlink(out);
+    unlink(err);
+    procs_io io = {.env = env, .out = out, .err = err, .death_signal = SIGKILL};
+    pid_t pid = procs_spawn(argv, &io);
     if (pid < 0) return -1;
-    setpgid(pid, pid);
-    double end = procs_now() + timeout_s;
-    int st;
-    for (;;) {
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid) break;
-        if (r < 0 && errno != EINTR) return -1;
-        if (procs_now() > end) {
-            fprintf(stderr, "%s: no answer after %.0f s, killed\n", argv[0], timeout_s);
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
-            waitpid(pid, &st, 0);
-            return -1;
-        }
-        procs_sleep_ms(20);
+    int st = 0;
+    if (!procs_wait(pid, timeout_s, &st)) {
+        fprintf(stderr, "%s: no answer after %.0f s, killed\n", argv[0], timeout_s);
+        procs_kill(pid);
+        return -1;
     }
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -177,24 +151,28 @@ static int npm_installed(void) {
     return 1;
 }
 
-/* Node and npm from Debian, the npm packages into g_npm: once, offline after. */
-static void ensure_tools(void) {
+/* The directories, and Node and npm from Debian (apt-get when missing). */
+static void need_node(void) {
     set_dirs();
     mkdirs(g_work, sizeof g_work);
     mkdirs(g_npm, sizeof g_npm);
     ck_assert_msg(procs_ensure_package("/usr/bin/node", "nodejs"),
                   "could not install nodejs (the reason is on stderr)");
     ck_assert_msg(procs_ensure_package("/usr/bin/npm", "npm"), "could not install npm (the reason is on stderr)");
+}
+
+/* The npm packages into g_npm: once, offline afterwards. A registry that
+ * cannot be reached fails within about a minute (one retry). */
+START_TEST(t_npm_packages) {
+    need_node();
     if (npm_installed()) return;
-    char *argv[8 + N_NPM], specs[N_NPM][64], list[256] = "";
+    const char *argv[16 + N_NPM];
+    char specs[N_NPM][64], list[256] = "";
     int a = 0;
-    argv[a++] = (char *)"/usr/bin/npm";
-    argv[a++] = (char *)"install";
-    argv[a++] = (char *)"--prefix";
-    argv[a++] = g_npm;
-    argv[a++] = (char *)"--save-exact";
-    argv[a++] = (char *)"--no-audit";
-    argv[a++] = (char *)"--no-fund";
+    static const char *const opts[] = {"/usr/bin/npm", "install", "--prefix", NULL, "--save-exact", "--no-audit",
+                                       "--no-fund", "--fetch-retries=1", "--fetch-retry-mintimeout=2000",
+                                       "--fetch-retry-maxtimeout=10000", "--fetch-timeout=60000"};
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) argv[a++] = opts[i] ? opts[i] : g_npm;
     for (size_t i = 0; i < N_NPM; i++) {
         snprintf(specs[i], sizeof specs[i], "%s@%s", npm_packages[i].name, npm_packages[i].version);
         argv[a++] = specs[i];
@@ -203,14 +181,24 @@ static void ensure_tools(void) {
     argv[a] = NULL;
     fprintf(stderr, "installing %s into %s with npm (once)\n", list, g_npm);
     double t0 = procs_now();
-    int rc = run(argv, g_work, NULL, "npm.out", "npm.err", 600);
-    char *log = read_in(g_work, "npm.err");
-    ck_assert_msg(rc == 0 && npm_installed(),
-                  "npm could not install %s into %s (%s): check that the npm registry (`npm config "
-                  "get registry`) can be reached; npm said:\n%s",
-                  list, g_npm, rc < 0 ? "it was killed or timed out" : "exit status", tail(log, 1500));
-    free(log);
+    int rc = run(argv, NULL, "npm.out", "npm.err", 300);
+    if (rc != 0 || !npm_installed()) {
+        char *log = read_in(g_work, "npm.err");
+        char *registry = procs_capture("/usr/bin/npm config get registry 2>/dev/null", NULL);
+        if (registry) registry[strcspn(registry, "\n")] = '\0';
+        ck_abort_msg("npm could not install %s into %s (%s %d after %.0f s): can the npm registry %s be "
+                     "reached? npm said:\n%s", list, g_npm, rc < 0 ? "killed or timed out, status" : "exit status",
+                     rc, procs_now() - t0, registry && *registry ? registry : "(npm config get registry)",
+                     tail(log, 1500));
+    }
     fprintf(stderr, "npm install: %.1f s\n", procs_now() - t0);
+}
+END_TEST
+
+/* The tools of the tests below: installed by t_npm_packages. */
+static void ensure_tools(void) {
+    need_node();
+    ck_assert_msg(npm_installed(), "the npm packages are not in %s: see t_npm_packages above", g_npm);
 }
 
 /* Writes the served document into the work directory. */
@@ -221,7 +209,7 @@ static void write_document(const char *name) {
 
 /* ==== redocly lint ======================================================= */
 
-static char *const redocly_env[] = {"REDOCLY_TELEMETRY=off", "REDOCLY_SUPPRESS_UPDATE_NOTICE=true",
+static const char *const redocly_env[] = {"REDOCLY_TELEMETRY=off", "REDOCLY_SUPPRESS_UPDATE_NOTICE=true",
                                     "NO_COLOR=1", NULL};
 
 /* Lints dir/name with tests/clients/redocly.yaml; returns redocly's JSON
@@ -230,8 +218,10 @@ static json_t *lint(const char *name, int *rc) {
     char bin[1200], rel[1024], config[PATH_MAX];
     npm_bin(bin, sizeof bin, "redocly");
     ck_assert_ptr_nonnull(realpath(tfile_path(rel, sizeof rel, "tests/clients/redocly.yaml"), config));
-    char *argv[] = {bin, "lint", "--config", config, "--format=json", (char *)name, NULL};
-    *rc = run(argv, g_work, redocly_env, "redocly.out", "redocly.err", 120);
+    char file[1400];
+    snprintf(file, sizeof file, "%s/%s", g_work, name);
+    const char *argv[] = {bin, "lint", "--config", config, "--format=json", file, NULL};
+    *rc = run(argv, redocly_env, "redocly.out", "redocly.err", 120);
     char *out = read_in(g_work, "redocly.out"), *err = read_in(g_work, "redocly.err");
     json_t *report = json_loads(out, 0, NULL);
     ck_assert_msg(report != NULL, "redocly lint printed no JSON report (exit %d):\n%s\n%s", *rc,
@@ -342,9 +332,12 @@ START_TEST(t_typescript_client) {
     write_document("openapi.json");
     char bin[1200];
     npm_bin(bin, sizeof bin, "openapi-typescript");
-    char *gen[] = {bin, "openapi.json", "-o", "openapi.ts", NULL};
+    char doc[1400], types[1400];
+    snprintf(doc, sizeof doc, "%s/openapi.json", g_work);
+    snprintf(types, sizeof types, "%s/openapi.ts", g_work);
+    const char *gen[] = {bin, doc, "-o", types, NULL};
     double t0 = procs_now();
-    int rc = run(gen, g_work, (char *const[]){"NO_COLOR=1", NULL}, "openapi-typescript.out",
+    int rc = run(gen, (const char *const[]){"NO_COLOR=1", NULL}, "openapi-typescript.out",
                  "openapi-typescript.err", 120);
     char *err = read_in(g_work, "openapi-typescript.err");
     ck_assert_msg(rc == 0, "openapi-typescript failed (exit %d):\n%s", rc, tail(err, 2000));
@@ -362,10 +355,15 @@ START_TEST(t_typescript_client) {
     copy_source("negative.ts");
 
     npm_bin(bin, sizeof bin, "tsc");
-    char *tsc[] = {bin, "--strict", "--target", "es2022", "--module", "commonjs", "--lib", "es2022,dom",
-                   "--outDir", "out", "client.ts", "negative.ts", NULL};
+    char outdir[1400], client[1400], negative[1400], js[1400];
+    snprintf(outdir, sizeof outdir, "%s/out", g_work);
+    snprintf(client, sizeof client, "%s/client.ts", g_work);
+    snprintf(negative, sizeof negative, "%s/negative.ts", g_work);
+    snprintf(js, sizeof js, "%s/out/client.js", g_work);
+    const char *tsc[] = {bin, "--strict", "--target", "es2022", "--module", "commonjs", "--lib", "es2022,dom",
+                         "--outDir", outdir, client, negative, NULL};
     t0 = procs_now();
-    rc = run(tsc, g_work, NULL, "tsc.out", "tsc.err", 180);
+    rc = run(tsc, NULL, "tsc.out", "tsc.err", 180);
     char *out = read_in(g_work, "tsc.out");
     ck_assert_msg(rc == 0, "tsc --strict failed (exit %d) in %s:\n%s", rc, g_work, tail(out, 3000));
     free(out);
@@ -374,9 +372,9 @@ START_TEST(t_typescript_client) {
     /* The compiled client against a server of this build. */
     srvt_server srv = {0};
     ck_assert_msg(srvt_start(&srv, NULL, NULL) == 0, "cannot start %s", srvt_binary());
-    char *node[] = {"/usr/bin/node", "out/client.js", srv.base, NULL};
+    const char *node[] = {"/usr/bin/node", js, srv.base, NULL};
     t0 = procs_now();
-    rc = run(node, g_work, NULL, "client.out", "client.err", 120);
+    rc = run(node, NULL, "client.out", "client.err", 120);
     double t_run = procs_now() - t0;
     ck_assert_int_eq(srvt_stop(&srv, 30), 0);
     srvt_release(&srv);
@@ -466,22 +464,11 @@ START_TEST(t_client_has_no_cast) {
 }
 END_TEST
 
-int main(void) {
-    if (procs_init() != 0) {
-        perror("procs_init");
-        return EXIT_FAILURE;
-    }
+static Suite *clients_suite(void) {
     Suite *s = suite_create("api_clients");
-    TCase *tc = tcase_create("clients");
-    tcase_set_timeout(tc, 900);   /* the first run installs nodejs, npm and the npm packages */
-    tcase_add_test(tc, t_client_has_no_cast);
-    tcase_add_test(tc, t_redocly_lint);
-    tcase_add_test(tc, t_typescript_client);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    procs_kill_all();
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *tests[] = {t_client_has_no_cast, t_npm_packages, t_redocly_lint, t_typescript_client, NULL};
+    tcase_with(s, "clients", 900, tests);   /* the first run installs nodejs, npm and the npm packages */
+    return s;
 }
+
+const test_program TEST_PROGRAM = {.suites = {clients_suite}};

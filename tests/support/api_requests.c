@@ -24,7 +24,9 @@ static int add(api_request_list *l, const char *name, const char *path, json_t *
     return 0;
 }
 
-/* The curl lines of README.md that POST a JSON body with -d '...'. */
+/* The curl lines of README.md that POST a JSON body with -d '...' (other
+ * options, such as an Accept header, and what the output is piped to are
+ * left out: the body is the request). */
 static int load_readme(api_request_list *l, char *err, size_t cap) {
     char file[1024];
     char *text = tfile_read(tfile_path(file, sizeof file, "README.md"), NULL);
@@ -37,8 +39,8 @@ static int load_readme(api_request_list *l, char *err, size_t cap) {
         char *eol = strchr(p, '\n');
         if (eol) *eol = '\0';
         const char *host = "localhost:8080/attention/", *at = strstr(p, host), *d = strstr(p, " -d '");
-        char *end = strrchr(p, '\'');
-        if (strncmp(p, "curl ", 5) == 0 && at && d && end > d + 5) {
+        const char *end = d ? strchr(d + 5, '\'') : NULL;   /* the bodies hold no ' */
+        if (strncmp(p, "curl ", 5) == 0 && at && end) {
             char path[64], name[32];
             snprintf(path, sizeof path, "/attention/%.*s", (int)strcspn(at + strlen(host), " "),
                      at + strlen(host));
