@@ -298,6 +298,35 @@ static void write_requests(const api_request_list *l) {
     free(ts);
 }
 
+/* Every ```ts block of README.md as readme_N.ts (its "./attention" import,
+ * the name the README gives the generated types, becomes "./openapi");
+ * their paths, absolute, into files. Returns how many. */
+static int write_readme_ts(char files[][1400], int max) {
+    char *text = tfile_read_rel("README.md", NULL);
+    ck_assert_ptr_nonnull(text);
+    int n = 0;
+    for (char *p = strstr(text, "\n```ts\n"); p; p = strstr(p, "\n```ts\n")) {
+        char *code = p + 7, *end = strstr(code, "\n```\n");
+        ck_assert_msg(end != NULL, "README.md: a ```ts block is not closed");
+        ck_assert_int_lt(n, max);
+        *end = '\0';
+        const char *from = "from \"./attention\"", *at = strstr(code, from);
+        char name[32];
+        snprintf(name, sizeof name, "readme_%d.ts", n);
+        size_t len = strlen(code) + 64;
+        char *ts = malloc(len);
+        ck_assert_ptr_nonnull(ts);
+        if (at) snprintf(ts, len, "%.*sfrom \"./openapi\"%s\n", (int)(at - code), code, at + strlen(from));
+        else snprintf(ts, len, "%s\n", code);
+        write_file(g_work, name, ts, strlen(ts));
+        free(ts);
+        snprintf(files[n++], 1400, "%s/%s", g_work, name);
+        p = end + 1;
+    }
+    free(text);
+    return n;
+}
+
 static void copy_source(const char *name) {
     char rel[128], path[1024];
     snprintf(rel, sizeof rel, "tests/clients/%s", name);
@@ -360,8 +389,12 @@ START_TEST(t_typescript_client) {
     snprintf(client, sizeof client, "%s/client.ts", g_work);
     snprintf(negative, sizeof negative, "%s/negative.ts", g_work);
     snprintf(js, sizeof js, "%s/out/client.js", g_work);
+    char readme_ts[4][1400];
+    int n_readme = write_readme_ts(readme_ts, 4);
+    ck_assert_int_ge(n_readme, 1);
     const char *tsc[] = {bin, "--strict", "--target", "es2022", "--module", "commonjs", "--lib", "es2022,dom",
-                         "--outDir", outdir, client, negative, NULL};
+                         "--outDir", outdir, client, negative, readme_ts[0], n_readme > 1 ? readme_ts[1] : NULL,
+                         n_readme > 2 ? readme_ts[2] : NULL, n_readme > 3 ? readme_ts[3] : NULL, NULL};
     t0 = procs_now();
     rc = run(tsc, NULL, "tsc.out", "tsc.err", 180);
     char *out = read_in(g_work, "tsc.out");
