@@ -10,6 +10,14 @@ error codes come from TABLES.json (api/tables.c prints the C tables); the
 examples from api/examples/; the prose (field descriptions, summaries) is
 below. tests/test_api_openapi.c runs this script on the tables of the test
 program itself and checks that it reproduces the embedded document.
+
+The document is meant for client generators as much as for readers
+(tests/test_api_clients.c runs openapi-typescript, tsc --strict and redocly
+lint on it): tensors are one schema per rank, never a schema that refers to
+itself; replies have their own tensor schemas of plain numbers; the request
+schemas live under components/requestBodies, the one place where
+openapi-typescript leaves a property with a `default` optional, and no
+schema elsewhere has a `default`.
 """
 import glob
 import json
@@ -55,10 +63,9 @@ def masks(lo, hi, kind):
     return one_of(["%s%d" % (kind, r) for r in range(lo, hi + 1)] + ["FlatMask", "BinaryTensor"])
 
 
-
 FIELDS = {
     "module": ({"type": "string"}, "The Python class to run; each endpoint lists the ones it serves and its default."),
-    "inputs": (numbers(2, 3), "Token embeddings: [T][d_in] (one sequence; outputs then have no batch axis) or [B][T][d_in], as nested arrays or {\"shape\", \"data\"} flat row-major. Ragged arrays, non-numbers, values beyond float32 and empty axes are rejected with the path of the element, e.g. \"inputs[1][2]\"."),
+    "inputs": (numbers(2, 3), "Token embeddings: [T][d_in] (one sequence; outputs then have no batch axis) or [B][T][d_in], as nested arrays, {\"shape\", \"data\"} flat row-major or {\"shape\", \"dtype\", \"base64\"} binary. Ragged arrays, non-numbers, values beyond float32 and empty axes are rejected with the path of the element, e.g. \"inputs[1][2]\"."),
     "tokens": ({"type": "array", "items": {"type": "string"}}, "Labels of the T tokens (L queries for sdpa), echoed back for viewers; their count must equal T. Returned by default when given."),
     "return": ({"type": "array", "items": {"type": "string", "enum": []}},  # the output table's names
         "Outputs to include (default [\"context\", \"attn_weights\"], plus \"tokens\" when tokens are given). An unknown name is a 400."),

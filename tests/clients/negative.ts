@@ -1,6 +1,7 @@
-// negative.ts - the generated types refuse what the server refuses. Each line
-// after a @ts-expect-error must be a type error: if the types ever accept it,
-// the directive is unused and `tsc --strict` fails (tests/test_api_clients.c).
+// negative.ts - the generated types refuse what the server refuses, and take
+// what it takes. Each line after a @ts-expect-error must be a type error: if
+// the types ever accept it, the directive is unused and `tsc --strict` fails
+// (tests/test_api_clients.c).
 import { call } from "./api";
 import type { Reply, RequestOf } from "./api";
 
@@ -26,6 +27,11 @@ export const accepted: RequestOf<"/attention/sdpa"> = {
     query: [[1, 0]], key: [[1, 0], [0, 1]], value: [[1], [2]],
     attn_mask: [[false, "-inf"]], key_padding_mask: [0, 1],
 };
+
+// The params of a reply go back as a request's state_dict, in every form.
+export function roundTrip(r: Reply): RequestOf<"/attention/causal"> | undefined {
+    return r.params === undefined ? undefined : { d_out: 2, inputs: [[1, 2]], state_dict: r.params };
+}
 
 export function unchecked(r: Reply): number[][][] | undefined {
     // @ts-expect-error: attn_weights may be of rank 2 to 4, flat or base64: a reader narrows it
