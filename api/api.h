@@ -38,6 +38,9 @@ typedef struct {
     size_t max_elements;  /* most floats one request may make the server hold */
     int prefer_safetensors; /* the client's Accept asks for application/octet-stream:
                                safetensors unless the request names an output_format */
+    size_t defer_above;   /* nonzero: a request that would hold more elements than this is
+                             not computed; api_handle returns 0 (reply status 0, no body)
+                             after parsing it, for the caller to run it elsewhere */
     /* Optional (NULL: none). Called once per request when its sizes are known
      * (after the parse, before its parameters, intermediates, outputs and
      * reply are allocated) with the bytes those will take at most. A nonzero
@@ -56,8 +59,9 @@ typedef struct {
     double ms_parse, ms_compute, ms_serialise;
 } api_reply;
 
-/* Handles one request body for an endpoint. Always fills reply with a JSON
- * body (the result, or {"error": {...}}) and returns reply->status. */
+/* Handles one request body for an endpoint. Fills reply with a body (the
+ * result, or {"error": {...}}) and returns reply->status; or returns 0 with
+ * no body when lim->defer_above says the request is too big to run here. */
 int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *lim,
                api_reply *reply);
 

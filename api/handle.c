@@ -180,7 +180,7 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
     allocs a = {0};
     float *params = NULL;
     attn_rng *rng_ptr = NULL, *rng = NULL;
-    int ok = 0, safetensors = 0;
+    int ok = 0, safetensors = 0, deferred = 0;
 
     json_error_t je;
     json_t *root = NULL;
@@ -229,6 +229,10 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
                   need, max);
         goto done;
     }
+    if (lim && lim->defer_above && need > lim->defer_above) {
+        deferred = 1; /* too big for the caller's thread: status 0, no body */
+        goto done;
+    }
     if (lim && lim->reserve) {
         char msg[256] = "no memory for this request now; retry later";
         size_t bytes = need > SIZE_MAX / sizeof(float) ? SIZE_MAX : need * sizeof(float);
@@ -269,6 +273,7 @@ done:
     free(params);
     free(rng);
     api__request_free(&rq);
+    if (deferred) return 0;
     if (!ok) {
         if (e.code == API_E_INTERNAL_ERROR && reply->body.failed)
             api__fail(&e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");

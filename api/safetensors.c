@@ -65,10 +65,14 @@ static int collect(const api_result *r, entry *t) {
 
 /* A metadata value: JSON text written into a string. */
 static void meta(api_buf *b, const char *key, const api_buf *json) {
+    if (json->failed || json->data == NULL) {
+        b->failed = 1; /* the value could not be written */
+        return;
+    }
     api__buf_put(b, ",", 1);
     api__buf_json_string(b, key);
     api__buf_put(b, ":", 1);
-    api__buf_json_string(b, json->data ? json->data : "null");
+    api__buf_json_string(b, json->data);
 }
 
 static int nonfinite(const entry *t) {

@@ -6,38 +6,18 @@ MultiHeadAttention built per request after torch.manual_seed(init.seed),
 inputs through torch.tensor, outputs through .tolist() and FastAPI's JSON
 response. Run: python3 -m uvicorn torch_server:app --port PORT (from bench/).
 """
-import math
-
 import torch
-import torch.nn as nn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+
+import seed_modules
 
 torch.set_num_threads(1)
 app = FastAPI()
 
 
-class MultiHeadAttention(nn.Module):  # seed 000, 3.6.2, returning its weights too
-    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
-        super().__init__()
-        self.d_out, self.num_heads, self.head_dim = d_out, num_heads, d_out // num_heads
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.out_proj = nn.Linear(d_out, d_out)
-        self.dropout = nn.Dropout(dropout)
-        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
-
-    def forward(self, x):
-        b, t, _ = x.shape
-        k = self.W_key(x).view(b, t, self.num_heads, self.head_dim).transpose(1, 2)
-        q = self.W_query(x).view(b, t, self.num_heads, self.head_dim).transpose(1, 2)
-        v = self.W_value(x).view(b, t, self.num_heads, self.head_dim).transpose(1, 2)
-        s = q @ k.transpose(2, 3)
-        s.masked_fill_(self.mask.bool()[:t, :t], -torch.inf)
-        w = self.dropout(torch.softmax(s / k.shape[-1] ** 0.5, dim=-1))
-        ctx = (w @ v).transpose(1, 2).contiguous().view(b, t, self.d_out)
-        return self.out_proj(ctx), w
+class MultiHeadAttention(seed_modules.MultiHeadAttention):
+    return_weights = True
 
 
 @app.post("/attention/multihead")

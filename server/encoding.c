@@ -35,26 +35,41 @@ static double q_value(const char *params, size_t n) {
     return 1.0;
 }
 
+/* One entry of a comma-separated header list: its name, trimmed, and its q. */
+typedef struct {
+    const char *name;
+    size_t len;
+    double q;
+} list_entry;
+
+/* Reads the entry at *p and moves *p past it; 0 at the end of the list. */
+static int next_entry(const char **p, list_entry *e) {
+    if (**p == '\0') return 0;
+    const char *end = strchr(*p, ',');
+    size_t n = end ? (size_t)(end - *p) : strlen(*p);
+    const char *semi = memchr(*p, ';', n);
+    size_t name = semi ? (size_t)(semi - *p) : n;
+    e->q = semi ? q_value(semi + 1, n - name - 1) : 1.0;
+    e->name = *p;
+    e->len = name;
+    while (e->len && is_space(*e->name)) e->name++, e->len--;
+    while (e->len && is_space(e->name[e->len - 1])) e->len--;
+    *p += n + (end != NULL);
+    return 1;
+}
+
 double srv_accept_q(const char *accept, const char *type) {
     if (accept == NULL) return -1;
     const char *slash = strchr(type, '/');
     size_t major = slash ? (size_t)(slash - type) : strlen(type);
     double exact = -1, range = -1, any = -1;
-    const char *p = accept;
-    while (*p) {
-        const char *end = strchr(p, ',');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        const char *semi = memchr(p, ';', n);
-        size_t name = semi ? (size_t)(semi - p) : n;
-        double q = semi ? q_value(semi + 1, n - name - 1) : 1.0;
-        const char *s = p;
-        size_t m = name;
-        while (m && is_space(*s)) s++, m--;
-        while (m && is_space(s[m - 1])) m--;
-        if (m == strlen(type) && strncasecmp(s, type, m) == 0) exact = q;
-        else if (m == major + 2 && strncasecmp(s, type, major + 1) == 0 && s[major + 1] == '*') range = q;
-        else if (m == 3 && strncmp(s, "*/*", 3) == 0) any = q;
-        p += n + (end != NULL);
+    list_entry e;
+    for (const char *p = accept; next_entry(&p, &e);) {
+        if (e.len == strlen(type) && strncasecmp(e.name, type, e.len) == 0) exact = e.q;
+        else if (e.len == major + 2 && strncasecmp(e.name, type, major + 1) == 0 &&
+                 e.name[major + 1] == '*')
+            range = e.q;
+        else if (e.len == 3 && strncmp(e.name, "*/*", 3) == 0) any = e.q;
     }
     return exact >= 0 ? exact : range >= 0 ? range : any;
 }
@@ -62,16 +77,10 @@ double srv_accept_q(const char *accept, const char *type) {
 int srv_accepts_gzip(const char *ae) {
     if (ae == NULL) return 0;
     double gzip = -1, star = -1; /* -1: not mentioned */
-    const char *p = ae;
-    while (*p) {
-        const char *end = strchr(p, ',');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        const char *semi = memchr(p, ';', n);
-        size_t name = semi ? (size_t)(semi - p) : n;
-        double q = semi ? q_value(semi + 1, n - name - 1) : 1.0;
-        if (token_is(p, name, "gzip") || token_is(p, name, "x-gzip")) gzip = q;
-        else if (token_is(p, name, "*")) star = q;
-        p += n + (end != NULL);
+    list_entry e;
+    for (const char *p = ae; next_entry(&p, &e);) {
+        if (token_is(e.name, e.len, "gzip") || token_is(e.name, e.len, "x-gzip")) gzip = e.q;
+        else if (token_is(e.name, e.len, "*")) star = e.q;
     }
     return gzip >= 0 ? gzip > 0 : star > 0;
 }

@@ -38,6 +38,12 @@ static const char ok_body[] = "{\"status\":\"ok\"}";
 
 typedef enum { PH_READING, PH_WORKING, PH_DONE } phase;
 
+/* Requests answered on the I/O thread instead of a worker: bodies up to this
+ * size whose plan holds at most this many floats (the seed examples hold a
+ * few hundred; 16k floats is about 100 microseconds of work at most). */
+#define SRV_INLINE_MAX_BODY 16384
+#define SRV_INLINE_MAX_ELEMENTS 16384
+
 typedef struct {
     srv_http *srv;
     struct MHD_Connection *conn;
@@ -328,11 +334,16 @@ static void finish_job(request *q) {
 
 /* Runs on a worker thread. The reservation is released when the reply has
  * been sent (on_completed). */
+static api_endpoint ep_of(const request *q) {
+    api_endpoint ep = API_EP_SIMPLE;
+    srv_route_endpoint(q->route, &ep);
+    return ep;
+}
+
 static void compute_job(void *arg) {
     request *q = arg;
     srv_http *s = q->srv;
-    api_endpoint ep = API_EP_SIMPLE;
-    srv_route_endpoint(q->route, &ep);
+    api_endpoint ep = ep_of(q);
     q->deadline = now_s() + s->opt->timeout;
     if (q->gzip_body && inflate_body(q) != 0) {
         finish_job(q);
@@ -377,6 +388,24 @@ static enum MHD_Result answer(request *q) {
         return respond_error(q, API_E_UNSUPPORTED_ENCODING, NULL,
                              "Content-Encoding '%.40s' is not supported: send the body as "
                              "gzip or uncompressed (identity)", ce ? ce : "");
+    }
+
+    /* A small request is answered here on the I/O thread, when its plan is
+     * tiny too (microseconds of work): no hand-off to a worker and back.
+     * Its memory is not reserved in the budget: at most one per I/O
+     * thread, each under SRV_INLINE_MAX_ELEMENTS. */
+    if (q->len <= SRV_INLINE_MAX_BODY && !q->gzip_body) {
+        api_limits lim = s->limits;
+        lim.prefer_safetensors = q->want_safetensors;
+        lim.defer_above = SRV_INLINE_MAX_ELEMENTS;
+        if (api_handle(ep_of(q), q->body ? q->body : "", q->len, &lim, &q->reply) != 0) {
+            free(q->body);
+            q->body = NULL;
+            compress_reply(q);
+            atomic_store(&q->ph, PH_DONE);
+            int status = q->reply.status;
+            return respond_body(q, status, q->reply.content_type, &q->reply.body);
+        }
     }
 
     /* Suspend before the job can resume us; if the queue is full, resume at
@@ -549,6 +578,16 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
 
 /* ==== Daemon ============================================================ */
 
+/* Stops what srv_http_start started besides libmicrohttpd (NULL-safe). */
+static void stop_helpers(srv_http *s) {
+    srv_conns_stop(s->conns);
+    s->conns = NULL;
+    srv_linger_stop(s->linger);
+    s->linger = NULL;
+    srv_budget_destroy(s->budget);
+    s->budget = NULL;
+}
+
 int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool) {
     memset(s, 0, sizeof *s);
     s->opt = opt;
@@ -605,12 +644,7 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool) {
     }
     return 0;
 fail:
-    srv_conns_stop(s->conns);
-    s->conns = NULL;
-    srv_linger_stop(s->linger);
-    srv_budget_destroy(s->budget);
-    s->linger = NULL;
-    s->budget = NULL;
+    stop_helpers(s);
     return -1;
 }
 
@@ -629,10 +663,5 @@ void srv_http_stop(srv_http *s) {
     srv_acceptor_close(&s->acceptor);
     if (s->daemon) MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
-    srv_conns_stop(s->conns);
-    s->conns = NULL;
-    srv_linger_stop(s->linger);
-    srv_budget_destroy(s->budget);
-    s->linger = NULL;
-    s->budget = NULL;
+    stop_helpers(s);
 }

@@ -64,6 +64,14 @@ static const request requests[] = {
                        "\"attn_mask\":[[0,\"-inf\",\"-inf\"],[0,0,\"-inf\"],[0,0,0]]}"},
     {API_EP_SDPA, "{\"query\":[[[1,0],[0,1]],[[1,1],[0,1]]],\"key\":[[[1,0],[0,1],[1,1]]],"
                   "\"value\":[[[1,2],[3,4],[5,6]]],\"causal\":true," EVERY "}"},
+    /* binary tensors in, base64 (float16) and safetensors out */
+    {API_EP_MULTIHEAD, "{\"d_out\":2,\"num_heads\":2,\"init\":{\"seed\":123},\"inputs\":{\"shape\":[2,3],"
+                       "\"base64\":\"9ijcPpqZGT4K12M/zcwMP1K4Xj/D9Sg/\"},\"output_format\":\"base64\","
+                       "\"dtype\":\"float16\"," EVERY "}"},
+    {API_EP_SELF, "{\"module\":\"SelfAttention_v1\",\"d_out\":1,\"inputs\":" X6 ",\"tokens\":[\"a\",\"b\","
+                  "\"c\",\"d\",\"e\",\"f\"],\"state_dict\":{\"W_query\":{\"shape\":[3,1],\"dtype\":\"float16\","
+                  "\"base64\":\"ADwAQABC\"},\"W_key\":[[1],[2],[3]],\"W_value\":[[1],[2],[3]]},"
+                  "\"output_format\":\"safetensors\"," EVERY "}"},
     {API_EP_SELF, "{\"d_out\":2,\"init\":{\"seed\":1},\"inputs\":[[1,2],[3]]}"},   /* a 400 */
     {API_EP_SELF, "{\"d_out\":2,"},                                                 /* bad JSON */
 };

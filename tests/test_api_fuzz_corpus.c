@@ -49,9 +49,8 @@ START_TEST(replay_one) {
     char *data = tfile_read(path, &len);
     ck_assert_msg(data != NULL, "cannot read %s", path);
     if (len == 0) { free(data); return; }   /* the fuzzer skips empty inputs too */
-    api_limits lim = {.max_elements = REPLY_CHECK_MAX_ELEMENTS};
     api_reply reply;
-    api_handle(reply_check_endpoint((unsigned char)data[0]), data + 1, len - 1, &lim, &reply);
+    reply_check_run((const unsigned char *)data, len, &reply);
     char why[256] = "";
     int rc = reply_check(&reply, why, sizeof why);
     ck_assert_msg(rc == 0, "%s: %s: %.300s", name, why, reply.body.data ? reply.body.data : "");

@@ -4,38 +4,22 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "api/api.h"
+#include "tests/support/zref.h"
 #include "tests/support/check_main.h"
 
-/* gzip with zlib, for input this test controls */
 static unsigned char *zlib_gzip(const void *in, size_t n, size_t *out_len) {
-    z_stream z = {0};
-    ck_assert_int_eq(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-    size_t cap = deflateBound(&z, n);
-    unsigned char *out = malloc(cap);
-    z.next_in = (unsigned char *)in;
-    z.avail_in = (uInt)n;
-    z.next_out = out;
-    z.avail_out = (uInt)cap;
-    ck_assert_int_eq(deflate(&z, Z_FINISH), Z_STREAM_END);
-    *out_len = z.total_out;
-    deflateEnd(&z);
-    return out;
+    unsigned char *z = zref_gzip(in, n, out_len);
+    ck_assert_ptr_nonnull(z);
+    return z;
 }
 
 static char *zlib_gunzip(const void *in, size_t n, size_t expect) {
-    z_stream z = {0};
-    ck_assert_int_eq(inflateInit2(&z, 16 + MAX_WBITS), Z_OK);
-    char *out = malloc(expect + 1);
-    z.next_in = (unsigned char *)in;
-    z.avail_in = (uInt)n;
-    z.next_out = (unsigned char *)out;
-    z.avail_out = (uInt)expect + 1;
-    ck_assert_int_eq(inflate(&z, Z_FINISH), Z_STREAM_END);
-    ck_assert_uint_eq(z.total_out, expect);
-    inflateEnd(&z);
+    size_t len;
+    char *out = zref_gunzip(in, n, expect, &len);
+    ck_assert_ptr_nonnull(out);
+    ck_assert_uint_eq(len, expect);
     return out;
 }
 

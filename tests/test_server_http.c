@@ -17,14 +17,9 @@
 
 static srvt_server srv;
 
-static void start(const char *const *args) {
-    ck_assert_msg(srvt_start(&srv, args, NULL) == 0, "cannot start %s", srvt_binary());
-}
+static void start(const char *const *args) { srvt_must_start(&srv, args); }
 
-static void stop(void) {
-    int rc = srvt_stop(&srv, 30);
-    ck_assert_msg(rc == 0, "server exit status %d, log:\n%s", rc, srv.log ? srv.log : "");
-}
+static void stop(void) { srvt_must_stop(&srv); }
 
 static void teardown(void) { srvt_release(&srv); }
 
@@ -33,17 +28,6 @@ static json_t *body_json(const srvt_reply *r) {
     json_t *j = json_loadb(r->body, r->len, 0, &e);
     ck_assert_msg(j != NULL, "not JSON: %s", r->body);
     return j;
-}
-
-static void assert_header(const srvt_reply *r, const char *name, const char *want) {
-    char buf[256];
-    const char *v = srvt_header(r, name, buf, sizeof buf);
-    if (!want) {
-        ck_assert_msg(v == NULL, "unexpected header %s: %s", name, v ? v : "");
-        return;
-    }
-    ck_assert_msg(v != NULL, "no %s header in:\n%s", name, r->headers);
-    ck_assert_str_eq(v, want);
 }
 
 /* GET path, answered 200. */
@@ -61,7 +45,7 @@ START_TEST(t_health_and_ready) {
         srvt_reply r;
         get_200(paths[i], &r);
         ck_assert_str_eq(r.body, "{\"status\":\"ok\"}");
-        assert_header(&r, "Content-Type", "application/json");
+        srvt_assert_header(&r, "Content-Type", "application/json");
         srvt_reply_free(&r);
     }
     srvt_reply r;
@@ -98,7 +82,7 @@ START_TEST(t_openapi) {
     start(NULL);
     srvt_reply r;
     get_200("/openapi.json", &r);
-    assert_header(&r, "Content-Type", "application/json");
+    srvt_assert_header(&r, "Content-Type", "application/json");
     json_t *j = body_json(&r);
     ck_assert(json_is_string(json_object_get(j, "openapi")));
     json_t *paths = json_object_get(j, "paths");
@@ -124,7 +108,7 @@ START_TEST(t_metrics_count_requests) {
     ck_assert_int_eq(srvt_get(&srv, "/nowhere", &r), 0);
     srvt_reply_free(&r);
     get_200("/metrics", &r);
-    assert_header(&r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+    srvt_assert_header(&r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
     const char *want[] = {
         "attn_requests_total{endpoint=\"/attention/multihead\",method=\"POST\",status=\"200\"} 3\n",
         "attn_requests_total{endpoint=\"other\",method=\"GET\",status=\"404\"} 1\n",
@@ -161,7 +145,7 @@ static void expect_seed_mha(const char *content_type) {
     ck_assert_int_eq(srvt_do(&srv, "/attention/multihead", &rq, &r), 0);
     ck_assert_msg(srvt_check_seed_mha(&r) == 0, "content type %s",
                   content_type ? content_type : "none");
-    assert_header(&r, "Content-Type", "application/json");
+    srvt_assert_header(&r, "Content-Type", "application/json");
     srvt_reply_free(&r);
 }
 
@@ -256,7 +240,7 @@ START_TEST(t_not_found_404) {
         if (strcmp(paths[i][0], "POST") == 0) { rq.body = "{}"; rq.len = 2; }
         ck_assert_int_eq(srvt_do(&srv, paths[i][1], &rq, &r), 0);
         ck_assert_msg(srvt_check_error(&r, 404, "not_found") == 0, "%s %s", paths[i][0], paths[i][1]);
-        assert_header(&r, "Content-Type", "application/json");
+        srvt_assert_header(&r, "Content-Type", "application/json");
         srvt_reply_free(&r);
     }
     stop();
@@ -279,7 +263,7 @@ START_TEST(t_method_not_allowed_405) {
         ck_assert_int_eq(srvt_do(&srv, cases[i].path, &rq, &r), 0);
         ck_assert_msg(srvt_check_error(&r, 405, "method_not_allowed") == 0, "%s %s",
                       cases[i].method, cases[i].path);
-        assert_header(&r, "Allow", cases[i].allow);
+        srvt_assert_header(&r, "Allow", cases[i].allow);
         srvt_reply_free(&r);
     }
     stop();
@@ -300,10 +284,10 @@ START_TEST(t_cors_preflight) {
         ck_assert_int_eq(srvt_do(&srv, paths[i], &rq, &r), 0);
         ck_assert_int_eq(r.status, 204);
         ck_assert_uint_eq(r.len, 0);
-        assert_header(&r, "Access-Control-Allow-Origin", "https://viz.example");
-        assert_header(&r, "Access-Control-Allow-Methods", i < 2 ? "POST, OPTIONS" : "GET, HEAD, OPTIONS");
-        assert_header(&r, "Access-Control-Allow-Headers", "Content-Type");
-        assert_header(&r, "Access-Control-Max-Age", "86400");
+        srvt_assert_header(&r, "Access-Control-Allow-Origin", "https://viz.example");
+        srvt_assert_header(&r, "Access-Control-Allow-Methods", i < 2 ? "POST, OPTIONS" : "GET, HEAD, OPTIONS");
+        srvt_assert_header(&r, "Access-Control-Allow-Headers", "Content-Type");
+        srvt_assert_header(&r, "Access-Control-Max-Age", "86400");
         srvt_reply_free(&r);
     }
     /* ... and on normal replies from that origin, errors included */
@@ -312,13 +296,13 @@ START_TEST(t_cors_preflight) {
     srvt_reply r;
     ck_assert_int_eq(srvt_do(&srv, "/attention/multihead", &rq, &r), 0);
     ck_assert_int_eq(srvt_check_seed_mha(&r), 0);
-    assert_header(&r, "Access-Control-Allow-Origin", "https://viz.example");
-    assert_header(&r, "Vary", "Origin, Accept-Encoding"); /* gzip replies too */
+    srvt_assert_header(&r, "Access-Control-Allow-Origin", "https://viz.example");
+    srvt_assert_header(&r, "Vary", "Origin, Accept-Encoding"); /* gzip replies too */
     srvt_reply_free(&r);
     srvt_req get = {.method = "GET", .headers = origin};
     ck_assert_int_eq(srvt_do(&srv, "/missing", &get, &r), 0);
     ck_assert_int_eq(r.status, 404);
-    assert_header(&r, "Access-Control-Allow-Origin", "https://viz.example");
+    srvt_assert_header(&r, "Access-Control-Allow-Origin", "https://viz.example");
     srvt_reply_free(&r);
     stop();
 }
@@ -330,8 +314,8 @@ START_TEST(t_no_cors_by_default) {
     srvt_reply r;
     ck_assert_int_eq(srvt_do(&srv, "/attention/multihead", &rq, &r), 0);
     ck_assert_int_eq(r.status, 204);
-    assert_header(&r, "Allow", "POST, OPTIONS");
-    assert_header(&r, "Access-Control-Allow-Origin", NULL);
+    srvt_assert_header(&r, "Allow", "POST, OPTIONS");
+    srvt_assert_header(&r, "Access-Control-Allow-Origin", NULL);
     srvt_reply_free(&r);
     stop();
 }
@@ -346,7 +330,7 @@ START_TEST(t_access_log) {
     srvt_reply_free(&r);
     ck_assert_int_eq(srvt_get(&srv, "/nope", &r), 0);
     srvt_reply_free(&r);
-    stop();
+    ck_assert_int_eq(srvt_stop(&srv, 30), 0); /* keeps srv.log, freed by the teardown */
     char want[128];
     snprintf(want, sizeof want, " POST /attention/multihead 200 in=%zu out=", strlen(srvt_seed_mha));
     ck_assert_msg(strstr(srv.log, want) != NULL, "no '%s' in log:\n%s", want, srv.log);

@@ -15,37 +15,20 @@
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "core/attention.h"
 #include "support/server_harness.h"
 #include "support/server_requests.h"
+#include "support/zref.h"
 #include "tests/support/check_main.h"
 
 static srvt_server srv;
 
-static void start(const char *const *args) {
-    ck_assert_msg(srvt_start(&srv, args, NULL) == 0, "cannot start %s", srvt_binary());
-}
+static void start(const char *const *args) { srvt_must_start(&srv, args); }
 
-static void stop(void) {
-    int rc = srvt_stop(&srv, 30);
-    ck_assert_msg(rc == 0, "server exit status %d, log:\n%s", rc, srv.log ? srv.log : "");
-    srvt_release(&srv);   /* frees the log: a test may start another server */
-}
+static void stop(void) { srvt_must_stop(&srv); }
 
 static void teardown(void) { srvt_release(&srv); }
-
-static void assert_header(const srvt_reply *r, const char *name, const char *want) {
-    char buf[512];
-    const char *v = srvt_header(r, name, buf, sizeof buf);
-    if (!want) {
-        ck_assert_msg(v == NULL, "unexpected %s: %s", name, v);
-        return;
-    }
-    ck_assert_msg(v != NULL, "no %s header in:\n%s", name, r->headers);
-    ck_assert_str_eq(v, want);
-}
 
 static srvt_reply get_with(const char *path, const char *const *headers) {
     srvt_req rq = {.method = "GET", .headers = headers};
@@ -241,17 +224,17 @@ START_TEST(t_cors_origin_list) {
     const char *from_local[] = {"Origin: http://localhost:5173", NULL};
     const char *from_other[] = {"Origin: https://evil.example", NULL};
     srvt_reply r = get_with("/healthz", from_a);
-    assert_header(&r, "Access-Control-Allow-Origin", "https://a.example");
-    assert_header(&r, "Vary", "Origin");
-    assert_header(&r, "Access-Control-Expose-Headers", "Retry-After, Server-Timing, ETag");
+    srvt_assert_header(&r, "Access-Control-Allow-Origin", "https://a.example");
+    srvt_assert_header(&r, "Vary", "Origin");
+    srvt_assert_header(&r, "Access-Control-Expose-Headers", "Retry-After, Server-Timing, ETag");
     srvt_reply_free(&r);
     r = get_with("/healthz", from_local);
-    assert_header(&r, "Access-Control-Allow-Origin", "http://localhost:5173");
+    srvt_assert_header(&r, "Access-Control-Allow-Origin", "http://localhost:5173");
     srvt_reply_free(&r);
     /* Not on the list: no CORS grant, but the reply still varies by Origin. */
     r = get_with("/healthz", from_other);
-    assert_header(&r, "Access-Control-Allow-Origin", NULL);
-    assert_header(&r, "Vary", "Origin");
+    srvt_assert_header(&r, "Access-Control-Allow-Origin", NULL);
+    srvt_assert_header(&r, "Vary", "Origin");
     srvt_reply_free(&r);
     /* A page can read Retry-After off a 503 (and the compute timing). */
     srvt_req rq = {.body = srvt_seed_mha, .len = strlen(srvt_seed_mha), .headers = from_a};
@@ -266,8 +249,8 @@ START_TEST(t_cors_origin_list) {
     const char *any[] = {"--cors-origin", "*", NULL};
     start(any);
     r = get_with("/healthz", from_other);
-    assert_header(&r, "Access-Control-Allow-Origin", "*");
-    assert_header(&r, "Vary", NULL);
+    srvt_assert_header(&r, "Access-Control-Allow-Origin", "*");
+    srvt_assert_header(&r, "Vary", NULL);
     srvt_reply_free(&r);
     stop();
 
@@ -293,7 +276,7 @@ START_TEST(t_openapi_etag_and_304) {
     char etag[64];
     ck_assert_ptr_nonnull(srvt_header(&r, "ETag", etag, sizeof etag));
     ck_assert_msg(etag[0] == '"' && etag[strlen(etag) - 1] == '"', "ETag %s", etag);
-    assert_header(&r, "Cache-Control", "no-cache");
+    srvt_assert_header(&r, "Cache-Control", "no-cache");
     size_t full = r.len;
     ck_assert_uint_gt(full, 1000);
     srvt_reply_free(&r);
@@ -308,7 +291,7 @@ START_TEST(t_openapi_etag_and_304) {
         r = get_with("/openapi.json", h);
         ck_assert_msg(r.status == 304, "%s: status %ld", match[i], r.status);
         ck_assert_uint_eq(r.len, 0);
-        assert_header(&r, "ETag", etag);
+        srvt_assert_header(&r, "ETag", etag);
         srvt_reply_free(&r);
     }
     const char *other[] = {"If-None-Match: \"0123456789abcdef\"", NULL};
@@ -320,35 +303,15 @@ START_TEST(t_openapi_etag_and_304) {
 }
 END_TEST
 
-/* gzip with zlib (an implementation other than the server's libdeflate) */
 static unsigned char *zgzip(const void *in, size_t n, size_t *out_len) {
-    z_stream z = {0};
-    ck_assert_int_eq(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-    size_t cap = deflateBound(&z, n);
-    unsigned char *out = malloc(cap);
-    z.next_in = (unsigned char *)in;
-    z.avail_in = (uInt)n;
-    z.next_out = out;
-    z.avail_out = (uInt)cap;
-    ck_assert_int_eq(deflate(&z, Z_FINISH), Z_STREAM_END);
-    *out_len = z.total_out;
-    deflateEnd(&z);
-    return out;
+    unsigned char *z = zref_gzip(in, n, out_len);
+    ck_assert_ptr_nonnull(z);
+    return z;
 }
 
 static char *zgunzip(const void *in, size_t n, size_t *out_len) {
-    z_stream z = {0};
-    ck_assert_int_eq(inflateInit2(&z, 16 + MAX_WBITS), Z_OK);
-    size_t cap = 64 << 20;
-    char *out = malloc(cap);
-    z.next_in = (unsigned char *)in;
-    z.avail_in = (uInt)n;
-    z.next_out = (unsigned char *)out;
-    z.avail_out = (uInt)cap;
-    ck_assert_int_eq(inflate(&z, Z_FINISH), Z_STREAM_END);
-    *out_len = z.total_out;
-    out[z.total_out] = '\0';
-    inflateEnd(&z);
+    char *out = zref_gunzip(in, n, 64 << 20, out_len);
+    ck_assert_ptr_nonnull(out);
     return out;
 }
 
@@ -407,7 +370,7 @@ START_TEST(t_content_codings) {
         const char *h[] = {codings[i], NULL};
         r = post_with("/attention/multihead", srvt_seed_mha, strlen(srvt_seed_mha), h);
         ck_assert_int_eq(srvt_check_error(&r, 415, "unsupported_encoding"), 0);
-        assert_header(&r, "Accept-Encoding", "gzip, identity");
+        srvt_assert_header(&r, "Accept-Encoding", "gzip, identity");
         srvt_reply_free(&r);
     }
     const char *identity[] = {"Content-Encoding: identity", NULL};
@@ -419,8 +382,8 @@ START_TEST(t_content_codings) {
     const char *accept[] = {"Accept-Encoding: deflate, gzip;q=0.8", NULL};
     r = post_with("/attention/multihead", srvt_seed_mha, strlen(srvt_seed_mha), accept);
     ck_assert_int_eq(srvt_check_seed_mha(&r), 0);
-    assert_header(&r, "Content-Encoding", NULL);
-    assert_header(&r, "Vary", "Accept-Encoding");
+    srvt_assert_header(&r, "Content-Encoding", NULL);
+    srvt_assert_header(&r, "Vary", "Accept-Encoding");
     srvt_reply_free(&r);
     char *body = large_request();
     srvt_reply plain = post_with("/attention/multihead", body, strlen(body), NULL);
@@ -428,7 +391,7 @@ START_TEST(t_content_codings) {
     ck_assert_uint_gt(plain.len, 20000);
     r = post_with("/attention/multihead", body, strlen(body), accept);
     ck_assert_int_eq(r.status, 200);
-    assert_header(&r, "Content-Encoding", "gzip");
+    srvt_assert_header(&r, "Content-Encoding", "gzip");
     ck_assert_uint_lt(r.len, plain.len / 2);
     size_t n;
     char *back = zgunzip(r.body, r.len, &n);
@@ -438,7 +401,7 @@ START_TEST(t_content_codings) {
     srvt_reply_free(&r);
     const char *refuse[] = {"Accept-Encoding: gzip;q=0, identity", NULL};
     r = post_with("/attention/multihead", body, strlen(body), refuse);
-    assert_header(&r, "Content-Encoding", NULL);
+    srvt_assert_header(&r, "Content-Encoding", NULL);
     ck_assert_str_eq(r.body, plain.body);
     srvt_reply_free(&r);
     srvt_reply_free(&plain);
@@ -448,7 +411,7 @@ START_TEST(t_content_codings) {
     start((const char *const[]){"--gzip-level", "0", NULL});
     r = post_with("/attention/multihead", body, strlen(body), accept);
     ck_assert_int_eq(r.status, 200);
-    assert_header(&r, "Content-Encoding", NULL);
+    srvt_assert_header(&r, "Content-Encoding", NULL);
     srvt_reply_free(&r);
     free(body);
     stop();

@@ -21,15 +21,9 @@
 
 static srvt_server srv;
 
-static void start(const char *const *args) {
-    ck_assert_msg(srvt_start(&srv, args, NULL) == 0, "cannot start %s", srvt_binary());
-}
+static void start(const char *const *args) { srvt_must_start(&srv, args); }
 
-static void stop(void) {
-    int rc = srvt_stop(&srv, 30);
-    ck_assert_msg(rc == 0, "server exit status %d, log:\n%s", rc, srv.log ? srv.log : "");
-    srvt_release(&srv);   /* frees the log: a test may start another server */
-}
+static void stop(void) { srvt_must_stop(&srv); }
 
 static void teardown(void) { srvt_release(&srv); }
 

@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 
 
@@ -16,7 +17,30 @@ static int fail(char *why, size_t size, const char *fmt, ...) {
 
 api_endpoint reply_check_endpoint(unsigned char first_byte) {
     /* +2 so that the digits 0 to 4 name the endpoints in api_endpoint order */
-    return (api_endpoint)(((unsigned)first_byte + 2) % API_EP_COUNT);
+    return (api_endpoint)((((unsigned)first_byte & ~REPLY_CHECK_GZIP) + 2) % API_EP_COUNT);
+}
+
+void reply_check_run(const unsigned char *data, size_t size, api_reply *reply) {
+    api_limits lim = {.max_elements = REPLY_CHECK_MAX_ELEMENTS};
+    api_endpoint ep = reply_check_endpoint(data[0]);
+    if (!(data[0] & REPLY_CHECK_GZIP)) {
+        api_handle(ep, (const char *)data + 1, size - 1, &lim, reply);
+        return;
+    }
+    char *body, why[128];
+    size_t len;
+    int rc = api_gunzip(data + 1, size - 1, 1 << 20, &body, &len, why);
+    if (rc != API_GZ_OK) {
+        *reply = (api_reply){.content_type = "application/json"};
+        api_error err = rc == API_GZ_TOO_LARGE ? API_E_TOO_LARGE
+                        : rc == API_GZ_NOMEM   ? API_E_OUT_OF_MEMORY
+                                               : API_E_INVALID_GZIP;
+        reply->status = api_error_get(err)->status;
+        if (api_error_reply(&reply->body, err, why, NULL) != 0) api_buf_free(&reply->body);
+        return;
+    }
+    api_handle(ep, body, len, &lim, reply);
+    free(body);
 }
 
 static int known_status(int s) {
@@ -65,11 +89,48 @@ static int numbers_ok(const json_t *j) {
     return 1;
 }
 
+/* A safetensors 200: an 8-byte length, a JSON header whose tensors' byte
+ * ranges tile the rest of the body in order, with no gap. */
+static int safetensors_ok(const api_buf *b, char *why, size_t size) {
+    const unsigned char *d = (const unsigned char *)b->data;
+    if (b->len < 8) return fail(why, size, "a safetensors reply of %zu bytes", b->len);
+    uint64_t n = 0;
+    for (int k = 0; k < 8; k++) n |= (uint64_t)d[k] << (8 * k);
+    if (n > b->len - 8 || n % 8) return fail(why, size, "a safetensors header of %llu bytes",
+                                              (unsigned long long)n);
+    json_error_t je;
+    json_t *h = json_loadb(b->data + 8, (size_t)n, JSON_REJECT_DUPLICATES, &je);
+    if (!json_is_object(h)) {
+        json_decref(h);
+        return fail(why, size, "the safetensors header is not a JSON object: %s", je.text);
+    }
+    const char *k;
+    json_t *v;
+    json_int_t end = 0;
+    int rc = 0;
+    json_object_foreach(h, k, v) {
+        if (strcmp(k, "__metadata__") == 0) continue;
+        const json_t *off = json_object_get(v, "data_offsets");
+        json_int_t a = json_integer_value(json_array_get(off, 0)),
+                   z = json_integer_value(json_array_get(off, 1));
+        if (a != end || z < a) rc = fail(why, size, "safetensors tensor %s is not where the last ended", k);
+        end = z;
+    }
+    if (rc == 0 && (uint64_t)end != b->len - 8 - n)
+        rc = fail(why, size, "safetensors data is %zu bytes, the header describes %lld",
+                  (size_t)(b->len - 8 - n), (long long)end);
+    json_decref(h);
+    return rc;
+}
+
 int reply_check(const api_reply *reply, char *why, size_t size) {
     const api_buf *b = &reply->body;
     if (!known_status(reply->status)) return fail(why, size, "unexpected status %d", reply->status);
     if (b->data == NULL || b->len == 0 || b->failed)
         return fail(why, size, "status %d with no body", reply->status);
+    if (reply->status == 200 && reply->content_type &&
+        strcmp(reply->content_type, "application/octet-stream") == 0)
+        return safetensors_ok(b, why, size);
     if (memchr(b->data, '\0', b->len)) return fail(why, size, "the body holds a NUL byte");
     json_error_t je;
     json_t *root = json_loadb(b->data, b->len, JSON_REJECT_DUPLICATES, &je);

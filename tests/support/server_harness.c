@@ -1,6 +1,8 @@
 /* server_harness.c - see server_harness.h. */
 #include "server_harness.h"
 
+#include <check.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -328,4 +330,25 @@ int srvt_connect(const srvt_server *s) {
         return -1;
     }
     return fd;
+}
+
+void srvt_must_start(srvt_server *s, const char *const *args) {
+    ck_assert_msg(srvt_start(s, args, NULL) == 0, "cannot start %s", srvt_binary());
+}
+
+void srvt_must_stop(srvt_server *s) {
+    int rc = srvt_stop(s, 30);
+    ck_assert_msg(rc == 0, "server exit status %d, log:\n%s", rc, s->log ? s->log : "");
+    srvt_release(s);
+}
+
+void srvt_assert_header(const srvt_reply *r, const char *name, const char *want) {
+    char buf[512];
+    const char *v = srvt_header(r, name, buf, sizeof buf);
+    if (!want) {
+        ck_assert_msg(v == NULL, "unexpected header %s: %s", name, v ? v : "");
+        return;
+    }
+    ck_assert_msg(v != NULL, "no %s header in:\n%s", name, r->headers);
+    ck_assert_str_eq(v, want);
 }

@@ -42,6 +42,12 @@ int srvt_stop(srvt_server *s, int timeout_s);
  * stopped server. */
 void srvt_release(srvt_server *s);
 
+/* The same inside a Check test: the test fails when the server cannot start,
+ * or does not exit 0 within 30 s (its log is in the message). srvt_must_stop
+ * also releases s, so that a test may start another server. */
+void srvt_must_start(srvt_server *s, const char *const *args);
+void srvt_must_stop(srvt_server *s);
+
 /* The server's stderr so far (malloc'd, NUL-terminated; NULL if none). */
 char *srvt_read_log(const srvt_server *s);
 
@@ -95,6 +101,10 @@ const char *srvt_header(const srvt_reply *r, const char *name, char *buf, size_t
  * with that code unless code is NULL. Returns 0, or -1 with the reason on
  * stderr. */
 int srvt_check_error(const srvt_reply *r, long status, const char *code);
+
+/* Fails the test unless the reply's header `name` is `want` (want NULL: the
+ * header must be absent). */
+void srvt_assert_header(const srvt_reply *r, const char *name, const char *want);
 
 /* Polls url with GET until it answers 200 (1), pid exits (0; pid <= 0: not
  * watched, and left for procs_reap) or timeout_s passes (0). */
