@@ -10,19 +10,62 @@ error codes come from TABLES.json (api/tables.c prints the C tables); the
 examples from api/examples/; the prose (field descriptions, summaries) is
 below. tests/test_api_openapi.c runs this script on the tables of the test
 program itself and checks that it reproduces the embedded document.
+
+The document is meant for client generators as much as for readers
+(tests/test_api_clients.c runs openapi-typescript, tsc --strict and redocly
+lint on it): tensors are one schema per rank, never a schema that refers to
+itself; replies have their own tensor schemas of plain numbers; the request
+schemas live under components/requestBodies, the one place where
+openapi-typescript leaves a property with a `default` optional, and no
+schema elsewhere has a `default`.
 """
 import glob
 import json
 import os
 import sys
 
-T = {"$ref": "#/components/schemas/Tensor"}
-BOOL_T = {"$ref": "#/components/schemas/Tensor"}
 INT1 = {"type": "integer", "minimum": 1, "maximum": 2147483647}
+SCHEMAS = "#/components/schemas/"
+
+
+def ref(name):
+    return {"$ref": SCHEMAS + name}
+
+
+# Tensors are described without a schema that refers to itself (client
+# generators turn such a schema into a type that does not compile, or into
+# `any`): one schema per rank, up to the largest rank a tensor has
+# (API_MAX_RANK, 4), each a plain nested array of its element.
+MAX_RANK = 4
+
+
+def nested(rank, item):
+    """A rank-`rank` nested array of `item`, every axis non-empty."""
+    s = item
+    for _ in range(rank):
+        s = {"type": "array", "minItems": 1, "items": s}
+    return s
+
+
+def one_of(names, description=None):
+    s = {"oneOf": [ref(n) for n in names]}
+    if description is not None:
+        s["description"] = description
+    return s
+
+
+# A request tensor: nested arrays of one of these ranks, flat or binary.
+def numbers(lo, hi):
+    return one_of(["Numbers%d" % r for r in range(lo, hi + 1)] + ["FlatTensor", "BinaryTensor"])
+
+
+def masks(lo, hi, kind):
+    return one_of(["%s%d" % (kind, r) for r in range(lo, hi + 1)] + ["FlatMask", "BinaryTensor"])
+
 
 FIELDS = {
     "module": ({"type": "string"}, "The Python class to run; each endpoint lists the ones it serves and its default."),
-    "inputs": (T, "Token embeddings: [T][d_in] (one sequence; outputs then have no batch axis) or [B][T][d_in], as nested arrays or {\"shape\", \"data\"} flat row-major. Ragged arrays, non-numbers, values beyond float32 and empty axes are rejected with the path of the element, e.g. \"inputs[1][2]\"."),
+    "inputs": (numbers(2, 3), "Token embeddings: [T][d_in] (one sequence; outputs then have no batch axis) or [B][T][d_in], as nested arrays, {\"shape\", \"data\"} flat row-major or {\"shape\", \"dtype\", \"base64\"} binary. Ragged arrays, non-numbers, values beyond float32 and empty axes are rejected with the path of the element, e.g. \"inputs[1][2]\"."),
     "tokens": ({"type": "array", "items": {"type": "string"}}, "Labels of the T tokens (L queries for sdpa), echoed back for viewers; their count must equal T. Returned by default when given."),
     "return": ({"type": "array", "items": {"type": "string", "enum": []}},  # the output table's names
         "Outputs to include (default [\"context\", \"attn_weights\"], plus \"tokens\" when tokens are given). An unknown name is a 400."),
@@ -31,14 +74,14 @@ FIELDS = {
     "dtype": ({"type": "string", "enum": ["float32", "float16"], "default": "float32"}, "Float tensors of a base64 or safetensors reply as float32, or float16 (round to nearest even, as Tensor.half(); half the bytes)."),
     "causal": ({"type": "boolean"}, "Mask keys after the query (j > i; top-left aligned when L != S). Default true for CausalAttention, MultiHeadAttentionWrapper, MultiHeadAttention and GPT2CausalSelfAttention, false otherwise."),
     "scale": ({"type": "number"}, "Factor applied to Q·Kᵀ before the softmax. Default 1/sqrt(head_dim) (1 for simple)."),
-    "attn_mask": (T, "[T][T] or [B][T][T] (sdpa and torch.nn.MultiheadAttention: [L][S] or [B][L][S]). Booleans or 0/1: true / 1 = masked out (as the chapters' mask buffer and torch.nn.MultiheadAttention; note this is the opposite of F.scaled_dot_product_attention's boolean mask). Any other numbers: an additive float mask, where \"-inf\", \"-Infinity\" or null stand for -inf."),
-    "key_padding_mask": (T, "[B][S] or [S] (applied to every sequence): booleans or 0/1, true / 1 = padding, not attended."),
+    "attn_mask": (masks(2, 3, "Mask"), "[T][T] or [B][T][T] (sdpa and torch.nn.MultiheadAttention: [L][S] or [B][L][S]). Booleans or 0/1: true / 1 = masked out (as the chapters' mask buffer and torch.nn.MultiheadAttention; note this is the opposite of F.scaled_dot_product_attention's boolean mask). Any other numbers: an additive float mask, where \"-inf\", \"-Infinity\" or null stand for -inf."),
+    "key_padding_mask": (masks(1, 2, "Padding"), "[B][S] or [S] (applied to every sequence): booleans or 0/1, true / 1 = padding, not attended."),
     "mask_method": ({"type": "string", "enum": ["neg_inf", "renorm"], "default": "neg_inf"}, "How masking is applied (chapter 3.5.1): -inf before the softmax, or softmax, zero the masked weights and renormalise the rows."),
     "average_attn_weights": ({"type": "boolean", "default": False}, "Multi-head modules: return attn_weights averaged over heads ([B][T][T]) instead of per head ([B][H][T][T]). Default false for every module."),
     "normalization": ({"type": "string", "enum": ["softmax", "sum"], "default": "softmax"}, "simple only: softmax, or the chapter's first naive normalisation (scores / row sum)."),
     "init": ({"type": "object", "properties": {"seed": {"type": "integer"}}, "required": ["seed"], "additionalProperties": False},
              "Generate the parameters as constructing the module after torch.manual_seed(seed) does, draw for draw. Exactly one of init and state_dict is required for modules with parameters."),
-    "state_dict": ({"type": "object", "additionalProperties": T},
+    "state_dict": ({"type": "object", "additionalProperties": numbers(1, MAX_RANK)},
                    "The parameters under the module's own state_dict() names (W_query.weight, heads.0.W_key.weight, out_proj.bias, c_attn.weight, in_proj_weight, ...): {k: v.tolist() for k, v in m.state_dict().items()} is a valid value. A missing, extra or mis-shaped entry is a 400 naming it and the expected shape. Buffers (mask, bias, heads.N.mask) may be left out; when given they are checked. Dropout then starts from a fresh generator (or dropout_seed)."),
     "training": ({"type": "boolean", "default": False}, "Training mode: dropout acts only when training and dropout > 0."),
     "dropout_seed": ({"type": "integer"}, "torch.manual_seed(dropout_seed) right before dropout. Without it dropout continues from the generator init left (or a fresh process's, with state_dict)."),
@@ -55,9 +98,9 @@ FIELDS = {
     "bias": ({"type": "boolean", "default": True}, "torch.nn.MultiheadAttention: in_proj_bias and out_proj.bias."),
     "kdim": (INT1, "Width of the key inputs (default embed_dim); checked against key."),
     "vdim": (INT1, "Width of the value inputs (default embed_dim); checked against value."),
-    "key": (T, "torch.nn.MultiheadAttention: key inputs [B][S][kdim] (same rank as inputs; default: inputs). sdpa: keys [B][Hkv][S][E], [Hkv][S][E] or [S][E] (same rank as query)."),
-    "value": (T, "torch.nn.MultiheadAttention: value inputs [B][S][vdim] (default: key). sdpa: values [B][Hkv][S][Ev] (same rank as query)."),
-    "query": (T, "sdpa: queries [B][H][L][E]; rank 3 is [H][L][E] (no batch axis in the outputs), rank 2 [L][E] (one head, no batch). H must be a multiple of Hkv (grouped-query attention)."),
+    "key": (numbers(2, MAX_RANK), "torch.nn.MultiheadAttention: key inputs [B][S][kdim] (same rank as inputs; default: inputs). sdpa: keys [B][Hkv][S][E], [Hkv][S][E] or [S][E] (same rank as query)."),
+    "value": (numbers(2, MAX_RANK), "torch.nn.MultiheadAttention: value inputs [B][S][vdim] (default: key). sdpa: values [B][Hkv][S][Ev] (same rank as query)."),
+    "query": (numbers(2, MAX_RANK), "sdpa: queries [B][H][L][E]; rank 3 is [H][L][E] (no batch axis in the outputs), rank 2 [L][E] (one head, no batch). H must be a multiple of Hkv (grouped-query attention)."),
 }
 
 SUMMARIES = {
@@ -117,20 +160,68 @@ def error_response(desc):
 
 # Outputs that are not tensors: their schemas (the description is the table's).
 JSON_OUTPUTS = {
-    "params": {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/Tensor"}},
+    "params": {"type": "object", "additionalProperties": ref("ReplyParam")},
     "tokens": {"type": ["array", "null"], "items": {"type": "string"}},
     "timing": {"type": "object", "properties": {k: {"type": "number", "minimum": 0} for k in ["parse_ms", "compute_ms", "serialise_ms"]},
                "required": ["parse_ms", "compute_ms", "serialise_ms"], "additionalProperties": False},
 }
+# Tensor outputs whose nested and flat forms write -inf as null (the output
+# table has no column for it).
+NULL_OUTPUTS = ["masked_scores"]
 
 
 def output_schema(o):
     if o["element"] == "json":
         s = dict(JSON_OUTPUTS[o["name"]])
     else:
-        s = {"$ref": "#/components/schemas/Tensor"}
+        s = ref("ReplyScores" if o["name"] in NULL_OUTPUTS else "ReplyTensor")
     if o.get("description") is not None:
         s["description"] = o["description"]
+    return s
+
+
+def tensor_schemas():
+    """The request and reply tensor schemas of components/schemas. None has a
+    `default`: openapi-typescript makes a property with a default required."""
+    shape = {"type": "array", "minItems": 1, "maxItems": MAX_RANK, "items": INT1,
+             "description": "The sizes of the axes, outermost first."}
+    mask_value = {"oneOf": [{"type": "number"}, {"type": "boolean"}, {"type": "string", "enum": ["-inf", "-Infinity"]},
+                            {"type": "null"}]}
+    padding_value = {"oneOf": [{"type": "boolean"}, {"type": "integer", "enum": [0, 1]}]}
+    score = {"type": ["number", "null"]}
+
+    def flat(item, desc):
+        return {"type": "object", "description": desc, "properties": {"shape": shape, "data": {"type": "array", "items": item}},
+                "required": ["shape", "data"], "additionalProperties": False}
+
+    s = {}
+    for r in range(1, MAX_RANK + 1):
+        s["Numbers%d" % r] = dict(nested(r, {"type": "number"}), description="A tensor of rank %d as nested arrays of numbers (tensor.tolist())." % r)
+    for r in (2, 3):
+        s["Mask%d" % r] = dict(nested(r, {"$ref": SCHEMAS + "MaskValue"}), description="An attention mask of rank %d as nested arrays." % r)
+    for r in (1, 2):
+        s["Padding%d" % r] = dict(nested(r, padding_value), description="A key padding mask of rank %d: booleans or 0/1, true / 1 = padding." % r)
+    for r in range(2, MAX_RANK + 1):
+        s["Scores%d" % r] = dict(nested(r, score), description="Scores of rank %d; null stands for -inf (a masked entry)." % r)
+    s["MaskValue"] = dict(mask_value, description="One element of attn_mask: a boolean (true = masked out), a number (additive), or \"-inf\", \"-Infinity\" or null for -inf.")
+    s["FlatTensor"] = flat({"type": "number"}, "A tensor as its shape and its elements in row-major order.")
+    s["FlatMask"] = flat(ref("MaskValue"), "A mask as its shape and its elements in row-major order (attn_mask: any mask value; key_padding_mask: booleans or 0/1).")
+    s["FlatScores"] = flat(score, "Scores as their shape and their elements in row-major order; null stands for -inf.")
+    s["BinaryTensor"] = {"type": "object", "description": "A tensor as its little-endian, row-major bytes in base64 (RFC 4648 alphabet, '=' padding optional), as embedding APIs return vectors. dtype: float32 when absent; float16; uint8 (0/1) or bool for masks.",
+                         "properties": {"shape": shape, "dtype": {"type": "string", "enum": ["float32", "float16", "uint8", "bool"]},
+                                        "base64": {"type": "string"}},
+                         "required": ["shape", "base64"], "additionalProperties": False}
+    s["BinaryReply"] = {"type": "object", "description": "A tensor of an output_format base64 reply: its little-endian, row-major bytes in base64. Float tensors are float32 or float16 (the request's dtype; -inf stays -inf), the mask output uint8 (0/1).",
+                        "properties": {"shape": shape, "dtype": {"type": "string", "enum": ["float32", "float16", "uint8"]},
+                                       "base64": {"type": "string"}},
+                        "required": ["shape", "dtype", "base64"], "additionalProperties": False}
+    forms = "Nested arrays of numbers with output_format nested (the default; rank 2 to %d: [T][S] for one head and no batch axis, up to [B][H][T][S]), FlatTensor with flat, BinaryReply with base64." % MAX_RANK
+    s["ReplyTensor"] = one_of(["Numbers%d" % r for r in range(2, MAX_RANK + 1)] + ["FlatTensor", "BinaryReply"],
+                              "A tensor output. " + forms)
+    s["ReplyScores"] = one_of(["Scores%d" % r for r in range(2, MAX_RANK + 1)] + ["FlatScores", "BinaryReply"],
+                              "masked_scores: as ReplyTensor, except that the nested and flat forms carry -inf (a masked entry) as null.")
+    s["ReplyParam"] = one_of(["Numbers%d" % r for r in range(1, MAX_RANK + 1)] + ["FlatTensor", "BinaryReply"],
+                             "One entry of params: nested arrays (rank 1 for biases, 2 for weights, 4 for GPT-2's bias buffer), FlatTensor or BinaryReply, by output_format.")
     return s
 
 
@@ -161,76 +252,76 @@ def main():
             examples.setdefault(name.split("_")[0], {})[name] = {"value": json.load(f)}
     paths = {}
     schemas = {}
+    bodies = {}
     for endpoint in tables["endpoints"]:
         ep, modules, summary = endpoint["name"], endpoint["modules"], SUMMARIES[endpoint["name"]]
         cname = ep.capitalize() + "Request"
-        schemas[cname] = request_schema(ep, modules, tables)
+        # Under components/requestBodies, not components/schemas: openapi-typescript
+        # (with its default --default-non-nullable) makes every property that has a
+        # `default` required, except in request bodies.
+        bodies[cname] = {"description": "The " + ep + " request.", "required": True, "content": {"application/json": {
+            "schema": request_schema(ep, modules, tables), "examples": examples.get(ep, {})}}}
         responses = {"200": {"description": "The requested outputs. With output_format safetensors: one safetensors file (8-byte little-endian header length, the JSON header {name: {dtype F32|F16|BOOL, shape, data_offsets}, __metadata__: {format, module, shape, tokens, timing as JSON strings}} padded to 8 bytes, then the tensors' bytes; float tensors first). Replies over --gzip-min-size are gzip when the request's Accept-Encoding takes it (Content-Encoding: gzip, Vary: Accept-Encoding).",
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/AttentionResponse"}},
+            "content": {"application/json": {"schema": ref("AttentionResponse")},
                         "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}}
         for st, desc in ERROR_STATUSES.items():
             if st != "404":
                 responses[st] = error_response(desc)
         paths[endpoint["path"]] = {"post": {
             "operationId": "attention_" + ep,
+            "tags": ["attention"],
             "summary": summary,
             "description": "Modules: " + ", ".join(modules) + " (default " + modules[0] + "). The content type is not checked: the body is parsed as JSON. A body sent with Content-Encoding: gzip is inflated first (--max-body applies to the inflated size).",
-            "requestBody": {"required": True, "content": {"application/json": {
-                "schema": {"$ref": "#/components/schemas/" + cname},
-                "examples": examples.get(ep, {})}}},
+            "requestBody": {"$ref": "#/components/requestBodies/" + cname},
             "responses": responses,
         }}
     status_ok = {"description": "OK", "content": {"application/json": {"schema": {
         "type": "object", "properties": {"status": {"type": "string", "enum": ["ok"]}}, "required": ["status"], "additionalProperties": False}}}}
-    paths["/healthz"] = {"get": {"operationId": "healthz", "summary": "Liveness.", "responses": {"200": status_ok}}}
-    paths["/readyz"] = {"get": {"operationId": "readyz", "summary": "Readiness: ready to take requests.", "responses": {
+    paths["/healthz"] = {"get": {"operationId": "healthz", "tags": ["operations"], "summary": "Liveness.", "responses": {"200": status_ok}}}
+    paths["/readyz"] = {"get": {"operationId": "readyz", "tags": ["operations"], "summary": "Readiness: ready to take requests.", "responses": {
         "200": status_ok, "503": error_response("Not ready: the server is shutting down (draining).")}}}
-    paths["/metrics"] = {"get": {"operationId": "metrics", "summary": "Prometheus text format: requests by endpoint and status, latency histogram, in-flight requests, bytes in and out.",
+    paths["/metrics"] = {"get": {"operationId": "metrics", "tags": ["operations"], "summary": "Prometheus text format: requests by endpoint and status, latency histogram, in-flight requests, bytes in and out.",
                                  "responses": {"200": {"description": "Metrics", "content": {"text/plain": {"schema": {"type": "string"}}}}}}}
-    paths["/version"] = {"get": {"operationId": "version", "summary": "Name, version, build, OpenBLAS core and thread count.", "responses": {"200": {
+    paths["/version"] = {"get": {"operationId": "version", "tags": ["operations"], "summary": "Name, version, build, OpenBLAS core and thread count.", "responses": {"200": {
         "description": "Version", "content": {"application/json": {"schema": {"type": "object", "properties": {
             "name": {"type": "string"}, "version": {"type": "string"},
             "build": {"type": "object", "additionalProperties": {"type": "string"}},
             "openblas": {"type": "object", "properties": {"core": {"type": "string"}, "threads": {"type": "integer", "minimum": 1}, "config": {"type": "string"}},
                          "required": ["core", "threads", "config"], "additionalProperties": False}},
             "required": ["name", "version", "build", "openblas"], "additionalProperties": False}}}}}}}
-    paths["/openapi.json"] = {"get": {"operationId": "openapi", "summary": "This document.", "responses": {"200": {
-        "description": "OpenAPI 3.1 document", "content": {"application/json": {"schema": {"type": "object"}}}}}}}
+    etag = {"ETag": {"description": "A strong tag of this document; send it back in If-None-Match.", "schema": {"type": "string"}}}
+    paths["/openapi.json"] = {"get": {"operationId": "openapi", "tags": ["operations"], "summary": "This document.", "responses": {
+        "200": {"description": "OpenAPI 3.1 document (Cache-Control: no-cache)", "headers": etag,
+                "content": {"application/json": {"schema": {"type": "object"}}}},
+        "304": {"description": "Not Modified: If-None-Match named the current ETag; no body.", "headers": etag}}}}
 
+    schemas.update(tensor_schemas())
     schemas.update({
-        "Tensor": {"description": "Nested arrays (as tensor.tolist() gives), {\"shape\", \"data\"} flat row-major, or {\"shape\", \"dtype\", \"base64\"} binary. In replies, masked_scores carries -inf as null.",
-                   "oneOf": [{"$ref": "#/components/schemas/NestedArray"}, {"$ref": "#/components/schemas/FlatTensor"},
-                             {"$ref": "#/components/schemas/BinaryTensor"}]},
-        "BinaryTensor": {"type": "object", "description": "The tensor's little-endian, row-major bytes in base64 (RFC 4648 alphabet, '=' padding optional), as embedding APIs return vectors: float32 by default, float16, or uint8 (0/1) for masks.",
-            "properties": {
-                "shape": {"type": "array", "minItems": 1, "maxItems": 4, "items": INT1},
-                "dtype": {"type": "string", "enum": ["float32", "float16", "uint8", "bool"], "default": "float32"},
-                "base64": {"type": "string"}},
-            "required": ["shape", "base64"], "additionalProperties": False},
-        "NestedArray": {"type": "array", "minItems": 1, "items": {"oneOf": [
-            {"type": "number"}, {"type": "boolean"}, {"type": "string", "enum": ["-inf", "-Infinity"]}, {"type": "null"},
-            {"$ref": "#/components/schemas/NestedArray"}]}},
-        "FlatTensor": {"type": "object", "properties": {
-            "shape": {"type": "array", "minItems": 1, "maxItems": 4, "items": INT1},
-            "data": {"type": "array", "items": {"type": ["number", "boolean", "string", "null"]}}},
-            "required": ["shape", "data"], "additionalProperties": False},
         "Shape": {"type": "object", "description": "Sizes of the call: batch B (1 when the inputs had no batch axis), tokens T (L), kv_tokens S, d_in, d_out (width of context), num_heads H, head_dim.",
                   "properties": {k: {"type": "integer", "minimum": 1} for k in ["batch", "tokens", "kv_tokens", "d_in", "d_out", "num_heads", "head_dim"]},
                   "required": ["batch", "tokens", "kv_tokens", "d_in", "d_out", "num_heads", "head_dim"], "additionalProperties": False},
         "AttentionResponse": {"type": "object", "description": "Every tensor loses its batch axis when the inputs had none; single-head modules have no head axis. Floats are the shortest decimals that read back as the same float32, or `precision` digits.",
             "properties": {
                 "module": {"type": "string", "enum": [m for e in tables["endpoints"] for m in e["modules"]]},
-                "shape": {"$ref": "#/components/schemas/Shape"},
+                "shape": ref("Shape"),
                 **{o["name"]: output_schema(o) for o in tables["outputs"]},
             }, "required": ["module", "shape"], "additionalProperties": False},
         "Error": error_schema(tables["errors"]),
     })
+    missing = [n for n in NULL_OUTPUTS if n not in [o["name"] for o in tables["outputs"]]]
+    if missing:
+        sys.exit("openapi-gen: NULL_OUTPUTS names %s, which the output table lacks" % missing)
     doc = {
         "openapi": "3.1.0",
         "info": {"title": "attention-server", "version": "0.1.0",
-                 "description": "The attention modules of the \"attention mechanisms\" chapters, PyTorch-exact, over HTTP. Every endpoint also answers OPTIONS (CORS preflight)."},
+                 "description": "The attention modules of the \"attention mechanisms\" chapters, PyTorch-exact, over HTTP. Every endpoint also answers OPTIONS (CORS preflight).",
+                 "license": {"name": "MIT", "identifier": "MIT"}},
+        "servers": [{"url": "/", "description": "The server that serves this document at /openapi.json (by default http://127.0.0.1:8080)."}],
+        "security": [],
+        "tags": [{"name": "attention", "description": "The attention modules: one endpoint per family, the module chosen by the request's module field."},
+                 {"name": "operations", "description": "Probes, metrics, version and this document."}],
         "paths": paths,
-        "components": {"schemas": schemas},
+        "components": {"schemas": schemas, "requestBodies": bodies},
     }
     text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
     if sys.argv[2] == "-":

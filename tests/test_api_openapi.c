@@ -3,7 +3,14 @@
  * byte, every endpoint is there, every error code of the table (the only
  * codes api/ and server/ send) is listed, every field the parser accepts is
  * in its endpoint's request schema, and every example in the document is
- * answered with 200. */
+ * answered with 200.
+ *
+ * And it stays usable by client generators (tests/test_api_clients.c runs
+ * them): no schema refers to itself, no `default` outside the request bodies
+ * (openapi-typescript makes such a property required), every request of
+ * README.md and api/examples/ matches its endpoint's request schema, and the
+ * reply tensors are plain numbers of rank 2 to 4 (null only in
+ * masked_scores). */
 #include <check.h>
 #include <dirent.h>
 #include <jansson.h>
@@ -15,6 +22,8 @@
 #include "api/api_internal.h"
 #include "support/check_main.h"
 #include "support/files.h"
+#include "support/api_requests.h"
+#include "support/jschema.h"
 #include "support/openapi_doc.h"
 
 static json_t *g_doc;
@@ -26,14 +35,12 @@ static void free_doc(void) {
     g_doc = NULL;
 }
 
-/* follows one {"$ref": "#/components/schemas/X"} */
+/* follows one {"$ref": "#/components/..."} */
 static json_t *deref(json_t *s) {
     const char *ref = json_string_value(json_object_get(s, "$ref"));
     if (ref == NULL) return s;
-    const char *prefix = "#/components/schemas/";
-    ck_assert_msg(strncmp(ref, prefix, strlen(prefix)) == 0, "unexpected $ref %s", ref);
-    json_t *t = json_object_get(json_object_get(json_object_get(g_doc, "components"), "schemas"),
-                                ref + strlen(prefix));
+    ck_assert_msg(strncmp(ref, "#/components/", 13) == 0, "unexpected $ref %s", ref);
+    json_t *t = (json_t *)jschema_resolve(g_doc, ref);
     ck_assert_msg(t != NULL, "dangling $ref %s", ref);
     return t;
 }
@@ -46,9 +53,16 @@ static json_t *post_of(const char *path) {
     return post;
 }
 
+/* The application/json content of path's request body. */
+static json_t *request_content(const char *path) {
+    json_t *rb = deref(json_object_get(post_of(path), "requestBody"));
+    json_t *c = json_object_get(json_object_get(rb, "content"), "application/json");
+    ck_assert_msg(c != NULL, "%s takes no JSON body", path);
+    return c;
+}
+
 static json_t *request_schema(const char *path) {
-    json_t *rb = json_object_get(post_of(path), "requestBody");
-    json_t *s = json_object_get(json_object_get(json_object_get(rb, "content"), "application/json"), "schema");
+    json_t *s = json_object_get(request_content(path), "schema");
     ck_assert_ptr_nonnull(s);
     return deref(s);
 }
@@ -249,8 +263,7 @@ START_TEST(test_document_examples_answered) {
     int total = 0;
     for (int e = 0; e < API_EP_COUNT; e++) {
         const char *path = api_endpoint_path((api_endpoint)e);
-        json_t *rb = json_object_get(post_of(path), "requestBody");
-        json_t *ex = json_object_get(json_object_get(json_object_get(rb, "content"), "application/json"), "examples");
+        json_t *ex = json_object_get(request_content(path), "examples");
         ck_assert_msg(json_object_size(ex) > 0, "%s has no example", path);
         const char *name;
         json_t *v;
@@ -270,11 +283,196 @@ START_TEST(test_document_examples_answered) {
 }
 END_TEST
 
+/* ==== For client generators ============================================ */
+
+/* 1 if s reaches one of the schemas named in path (depth names: the
+ * schemas on the way to s) through $refs, with that name in *cycle. */
+static int has_cycle(const json_t *s, const char **path, int depth, const char **cycle) {
+    if (json_is_object(s)) {
+        const char *ref = json_string_value(json_object_get(s, "$ref"));
+        if (ref) {
+            const char *name = strrchr(ref, '/') + 1;
+            for (int i = 0; i < depth; i++)
+                if (strcmp(path[i], name) == 0) {
+                    *cycle = path[i];
+                    return 1;
+                }
+            const json_t *t = jschema_resolve(g_doc, ref);
+            ck_assert_msg(t != NULL && depth < 32, "dangling $ref %s", ref);
+            path[depth] = name;
+            if (has_cycle(t, path, depth + 1, cycle)) return 1;
+        }
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)s, k, v) if (has_cycle(v, path, depth, cycle)) return 1;
+    } else if (json_is_array(s)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(s, i, v) if (has_cycle(v, path, depth, cycle)) return 1;
+    }
+    return 0;
+}
+
+START_TEST(test_no_self_reference) {
+    const char *name, *path[33], *cycle = NULL;
+    json_t *s;
+    int n = 0;
+    json_object_foreach(json_object_get(json_object_get(g_doc, "components"), "schemas"), name, s) {
+        path[0] = name;
+        ck_assert_msg(!has_cycle(s, path, 1, &cycle), "schema %s reaches %s again through $ref: client "
+                      "generators make a type of it that tsc rejects (TS2502)", name, cycle);
+        n++;
+    }
+    ck_assert_int_gt(n, 10);
+    /* and it sees one when there is one */
+    json_t *loop = json_pack("{s:s}", "$ref", "#/components/schemas/Shape");
+    path[0] = "Shape";
+    ck_assert(has_cycle(loop, path, 1, &cycle));
+    ck_assert_str_eq(cycle, "Shape");
+    json_decref(loop);
+}
+END_TEST
+
+/* The JSON path of every "default" key under j (outside examples) appended
+ * to out; returns how many. */
+static int find_defaults(const json_t *j, char *path, size_t len, size_t cap, char *out, size_t out_cap) {
+    int n = 0;
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v) {
+            if (strcmp(k, "examples") == 0 || strcmp(k, "example") == 0) continue;
+            int w = snprintf(path + len, cap - len, "/%s", k);
+            size_t l2 = w > 0 && (size_t)w < cap - len ? len + (size_t)w : cap - 1;
+            if (strcmp(k, "default") == 0) {
+                size_t o = strlen(out);
+                snprintf(out + o, out_cap - o, " %s", path);
+                n++;
+            }
+            n += find_defaults(v, path, l2, cap, out, out_cap);
+            path[len] = '\0';
+        }
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v) n += find_defaults(v, path, len, cap, out, out_cap);
+    }
+    return n;
+}
+
+START_TEST(test_defaults_only_in_request_bodies) {
+    char path[512] = "", found[2048] = "";
+    json_t *comp = json_object_get(g_doc, "components");
+    int n = find_defaults(json_object_get(comp, "schemas"), path, 0, sizeof path, found, sizeof found) +
+            find_defaults(json_object_get(g_doc, "paths"), path, 0, sizeof path, found, sizeof found);
+    ck_assert_msg(n == 0, "defaults outside components/requestBodies (openapi-typescript makes those "
+                  "properties required):%s", found);
+    /* where they are, they are */
+    path[0] = found[0] = '\0';
+    ck_assert_int_gt(find_defaults(json_object_get(comp, "requestBodies"), path, 0, sizeof path, found, sizeof found), 5);
+}
+END_TEST
+
+static int validate(const json_t *schema, const char *text, jschema_error *e) {
+    json_t *j = json_loads(text, 0, NULL);
+    ck_assert_msg(j != NULL, "bad test JSON %s", text);
+    int rc = jschema_validate(g_doc, schema, j, e);
+    json_decref(j);
+    return rc;
+}
+
+START_TEST(test_requests_match_schema) {
+    api_request_list l;
+    char why[512];
+    ck_assert_msg(api_requests_load(&l, why, sizeof why) == 0, "%s", why);
+    ck_assert_int_ge(l.from_readme, 5);
+    for (size_t i = 0; i < l.count; i++) {
+        jschema_error e;
+        int rc = jschema_validate(g_doc, request_schema(l.items[i].path), l.items[i].body, &e);
+        ck_assert_msg(rc == JSCHEMA_VALID, "%s does not match the request schema of %s at %s: %s (%s)",
+                      l.items[i].name, l.items[i].path, e.path, e.message, e.schema_path);
+    }
+    api_requests_free(&l);
+
+    /* the forms the parser takes, and what it refuses */
+    static const struct {
+        const char *path, *body;
+        int valid;
+        const char *where;   /* the violation */
+    } cases[] = {
+        {"/attention/simple", "{\"inputs\":[[1,2]]}", 1, NULL},
+        {"/attention/simple", "{\"inputs\":[[[1,2]],[[3,4]]]}", 1, NULL},
+        {"/attention/simple", "{\"inputs\":{\"shape\":[1,2],\"data\":[1,2]}}", 1, NULL},
+        {"/attention/simple", "{\"inputs\":{\"shape\":[1,2],\"dtype\":\"float16\",\"base64\":\"ADwAQA\"}}", 1, NULL},
+        {"/attention/simple", "{\"inputs\":[[1,2]],\"attn_mask\":[[false]],\"key_padding_mask\":[0]}", 1, NULL},
+        {"/attention/simple", "{\"inputs\":[[1,2],[3,4]],\"attn_mask\":[[0,\"-inf\"],[null,\"-Infinity\"]]}", 1, NULL},
+        {"/attention/simple", "{\"inputs\":[[1,2]],\"attn_mask\":{\"shape\":[1,1],\"data\":[true]}}", 1, NULL},
+        {"/attention/sdpa", "{\"query\":[[[[1]]]],\"key\":[[[[1]]]],\"value\":[[[[1]]]]}", 1, NULL},
+        {"/attention/self", "{\"d_out\":1,\"inputs\":[[1]],\"state_dict\":{\"W_query\":[[1]],\"b\":[1]}}", 1, NULL},
+        {"/attention/simple", "{\"inputs\":[1,2]}", 0, "$.inputs"},
+        {"/attention/simple", "{\"inputs\":[[[[1,2]]]]}", 0, "$.inputs"},
+        {"/attention/simple", "{\"inputs\":[[true,1]]}", 0, "$.inputs"},
+        {"/attention/simple", "{\"inputs\":[[\"-inf\"]]}", 0, "$.inputs"},
+        {"/attention/simple", "{\"inputs\":[[]]}", 0, "$.inputs"},
+        {"/attention/simple", "{\"inputs\":[[1]],\"key_padding_mask\":[2]}", 0, "$.key_padding_mask"},
+        {"/attention/simple", "{\"inputs\":[[1]],\"attn_mask\":[[\"inf\"]]}", 0, "$.attn_mask"},
+        {"/attention/simple", "{\"inputs\":[[1]],\"d_out\":2}", 0, "$.d_out"},
+        {"/attention/sdpa", "{\"query\":[[[[[1]]]]],\"key\":[[1]],\"value\":[[1]]}", 0, "$.query"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        jschema_error e;
+        int rc = validate(request_schema(cases[i].path), cases[i].body, &e);
+        ck_assert_msg(rc == (cases[i].valid ? JSCHEMA_VALID : JSCHEMA_INVALID), "%s %s: %d at %s: %s",
+                      cases[i].path, cases[i].body, rc, e.path, e.message);
+        if (!cases[i].valid)
+            ck_assert_msg(strncmp(e.path, cases[i].where, strlen(cases[i].where)) == 0, "%s: violation at %s, expected %s",
+                          cases[i].body, e.path, cases[i].where);
+    }
+}
+END_TEST
+
+START_TEST(test_reply_tensors_are_numbers) {
+    const json_t *t = jschema_resolve(g_doc, "#/components/schemas/ReplyTensor");
+    const json_t *sc = jschema_resolve(g_doc, "#/components/schemas/ReplyScores");
+    ck_assert_ptr_nonnull(t);
+    ck_assert_ptr_nonnull(sc);
+    static const char *const good[] = {"[[1,2]]", "[[[1]],[[2]]]", "[[[[0.5]]]]", "{\"shape\":[2],\"data\":[1,2]}",
+                                       "{\"shape\":[1],\"dtype\":\"float32\",\"base64\":\"AACAPw\"}"};
+    static const char *const bad[] = {"[1,2]", "[[[[[1]]]]]", "[[true]]", "[[\"-inf\"]]", "[[null]]",
+                                      "{\"shape\":[1],\"base64\":\"AACAPw\"}", "{\"shape\":[1],\"data\":[null]}"};
+    jschema_error e;
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        ck_assert_msg(validate(t, good[i], &e) == JSCHEMA_VALID, "ReplyTensor refuses %s: %s", good[i], e.message);
+        ck_assert_msg(validate(sc, good[i], &e) == JSCHEMA_VALID, "ReplyScores refuses %s: %s", good[i], e.message);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(validate(t, bad[i], &e) == JSCHEMA_INVALID, "ReplyTensor takes %s", bad[i]);
+    ck_assert_int_eq(validate(sc, "[[null,1]]", &e), JSCHEMA_VALID);
+    ck_assert_int_eq(validate(sc, "{\"shape\":[2],\"data\":[null,1]}", &e), JSCHEMA_VALID);
+    ck_assert_int_eq(validate(sc, "[[true]]", &e), JSCHEMA_INVALID);
+
+    /* masked_scores is the only output that carries null */
+    json_t *ok = json_object_get(json_object_get(post_of("/attention/sdpa"), "responses"), "200");
+    json_t *reply = json_object_get(json_object_get(json_object_get(ok, "content"), "application/json"), "schema");
+    json_t *props = json_object_get(deref(reply), "properties");
+    ck_assert_ptr_nonnull(props);
+    for (int k = 0; k < API_OUT_COUNT; k++) {
+        if (api__outputs[k].elem == API_ELEM_JSON) continue;
+        const char *ref = json_string_value(json_object_get(json_object_get(props, api__outputs[k].name), "$ref"));
+        ck_assert_msg(ref != NULL, "output %s has no reply schema", api__outputs[k].name);
+        ck_assert_str_eq(ref, k == API_OUT_MASKED_SCORES ? "#/components/schemas/ReplyScores"
+                                                         : "#/components/schemas/ReplyTensor");
+    }
+}
+END_TEST
+
 static Suite *openapi_suite(void) {
     Suite *s = suite_create("api_openapi");
     const TTest *tests[] = {test_embedded_equals_file, test_every_endpoint, test_error_schema,
                             test_every_parser_field_documented, test_return_names_documented,
-                            test_document_examples_answered, NULL};
+                            test_document_examples_answered, test_no_self_reference,
+                            test_defaults_only_in_request_bodies, test_requests_match_schema,
+                            test_reply_tensors_are_numbers, NULL};
     tcase_add_checked_fixture(tcase_with(s, "openapi", 30, tests), load_doc, free_doc);
     return s;
 }

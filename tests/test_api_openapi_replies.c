@@ -201,6 +201,14 @@ START_TEST(t_document_schemas_understood) {
                       e.message, e.schema_path);
         n++;
     }
+    json_t *body;
+    json_object_foreach(json_object_get(json_object_get(g_doc, "components"), "requestBodies"), name, body) {
+        json_t *sch = json_object_get(json_object_get(json_object_get(body, "content"), "application/json"), "schema");
+        ck_assert_msg(sch != NULL, "components/requestBodies/%s has no JSON schema", name);
+        ck_assert_msg(jschema_check(g_doc, sch, &e) == JSCHEMA_VALID, "components/requestBodies/%s: %s at %s", name,
+                      e.message, e.schema_path);
+        n++;
+    }
     const char *path, *method, *status, *media;
     json_t *item, *op, *resp, *mt;
     json_object_foreach(json_object_get(g_doc, "paths"), path, item) {
@@ -348,7 +356,8 @@ START_TEST(t_examples) {
         json_t *req = json_load_file(file, 0, &je);
         ck_assert_msg(req != NULL, "%s: %s", file, je.text);
         run_json(&t, de->d_name, ep, req, 200);
-        /* the same request with every output, nested and flat */
+        /* the same request with every output, nested, flat and base64 (float32
+         * and float16) */
         json_t *all = json_array();
         for (int k = 0; k < API_OUT_COUNT; k++) json_array_append_new(all, json_string(api__outputs[k].name));
         json_object_set_new(req, "return", all);
@@ -356,12 +365,16 @@ START_TEST(t_examples) {
         run_json(&t, de->d_name, ep, req, 200);
         json_object_set_new(req, "output_format", json_string("flat"));
         run_json(&t, de->d_name, ep, req, 200);
+        json_object_set_new(req, "output_format", json_string("base64"));
+        run_json(&t, de->d_name, ep, req, 200);
+        json_object_set_new(req, "dtype", json_string("float16"));
+        run_json(&t, de->d_name, ep, req, 200);
         json_decref(req);
     }
     closedir(d);
     ck_assert_msg(t.failures == 0, "%d of %d replies disagree with the document (details above)", t.failures,
                   t.replies);
-    ck_assert_int_ge(t.replies, 3 * 15);
+    ck_assert_int_ge(t.replies, 5 * 15);
 }
 END_TEST
 
