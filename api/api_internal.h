@@ -61,10 +61,14 @@ void api__buf_json_string(api_buf *b, const char *s);
 
 /* Longest text api__format_float writes ("-1.17549435e-38" is 15). */
 #define API_FLOAT_MAX 24
+/* Bytes past the text api__format_float may write (fixed-size copies): a
+ * buffer for one number has API_FLOAT_MAX + API_FLOAT_SLACK bytes. */
+#define API_FLOAT_SLACK 40
 
-/* Writes v as a JSON number into out (not NUL-terminated) and returns the
- * length. precision 0: the shortest decimal that strtof reads back as v;
- * 1..9: that many significant digits, trailing zeros dropped. Returns 0 for
+/* Writes v as a JSON number into out (not NUL-terminated; out has room for
+ * API_FLOAT_MAX + API_FLOAT_SLACK bytes) and returns the length. precision
+ * 0: the shortest decimal that strtof reads back as v; 1..9: that many
+ * significant digits, trailing zeros dropped. Returns 0 for
  * NaN or infinity (not representable in JSON). */
 int api__format_float(char *out, float v, int precision);
 

@@ -8,7 +8,7 @@
 
 /* One row of floats: "v,v,...,v" without brackets. */
 static void floats_row(api_buf *b, const float *x, size_t n, const api_fmt *f, int *nonfinite) {
-    if (api__buf_reserve(b, n * (API_FLOAT_MAX + 1))) return;
+    if (api__buf_reserve(b, n * (API_FLOAT_MAX + 1) + API_FLOAT_SLACK)) return;
     char *o = b->data + b->len;
     for (size_t i = 0; i < n; i++) {
         if (i) *o++ = ',';

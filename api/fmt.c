@@ -78,33 +78,33 @@ static int digits_of(char *d, uint64_t n) {
 /* Writes n * 10^x (n > 0), sign first: plain notation for exponents -7..15,
  * else d.ddde-N (integers of 17 digits and more overflow int64 readers such
  * as jansson, which read a number without '.' or 'e' as an integer).
- * Returns the length. */
+ * Returns the length. Copies are of fixed sizes (16 bytes), so out must have
+ * API_FLOAT_SLACK bytes of room past the text. */
 static int write_decimal(char *out, int neg, uint64_t n, int x) {
     while (n % 10 == 0 && n >= 10) {
         n /= 10;
         x++;
     }
-    char d[20];
+    char d[40];
     int nd = digits_of(d, n);
     char *o = out;
     if (neg) *o++ = '-';
     int E = nd - 1 + x; /* exponent of the first digit */
     if (E >= 0 && E < 16) {
-        if (nd > E + 1) {
-            memcpy(o, d, (size_t)E + 1);
-            o += E + 1;
-            *o++ = '.';
-            memcpy(o, d + E + 1, (size_t)(nd - E - 1));
-            o += nd - E - 1;
-        } else {
-            memcpy(o, d, (size_t)nd);
-            memset(o + nd, '0', (size_t)(E + 1 - nd));
+        if (nd > E + 1) { /* ddd.ddd (at most 9 digits: nd <= 16 here) */
+            memcpy(o, d, 16);
+            o[E + 1] = '.';
+            memcpy(o + E + 2, d + E + 1, 16);
+            o += nd + 1;
+        } else { /* ddd000 */
+            memcpy(o, d, 16);
+            memset(o + nd, '0', 16);
             o += E + 1;
         }
-    } else if (E < 0 && E >= -7) {
-        memcpy(o, "0.000000", (size_t)(1 - E));
+    } else if (E < 0 && E >= -7) { /* 0.000ddd */
+        memcpy(o, "0.0000000", 8);
         o += 1 - E;
-        memcpy(o, d, (size_t)nd);
+        memcpy(o, d, 16);
         o += nd;
     } else {
         *o++ = d[0];
@@ -126,7 +126,7 @@ static int write_decimal(char *out, int neg, uint64_t n, int x) {
 
 /* 1 if the text of n * 10^x reads back as v (the slow, exact check) */
 static int reads_back(float v, uint64_t n, int x) {
-    char s[API_FLOAT_MAX + 1];
+    char s[API_FLOAT_MAX + API_FLOAT_SLACK];
     int len = write_decimal(s, v < 0, n, x);
     s[len] = '\0';
     float r = strtof(s, NULL);

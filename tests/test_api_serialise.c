@@ -29,7 +29,7 @@ static float from_bits(uint32_t u) {
 
 /* formats v, checks it is a JSON number that strtof reads back bit for bit */
 static void expect_round_trip(float v) {
-    char s[API_FLOAT_MAX + 1];
+    char s[API_FLOAT_MAX + API_FLOAT_SLACK];
     int n = api__format_float(s, v, 0);
     ck_assert_int_gt(n, 0);
     ck_assert_int_le(n, API_FLOAT_MAX);
@@ -72,7 +72,7 @@ typedef struct {
 
 static void expect_formats(const format_case *cases, size_t n) {
     for (size_t i = 0; i < n; i++) {
-        char s[API_FLOAT_MAX + 1];
+        char s[API_FLOAT_MAX + API_FLOAT_SLACK];
         int len = api__format_float(s, cases[i].v, cases[i].precision);
         s[len] = '\0';
         ck_assert_msg(strcmp(s, cases[i].want) == 0, "%.9g with precision %d: \"%s\", want \"%s\"",
@@ -86,7 +86,7 @@ START_TEST(test_special_values) {
                                  16777216.0f, 16777217.0f, 123456789.0f, 1e-7f, 1e21f, 1e20f,
                                  0.3190183f, 1.0f / 3.0f, 9.999999e-8f, 1e-6f, 1e15f, 1e16f, -1.2221189e19f};
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) expect_round_trip(vals[i]);
-    char s[API_FLOAT_MAX + 1];
+    char s[API_FLOAT_MAX + API_FLOAT_SLACK];
     int n = api__format_float(s, 0.0f, 0);
     ck_assert_int_eq(n, 1);
     ck_assert_int_eq(s[0], '0');
@@ -155,7 +155,7 @@ START_TEST(test_shortest) {
             snprintf(g, sizeof g, "%.*g", p, (double)v);
             if (strtof(g, NULL) == v) break;
         }
-        char s[API_FLOAT_MAX + 1];
+        char s[API_FLOAT_MAX + API_FLOAT_SLACK];
         int n = api__format_float(s, v, 0);
         s[n] = '\0';
         ck_assert_msg(sig_digits(s) <= p, "%s has more digits than %s", s, g);
@@ -169,7 +169,7 @@ START_TEST(test_precision) {
         {9.99999f, 2, "10"},
     };
     expect_formats(rounded, sizeof rounded / sizeof rounded[0]);
-    char s[API_FLOAT_MAX + 1];
+    char s[API_FLOAT_MAX + API_FLOAT_SLACK];
     for (int p = 1; p <= 9; p++) {
         for (int i = 0; i < 100000; i++) {
             float v = from_bits(next_u32());
