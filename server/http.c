@@ -627,6 +627,10 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool) {
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,   /* first, to catch every message */
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)opt->io_threads,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)opt->max_connections,
+        /* libmicrohttpd zeroes a connection's memory pool for every request:
+         * its default 32 KiB was a fifth of the instructions of a small
+         * request (callgrind). 16 KiB still holds any browser's headers. */
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)opt->timeout,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_NOTIFY_CONNECTION, srv_conns_notify, s->conns,
