@@ -164,10 +164,12 @@ $(BUILD)/bench/bench_serialise: bench/bench_serialise.c $(LIBAPI) $(LIBCORE)
 	$(CC) $(CFLAGS) $< $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
 bench: deps
-	@$(MAKE) --no-print-directory $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise
-	$(call apt_install,python3-torch)
+	@$(MAKE) --no-print-directory build-all $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise
+	$(call apt_install,python3-torch python3-fastapi python3-uvicorn wrk nginx-light)
 	bench/run.sh $(BUILD)/bench/bench_core
 	$(BUILD)/bench/bench_serialise
+	/usr/bin/python3 bench/e2e.py $(SERVER)
+	bench/http_small.sh $(SERVER)
 
 # Regenerates the golden vectors with PyTorch (Debian's python3-torch).
 golden:
