@@ -23,7 +23,7 @@ endif
 endif
 
 DEB_PACKAGES = build-essential pkg-config libopenblas-dev libjansson-dev \
-               libmicrohttpd-dev check libcurl4-openssl-dev curl libdeflate-dev zlib1g-dev \
+               libmicrohttpd-dev check libcurl4-openssl-dev curl libdeflate-dev zlib1g-dev libspng-dev \
                python3
 
 PKG = $(shell pkg-config --cflags --libs $(1) 2>/dev/null)
@@ -50,7 +50,7 @@ API_TABLES := $(BUILD)/tools/api-tables
 SERVER     := $(BUILD)/attention-server
 
 LIBS_CORE   = $(BLAS_LIBS) -lm
-LIBS_API    = -ljansson -ldeflate
+LIBS_API    = -ljansson -ldeflate -lspng
 LIBS_SERVER = -lmicrohttpd
 LIBS_TEST   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck) -lcurl -lmicrohttpd -lz
 
@@ -116,8 +116,15 @@ $(OPENAPI_OBJ): api/openapi_doc.S $(OPENAPI)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DAPI_OPENAPI_JSON='"$(OPENAPI)"' -c $< -o $@
 
-$(SERVER): $(SERVER_OBJ) $(LIBAPI) $(LIBCORE)
-	$(CC) $(LDFLAGS) $(SERVER_OBJ) $(LIBAPI) $(LIBCORE) $(LIBS_SERVER) $(LIBS_API) $(LIBS_CORE) -o $@
+# The viewer page at GET /, embedded as it is (server/viewer.S).
+VIEWER_HTML := server/static/index.html
+VIEWER_OBJ  := $(BUILD)/server/viewer.o
+$(VIEWER_OBJ): server/viewer.S $(VIEWER_HTML)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DSRV_VIEWER_HTML='"$(VIEWER_HTML)"' -c $< -o $@
+
+$(SERVER): $(SERVER_OBJ) $(VIEWER_OBJ) $(LIBAPI) $(LIBCORE)
+	$(CC) $(LDFLAGS) $(SERVER_OBJ) $(VIEWER_OBJ) $(LIBAPI) $(LIBCORE) $(LIBS_SERVER) $(LIBS_API) $(LIBS_CORE) -o $@
 
 $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(LIBAPI) $(LIBCORE)
 	@mkdir -p $(dir $@)

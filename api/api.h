@@ -38,6 +38,9 @@ typedef struct {
     size_t max_elements;  /* most floats one request may make the server hold */
     int prefer_safetensors; /* the client's Accept asks for application/octet-stream:
                                safetensors unless the request names an output_format */
+    int prefer_image;       /* the client's Accept asks for an image: 1 image/png, 2
+                               image/svg+xml (attn_weights drawn), unless the request
+                               names an output_format */
     /* Optional (NULL: none). Called once per request when its sizes are known
      * (after the parse, before its parameters, intermediates, outputs and
      * reply are allocated) with the bytes those will take at most. A nonzero
@@ -51,8 +54,8 @@ typedef struct {
 typedef struct {
     int status;           /* HTTP status: 200, 400, 413, 500 */
     api_buf body;         /* complete body, owned by the caller after api_handle */
-    const char *content_type; /* static: "application/json", or "application/octet-stream"
-                                 for a safetensors reply */
+    const char *content_type; /* static: "application/json", "application/octet-stream"
+                                 for a safetensors reply, "image/png", "image/svg+xml" */
     double ms_parse, ms_compute, ms_serialise;
 } api_reply;
 

@@ -27,7 +27,12 @@ FIELDS = {
     "return": ({"type": "array", "items": {"type": "string", "enum": []}},  # the output table's names
         "Outputs to include (default [\"context\", \"attn_weights\"], plus \"tokens\" when tokens are given). An unknown name is a 400."),
     "precision": ({"type": "integer", "minimum": 1, "maximum": 9}, "Significant digits of every float in the reply. Default: the shortest decimal that reads back as the same float32."),
-    "output_format": ({"type": "string", "enum": ["nested", "flat", "base64", "safetensors"], "default": "nested"}, "Tensors as nested arrays, {\"shape\": [...], \"data\": [...]} flat row-major, {\"shape\", \"dtype\", \"base64\"} binary (little-endian bytes in base64), or the whole reply as one safetensors file (application/octet-stream; also the default when the request's Accept header prefers application/octet-stream to application/json)."),
+    "output_format": ({"type": "string", "enum": ["nested", "flat", "base64", "safetensors", "png", "svg"], "default": "nested"}, "Tensors as nested arrays, {\"shape\": [...], \"data\": [...]} flat row-major, {\"shape\", \"dtype\", \"base64\"} binary (little-endian bytes in base64), or the whole reply as one safetensors file (application/octet-stream; also the default when the request's Accept header prefers application/octet-stream to application/json). png and svg (also chosen by Accept: image/png or image/svg+xml) draw attn_weights, after heads, query_rows and averaging, as a heat map: one panel per batch entry and head in a grid of ceil(sqrt(n)) columns 4 pixels apart (PNG) or 24 (SVG), rows = queries, columns = keys, cell x cell pixels per weight, viridis coloured at round(255 v) with v as color_scale gives. The SVG labels both axes with the tokens (or positions), titles each panel and puts each weight in a <title>. An image needs attn_weights in return and does not combine with top_k."),
+    "heads": ({"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}}, "Map-shaped outputs (attn_scores, masked_scores, attn_weights, mask, dropout_mask) keep only these heads, in this order (distinct; each below num_heads). With average_attn_weights, attn_weights is the mean over these heads. Other outputs are unaffected."),
+    "query_rows": ({"type": "array", "minItems": 2, "maxItems": 2, "items": {"type": "integer", "minimum": 0}}, "[start, stop]: map-shaped outputs keep only the query rows start..stop-1 (0 <= start < stop <= T). Other outputs are unaffected."),
+    "top_k": ({"type": "integer", "minimum": 1, "maximum": 1048576}, "Each map-shaped output becomes, for every query row, its k largest entries: {\"indices\": [...], \"values\": [...]}, each shaped like the map with the last axis k; larger values first, ties to the lower index; masked entries (mask 1, or -inf scores) are never chosen; rows with fewer than k others are padded with index -1 and value 0. In safetensors: <name>.indices (I32) and <name>.values. Applied after heads, query_rows and averaging."),
+    "cell": ({"type": "integer", "minimum": 1, "maximum": 64}, "Images: pixels per weight on each side. Default: PNG 512 / max(rows, columns) within 1..32, SVG 24."),
+    "color_scale": ({"type": "string", "enum": ["unit", "row", "max"], "default": "unit"}, "Images: weights coloured as they are (0..1, clamped), divided by the largest of their row, or by the largest of their panel. (Named color_scale because scale is the softmax scale.)"),
     "dtype": ({"type": "string", "enum": ["float32", "float16"], "default": "float32"}, "Float tensors of a base64 or safetensors reply as float32, or float16 (round to nearest even, as Tensor.half(); half the bytes)."),
     "causal": ({"type": "boolean"}, "Mask keys after the query (j > i; top-left aligned when L != S). Default true for CausalAttention, MultiHeadAttentionWrapper, MultiHeadAttention and GPT2CausalSelfAttention, false otherwise."),
     "scale": ({"type": "number"}, "Factor applied to Q·Kᵀ before the softmax. Default 1/sqrt(head_dim) (1 for simple)."),
@@ -127,6 +132,8 @@ JSON_OUTPUTS = {
 def output_schema(o):
     if o["element"] == "json":
         s = dict(JSON_OUTPUTS[o["name"]])
+    elif o.get("map"):
+        s = {"oneOf": [{"$ref": "#/components/schemas/Tensor"}, {"$ref": "#/components/schemas/TopK"}]}
     else:
         s = {"$ref": "#/components/schemas/Tensor"}
     if o.get("description") is not None:
@@ -167,7 +174,9 @@ def main():
         schemas[cname] = request_schema(ep, modules, tables)
         responses = {"200": {"description": "The requested outputs. With output_format safetensors: one safetensors file (8-byte little-endian header length, the JSON header {name: {dtype F32|F16|BOOL, shape, data_offsets}, __metadata__: {format, module, shape, tokens, timing as JSON strings}} padded to 8 bytes, then the tensors' bytes; float tensors first). Replies over --gzip-min-size are gzip when the request's Accept-Encoding takes it (Content-Encoding: gzip, Vary: Accept-Encoding).",
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/AttentionResponse"}},
-                        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}}
+                        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+                        "image/png": {"schema": {"type": "string", "format": "binary"}},
+                        "image/svg+xml": {"schema": {"type": "string"}}}}}
         for st, desc in ERROR_STATUSES.items():
             if st != "404":
                 responses[st] = error_response(desc)
@@ -204,7 +213,7 @@ def main():
         "BinaryTensor": {"type": "object", "description": "The tensor's little-endian, row-major bytes in base64 (RFC 4648 alphabet, '=' padding optional), as embedding APIs return vectors: float32 by default, float16, or uint8 (0/1) for masks.",
             "properties": {
                 "shape": {"type": "array", "minItems": 1, "maxItems": 4, "items": INT1},
-                "dtype": {"type": "string", "enum": ["float32", "float16", "uint8", "bool"], "default": "float32"},
+                "dtype": {"type": "string", "enum": ["float32", "float16", "uint8", "bool", "int32"], "default": "float32"},
                 "base64": {"type": "string"}},
             "required": ["shape", "base64"], "additionalProperties": False},
         "NestedArray": {"type": "array", "minItems": 1, "items": {"oneOf": [
@@ -214,6 +223,9 @@ def main():
             "shape": {"type": "array", "minItems": 1, "maxItems": 4, "items": INT1},
             "data": {"type": "array", "items": {"type": ["number", "boolean", "string", "null"]}}},
             "required": ["shape", "data"], "additionalProperties": False},
+        "TopK": {"type": "object", "description": "A map with top_k: per query row the column indices of the k largest entries (-1 = padding) and their values, each shaped like the map with its last axis k.",
+                 "properties": {"indices": {"$ref": "#/components/schemas/Tensor"}, "values": {"$ref": "#/components/schemas/Tensor"}},
+                 "required": ["indices", "values"], "additionalProperties": False},
         "Shape": {"type": "object", "description": "Sizes of the call: batch B (1 when the inputs had no batch axis), tokens T (L), kv_tokens S, d_in, d_out (width of context), num_heads H, head_dim.",
                   "properties": {k: {"type": "integer", "minimum": 1} for k in ["batch", "tokens", "kv_tokens", "d_in", "d_out", "num_heads", "head_dim"]},
                   "required": ["batch", "tokens", "kv_tokens", "d_in", "d_out", "num_heads", "head_dim"], "additionalProperties": False},

@@ -27,6 +27,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "route.h"
+#include "viewer.h"
 
 /* Replies used when memory is short: built without allocating. The code is
  * API_E_OUT_OF_MEMORY's; the status is 500, not its 503, because not even the
@@ -54,6 +55,7 @@ typedef struct {
     int gzip_body;           /* Content-Encoding: gzip, inflated by the worker */
     int gzip_ok;             /* Accept-Encoding takes gzip */
     int want_safetensors;    /* Accept prefers application/octet-stream to JSON */
+    int want_image;          /* Accept prefers image/png (1) or image/svg+xml (2) to JSON */
     int gzipped;             /* the reply body is gzip */
     double ms_gzip;          /* time the worker took to compress it */
     size_t held;             /* bytes reserved in the memory budget */
@@ -212,6 +214,8 @@ static enum MHD_Result answer_get(request *q) {
     }
     case SRV_R_OPENAPI:
         return answer_static(q, "application/json", api_openapi_json(), s->openapi_etag);
+    case SRV_R_VIEWER:
+        return answer_static(q, "text/html; charset=utf-8", srv_viewer_html(), s->viewer_etag);
     default:
         return respond_error(q, API_E_INTERNAL_ERROR, NULL, "no handler for %s", q->path);
     }
@@ -339,6 +343,7 @@ static void compute_job(void *arg) {
         api_limits lim = s->limits;
         lim.reserve = reserve_rest;
         lim.prefer_safetensors = q->want_safetensors;
+        lim.prefer_image = q->want_image;
         lim.reserve_ctx = q;
         api_handle(ep, q->body ? q->body : "", q->len, &lim, &q->reply);
     } else {
@@ -422,7 +427,11 @@ static enum MHD_Result begin(srv_http *s, struct MHD_Connection *conn, const cha
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
     const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
     double q_bin = srv_accept_q(accept, "application/octet-stream");
-    q->want_safetensors = q_bin > 0 && srv_accept_q(accept, "application/json") < q_bin;
+    double q_json = srv_accept_q(accept, "application/json");
+    q->want_safetensors = q_bin > 0 && q_json < q_bin;
+    double q_png = srv_accept_q(accept, "image/png"), q_svg = srv_accept_q(accept, "image/svg+xml");
+    if (!q->want_safetensors && q_png > 0 && q_png > q_json && q_png >= q_svg) q->want_image = 1;
+    else if (!q->want_safetensors && q_svg > 0 && q_svg > q_json) q->want_image = 2;
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (!cl) return MHD_YES;   /* chunked: checked while reading */
     errno = 0;
@@ -557,6 +566,7 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool) {
     }
     const char *doc = api_openapi_json();
     srv_etag_of(doc, strlen(doc), s->openapi_etag);
+    srv_etag_of(srv_viewer_html(), strlen(srv_viewer_html()), s->viewer_etag);
     size_t budget = opt->max_memory;
     snprintf(why, sizeof why, "--max-memory");
     if (!budget) budget = srv_budget_default(why, sizeof why);
