@@ -203,6 +203,8 @@ def main():
             "openblas": {"type": "object", "properties": {"core": {"type": "string"}, "threads": {"type": "integer", "minimum": 1}, "config": {"type": "string"}},
                          "required": ["core", "threads", "config"], "additionalProperties": False}},
             "required": ["name", "version", "build", "openblas"], "additionalProperties": False}}}}}}}
+    paths["/"] = {"get": {"operationId": "viewer", "summary": "The attention map viewer: one HTML page with its script inline, embedded in the binary (ETag and Cache-Control: no-cache as /openapi.json).", "responses": {"200": {
+        "description": "The page", "content": {"text/html": {"schema": {"type": "string"}}}}}}}
     paths["/openapi.json"] = {"get": {"operationId": "openapi", "summary": "This document.", "responses": {"200": {
         "description": "OpenAPI 3.1 document", "content": {"application/json": {"schema": {"type": "object"}}}}}}}
 

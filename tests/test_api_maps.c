@@ -16,6 +16,7 @@
 
 #include "api/api_internal.h"
 #include "tests/support/files.h"
+#include "tests/support/jschema.h"
 
 static const char *const MAPS[] = {"attn_scores", "masked_scores", "attn_weights", "mask",
                                    "dropout_mask"};
@@ -419,6 +420,15 @@ START_TEST(test_topk_binary_formats) {
             same_float(f, (float)json_number_value(json_array_get(json_array_get(val0, (size_t)i), (size_t)j)),
                        "safetensors value");
         }
+    /* the nested and base64 replies are what the document says */
+    json_t *doc = json_loads(api_openapi_json(), 0, NULL);
+    const json_t *schema = jschema_resolve(doc, "#/components/schemas/AttentionResponse");
+    jschema_error je;
+    ck_assert_msg(jschema_validate(doc, schema, nested.body, &je) == JSCHEMA_VALID, "nested: %s at %s",
+                  je.message, je.path);
+    ck_assert_msg(jschema_validate(doc, schema, b64.body, &je) == JSCHEMA_VALID, "base64: %s at %s",
+                  je.message, je.path);
+    json_decref(doc);
     /* the causal row 0 has one unmasked key: padding after it */
     ck_assert_int_eq(json_integer_value(json_array_get(json_array_get(idx0, 0), 1)), -1);
     json_decref(h);
