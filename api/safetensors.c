@@ -93,6 +93,7 @@ static int collect(const api_result *r, entry *t) {
 
 /* A metadata value: JSON text written into a string. */
 static void meta(api_buf *b, const char *key, const api_buf *json) {
+    if (json->failed) b->failed = 1; /* the value could not be written */
     api__buf_put(b, ",", 1);
     api__buf_json_string(b, key);
     api__buf_put(b, ":", 1);
