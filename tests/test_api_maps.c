@@ -113,7 +113,7 @@ static int load_examples(example *out, int max) {
         json_error_t je;
         out[n].req = json_load_file(path, 0, &je);
         ck_assert_msg(out[n].req != NULL, "%s: %s", path, je.text);
-        snprintf(out[n].name, sizeof out[n].name, "%s", e->d_name);
+        snprintf(out[n].name, sizeof out[n].name, "%.60s", e->d_name);
         out[n].ep = endpoint_of(e->d_name);
         n++;
     }
