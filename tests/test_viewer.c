@@ -186,6 +186,19 @@ START_TEST(test_viewer_in_chromium) {
     ck_assert_ptr_nonnull(json_object_get(dj, "context"));
     json_decref(dj);
 
+    /* every example draws its maps, head view and stages */
+    const json_t *exs = at(r, "examples");
+    ck_assert_uint_ge(json_array_size(exs), 10);
+    for (size_t i = 0; i < json_array_size(exs); i++) {
+        const json_t *e = json_array_get(exs, i);
+        ck_assert_msg(json_is_null(at(e, "error")), "example %s: %s", json_string_value(at(e, "name")),
+                      json_string_value(at(e, "error")));
+        ck_assert_msg(json_integer_value(at(e, "panels")) >= 1 && json_integer_value(at(e, "lines")) >= 1 &&
+                      json_integer_value(at(e, "stages")) == 5, "example %s: %lld panels, %lld lines, "
+                      "%lld stages", json_string_value(at(e, "name")), json_integer_value(at(e, "panels")),
+                      json_integer_value(at(e, "lines")), json_integer_value(at(e, "stages")));
+    }
+
     /* T = 1,024, 12 heads: every head drawn, the first within 1 s of the reply */
     const json_t *big = at(r, "big");
     fprintf(stderr, "viewer: GPT-2 layer T=1024, 12 heads: reply %.0f ms (%lld bytes), first map %.0f ms "

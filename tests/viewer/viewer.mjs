@@ -73,6 +73,22 @@ try {
     await dl.saveAs(outdir + "/" + file);
   }
 
+  // every example of api/examples/ draws (heat maps, head view, stages) without an error
+  report.examples = [];
+  const count = await page.$eval("#example", (s) => s.options.length);
+  for (let i = 0; i < count; i++) {
+    const n = await page.evaluate(() => window.viewer.renders);
+    await page.selectOption("#example", String(i));
+    await page.waitForFunction((n) => window.viewer.renders > n || document.getElementById("status").className === "error",
+                               n, { timeout: 30000 });
+    report.examples.push(await page.evaluate(() => ({
+      name: document.querySelector("#example").selectedOptions[0].textContent,
+      error: document.getElementById("status").className === "error" ? document.getElementById("status").textContent : null,
+      panels: document.querySelectorAll("#view_maps canvas.heatmap").length,
+      stages: document.querySelectorAll("#view_stages canvas.heatmap").length,
+      lines: document.querySelectorAll("#view_headview line").length })));
+  }
+
   // a GPT-2 layer at T = 1,024 with 12 heads
   const before = await page.evaluate(() => window.viewer.renders);
   await page.click("#big");
