@@ -20,7 +20,8 @@
 #define TITLE_H 22
 #define PANEL_GAP 24
 
-/* XML text: & < > " escaped, control characters as '?'. */
+/* XML text: & < > " escaped; control characters and U+FFFE, U+FFFF (not
+ * XML characters) as '?'. s is UTF-8 (jansson checked it). */
 static void xml_text(api_buf *b, const char *s, size_t max_chars) {
     size_t chars = 0;
     for (; *s; s++) {
@@ -28,6 +29,11 @@ static void xml_text(api_buf *b, const char *s, size_t max_chars) {
         if ((c & 0xC0) != 0x80 && chars++ == max_chars) {
             api__buf_puts(b, "\xE2\x80\xA6");
             return;
+        }
+        if (c == 0xEF && (unsigned char)s[1] == 0xBF && ((unsigned char)s[2] & 0xFE) == 0xBE) {
+            api__buf_put(b, "?", 1);
+            s += 2;
+            continue;
         }
         switch (c) {
         case '&': api__buf_puts(b, "&amp;"); break;

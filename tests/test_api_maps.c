@@ -578,7 +578,7 @@ START_TEST(test_svg_labels) {
     json_t *req = seed_request();
     json_object_set_new(req, "output_format", json_string("svg"));
     json_object_set_new(req, "tokens", json_pack("[s,s,s,s,s,s]", "Your", "jour<ney>", "starts",
-                                                 "with", "one & only", "step"));
+                                                 "wi\xEF\xBF\xBFth\x01", "one & only", "step"));
     json_object_set_new(req, "query_rows", json_pack("[i,i]", 1, 4));
     reply r = run(API_EP_MULTIHEAD, req, NULL);
     ck_assert_int_eq(r.status, 200);
@@ -597,6 +597,7 @@ START_TEST(test_svg_labels) {
         ck_assert_uint_eq(json_array_size(q), 3);
         ck_assert_uint_eq(json_array_size(k), 6);
         ck_assert_str_eq(json_string_value(json_array_get(q, 0)), "jour<ney>");
+        ck_assert_str_eq(json_string_value(json_array_get(q, 2)), "wi?th?"); /* not XML characters */
         ck_assert_str_eq(json_string_value(json_array_get(k, 4)), "one & only");
         ck_assert_int_eq(json_integer_value(json_object_get(pn, "cells")), 18);
     }
