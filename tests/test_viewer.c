@@ -9,7 +9,7 @@
  * the head view and the five stages; download a PNG, an SVG and JSON that
  * decode; draw a GPT-2 layer at T = 1,024 with 12 heads with the first map
  * within 1 s of the reply; and handle top-k with query rows on it. The
- * screenshots stay in build/viewer/ (viewer.png is docs/viewer.png).
+ * screenshots stay in build/viewer/ (viewer-values.png is docs/viewer.png).
  */
 #include <check.h>
 #include <jansson.h>

@@ -67,6 +67,15 @@ try {
   await page.screenshot({ path: outdir + "/viewer-stages.png" });
   await page.click("button[data-tab=maps]");
 
+  // the values written in the cells (the README's screenshot)
+  let n0 = await page.evaluate(() => window.viewer.renders);
+  await page.check("#numbers");
+  await page.waitForFunction((n) => window.viewer.renders > n, n0, { timeout: 30000 });
+  await page.screenshot({ path: outdir + "/viewer-values.png" });
+  n0 = await page.evaluate(() => window.viewer.renders);
+  await page.uncheck("#numbers");
+  await page.waitForFunction((n) => window.viewer.renders > n, n0, { timeout: 30000 });
+
   // downloads
   for (const [button, file] of [["#dl_png", "download.png"], ["#dl_svg", "download.svg"], ["#dl_json", "download.json"]]) {
     const [dl] = await Promise.all([page.waitForEvent("download", { timeout: 15000 }), page.click(button)]);
