@@ -263,7 +263,9 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
     double t2 = api__now_ms();
     reply->ms_compute = t2 - t1;
 
-    if (api__buf_reserve(&reply->body, out_values * 10 + 512) == 0 &&
+    /* a PNG is a small fraction of its pixels: its buffer grows as written */
+    size_t reserve = rq.fmt.format == API_FORMAT_PNG ? 4096 : out_values * 10 + 512;
+    if (api__buf_reserve(&reply->body, reserve) == 0 &&
         api__respond(&reply->body, &res, reply, t2, &e) == 0)
         ok = 1;
     format = rq.fmt.format;

@@ -18,7 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Largest k, image cell and panel side (pixels) a request may ask for. */
+/* Longest heads list; largest k, image cell and image side (pixels). */
+#define MAX_HEADS 4096
 #define MAX_TOP_K (1 << 20)
 #define MAX_CELL 64
 #define MAX_IMAGE_SIDE 32768
@@ -48,8 +49,10 @@ static int read_heads(const json_t *v, api_select *sel, api_err *e) {
     if (!json_is_array(v))
         return api__fail(e, API_E_INVALID_TYPE, "heads", "heads must be an array of head indices");
     size_t n = json_array_size(v);
-    if (n == 0) return api__fail(e, API_E_INVALID_ARGUMENT, "heads", "heads is empty: name at least one head");
-    if (n > 4096) return api__fail(e, API_E_INVALID_ARGUMENT, "heads", "heads lists %zu heads", n);
+    if (n == 0)
+        return api__fail(e, API_E_INVALID_ARGUMENT, "heads", "heads is empty: name at least one head");
+    if (n > MAX_HEADS)
+        return api__fail(e, API_E_INVALID_ARGUMENT, "heads", "heads lists %zu heads, over %d", n, MAX_HEADS);
     sel->heads = malloc(n * sizeof *sel->heads);
     if (sel->heads == NULL) return api__fail(e, API_E_OUT_OF_MEMORY, "heads", "cannot copy heads");
     for (size_t i = 0; i < n; i++) {
