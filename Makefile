@@ -23,7 +23,7 @@ endif
 endif
 
 DEB_PACKAGES = build-essential pkg-config libopenblas-dev libjansson-dev \
-               libmicrohttpd-dev check libcurl4-openssl-dev curl libdeflate-dev zlib1g-dev \
+               libmicrohttpd-dev check libcurl4-openssl-dev curl libdeflate-dev zlib1g-dev libspng-dev \
                python3
 
 PKG = $(shell pkg-config --cflags --libs $(1) 2>/dev/null)
@@ -53,7 +53,7 @@ LIBTEST    := $(BUILD)/libtestsupport.a
 SERVER     := $(BUILD)/attention-server
 
 LIBS_CORE   = $(BLAS_LIBS) -lm
-LIBS_API    = -ljansson -ldeflate
+LIBS_API    = -ljansson -ldeflate -lspng
 LIBS_SERVER = -lmicrohttpd
 LIBS_TEST   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck) -lcurl -lmicrohttpd -lz
 
@@ -123,8 +123,15 @@ $(LIBTEST): $(TESTLIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(SERVER): $(SERVER_OBJ) $(LIBAPI) $(LIBCORE)
-	$(CC) $(LDFLAGS) $(SERVER_OBJ) $(LIBAPI) $(LIBCORE) $(LIBS_SERVER) $(LIBS_API) $(LIBS_CORE) -o $@
+# The viewer page at GET /, embedded as it is (server/viewer.S).
+VIEWER_HTML := server/static/index.html
+VIEWER_OBJ  := $(BUILD)/server/viewer.o
+$(VIEWER_OBJ): server/viewer.S $(VIEWER_HTML)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DSRV_VIEWER_HTML='"$(VIEWER_HTML)"' -c $< -o $@
+
+$(SERVER): $(SERVER_OBJ) $(VIEWER_OBJ) $(LIBAPI) $(LIBCORE)
+	$(CC) $(LDFLAGS) $(SERVER_OBJ) $(VIEWER_OBJ) $(LIBAPI) $(LIBCORE) $(LIBS_SERVER) $(LIBS_API) $(LIBS_CORE) -o $@
 
 $(BUILD)/tests/%: tests/%.c $(LIBTEST) $(LIBAPI) $(LIBCORE)
 	@mkdir -p $(dir $@)

@@ -41,6 +41,9 @@ typedef struct {
     size_t defer_above;   /* nonzero: a request that would hold more elements than this is
                              not computed; api_handle returns 0 (reply status 0, no body)
                              after parsing it, for the caller to run it elsewhere */
+    int prefer_image;       /* the client's Accept asks for an image: 1 image/png, 2
+                               image/svg+xml (attn_weights drawn), unless the request
+                               names an output_format */
     /* Optional (NULL: none). Called once per request when its sizes are known
      * (after the parse, before its parameters, intermediates, outputs and
      * reply are allocated) with the bytes those will take at most. A nonzero
@@ -54,8 +57,8 @@ typedef struct {
 typedef struct {
     int status;           /* HTTP status: 200, 400, 413, 500 */
     api_buf body;         /* complete body, owned by the caller after api_handle */
-    const char *content_type; /* static: "application/json", or "application/octet-stream"
-                                 for a safetensors reply */
+    const char *content_type; /* static: "application/json", "application/octet-stream"
+                                 for a safetensors reply, "image/png", "image/svg+xml" */
     double ms_parse, ms_compute, ms_serialise;
 } api_reply;
 

@@ -12,6 +12,10 @@
  *   outputs.c    the output table: where each output is and its shape
  *   tables.c     the module, output and error tables as JSON (for the document)
  *   openapi_doc.S  embeds build/gen/openapi.json (made from tables.c's JSON)
+ *   maps.c       selection (heads, query_rows), head averaging and top-k of the maps
+ *   topk.c       the k largest entries of each row
+ *   image.c      attn_weights as a PNG heat map (libspng), the viridis table
+ *   svg.c        the same as SVG with token labels
  */
 #ifndef API_INTERNAL_H
 #define API_INTERNAL_H
@@ -80,6 +84,8 @@ typedef enum {
     API_FORMAT_FLAT,         /* {"shape":[...],"data":[...]} */
     API_FORMAT_BASE64,       /* {"shape":[...],"dtype":"float32","base64":"..."} */
     API_FORMAT_SAFETENSORS,  /* the whole reply is one safetensors file (safetensors.c) */
+    API_FORMAT_PNG,          /* attn_weights as a PNG heat map (image.c) */
+    API_FORMAT_SVG,          /* attn_weights as SVG panels with labels (svg.c) */
 } api_format;
 
 typedef struct {
@@ -97,6 +103,8 @@ void api__emit_floats(api_buf *b, const float *x, int rank, const int *shape, co
                       int *nonfinite);
 /* Writes a [shape] tensor of 0/1 bytes as integers. */
 void api__emit_bytes(api_buf *b, const uint8_t *x, int rank, const int *shape, const api_fmt *f);
+/* Writes a [shape] tensor of int32 (top-k indices); binary formats as "int32". */
+void api__emit_ints(api_buf *b, const int32_t *x, int rank, const int *shape, const api_fmt *f);
 /* The little-endian bytes of n floats (float32, or float16 with half) at out;
  * returns how many were written (4n or 2n). */
 size_t api__float_bytes(uint8_t *out, const float *x, size_t n, int half);
@@ -199,6 +207,33 @@ extern const api_output api__outputs[API_OUT_COUNT];
 /* The index of a `return` name, or -1. */
 int api__out_find(const char *name);
 
+/* ==== Selection, top-k and images (maps.c) =============================== */
+
+/* How an image maps a weight to a colour ("color_scale"). */
+typedef enum {
+    API_COLOR_UNIT,  /* 0..1 as they are (clamped) */
+    API_COLOR_ROW,   /* each query row divided by its largest value */
+    API_COLOR_MAX,   /* each panel divided by its largest value */
+} api_color_scale;
+
+/* What of the map-shaped outputs a request wants. The selection is applied
+ * in api/ to the maps core computed (maps.c); rows [row_start, row_stop) are
+ * the range core can later compute alone. */
+typedef struct {
+    int n_heads;           /* 0: every head */
+    int *heads;            /* n_heads distinct head indices in the request's order, malloc'd */
+    int has_rows;          /* "query_rows" given */
+    int row_start, row_stop; /* query rows [start, stop) */
+    int top_k;             /* 0: whole rows */
+    int cell;              /* image pixels per entry; 0: the default */
+    api_color_scale color;
+} api_select;
+
+/* Reads "heads", "query_rows", "top_k", "cell" and "color_scale" (parse.c
+ * calls it); their ranges are checked against the plan by api__select_check. */
+int api__select_parse(const json_t *root, api_select *sel, api_err *e);
+void api__select_free(api_select *sel);
+
 /* ==== Requests ============================================================ */
 
 typedef struct {
@@ -218,6 +253,7 @@ typedef struct {
     unsigned returns;    /* bits of api_out */
     int average;         /* average_attn_weights */
     api_fmt fmt;
+    api_select sel;      /* heads, query_rows, top_k, image options */
 } api_request;
 
 /* Reads every field of root for an endpoint. lim->max_elements bounds the
@@ -248,13 +284,74 @@ typedef struct {
  * each output, in outputs.c. */
 void api__out_tensor(api_out k, const api_request *rq, const attn_plan *plan, api_out_tensor *t);
 
+/* A map-shaped output as the reply gives it, after selection, averaging and
+ * top-k (maps.c). */
+typedef struct {
+    void *data;            /* float, or uint8_t for U8 outputs; top-k: the values */
+    int32_t *indices;      /* top-k: the key index of each value, -1 = padding; else NULL */
+    int B, H, rows, cols;  /* H = 0: no head axis; cols = k with top-k */
+} api_map;
+
 typedef struct {
     const api_request *rq;
     const attn_plan *plan;
     const float *params;
     attn_outputs out;      /* as api__out_tensor describes them (sdpa's context
                               already in PyTorch's [B][H][L][Ev]) */
+    unsigned mapped;       /* bits of api_out whose reply is maps[k], not out */
+    api_map maps[API_OUT_COUNT];
 } api_result;
+
+/* 1 if the request selects, averages selected heads or takes top-k, so the
+ * maps are reshaped after computing. */
+int api__select_active(const api_request *rq);
+/* Checks the selection against the plan (heads < H, rows within L, images
+ * only of attn_weights); 400 naming the field. */
+int api__select_check(const api_request *rq, const attn_plan *plan, api_err *e);
+/* Elements (values plus indices) the reply's view of output k holds. */
+size_t api__select_count(const api_request *rq, const attn_plan *plan, api_out k);
+/* 1 if core must also write the mask for top-k (to skip masked entries). */
+int api__select_needs_mask(const api_request *rq);
+/* Builds r->maps for every requested map output; mask is core's [B][L][S]
+ * mask (NULL if none). 0, or -1 with e filled (allocation). */
+int api__select_apply(api_result *r, const uint8_t *mask, api_err *e);
+void api__select_release(api_result *r);
+
+/* Top-k of rows x n floats: for each row the k largest entries not masked
+ * (mask[j] != 0, or -inf), in descending order, ties to the lower index;
+ * padding index -1 and value 0. mask is one [n] row shared by every row
+ * when mask_step is 0, else row r uses mask + r * mask_step (NULL: none).
+ * scratch holds n ints. (topk.c) */
+void api__topk_f32(const float *x, size_t rows, int n, const uint8_t *mask, size_t mask_step,
+                   int k, float *values, int32_t *indices, int *scratch);
+void api__topk_u8(const uint8_t *x, size_t rows, int n, const uint8_t *mask, size_t mask_step,
+                  int k, uint8_t *values, int32_t *indices, int *scratch);
+
+/* ==== Images (image.c, svg.c) ============================================= */
+
+/* viridis as 256 RGB triples (matplotlib's table). */
+extern const uint8_t api__viridis[256][3];
+
+/* The layout of an image of attn_weights: panels [B*H] in a grid of
+ * cols x rows, each panel_w x panel_h pixels, gap pixels between them. */
+typedef struct {
+    int panels, grid_cols, grid_rows;
+    int cell, gap, panel_w, panel_h;
+    int width, height;
+} api_image_layout;
+
+/* The layout of the image of map m with the request's cell size. */
+void api__image_layout(const api_map *m, int cell, api_image_layout *lay);
+/* The colour-map index (0..255) of value v of row `row` of a panel, after
+ * the colour scale: row_max and panel_max are the row's and panel's largest
+ * values. */
+int api__image_level(float v, float row_max, float panel_max, api_color_scale scale);
+/* Writes attn_weights (r->maps, or out) as a PNG into b. */
+int api__respond_png(api_buf *b, const api_result *r, api_err *e);
+int api__respond_svg(api_buf *b, const api_result *r, api_err *e);
+/* The map of output k as the reply gives it (the selected view, or the whole
+ * computed tensor). */
+void api__map_of(const api_result *r, api_out k, api_map *m);
 
 /* Writes the 200 body. Returns 0, or -1 with e filled (allocation, NaN). */
 int api__respond(api_buf *b, const api_result *r, const api_reply *timing_so_far,

@@ -4,6 +4,7 @@
 #include "api/codec.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* One row of floats: "v,v,...,v" without brackets. */
@@ -90,6 +91,7 @@ static void walk(api_buf *b, int rank, const int *shape, const api_fmt *f, row_f
 typedef struct {
     const float *x;
     const uint8_t *bytes;
+    const int32_t *ints;
     const api_fmt *f;
     int *nonfinite;
 } row_ctx;
@@ -102,6 +104,13 @@ static void float_row(api_buf *b, size_t row, size_t width, void *ctx) {
 static void byte_row(api_buf *b, size_t row, size_t width, void *ctx) {
     row_ctx *c = ctx;
     bytes_row(b, c->bytes + row * width, width);
+}
+
+static void int_row(api_buf *b, size_t row, size_t width, void *ctx) {
+    const int32_t *x = ((row_ctx *)ctx)->ints + row * width;
+    if (api__buf_reserve(b, width * 12 + 1)) return;
+    for (size_t i = 0; i < width; i++)
+        b->len += (size_t)snprintf(b->data + b->len, 13, i ? ",%d" : "%d", (int)x[i]);
 }
 
 size_t api__float_bytes(uint8_t *out, const float *x, size_t n, int half) {
@@ -123,6 +132,7 @@ size_t api__float_bytes(uint8_t *out, const float *x, size_t n, int half) {
  * blocks of 3 KiB (a multiple of 3, so the pieces join into one text). */
 static void binary(api_buf *b, const void *x, size_t n, size_t item, int rank, const int *shape,
                    const char *dtype, int half) {
+    int ints = strcmp(dtype, "int32") == 0;
     api__buf_puts(b, "{\"shape\":");
     shape_json(b, rank, shape);
     api__buf_printf(b, ",\"dtype\":\"%s\",\"base64\":\"", dtype);
@@ -133,6 +143,11 @@ static void binary(api_buf *b, const void *x, size_t n, size_t item, int rank, c
         if (item == 1) {
             memcpy(raw, (const uint8_t *)x + i, m);
             bytes = m;
+        } else if (ints) {
+            for (size_t j = 0; j < m; j++)
+                for (int k = 0; k < 4; k++)
+                    raw[4 * j + (size_t)k] = (uint8_t)((uint32_t)((const int32_t *)x)[i + j] >> (8 * k));
+            bytes = 4 * m;
         } else {
             bytes = api__float_bytes(raw, (const float *)x + i, m, half);
         }
@@ -180,4 +195,13 @@ void api__emit_bytes(api_buf *b, const uint8_t *x, int rank, const int *shape, c
     }
     row_ctx c = {.bytes = x, .f = f};
     walk(b, rank, shape, f, byte_row, &c);
+}
+
+void api__emit_ints(api_buf *b, const int32_t *x, int rank, const int *shape, const api_fmt *f) {
+    if (f->format == API_FORMAT_BASE64 || f->format == API_FORMAT_SAFETENSORS) {
+        binary(b, x, count_of(rank, shape), 4, rank, shape, "int32", 0);
+        return;
+    }
+    row_ctx c = {.ints = x, .f = f};
+    walk(b, rank, shape, f, int_row, &c);
 }

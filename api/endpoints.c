@@ -37,7 +37,8 @@ int api__endpoint_modules(api_endpoint ep, attn_module mods[ATTN_MODULE_COUNT]) 
 }
 
 /* Every module: the module, the labels, what to return and how. */
-#define COMMON "module", "tokens", "return", "precision", "output_format", "dtype"
+#define COMMON "module", "tokens", "return", "precision", "output_format", "dtype", "heads", \
+               "query_rows", "top_k", "cell", "color_scale"
 /* Masks and scores, for every module. */
 #define MASKING "causal", "scale", "attn_mask", "key_padding_mask", "mask_method", \
                 "average_attn_weights"

@@ -49,14 +49,14 @@ double api__now_ms(void) {
  * comma. */
 #define API_REPLY_FLOATS_PER_VALUE 3
 
-/* The values of every requested output (reply size estimate). */
+/* The values of every requested output as the reply gives it (after
+ * selection and top-k; images counted by their bytes): the reply size
+ * estimate. */
 static size_t output_values(const api_request *rq, const attn_plan *p) {
     size_t n = 0;
     for (int k = 0; k < API_OUT_COUNT; k++) {
         if (!(rq->returns & 1u << k)) continue;
-        api_out_tensor t;
-        api__out_tensor((api_out)k, rq, p, &t);
-        n += t.count; /* each is below 2^40 (attn_plan_make): no overflow */
+        n += api__select_count(rq, p, (api_out)k); /* each is below 2^42: no overflow */
     }
     return n;
 }
@@ -112,6 +112,8 @@ static int compute(const api_request *rq, const attn_plan *plan, const float *pa
     const attn_config *c = &rq->cfg;
     int sdpa = attn_module_has(c->module, ATTN_MOD_QKV_INPUTS);
     alloc_outputs(rq, plan, o, a);
+    /* top-k skips masked entries: core's mask, even when not returned */
+    if (api__select_needs_mask(rq) && !o->mask) o->mask = take(a, plan->n_mask, 1);
     float *bhld = sdpa && o->context ? take(a, plan->n_context, sizeof(float)) : NULL;
     if (a->failed) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the outputs");
 
@@ -180,7 +182,9 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
     allocs a = {0};
     float *params = NULL;
     attn_rng *rng_ptr = NULL, *rng = NULL;
-    int ok = 0, safetensors = 0, deferred = 0;
+    int ok = 0, deferred = 0;
+    api_format format = API_FORMAT_NESTED;
+    api_result res = {0};
 
     json_error_t je;
     json_t *root = NULL;
@@ -219,8 +223,10 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
         api__from_attn(&e, &ae, rq.cfg.module);
         goto done;
     }
+    if (api__select_check(&rq, &plan, &e)) goto done;
     size_t out_values = output_values(&rq, &plan);
     size_t need = plan.total_elements + out_values * API_REPLY_FLOATS_PER_VALUE;
+    if (api__select_active(&rq)) need += out_values; /* the selected copies */
     if (attn_module_has(rq.cfg.module, ATTN_MOD_QKV_INPUTS)) need += plan.n_context;
     if (need > max) {
         api__fail(&e, API_E_TOO_LARGE, NULL,
@@ -254,21 +260,26 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
     double t1 = api__now_ms();
     reply->ms_parse = t1 - t0;
 
-    api_result res = {.rq = &rq, .plan = &plan, .params = params};
-    if (compute(&rq, &plan, params, rng_ptr, &res.out, &a, &e)) goto done;
+    res = (api_result){.rq = &rq, .plan = &plan, .params = params};
+    if (compute(&rq, &plan, params, rng_ptr, &res.out, &a, &e) ||
+        api__select_apply(&res, res.out.mask, &e))
+        goto done;
     double t2 = api__now_ms();
     reply->ms_compute = t2 - t1;
 
-    if (api__buf_reserve(&reply->body, out_values * 10 + 512) == 0 &&
+    /* a PNG is a small fraction of its pixels: its buffer grows as written */
+    size_t reserve = rq.fmt.format == API_FORMAT_PNG ? 4096 : out_values * 10 + 512;
+    if (api__buf_reserve(&reply->body, reserve) == 0 &&
         api__respond(&reply->body, &res, reply, t2, &e) == 0)
         ok = 1;
-    safetensors = rq.fmt.format == API_FORMAT_SAFETENSORS;
+    format = rq.fmt.format;
     reply->ms_serialise = api__now_ms() - t2;
 
 done:
     json_decref(root);
     api__scan_set_current(NULL);
     api__scan_free(&scan);
+    api__select_release(&res);
     allocs_free(&a);
     free(params);
     free(rng);
@@ -280,6 +291,11 @@ done:
         return fail_reply(reply, &e);
     }
     reply->status = 200;
-    if (safetensors) reply->content_type = "application/octet-stream";
+    static const char *const types[] = {
+        [API_FORMAT_SAFETENSORS] = "application/octet-stream",
+        [API_FORMAT_PNG] = "image/png",
+        [API_FORMAT_SVG] = "image/svg+xml",
+    };
+    if (types[format]) reply->content_type = types[format];
     return 200;
 }

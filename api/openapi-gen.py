@@ -70,7 +70,12 @@ FIELDS = {
     "return": ({"type": "array", "items": {"type": "string", "enum": []}},  # the output table's names
         "Outputs to include (default [\"context\", \"attn_weights\"], plus \"tokens\" when tokens are given). An unknown name is a 400."),
     "precision": ({"type": "integer", "minimum": 1, "maximum": 9}, "Significant digits of every float in the reply. Default: the shortest decimal that reads back as the same float32."),
-    "output_format": ({"type": "string", "enum": ["nested", "flat", "base64", "safetensors"], "default": "nested"}, "Tensors as nested arrays, {\"shape\": [...], \"data\": [...]} flat row-major, {\"shape\", \"dtype\", \"base64\"} binary (little-endian bytes in base64), or the whole reply as one safetensors file (application/octet-stream; also the default when the request's Accept header prefers application/octet-stream to application/json)."),
+    "output_format": ({"type": "string", "enum": ["nested", "flat", "base64", "safetensors", "png", "svg"], "default": "nested"}, "Tensors as nested arrays, {\"shape\": [...], \"data\": [...]} flat row-major, {\"shape\", \"dtype\", \"base64\"} binary (little-endian bytes in base64), or the whole reply as one safetensors file (application/octet-stream; also the default when the request's Accept header prefers application/octet-stream to application/json). png and svg (also chosen by Accept: image/png or image/svg+xml) draw attn_weights, after heads, query_rows and averaging, as a heat map: one panel per batch entry and head in a grid of ceil(sqrt(n)) columns 4 pixels apart (PNG) or 24 (SVG), rows = queries, columns = keys, cell x cell pixels per weight, viridis coloured at round(255 v) with v as color_scale gives. The SVG labels both axes with the tokens (or positions), titles each panel and puts each weight in a <title>. An image needs attn_weights in return and does not combine with top_k."),
+    "heads": ({"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}}, "Map-shaped outputs (attn_scores, masked_scores, attn_weights, mask, dropout_mask) keep only these heads, in this order (distinct; each below num_heads). With average_attn_weights, attn_weights is the mean over these heads. Other outputs are unaffected."),
+    "query_rows": ({"type": "array", "minItems": 2, "maxItems": 2, "items": {"type": "integer", "minimum": 0}}, "[start, stop]: map-shaped outputs keep only the query rows start..stop-1 (0 <= start < stop <= T). Other outputs are unaffected."),
+    "top_k": ({"type": "integer", "minimum": 1, "maximum": 1048576}, "Each map-shaped output becomes, for every query row, its k largest entries: {\"indices\": [...], \"values\": [...]}, each shaped like the map with the last axis k; larger values first, ties to the lower index; masked entries (mask 1, or -inf scores) are never chosen; rows with fewer than k others are padded with index -1 and value 0. In safetensors: <name>.indices (I32) and <name>.values. Applied after heads, query_rows and averaging."),
+    "cell": ({"type": "integer", "minimum": 1, "maximum": 64}, "Images: pixels per weight on each side. Default: PNG 512 / max(rows, columns) within 1..32, SVG 24."),
+    "color_scale": ({"type": "string", "enum": ["unit", "row", "max"], "default": "unit"}, "Images: weights coloured as they are (0..1, clamped), divided by the largest of their row, or by the largest of their panel. (Named color_scale because scale is the softmax scale.)"),
     "dtype": ({"type": "string", "enum": ["float32", "float16"], "default": "float32"}, "Float tensors of a base64 or safetensors reply as float32, or float16 (round to nearest even, as Tensor.half(); half the bytes)."),
     "causal": ({"type": "boolean"}, "Mask keys after the query (j > i; top-left aligned when L != S). Default true for CausalAttention, MultiHeadAttentionWrapper, MultiHeadAttention and GPT2CausalSelfAttention, false otherwise."),
     "scale": ({"type": "number"}, "Factor applied to Q·Kᵀ before the softmax. Default 1/sqrt(head_dim) (1 for simple)."),
@@ -175,6 +180,8 @@ def output_schema(o):
         s = dict(JSON_OUTPUTS[o["name"]])
     else:
         s = ref("ReplyScores" if o["name"] in NULL_OUTPUTS else "ReplyTensor")
+        if o.get("map"):  # with top_k, {"indices", "values"}
+            s = {"oneOf": [s, ref("TopK")]}
     if o.get("description") is not None:
         s["description"] = o["description"]
     return s
@@ -211,8 +218,8 @@ def tensor_schemas():
                          "properties": {"shape": shape, "dtype": {"type": "string", "enum": ["float32", "float16", "uint8", "bool"]},
                                         "base64": {"type": "string"}},
                          "required": ["shape", "base64"], "additionalProperties": False}
-    s["BinaryReply"] = {"type": "object", "description": "A tensor of an output_format base64 reply: its little-endian, row-major bytes in base64. Float tensors are float32 or float16 (the request's dtype; -inf stays -inf), the mask output uint8 (0/1).",
-                        "properties": {"shape": shape, "dtype": {"type": "string", "enum": ["float32", "float16", "uint8"]},
+    s["BinaryReply"] = {"type": "object", "description": "A tensor of an output_format base64 reply: its little-endian, row-major bytes in base64. Float tensors are float32 or float16 (the request's dtype; -inf stays -inf), the mask output uint8 (0/1), top_k indices int32.",
+                        "properties": {"shape": shape, "dtype": {"type": "string", "enum": ["float32", "float16", "uint8", "int32"]},
                                        "base64": {"type": "string"}},
                         "required": ["shape", "dtype", "base64"], "additionalProperties": False}
     forms = "Nested arrays of numbers with output_format nested (the default; rank 2 to %d: [T][S] for one head and no batch axis, up to [B][H][T][S]), FlatTensor with flat, BinaryReply with base64." % MAX_RANK
@@ -222,6 +229,9 @@ def tensor_schemas():
                               "masked_scores: as ReplyTensor, except that the nested and flat forms carry -inf (a masked entry) as null.")
     s["ReplyParam"] = one_of(["Numbers%d" % r for r in range(1, MAX_RANK + 1)] + ["FlatTensor", "BinaryReply"],
                              "One entry of params: nested arrays (rank 1 for biases, 2 for weights, 4 for GPT-2's bias buffer), FlatTensor or BinaryReply, by output_format.")
+    s["TopK"] = {"type": "object", "description": "A map with top_k: per query row the column indices of the k largest entries (-1 = padding) and their values, each shaped like the map with its last axis k.",
+                 "properties": {"indices": ref("ReplyTensor"), "values": ref("ReplyTensor")},
+                 "required": ["indices", "values"], "additionalProperties": False}
     return s
 
 
@@ -263,7 +273,9 @@ def main():
             "schema": request_schema(ep, modules, tables), "examples": examples.get(ep, {})}}}
         responses = {"200": {"description": "The requested outputs. With output_format safetensors: one safetensors file (8-byte little-endian header length, the JSON header {name: {dtype F32|F16|BOOL, shape, data_offsets}, __metadata__: {format, module, shape, tokens, timing as JSON strings}} padded to 8 bytes, then the tensors' bytes; float tensors first). Replies over --gzip-min-size are gzip when the request's Accept-Encoding takes it (Content-Encoding: gzip, Vary: Accept-Encoding).",
             "content": {"application/json": {"schema": ref("AttentionResponse")},
-                        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}}
+                        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+                        "image/png": {"schema": {"type": "string", "format": "binary"}},
+                        "image/svg+xml": {"schema": {"type": "string"}}}}}
         for st, desc in ERROR_STATUSES.items():
             if st != "404":
                 responses[st] = error_response(desc)
@@ -289,6 +301,8 @@ def main():
             "openblas": {"type": "object", "properties": {"core": {"type": "string"}, "threads": {"type": "integer", "minimum": 1}, "config": {"type": "string"}},
                          "required": ["core", "threads", "config"], "additionalProperties": False}},
             "required": ["name", "version", "build", "openblas"], "additionalProperties": False}}}}}}}
+    paths["/"] = {"get": {"operationId": "viewer", "tags": ["operations"], "summary": "The attention map viewer: one HTML page with its script inline, embedded in the binary (ETag and Cache-Control: no-cache as /openapi.json).", "responses": {"200": {
+        "description": "The page", "content": {"text/html": {"schema": {"type": "string"}}}}}}}
     etag = {"ETag": {"description": "A strong tag of this document; send it back in If-None-Match.", "schema": {"type": "string"}}}
     paths["/openapi.json"] = {"get": {"operationId": "openapi", "tags": ["operations"], "summary": "This document.", "responses": {
         "200": {"description": "OpenAPI 3.1 document (Cache-Control: no-cache)", "headers": etag,

@@ -28,7 +28,8 @@ static void set(api_out_tensor *t, size_t slot, size_t count, int B, int H, int 
 }
 
 void api__out_tensor(api_out k, const api_request *rq, const attn_plan *p, api_out_tensor *t) {
-    int averaged = rq->average && rq->multi_head;
+    /* averaging selected heads is maps.c's, from the per-head weights */
+    int averaged = rq->average && rq->multi_head && !rq->sel.n_heads;
     switch (k) {
     case API_OUT_CONTEXT:
         /* sdpa: handle.c turns core's [B][L][H][Dv] into PyTorch's [B][H][L][Dv] */

@@ -400,7 +400,8 @@ static int read_options(const json_t *root, api_request *rq, api_err *e) {
     attn_module m = c->module;
     static const char *const norms[] = {"softmax", "sum", NULL};
     static const char *const methods[] = {"neg_inf", "renorm", NULL};
-    static const char *const formats[] = {"nested", "flat", "base64", "safetensors", NULL};
+    static const char *const formats[] = {"nested", "flat", "base64", "safetensors", "png",
+                                          "svg", NULL};
     static const char *const dtypes[] = {"float32", "float16", NULL};
     int norm = 0, method = 0, format = rq->fmt.format, half = 0;
     double scale = 0.0;
@@ -411,7 +412,8 @@ static int read_options(const json_t *root, api_request *rq, api_err *e) {
         get_choice(root, "output_format", formats, &format, e) < 0 ||
         get_choice(root, "dtype", dtypes, &half, e) < 0 ||
         get_bool(root, "average_attn_weights", &rq->average, e) < 0 ||
-        get_int(root, "precision", 1, 9, &rq->fmt.precision, e) < 0)
+        get_int(root, "precision", 1, 9, &rq->fmt.precision, e) < 0 ||
+        api__select_parse(root, &rq->sel, e) < 0)
         return -1;
     c->normalization = (attn_norm)norm;
     c->mask_method = (attn_mask_method)method;
@@ -443,9 +445,13 @@ static int read_options(const json_t *root, api_request *rq, api_err *e) {
 
 int api__request_parse(api_endpoint ep, const json_t *root, const api_limits *lim,
                        api_request *rq, api_err *e) {
-    /* Accept: application/octet-stream makes safetensors the default format */
+    /* Accept: application/octet-stream makes safetensors the default format,
+     * image/png and image/svg+xml an image */
+    static const api_format preferred[] = {API_FORMAT_NESTED, API_FORMAT_PNG, API_FORMAT_SVG};
     *rq = (api_request){.ep = ep, .fmt.format = lim && lim->prefer_safetensors
                                                     ? API_FORMAT_SAFETENSORS : API_FORMAT_NESTED};
+    if (lim && lim->prefer_image > 0 && lim->prefer_image < 3)
+        rq->fmt.format = preferred[lim->prefer_image];
     if (!json_is_object(root))
         return api__fail(e, API_E_INVALID_TYPE, NULL, "the request body must be a JSON object");
     attn_module m;
@@ -477,5 +483,6 @@ void api__request_free(api_request *rq) {
     free(rq->mask_bool);
     free(rq->kpm_bool);
     free(rq->tokens);
+    api__select_free(&rq->sel);
     *rq = (api_request){0};
 }

@@ -50,14 +50,21 @@ static void params_out(api_buf *b, const api_result *r, int *nonfinite) {
 
 int api__out_dims(const api_result *r, api_out k, int *shape, const void **data) {
     const api_request *rq = r->rq;
-    api_out_tensor t;
-    api__out_tensor(k, rq, r->plan, &t);
+    api_map m;
+    if (api__outputs[k].map) {
+        api__map_of(r, k, &m); /* after selection and top-k */
+    } else {
+        api_out_tensor t;
+        api__out_tensor(k, rq, r->plan, &t);
+        m = (api_map){.data = *(void *const *)((const char *)&r->out + t.slot), .B = t.B,
+                      .H = t.H && rq->multi_head ? t.H : 0, .rows = t.rows, .cols = t.cols};
+    }
     int n = 0;
-    if (rq->batched) shape[n++] = t.B;
-    if (t.H && rq->multi_head) shape[n++] = t.H;
-    shape[n++] = t.rows;
-    shape[n++] = t.cols;
-    *data = *(const void *const *)((const char *)&r->out + t.slot);
+    if (rq->batched) shape[n++] = m.B;
+    if (m.H) shape[n++] = m.H;
+    shape[n++] = m.rows;
+    shape[n++] = m.cols;
+    *data = m.data;
     return n;
 }
 
@@ -65,10 +72,17 @@ static void tensor_out(api_buf *b, const api_result *r, api_out k, int *nonfinit
     int s[API_MAX_RANK];
     const void *data;
     int n = api__out_dims(r, k, s, &data);
+    const int32_t *indices = r->mapped & 1u << k ? r->maps[k].indices : NULL;
+    if (indices) { /* top-k */
+        api__buf_puts(b, "{\"indices\":");
+        api__emit_ints(b, indices, n, s, &r->rq->fmt);
+        api__buf_puts(b, ",\"values\":");
+    }
     if (api__outputs[k].elem == API_ELEM_U8)
         api__emit_bytes(b, data, n, s, &r->rq->fmt);
     else
         api__emit_floats(b, data, n, s, &r->rq->fmt, nonfinite);
+    if (indices) api__buf_put(b, "}", 1);
 }
 
 int api__respond(api_buf *b, const api_result *r, const api_reply *timing_so_far,
@@ -79,6 +93,8 @@ int api__respond(api_buf *b, const api_result *r, const api_reply *timing_so_far
 
     if (rq->fmt.format == API_FORMAT_SAFETENSORS)
         return api__respond_safetensors(b, r, timing_so_far, t_serialise_start, e);
+    if (rq->fmt.format == API_FORMAT_PNG) return api__respond_png(b, r, e);
+    if (rq->fmt.format == API_FORMAT_SVG) return api__respond_svg(b, r, e);
     api__buf_puts(b, "{\"module\":");
     api__buf_json_string(b, attn_module_name(rq->cfg.module));
     api__buf_put(b, ",\"shape\":", 9);

@@ -8,57 +8,85 @@
  *   the data   every tensor's little-endian bytes, one after the other
  *
  * Tensors are named after the outputs ("context", "attn_weights", and
- * "params.W_query.weight" for each parameter). Float tensors come first
- * (F32, or F16 with "dtype": "float16") and byte masks (BOOL) last, so that
- * with the 8-byte aligned header every float tensor starts at a multiple of
- * its size: a browser views it with a Float32Array on the same buffer.
+ * "params.W_query.weight" for each parameter; with "top_k" a map is
+ * "attn_weights.values" and "attn_weights.indices", I32). 4-byte tensors
+ * come first (F32 and I32), then F16 ("dtype": "float16"), byte masks (BOOL)
+ * last, so that with the 8-byte aligned header every tensor starts at a
+ * multiple of its size: a browser views it with a Float32Array (Int32Array)
+ * on the same buffer.
  */
 #include "api/api_internal.h"
 
 #include <math.h>
 #include <string.h>
 
+typedef enum { E_FLOAT, E_BYTES, E_INT32 } entry_kind;
+
 typedef struct {
-    char name[ATTN_PARAM_NAME_MAX + 8];
+    char name[ATTN_PARAM_NAME_MAX + 16];
     const void *data;
-    int is_bytes;
+    entry_kind kind;
     int rank;
     int shape[API_MAX_RANK];
     size_t count;
 } entry;
 
-#define MAX_ENTRIES (API_OUT_COUNT + 64)
+#define MAX_ENTRIES (2 * API_OUT_COUNT + 64)
 
-/* The tensors to write, floats first; params one entry per parameter. Returns
- * the count, or -1 when there are more parameters than MAX_ENTRIES. */
+static size_t item_size(const entry *t, int half) {
+    return t->kind == E_BYTES ? 1 : t->kind == E_INT32 ? 4 : half ? 2 : 4;
+}
+
+static entry *add(entry *t, int *n, const char *name, const char *suffix, entry_kind kind) {
+    entry *e = &t[(*n)++];
+    *e = (entry){.kind = kind};
+    snprintf(e->name, sizeof e->name, "%s%s", name, suffix);
+    return e;
+}
+
+/* The tensors to write in the order of their element sizes (4-byte ones
+ * first, so every tensor starts at a multiple of its size); params one entry
+ * per parameter, top-k outputs as "<name>.indices" and "<name>.values".
+ * Returns the count, or -1 when there are more parameters than MAX_ENTRIES. */
 static int collect(const api_result *r, entry *t) {
     const api_request *rq = r->rq;
     int n = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        for (int k = 0; k < API_OUT_COUNT; k++) {
-            if (!(rq->returns & 1u << k) || api__outputs[k].elem == API_ELEM_JSON) continue;
-            int bytes = api__outputs[k].elem == API_ELEM_U8;
-            if (bytes != pass) continue;
-            entry *e = &t[n++];
-            *e = (entry){.is_bytes = bytes};
-            snprintf(e->name, sizeof e->name, "%s", api__outputs[k].name);
-            e->rank = api__out_dims(r, (api_out)k, e->shape, &e->data);
+    for (int k = 0; k < API_OUT_COUNT; k++) {
+        if (!(rq->returns & 1u << k) || api__outputs[k].elem == API_ELEM_JSON) continue;
+        entry_kind kind = api__outputs[k].elem == API_ELEM_U8 ? E_BYTES : E_FLOAT;
+        const char *name = api__outputs[k].name;
+        const int32_t *indices = r->mapped & 1u << k ? r->maps[k].indices : NULL;
+        entry *e = add(t, &n, name, indices ? ".values" : "", kind);
+        e->rank = api__out_dims(r, (api_out)k, e->shape, &e->data);
+        if (indices) {
+            entry *x = add(t, &n, name, ".indices", E_INT32);
+            x->rank = e->rank;
+            memcpy(x->shape, e->shape, sizeof x->shape);
+            x->data = indices;
         }
-        if (pass == 0 && (rq->returns & 1u << API_OUT_PARAMS)) {
-            for (int i = 0; i < r->plan->param_count; i++) {
-                if (n == MAX_ENTRIES) return -1;
-                attn_param p;
-                attn_param_get(&rq->cfg, r->plan, i, &p);
-                entry *e = &t[n++];
-                *e = (entry){.data = r->params + p.offset, .rank = p.rank};
-                snprintf(e->name, sizeof e->name, "params.%s", p.name);
-                memcpy(e->shape, p.shape, sizeof e->shape);
-            }
+    }
+    if (rq->returns & 1u << API_OUT_PARAMS) {
+        for (int i = 0; i < r->plan->param_count; i++) {
+            if (n == MAX_ENTRIES) return -1;
+            attn_param p;
+            attn_param_get(&rq->cfg, r->plan, i, &p);
+            entry *e = add(t, &n, "params.", p.name, E_FLOAT);
+            e->data = r->params + p.offset;
+            e->rank = p.rank;
+            memcpy(e->shape, p.shape, sizeof e->shape);
         }
     }
     for (int i = 0; i < n; i++) {
         t[i].count = 1;
         for (int d = 0; d < t[i].rank; d++) t[i].count *= (size_t)t[i].shape[d];
+    }
+    /* stable: larger elements first (an insertion sort of a few entries) */
+    int half = rq->fmt.half;
+    for (int i = 1; i < n; i++) {
+        entry x = t[i];
+        int j = i;
+        for (; j > 0 && item_size(&t[j - 1], half) < item_size(&x, half); j--) t[j] = t[j - 1];
+        t[j] = x;
     }
     return n;
 }
@@ -113,15 +141,16 @@ int api__respond_safetensors(api_buf *b, const api_result *r, const api_reply *t
     api__buf_put(&h, "}", 1);
     size_t offset = 0;
     for (int i = 0; i < n; i++) {
-        if (!t[i].is_bytes && nonfinite(&t[i])) {
+        if (t[i].kind == E_FLOAT && nonfinite(&t[i])) {
             api_buf_free(&h);
             return api__fail(e, API_E_INTERNAL_ERROR, NULL, "%s holds NaN or infinity", t[i].name);
         }
-        size_t size = t[i].count * (t[i].is_bytes ? 1 : half ? 2 : 4);
+        size_t size = t[i].count * item_size(&t[i], half);
         api__buf_put(&h, ",", 1);
         api__buf_json_string(&h, t[i].name);
         api__buf_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[",
-                        t[i].is_bytes ? "BOOL" : half ? "F16" : "F32");
+                        t[i].kind == E_BYTES ? "BOOL" : t[i].kind == E_INT32 ? "I32"
+                                                 : half ? "F16" : "F32");
         for (int d = 0; d < t[i].rank; d++) api__buf_printf(&h, d ? ",%d" : "%d", t[i].shape[d]);
         api__buf_printf(&h, "],\"data_offsets\":[%zu,%zu]}", offset, offset + size);
         offset += size;
@@ -143,9 +172,13 @@ int api__respond_safetensors(api_buf *b, const api_result *r, const api_reply *t
     memcpy(o + 8, h.data, h.len);
     o += 8 + h.len;
     for (int i = 0; i < n; i++) {
-        if (t[i].is_bytes) {
+        if (t[i].kind == E_BYTES) {
             memcpy(o, t[i].data, t[i].count);
             o += t[i].count;
+        } else if (t[i].kind == E_INT32) {
+            const int32_t *x = t[i].data;
+            for (size_t j = 0; j < t[i].count; j++)
+                for (int k = 0; k < 4; k++) *o++ = (uint8_t)((uint32_t)x[j] >> (8 * k));
         } else {
             o += api__float_bytes(o, t[i].data, t[i].count, half);
         }

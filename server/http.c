@@ -27,6 +27,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "route.h"
+#include "viewer.h"
 
 /* Replies used when memory is short: built without allocating. The code is
  * API_E_OUT_OF_MEMORY's; the status is 500, not its 503, because not even the
@@ -60,6 +61,7 @@ typedef struct {
     int gzip_body;           /* Content-Encoding: gzip, inflated by the worker */
     int gzip_ok;             /* Accept-Encoding takes gzip */
     int want_safetensors;    /* Accept prefers application/octet-stream to JSON */
+    int want_image;          /* Accept prefers image/png (1) or image/svg+xml (2) to JSON */
     int gzipped;             /* the reply body is gzip */
     double ms_gzip;          /* time the worker took to compress it */
     size_t held;             /* bytes reserved in the memory budget */
@@ -223,6 +225,8 @@ static enum MHD_Result answer_get(request *q) {
     }
     case SRV_R_OPENAPI:
         return answer_static(q, "application/json", api_openapi_json(), s->openapi_etag);
+    case SRV_R_VIEWER:
+        return answer_static(q, "text/html; charset=utf-8", srv_viewer_html(), s->viewer_etag);
     default:
         return respond_error(q, API_E_INTERNAL_ERROR, NULL, "no handler for %s", q->path);
     }
@@ -334,6 +338,14 @@ static void finish_job(request *q) {
 
 /* Runs on a worker thread. The reservation is released when the reply has
  * been sent (on_completed). */
+/* The server's limits with what this request's Accept header prefers. */
+static api_limits request_limits(const request *q) {
+    api_limits lim = q->srv->limits;
+    lim.prefer_safetensors = q->want_safetensors;
+    lim.prefer_image = q->want_image;
+    return lim;
+}
+
 static api_endpoint ep_of(const request *q) {
     api_endpoint ep = API_EP_SIMPLE;
     srv_route_endpoint(q->route, &ep);
@@ -352,9 +364,8 @@ static void compute_job(void *arg) {
     size_t parse = parse_estimate(q->body ? q->body : "", q->len);
     srv_budget_result r = srv_budget_reserve(s->budget, &q->held, parse, q->deadline);
     if (r == SRV_BUDGET_OK) {
-        api_limits lim = s->limits;
+        api_limits lim = request_limits(q);
         lim.reserve = reserve_rest;
-        lim.prefer_safetensors = q->want_safetensors;
         lim.reserve_ctx = q;
         api_handle(ep, q->body ? q->body : "", q->len, &lim, &q->reply);
     } else {
@@ -395,8 +406,7 @@ static enum MHD_Result answer(request *q) {
      * Its memory is not reserved in the budget: at most one per I/O
      * thread, each under SRV_INLINE_MAX_ELEMENTS. */
     if (q->len <= SRV_INLINE_MAX_BODY && !q->gzip_body) {
-        api_limits lim = s->limits;
-        lim.prefer_safetensors = q->want_safetensors;
+        api_limits lim = request_limits(q);
         lim.defer_above = SRV_INLINE_MAX_ELEMENTS;
         if (api_handle(ep_of(q), q->body ? q->body : "", q->len, &lim, &q->reply) != 0) {
             free(q->body);
@@ -456,7 +466,11 @@ static enum MHD_Result begin(srv_http *s, struct MHD_Connection *conn, const cha
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
     const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
     double q_bin = srv_accept_q(accept, "application/octet-stream");
-    q->want_safetensors = q_bin > 0 && srv_accept_q(accept, "application/json") < q_bin;
+    double q_json = srv_accept_q(accept, "application/json");
+    q->want_safetensors = q_bin > 0 && q_json < q_bin;
+    double q_png = srv_accept_q(accept, "image/png"), q_svg = srv_accept_q(accept, "image/svg+xml");
+    if (!q->want_safetensors && q_png > 0 && q_png > q_json && q_png >= q_svg) q->want_image = 1;
+    else if (!q->want_safetensors && q_svg > 0 && q_svg > q_json) q->want_image = 2;
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (!cl) return MHD_YES;   /* chunked: checked while reading */
     errno = 0;
@@ -601,6 +615,7 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool) {
     }
     const char *doc = api_openapi_json();
     srv_etag_of(doc, strlen(doc), s->openapi_etag);
+    srv_etag_of(srv_viewer_html(), strlen(srv_viewer_html()), s->viewer_etag);
     size_t budget = opt->max_memory;
     snprintf(why, sizeof why, "--max-memory");
     if (!budget) budget = srv_budget_default(why, sizeof why);

@@ -34,6 +34,7 @@ typedef struct {
     srv_linger *linger;           /* lingering close after an early 413 */
     srv_conns *conns;             /* the deadline for request heads */
     char openapi_etag[SRV_ETAG_SIZE];
+    char viewer_etag[SRV_ETAG_SIZE];  /* of the page at GET / */
     atomic_int draining;          /* set on SIGTERM: /readyz says 503 */
     struct MHD_Daemon *daemon;
     srv_acceptor acceptor;        /* the listening socket and its thread */

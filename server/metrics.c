@@ -97,7 +97,7 @@ static int status_known(srv_route r, srv_method m, int status) {
         return status == 200 || status == 400 || status == 413 || status == 415 ||
                status == 500 || status == 503;
     if (r == SRV_R_READYZ) return status == 200 || status == 503;
-    if (r == SRV_R_OPENAPI) return status == 200 || status == 304;
+    if (r == SRV_R_OPENAPI || r == SRV_R_VIEWER) return status == 200 || status == 304;
     return status == 200;
 }
 

@@ -6,6 +6,7 @@
 static const char *const fixed_paths[] = {
     [SRV_R_HEALTHZ] = "/healthz", [SRV_R_READYZ] = "/readyz", [SRV_R_METRICS] = "/metrics",
     [SRV_R_VERSION] = "/version", [SRV_R_OPENAPI] = "/openapi.json",
+    [SRV_R_VIEWER] = "/",
 };
 
 static const char *const compute_paths[] = {
@@ -16,14 +17,14 @@ static const char *const compute_paths[] = {
 srv_route srv_route_find(const char *path) {
     for (int r = SRV_R_SIMPLE; r <= SRV_R_SDPA; r++)
         if (strcmp(path, compute_paths[r]) == 0) return (srv_route)r;
-    for (int r = SRV_R_HEALTHZ; r <= SRV_R_OPENAPI; r++)
+    for (int r = SRV_R_HEALTHZ; r <= SRV_R_VIEWER; r++)
         if (strcmp(path, fixed_paths[r]) == 0) return (srv_route)r;
     return SRV_R_UNKNOWN;
 }
 
 const char *srv_route_label(srv_route r) {
     if (r <= SRV_R_SDPA) return compute_paths[r];
-    if (r <= SRV_R_OPENAPI) return fixed_paths[r];
+    if (r <= SRV_R_VIEWER) return fixed_paths[r];
     return "other";
 }
 

@@ -72,6 +72,16 @@ static const request requests[] = {
                   "\"c\",\"d\",\"e\",\"f\"],\"state_dict\":{\"W_query\":{\"shape\":[3,1],\"dtype\":\"float16\","
                   "\"base64\":\"ADwAQABC\"},\"W_key\":[[1],[2],[3]],\"W_value\":[[1],[2],[3]]},"
                   "\"output_format\":\"safetensors\"," EVERY "}"},
+    /* selection, averaging and top-k (api/maps.c, api/topk.c); images */
+    {API_EP_MULTIHEAD, "{\"d_out\":4,\"num_heads\":2,\"init\":{\"seed\":123},\"inputs\":" X6 ","
+                       "\"heads\":[1,0],\"query_rows\":[1,5],\"top_k\":3,\"average_attn_weights\":true,"
+                       "\"return\":[\"attn_weights\",\"attn_scores\",\"mask\"]}"},
+    {API_EP_MULTIHEAD, "{\"d_out\":4,\"num_heads\":2,\"init\":{\"seed\":123},\"inputs\":" X6 ","
+                       "\"top_k\":2,\"output_format\":\"safetensors\"}"},
+    {API_EP_MULTIHEAD, "{\"d_out\":4,\"num_heads\":2,\"init\":{\"seed\":123},\"inputs\":" X6 ","
+                       "\"heads\":[1],\"output_format\":\"svg\",\"tokens\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\"]}"},
+    {API_EP_MULTIHEAD, "{\"d_out\":4,\"num_heads\":2,\"init\":{\"seed\":123},\"inputs\":" X6 ","
+                       "\"query_rows\":[2,6],\"output_format\":\"png\",\"color_scale\":\"row\"}"},
     {API_EP_SELF, "{\"d_out\":2,\"init\":{\"seed\":1},\"inputs\":[[1,2],[3]]}"},   /* a 400 */
     {API_EP_SELF, "{\"d_out\":2,"},                                                 /* bad JSON */
 };

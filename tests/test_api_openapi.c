@@ -119,10 +119,10 @@ START_TEST(test_every_endpoint) {
         ck_assert_ptr_eq(deref(json_object_get(err, "schema")),
                          json_object_get(json_object_get(json_object_get(g_doc, "components"), "schemas"), "Error"));
     }
-    static const char *const gets[] = {"/healthz", "/readyz", "/metrics", "/version", "/openapi.json"};
+    static const char *const gets[] = {"/healthz", "/readyz", "/metrics", "/version", "/openapi.json", "/"};
     for (size_t i = 0; i < sizeof gets / sizeof gets[0]; i++)
         ck_assert_msg(json_object_get(json_object_get(paths, gets[i]), "get") != NULL, "no GET %s", gets[i]);
-    ck_assert_int_eq(json_object_size(paths), API_EP_COUNT + 5);
+    ck_assert_int_eq(json_object_size(paths), API_EP_COUNT + 6);
 }
 END_TEST
 
@@ -458,7 +458,15 @@ START_TEST(test_reply_tensors_are_numbers) {
     ck_assert_ptr_nonnull(props);
     for (int k = 0; k < API_OUT_COUNT; k++) {
         if (api__outputs[k].elem == API_ELEM_JSON) continue;
-        const char *ref = json_string_value(json_object_get(json_object_get(props, api__outputs[k].name), "$ref"));
+        json_t *o = json_object_get(props, api__outputs[k].name);
+        if (api__outputs[k].map) { /* or, with top_k, {"indices", "values"} */
+            json_t *alt = json_object_get(o, "oneOf");
+            ck_assert_int_eq(json_array_size(alt), 2);
+            ck_assert_str_eq(json_string_value(json_object_get(json_array_get(alt, 1), "$ref")),
+                             "#/components/schemas/TopK");
+            o = json_array_get(alt, 0);
+        }
+        const char *ref = json_string_value(json_object_get(o, "$ref"));
         ck_assert_msg(ref != NULL, "output %s has no reply schema", api__outputs[k].name);
         ck_assert_str_eq(ref, k == API_OUT_MASKED_SCORES ? "#/components/schemas/ReplyScores"
                                                          : "#/components/schemas/ReplyTensor");

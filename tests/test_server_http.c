@@ -231,7 +231,7 @@ START_TEST(t_not_found_404) {
      * 200-byte bound, must still give a body that parses. */
     char long_path[1024] = "/";
     for (int i = 0; i < 150; i++) strcat(long_path, "%C3%A9");
-    const char *paths[][2] = {{"GET", "/"}, {"GET", "/attention"}, {"POST", "/attention/unknown"},
+    const char *paths[][2] = {{"GET", "/index.html"}, {"GET", "/attention"}, {"POST", "/attention/unknown"},
                               {"GET", "/healthz/"}, {"OPTIONS", "/nope"}, {"DELETE", "/x"},
                               {"GET", "/%ff%c3"}, {"GET", long_path}};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {

@@ -2,6 +2,7 @@
 #include "tests/support/reply_check.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
@@ -123,14 +124,37 @@ static int safetensors_ok(const api_buf *b, char *why, size_t size) {
     return rc;
 }
 
+/* A 200 that is not JSON: a safetensors file (its header a JSON object with
+ * the module in __metadata__), a PNG, or an SVG document. */
+static int binary_ok(const api_reply *reply, char *why, size_t size) {
+    const api_buf *b = &reply->body;
+    const char *type = reply->content_type;
+    if (strcmp(type, "image/png") == 0)
+        return b->len > 33 && memcmp(b->data, "\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR", 16) == 0
+                   ? 0 : fail(why, size, "an image/png reply that is not a PNG");
+    if (strcmp(type, "image/svg+xml") == 0)
+        return b->len > 40 && strncmp(b->data, "<?xml", 5) == 0 && strstr(b->data, "</svg>\n") != NULL
+                   ? 0 : fail(why, size, "an image/svg+xml reply that is not an SVG document");
+    if (strcmp(type, "application/octet-stream") != 0)
+        return fail(why, size, "a 200 of type %s", type);
+    uint64_t n = 0;
+    for (int k = 7; k >= 0 && b->len >= 8; k--) n = n << 8 | (unsigned char)b->data[k];
+    if (b->len < 8 || n > b->len - 8 || n % 8 != 0)
+        return fail(why, size, "a safetensors reply with a header length of %llu", (unsigned long long)n);
+    json_t *h = json_loadb(b->data + 8, (size_t)n, JSON_REJECT_DUPLICATES, NULL);
+    int ok = json_is_string(json_object_get(json_object_get(h, "__metadata__"), "module"));
+    json_decref(h);
+    if (!ok) return fail(why, size, "a safetensors header without __metadata__.module");
+    return safetensors_ok(b, why, size);
+}
+
 int reply_check(const api_reply *reply, char *why, size_t size) {
     const api_buf *b = &reply->body;
     if (!known_status(reply->status)) return fail(why, size, "unexpected status %d", reply->status);
     if (b->data == NULL || b->len == 0 || b->failed)
         return fail(why, size, "status %d with no body", reply->status);
-    if (reply->status == 200 && reply->content_type &&
-        strcmp(reply->content_type, "application/octet-stream") == 0)
-        return safetensors_ok(b, why, size);
+    if (reply->status == 200 && reply->content_type && strcmp(reply->content_type, "application/json") != 0)
+        return binary_ok(reply, why, size);
     if (memchr(b->data, '\0', b->len)) return fail(why, size, "the body holds a NUL byte");
     json_error_t je;
     json_t *root = json_loadb(b->data, b->len, JSON_REJECT_DUPLICATES, &je);

@@ -1,0 +1,130 @@
+// viewer.mjs BASE OUTDIR - drives the viewer page at BASE/ in Debian's
+// headless Chromium (playwright-core, found in $PLAYWRIGHT_DIR) and prints a
+// JSON report for tests/test_viewer.c, which checks it against the service's
+// own numbers. Screenshots and the downloaded files go to OUTDIR.
+import { createRequire } from "node:module";
+import { writeFileSync } from "node:fs";
+import { resolve } from "node:path";
+
+const [base, outdir] = process.argv.slice(2);
+const require = createRequire(resolve(process.env.PLAYWRIGHT_DIR) + "/");
+const { chromium } = require("playwright-core");
+
+const report = { console_errors: [], foreign_requests: [], requests: 0 };
+const browser = await chromium.launch({
+  executablePath: "/usr/bin/chromium",
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run"],
+});
+try {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, acceptDownloads: true });
+  const page = await context.newPage();
+  const origin = new URL(base).origin;
+  page.on("console", (m) => { if (m.type() === "error") report.console_errors.push(m.text()); });
+  page.on("pageerror", (e) => report.console_errors.push("pageerror: " + e.message));
+  page.on("request", (r) => {
+    report.requests++;
+    const u = new URL(r.url());
+    if (u.protocol !== "blob:" && u.protocol !== "data:" && u.origin !== origin) report.foreign_requests.push(r.url());
+  });
+
+  await page.goto(base + "/");
+  await page.waitForFunction(() => window.viewer && window.viewer.ready && window.viewer.renders > 0, null, { timeout: 30000 });
+  report.status = await page.textContent("#status");
+  report.example = await page.$eval("#example", (s) => s.options[s.selectedIndex].textContent);
+  report.tokens = await page.inputValue("#tokens");
+
+  // every cell's centre pixel of every heat map
+  report.maps = await page.$$eval("#view_maps canvas.heatmap", (cvs) => cvs.map((cv) => {
+    const d = cv.dataset, ctx = cv.getContext("2d"), cell = +d.cell, cells = [];
+    for (let i = 0; i < +d.rows; i++)
+      for (let j = 0; j < +d.cols; j++) {
+        const x = +d.x0 + j * cell + Math.floor(cell / 2), y = +d.y0 + i * cell + Math.floor(cell / 2);
+        const p = ctx.getImageData(x, y, 1, 1).data;
+        cells.push([i, j, p[0], p[1], p[2]]);
+      }
+    return { panel: +d.panel, rows: +d.rows, cols: +d.cols, cell, title: cv.previousSibling.textContent, cells };
+  }));
+  await page.screenshot({ path: outdir + "/viewer.png" });
+
+  // hover: head 1, query 3, key 2
+  const cv = (await page.$$("#view_maps canvas.heatmap"))[1];
+  const box = await cv.boundingBox();
+  const d = await cv.evaluate((c) => ({ ...c.dataset, w: c.width, h: c.height }));
+  const sx = box.width / d.w, sy = box.height / d.h;
+  await page.mouse.move(box.x + (+d.x0 + 2 * +d.cell + d.cell / 2) * sx, box.y + (+d.y0 + 3 * +d.cell + d.cell / 2) * sy);
+  await page.waitForSelector("#tooltip", { state: "visible", timeout: 5000 });
+  report.hover = { panel: 1, row: 3, col: 2, text: await page.textContent("#tooltip") };
+  await page.screenshot({ path: outdir + "/viewer-hover.png" });
+
+  // head view
+  await page.click("button[data-tab=headview]");
+  report.headview = await page.$$eval("#view_headview svg.headview g.head", (gs) => gs.map((g) => g.querySelectorAll("line").length));
+  report.headview_labels = await page.$$eval("#view_headview svg.headview text", (ts) => ts.length);
+  await page.screenshot({ path: outdir + "/viewer-headview.png" });
+  await page.click("button[data-tab=stages]");
+  report.stages = await page.$$eval("#view_stages canvas.heatmap", (cvs) => cvs.map((c) => c.dataset.map));
+  await page.screenshot({ path: outdir + "/viewer-stages.png" });
+  await page.click("button[data-tab=maps]");
+
+  // the values written in the cells (the README's screenshot)
+  let n0 = await page.evaluate(() => window.viewer.renders);
+  await page.check("#numbers");
+  await page.waitForFunction((n) => window.viewer.renders > n, n0, { timeout: 30000 });
+  await page.screenshot({ path: outdir + "/viewer-values.png" });
+  n0 = await page.evaluate(() => window.viewer.renders);
+  await page.uncheck("#numbers");
+  await page.waitForFunction((n) => window.viewer.renders > n, n0, { timeout: 30000 });
+
+  // downloads
+  for (const [button, file] of [["#dl_png", "download.png"], ["#dl_svg", "download.svg"], ["#dl_json", "download.json"]]) {
+    const [dl] = await Promise.all([page.waitForEvent("download", { timeout: 15000 }), page.click(button)]);
+    await dl.saveAs(outdir + "/" + file);
+  }
+
+  // every example of api/examples/ draws (heat maps, head view, stages) without an error
+  report.examples = [];
+  const count = await page.$eval("#example", (s) => s.options.length);
+  for (let i = 0; i < count; i++) {
+    const n = await page.evaluate(() => window.viewer.renders);
+    await page.selectOption("#example", String(i));
+    await page.waitForFunction((n) => window.viewer.renders > n || document.getElementById("status").className === "error",
+                               n, { timeout: 30000 });
+    report.examples.push(await page.evaluate(() => ({
+      name: document.querySelector("#example").selectedOptions[0].textContent,
+      error: document.getElementById("status").className === "error" ? document.getElementById("status").textContent : null,
+      panels: document.querySelectorAll("#view_maps canvas.heatmap").length,
+      stages: document.querySelectorAll("#view_stages canvas.heatmap").length,
+      lines: document.querySelectorAll("#view_headview line").length })));
+  }
+
+  // a GPT-2 layer at T = 1,024 with 12 heads
+  const before = await page.evaluate(() => window.viewer.renders);
+  await page.click("#big");
+  await page.waitForFunction((n) => window.viewer.renders > n || document.getElementById("status").className === "error",
+                             before, { timeout: 120000 });
+  report.big = await page.evaluate(() => ({ ...window.viewer.timings, status: document.getElementById("status").textContent,
+                                            panels: document.querySelectorAll("#view_maps canvas.heatmap").length,
+                                            first: document.querySelector("#view_maps canvas.heatmap")?.dataset }));
+  await page.screenshot({ path: outdir + "/viewer-gpt2.png" });
+
+  // top-k and query rows on the long input
+  await page.fill("#top_k", "8");
+  await page.fill("#heads", "0 5");
+  await page.fill("#row_start", "0");
+  await page.fill("#row_stop", "64");
+  const n2 = await page.evaluate(() => window.viewer.renders);
+  await page.click("#run");
+  await page.waitForFunction((n) => window.viewer.renders > n || document.getElementById("status").className === "error",
+                             n2, { timeout: 60000 });
+  report.big_topk = await page.evaluate(() => ({ status: document.getElementById("status").textContent,
+                                                 panels: [...document.querySelectorAll("#view_maps canvas.heatmap")].map((c) => c.previousSibling.textContent),
+                                                 lines: [...document.querySelectorAll("#view_headview svg.headview g.head")].map((g) => g.querySelectorAll("line").length) }));
+  await page.screenshot({ path: outdir + "/viewer-topk.png" });
+} catch (e) {
+  report.exception = String(e && e.stack || e);
+} finally {
+  await browser.close();
+}
+writeFileSync(outdir + "/report.json", JSON.stringify(report, null, 1));
+process.stdout.write(JSON.stringify(report) + "\n");
