@@ -218,8 +218,8 @@ def tensor_schemas():
                          "properties": {"shape": shape, "dtype": {"type": "string", "enum": ["float32", "float16", "uint8", "bool"]},
                                         "base64": {"type": "string"}},
                          "required": ["shape", "base64"], "additionalProperties": False}
-    s["BinaryReply"] = {"type": "object", "description": "A tensor of an output_format base64 reply: its little-endian, row-major bytes in base64. Float tensors are float32 or float16 (the request's dtype; -inf stays -inf), the mask output uint8 (0/1), top_k indices int32.",
-                        "properties": {"shape": shape, "dtype": {"type": "string", "enum": ["float32", "float16", "uint8", "int32"]},
+    s["BinaryReply"] = {"type": "object", "description": "A tensor of an output_format base64 reply: its little-endian, row-major bytes in base64. Float tensors are float32 or float16 (the request's dtype; -inf stays -inf), the mask output uint8 (0/1).",
+                        "properties": {"shape": shape, "dtype": {"type": "string", "enum": ["float32", "float16", "uint8"]},
                                        "base64": {"type": "string"}},
                         "required": ["shape", "dtype", "base64"], "additionalProperties": False}
     forms = "Nested arrays of numbers with output_format nested (the default; rank 2 to %d: [T][S] for one head and no batch axis, up to [B][H][T][S]), FlatTensor with flat, BinaryReply with base64." % MAX_RANK
@@ -229,8 +229,14 @@ def tensor_schemas():
                               "masked_scores: as ReplyTensor, except that the nested and flat forms carry -inf (a masked entry) as null.")
     s["ReplyParam"] = one_of(["Numbers%d" % r for r in range(1, MAX_RANK + 1)] + ["FlatTensor", "BinaryReply"],
                              "One entry of params: nested arrays (rank 1 for biases, 2 for weights, 4 for GPT-2's bias buffer), FlatTensor or BinaryReply, by output_format.")
+    s["BinaryIndices"] = {"type": "object", "description": "top_k indices of an output_format base64 reply: little-endian int32 in base64.",
+                          "properties": {"shape": shape, "dtype": {"type": "string", "enum": ["int32"]},
+                                         "base64": {"type": "string"}},
+                          "required": ["shape", "dtype", "base64"], "additionalProperties": False}
+    s["TopKIndices"] = one_of(["Numbers%d" % r for r in range(2, MAX_RANK + 1)] + ["FlatTensor", "BinaryIndices"],
+                              "top_k indices: nested arrays, FlatTensor or BinaryIndices, by output_format.")
     s["TopK"] = {"type": "object", "description": "A map with top_k: per query row the column indices of the k largest entries (-1 = padding) and their values, each shaped like the map with its last axis k.",
-                 "properties": {"indices": ref("ReplyTensor"), "values": ref("ReplyTensor")},
+                 "properties": {"indices": ref("TopKIndices"), "values": ref("ReplyTensor")},
                  "required": ["indices", "values"], "additionalProperties": False}
     return s
 

@@ -49,6 +49,18 @@ function isError(b: Reply | ApiError): b is ApiError {
     return "error" in b;
 }
 
+/** A map output with top_k is {indices, values}; without, a tensor. */
+type MapOutput = NonNullable<Reply["attn_weights"]>;
+function isTopK(m: MapOutput): m is Schemas["TopK"] {
+    return !Array.isArray(m) && "indices" in m;
+}
+
+/** attn_weights as a tensor (undefined when absent or top-k). */
+function weightsOf(r: Reply): Tensor | undefined {
+    const m = r.attn_weights;
+    return m === undefined || isTopK(m) ? undefined : m;
+}
+
 /** The float32 values of a base64 tensor. */
 function floats(t: Schemas["BinaryReply"]): number[] {
     const bin = atob(t.base64);
@@ -67,7 +79,7 @@ async function checkForms(base: string, c: Call): Promise<number> {
     for (const output_format of ["nested", "flat", "base64"] as const) {
         const r = await post(base, { ...c, body: { ...c.body, output_format, precision: undefined } });
         if (isError(r.body)) throw new Error(`${c.name} ${output_format}: ${r.body.error.message}`);
-        const w = r.body.attn_weights;
+        const w = weightsOf(r.body);
         let values: number[];
         if (isRank3(w)) {
             const heads: number[][][] = w;
@@ -99,7 +111,7 @@ async function main(): Promise<void> {
             o.error_code = r.body.error.code;
         } else {
             o.module = r.body.module;
-            const w = r.body.attn_weights;
+            const w = weightsOf(r.body);
             if (w !== undefined && Array.isArray(w)) {
                 const shape: number[] = [];
                 for (let x: unknown = w; Array.isArray(x); x = x[0]) shape.push(x.length);
