@@ -7,8 +7,10 @@
  * and given ones (SDPA's [B][H][L][E], head-major) need no copy before the
  * matrix products: cblas_sgemm reads rows with stride ld.
  */
+#include "flash.h"
 #include "internal.h"
 #include "kernel.h"
+#include "linear.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -35,19 +37,6 @@ static void *arena_take(arena *a, size_t bytes) {
 #define OR_TAKE(given, a, n, type) ((given) ? (given) : (type *)arena_take((a), (n) * sizeof(type)))
 
 /* ---- projections -------------------------------------------------------- */
-
-/* y[rows][out] = x[rows][in] · Wᵀ + b, W as nn.Linear stores it: [out][in];
- * or x · W with W stored [in][out] (SelfAttention_v1) when w_is_in_out. */
-static void linear(float *y, const float *x, int rows, int in, int out, const float *w,
-                   int w_is_in_out, const float *bias) {
-    float beta = 0.0f;
-    if (bias) {
-        for (int r = 0; r < rows; r++) memcpy(y + (size_t)r * out, bias, (size_t)out * sizeof *y);
-        beta = 1.0f;
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, w_is_in_out ? CblasNoTrans : CblasTrans, rows, out,
-                in, 1.0f, x, in, w, w_is_in_out ? out : in, beta, y, out);
-}
 
 /* Locates a named tensor of the state_dict in the parameter buffer. */
 static const float *param(const attn_config *cfg, const attn_plan *plan, const float *params,
@@ -86,12 +75,12 @@ static void project(const attn_config *cfg, const attn_plan *p, const attn_input
     case ATTN_SELF_V1: {
         static const char *const raw[3] = {"W_query", "W_key", "W_value"};
         for (int t = 0; t < 3; t++)
-            linear(dst[t], in->x, rows_q, p->in_width, hq, find_param(cfg, p, P, raw[t]), 1, NULL);
+            attn__linear(in->pool, dst[t], in->x, rows_q, p->in_width, hq, find_param(cfg, p, P, raw[t]), 1, NULL);
         break;
     }
     case ATTN_SELF_V2: case ATTN_CAUSAL: case ATTN_MHA:
         for (int t = 0; t < 3; t++)
-            linear(dst[t], in->x, rows_q, p->in_width, hq, find_param(cfg, p, P, weight[t]), 0,
+            attn__linear(in->pool, dst[t], in->x, rows_q, p->in_width, hq, find_param(cfg, p, P, weight[t]), 0,
                    find_param(cfg, p, P, bias_name[t]));
         break;
     case ATTN_MHA_WRAPPER: {
@@ -109,7 +98,7 @@ static void project(const attn_config *cfg, const attn_plan *p, const attn_input
                     memcpy(packed_b + (size_t)h * p->Dk, param(cfg, p, P, w_index + 1),
                            (size_t)p->Dk * sizeof(float));
             }
-            linear(dst[t], in->x, rows_q, p->in_width, hq, packed, 0, bias ? packed_b : NULL);
+            attn__linear(in->pool, dst[t], in->x, rows_q, p->in_width, hq, packed, 0, bias ? packed_b : NULL);
         }
         break;
     }
@@ -119,7 +108,7 @@ static void project(const attn_config *cfg, const attn_plan *p, const attn_input
         const float *b = find_param(cfg, p, P, "c_attn.bias");
         size_t C = (size_t)p->in_width;
         for (int t = 0; t < 3; t++)
-            linear(dst[t], in->x, rows_q, p->in_width, hq, w + t * C * C, 0, b + t * C);
+            attn__linear(in->pool, dst[t], in->x, rows_q, p->in_width, hq, w + t * C * C, 0, b + t * C);
         break;
     }
     case ATTN_TORCH_MHA: {
@@ -133,7 +122,7 @@ static void project(const attn_config *cfg, const attn_plan *p, const attn_input
         size_t E = (size_t)p->in_width;
         for (int t = 0; t < 3; t++) {
             const float *w = fused ? fused + t * E * E : find_param(cfg, p, P, sep[t]);
-            linear(dst[t], xs[t], rows[t], widths[t], hq, w, 0, b ? b + t * E : NULL);
+            attn__linear(in->pool, dst[t], xs[t], rows[t], widths[t], hq, w, 0, b ? b + t * E : NULL);
         }
         break;
     }
@@ -235,16 +224,23 @@ int attn_forward(const attn_config *cfg, const attn_plan *plan, const attn_input
     if (cfg->module == ATTN_MHA_WRAPPER)
         n_proj += (size_t)p->H * (size_t)p->Dk * ((size_t)p->in_width + 1);
 
-    /* Size the work space: everything the caller did not ask for. Score-sized
-     * intermediates nobody wants live in one [L][S] scratch reused by every
-     * head instead of a [B][H][L][S] tensor. */
-    size_t LS = (size_t)p->L * (size_t)p->S;
+    /* Size the work space: everything the caller did not ask for. The fused
+     * kernel needs one tile of scores per thread; the materialised one keeps
+     * score-sized intermediates nobody wants as one block of rows per thread
+     * instead of a [B][H][L][S] tensor. */
+    int fused = attn__flash_used(cfg, p, attn__outputs_asked(out));
+    size_t LS = (size_t)p->L * (size_t)p->S, width = (size_t)attn__pool_width(in->pool);
+    size_t slot_rows = width * ATTN__MAP_ROWS * (size_t)p->S; /* < width * 64 * 2^31: no overflow */
     int keep_weights = out->weights || out->weights_avg;
     size_t bytes = align64(n_proj * sizeof(float));
-    bytes += out->scores ? 0 : align64(LS * sizeof(float));
-    bytes += out->masked_scores ? 0 : align64(LS * sizeof(float));
-    bytes += out->weights ? 0 : align64((keep_weights ? p->n_scores : LS) * sizeof(float));
-    bytes += out->mask ? 0 : align64(p->n_mask);
+    if (fused) {
+        bytes += align64(width * attn__flash_scratch(p) * sizeof(float));
+    } else {
+        bytes += out->scores ? 0 : align64(slot_rows * sizeof(float));
+        bytes += out->masked_scores ? 0 : align64(slot_rows * sizeof(float));
+        bytes += out->weights ? 0 : align64((keep_weights ? p->n_scores : slot_rows) * sizeof(float));
+        bytes += out->mask ? 0 : align64(p->n_mask);
+    }
     bytes += p->dropout_active && !out->dropout_mask ? align64(p->n_dropout * sizeof(float)) : 0;
     bytes += out->context_heads ? 0 : align64(p->n_context_heads * sizeof(float));
     bytes += out->context ? 0 : align64(p->n_context * sizeof(float));
@@ -262,16 +258,21 @@ int attn_forward(const attn_config *cfg, const attn_plan *plan, const attn_input
 
     attn__heads hd = {
         .plan = p, .cfg = cfg, .q = v[0], .k = v[1], .v = v[2],
-        .scores = OR_TAKE(out->scores, &a, LS, float),
-        .masked = OR_TAKE(out->masked_scores, &a, LS, float),
-        .weights = OR_TAKE(out->weights, &a, keep_weights ? p->n_scores : LS, float),
         .scores_step = out->scores ? LS : 0,
         .masked_step = out->masked_scores ? LS : 0,
         .weights_step = keep_weights ? LS : 0,
-        .mask = OR_TAKE(out->mask, &a, p->n_mask, uint8_t),
         .context_heads = OR_TAKE(out->context_heads, &a, p->n_context_heads, float),
         .inputs = in,
     };
+    float *flash_scratch = NULL;
+    if (fused) {
+        flash_scratch = arena_take(&a, width * attn__flash_scratch(p) * sizeof(float));
+    } else {
+        hd.scores = OR_TAKE(out->scores, &a, slot_rows, float);
+        hd.masked = OR_TAKE(out->masked_scores, &a, slot_rows, float);
+        hd.weights = OR_TAKE(out->weights, &a, keep_weights ? p->n_scores : slot_rows, float);
+        hd.mask = OR_TAKE(out->mask, &a, p->n_mask, uint8_t);
+    }
     float *dropout = NULL;
     if (p->dropout_active) {
         dropout = OR_TAKE(out->dropout_mask, &a, p->n_dropout, float);
@@ -286,15 +287,21 @@ int attn_forward(const attn_config *cfg, const attn_plan *plan, const attn_input
     }
     hd.dropout = p->drop_site == ATTN_DROP_WEIGHTS ? dropout : NULL;
 
-    attn__build_mask(&hd);
-    attn__attend(&hd);
+    if (fused) {
+        attn__flash f = {.plan = p, .cfg = cfg, .inputs = in, .q = v[0], .k = v[1], .v = v[2],
+                         .context_heads = hd.context_heads, .scratch = flash_scratch};
+        attn__flash_run(&f, in->pool);
+    } else {
+        attn__build_mask(&hd);
+        attn__attend(&hd, in->pool);
+    }
 
     float *context = OR_TAKE(out->context, &a, p->n_context, float);
     if (p->has_out_proj) {
         int gpt2 = cfg->module == ATTN_GPT2;
         const float *w = find_param(cfg, p, in->params, gpt2 ? "c_proj.weight" : "out_proj.weight");
         const float *b = find_param(cfg, p, in->params, gpt2 ? "c_proj.bias" : "out_proj.bias");
-        linear(context, hd.context_heads, p->B * p->L, p->ctx_width, p->out_width, w, 0, b);
+        attn__linear(in->pool, context, hd.context_heads, p->B * p->L, p->ctx_width, p->out_width, w, 0, b);
         if (p->drop_site == ATTN_DROP_OUTPUT && dropout)
             for (size_t i = 0; i < p->n_context; i++) context[i] *= dropout[i];
     } else if (context != hd.context_heads) {
