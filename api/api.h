@@ -34,8 +34,12 @@ typedef struct {
 
 void api_buf_free(api_buf *b);          /* accepts a zeroed or freed buffer */
 
+struct attn_pool;
+
 typedef struct {
     size_t max_elements;  /* most floats one request may make the server hold */
+    struct attn_pool *compute; /* threads one request may share its work with
+                                  (attn_pool_create); NULL = the calling thread */
 } api_limits;
 
 typedef struct {

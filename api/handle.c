@@ -66,6 +66,28 @@ static size_t output_values(const api_request *rq, const attn_plan *p) {
     return n; /* each term is below 2^40 (attn_plan_make): no overflow */
 }
 
+/* The ATTN_OUT_* bits of the requested outputs, so that the plan counts
+ * only the memory of the path that will run (the fused one, linear in T,
+ * when no [T][T] tensor is asked for). */
+static unsigned core_outputs(const api_request *rq) {
+    static const struct {
+        int api;
+        unsigned core;
+    } map[] = {
+        {API_OUT_CONTEXT, ATTN_OUT_CONTEXT},           {API_OUT_ATTN_SCORES, ATTN_OUT_SCORES},
+        {API_OUT_MASKED_SCORES, ATTN_OUT_MASKED_SCORES}, {API_OUT_MASK, ATTN_OUT_MASK},
+        {API_OUT_DROPOUT_MASK, ATTN_OUT_DROPOUT_MASK}, {API_OUT_QUERIES, ATTN_OUT_QUERIES},
+        {API_OUT_KEYS, ATTN_OUT_KEYS},                 {API_OUT_VALUES, ATTN_OUT_VALUES},
+        {API_OUT_CONTEXT_HEADS, ATTN_OUT_CONTEXT_HEADS},
+    };
+    unsigned bits = 0;
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (rq->returns & 1u << map[i].api) bits |= map[i].core;
+    if (rq->returns & 1u << API_OUT_ATTN_WEIGHTS)
+        bits |= rq->average && rq->multi_head ? ATTN_OUT_WEIGHTS_AVG : ATTN_OUT_WEIGHTS;
+    return bits ? bits : ATTN_OUT_CONTEXT; /* the context is computed in any case */
+}
+
 /* The output tensors, each allocated only when asked for. */
 typedef struct {
     void *p[12];
@@ -86,7 +108,7 @@ static void allocs_free(allocs *a) {
 }
 
 static int compute(const api_request *rq, const attn_plan *plan, const float *params,
-                   attn_rng *rng, api_result *res, allocs *a, api_err *e) {
+                   attn_rng *rng, attn_pool *pool, api_result *res, allocs *a, api_err *e) {
     const attn_config *c = &rq->cfg;
     unsigned w = rq->returns;
     attn_outputs *o = &res->out;
@@ -114,6 +136,7 @@ static int compute(const api_request *rq, const attn_plan *plan, const float *pa
     attn_inputs in = {
         .params = plan->n_params ? params : NULL,
         .key_padding_mask = rq->kpm_bool,
+        .pool = pool,
     };
     if (sdpa) {
         in.query = rq->query.data;
@@ -208,6 +231,7 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
 
     attn_plan plan;
     attn_error ae = {0};
+    rq.cfg.outputs = core_outputs(&rq);
     if (attn_plan_make(&rq.cfg, &plan, &ae) != ATTN_OK) {
         api__from_attn(&e, &ae, rq.cfg.module);
         goto done;
@@ -235,7 +259,7 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
     reply->ms_parse = t1 - t0;
 
     api_result res = {.rq = &rq, .plan = &plan, .params = params};
-    if (compute(&rq, &plan, params, rng_ptr, &res, &a, &e)) goto done;
+    if (compute(&rq, &plan, params, rng_ptr, lim ? lim->compute : NULL, &res, &a, &e)) goto done;
     double t2 = api__now_ms();
     reply->ms_compute = t2 - t1;
 

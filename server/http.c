@@ -330,11 +330,12 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
 
 /* ==== Daemon ============================================================ */
 
-int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool) {
+int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_pool *compute) {
     memset(s, 0, sizeof *s);
     s->opt = opt;
     s->pool = pool;
     s->limits.max_elements = opt->max_elements;
+    s->limits.compute = compute;
     atomic_init(&s->draining, 0);
     if (srv_acceptor_listen(&s->acceptor, opt->host, opt->port) != 0) return -1;
     s->port = s->acceptor.port;
