@@ -1,0 +1,98 @@
+/* test_server_long.c - a long-context request on the real attention-server:
+ * scaled dot-product attention, causal, one head of width 64, T = 32,768,
+ * only the context asked for. With the default limits it must be accepted
+ * (the fused path holds memory linear in T: the materialised one would need
+ * 3 x T² floats, 12.9 GB) and the server's peak resident memory (VmHWM)
+ * must stay within PEAK_GROWTH_MB of what it was idle.
+ *
+ * Where that memory goes (measured, README "Performance"): the request body
+ * (about 40 MB of JSON) and jansson's tree of its 6.3 million numbers (about 40
+ * bytes each) dominate; the attention itself holds q, k, v, the context
+ * and the reply, about 60 MB.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "support/server_harness.h"
+
+#define T 32768
+#define D 64
+#define PEAK_GROWTH_MB 512
+
+static srvt_server srv;
+
+static void teardown(void) { srvt_release(&srv); }
+
+/* VmHWM of a process, in kB; -1 if unreadable. */
+static long peak_kb(pid_t pid) {
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld kB", &kb) == 1) break;
+    fclose(f);
+    return kb;
+}
+
+/* Appends {"shape": [1, 1, T, D], "data": [...]} with values in (-1, 1)
+ * of three decimals. */
+static char *tensor(char *p, const char *name, unsigned salt) {
+    p += sprintf(p, "\"%s\": {\"shape\": [1, 1, %d, %d], \"data\": [", name, T, D);
+    unsigned u = salt;
+    for (long i = 0; i < (long)T * D; i++) {
+        u = u * 1664525u + 1013904223u;
+        p += sprintf(p, "%s%.3f", i ? "," : "", (double)((int)(u >> 12) % 2000 - 1000) / 1000.0);
+    }
+    return p + sprintf(p, "]}");
+}
+
+START_TEST(t_long_context_only) {
+    const char *args[] = {"--threads", "2", NULL};
+    ck_assert_msg(srvt_start(&srv, args, NULL) == 0, "cannot start %s", srvt_binary());
+    long idle = peak_kb(srv.pid);
+    ck_assert_int_gt(idle, 0);
+
+    size_t cap = (size_t)3 * T * D * 8 + 1024;
+    char *body = malloc(cap), *p = body;
+    ck_assert_ptr_nonnull(body);
+    p += sprintf(p, "{");
+    p = tensor(p, "query", 1);
+    p += sprintf(p, ", ");
+    p = tensor(p, "key", 2);
+    p += sprintf(p, ", ");
+    p = tensor(p, "value", 3);
+    p += sprintf(p, ", \"causal\": true, \"return\": [\"context\", \"timing\"]}");
+
+    srvt_req rq = {.body = body, .len = (size_t)(p - body), .timeout_ms = 300000};
+    srvt_reply r;
+    ck_assert_int_eq(srvt_do(&srv, "/attention/sdpa", &rq, &r), 0);
+    free(body);
+    ck_assert_msg(r.status == 200, "status %ld: %.300s", r.status, r.body ? r.body : "");
+    ck_assert_ptr_nonnull(strstr(r.body, "\"context\""));
+    long peak = peak_kb(srv.pid);
+    printf("T=%d context only: %zu bytes of reply, server peak %ld MB, %ld MB above idle; %.200s\n",
+           T, r.len, peak / 1024, (peak - idle) / 1024, strstr(r.body, "\"timing\"") ? strstr(r.body, "\"timing\"") : "");
+    ck_assert_msg(peak - idle < (long)PEAK_GROWTH_MB * 1024, "peak %ld MB above idle, bound %d MB",
+                  (peak - idle) / 1024, PEAK_GROWTH_MB);
+    srvt_reply_free(&r);
+    ck_assert_int_eq(srvt_stop(&srv, 30), 0);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("server_long");
+    TCase *tc = tcase_create("long");
+    tcase_set_timeout(tc, 300);
+    tcase_add_checked_fixture(tc, NULL, teardown);
+    tcase_add_test(tc, t_long_context_only);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
