@@ -115,8 +115,9 @@ void api__shape_str(char *out, size_t size, int rank, const int *shape);
 
 /* ==== Endpoints and fields ================================================ */
 
-/* Modules an endpoint accepts, the first being its default. */
-int api__endpoint_modules(api_endpoint ep, const attn_module **mods);
+/* Modules an endpoint accepts, into mods, the first being its default;
+ * returns how many (0: unknown endpoint). */
+int api__endpoint_modules(api_endpoint ep, attn_module mods[ATTN_MODULE_COUNT]);
 /* The top-level fields a module accepts (NULL-terminated). */
 const char *const *api__module_fields(attn_module m);
 /* 1 if field is in the list. */

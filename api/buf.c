@@ -179,25 +179,20 @@ char *api__echo(char *dst, size_t size, const char *src) {
     return dst;
 }
 
-/* core's field names, in the request's words */
+/* core's field names, in the request's words: the module's row names its
+ * constructor arguments (core/attention.h ATTN_MODULE_MAP). */
 static const char *rename_field(const char *f, attn_module m) {
-    if (strcmp(f, "tokens") == 0 || strcmp(f, "batch") == 0)
-        return m == ATTN_SDPA ? "query" : "inputs";
-    if (m == ATTN_GPT2) {
-        if (strcmp(f, "num_heads") == 0) return "n_head";
-        if (strcmp(f, "d_in") == 0) return "n_embd";
-        if (strcmp(f, "context_length") == 0) return "block_size";
-    }
-    if (m == ATTN_TORCH_MHA) {
-        if (strcmp(f, "d_in") == 0) return "embed_dim";
-        if (strcmp(f, "kv_tokens") == 0) return "key";
-    }
-    if (m == ATTN_SDPA) {
-        if (strcmp(f, "d_in") == 0) return "query";
-        if (strcmp(f, "kv_tokens") == 0 || strcmp(f, "kv_heads") == 0) return "key";
-        if (strcmp(f, "vdim") == 0) return "value";
-        if (strcmp(f, "inputs") == 0) return "query";
-    }
+    const attn_module_info *mod = attn_module_get(m);
+    if (mod == NULL) return f;
+    int given = (mod->flags & ATTN_MOD_QKV_INPUTS) != 0; /* Q, K, V given: no x */
+    if (strcmp(f, "tokens") == 0 || strcmp(f, "batch") == 0 || strcmp(f, "inputs") == 0)
+        return given ? "query" : "inputs";
+    if (strcmp(f, "d_in") == 0 && mod->in_name) return mod->in_name;
+    if (strcmp(f, "num_heads") == 0 && mod->heads_name) return mod->heads_name;
+    if (strcmp(f, "context_length") == 0 && mod->context_name) return mod->context_name;
+    if (strcmp(f, "kv_tokens") == 0 && (given || (mod->flags & ATTN_MOD_CROSS))) return "key";
+    if (given && strcmp(f, "kv_heads") == 0) return "key";
+    if (given && strcmp(f, "vdim") == 0) return "value";
     return f;
 }
 

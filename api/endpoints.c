@@ -1,5 +1,6 @@
-/* endpoints.c - paths, the modules of each endpoint and the request fields
- * of each module. These tables are the whole request vocabulary: the parser
+/* endpoints.c - paths, the modules of each endpoint (from the endpoint
+ * column of core's ATTN_MODULE_MAP) and the request fields of each module.
+ * These tables are the whole request vocabulary: the parser
  * rejects any other top-level field, and a test checks that the OpenAPI
  * document lists every one of them. */
 #include "api/api_internal.h"
@@ -30,21 +31,9 @@ int api_endpoint_from_path(const char *path, api_endpoint *ep) {
     return -1;
 }
 
-static const attn_module simple_mods[] = {ATTN_SIMPLE};
-static const attn_module self_mods[] = {ATTN_SELF_V2, ATTN_SELF_V1};
-static const attn_module causal_mods[] = {ATTN_CAUSAL};
-static const attn_module multihead_mods[] = {ATTN_MHA, ATTN_MHA_WRAPPER, ATTN_GPT2, ATTN_TORCH_MHA};
-static const attn_module sdpa_mods[] = {ATTN_SDPA};
-
-int api__endpoint_modules(api_endpoint ep, const attn_module **mods) {
-    switch (ep) {
-    case API_EP_SIMPLE: *mods = simple_mods; return 1;
-    case API_EP_SELF: *mods = self_mods; return 2;
-    case API_EP_CAUSAL: *mods = causal_mods; return 1;
-    case API_EP_MULTIHEAD: *mods = multihead_mods; return 4;
-    case API_EP_SDPA: *mods = sdpa_mods; return 1;
-    default: *mods = NULL; return 0;
-    }
+int api__endpoint_modules(api_endpoint ep, attn_module mods[ATTN_MODULE_COUNT]) {
+    const char *path = api_endpoint_path(ep);
+    return path ? attn_modules_on_endpoint(path, mods) : 0;
 }
 
 /* Every module: the module, the labels, what to return and how. */
@@ -69,18 +58,23 @@ static const char *const f_torch[] = {COMMON, MASKING, TRAINABLE, "embed_dim", "
 static const char *const f_sdpa[] = {COMMON, MASKING, "query", "key", "value", "dropout",
                                      "dropout_seed", NULL};
 
+/* Adding a module: its list here (the constructor names of its row in
+ * core/attention.h, plus its inputs). */
+static const char *const *const module_fields[ATTN_MODULE_COUNT] = {
+    [ATTN_SIMPLE] = f_simple,
+    [ATTN_SELF_V1] = f_v1,
+    [ATTN_SELF_V2] = f_v2,
+    [ATTN_CAUSAL] = f_causal,
+    [ATTN_MHA_WRAPPER] = f_heads,
+    [ATTN_MHA] = f_heads,
+    [ATTN_GPT2] = f_gpt2,
+    [ATTN_TORCH_MHA] = f_torch,
+    [ATTN_SDPA] = f_sdpa,
+};
+
 const char *const *api__module_fields(attn_module m) {
-    switch (m) {
-    case ATTN_SIMPLE: return f_simple;
-    case ATTN_SELF_V1: return f_v1;
-    case ATTN_SELF_V2: return f_v2;
-    case ATTN_CAUSAL: return f_causal;
-    case ATTN_MHA_WRAPPER: case ATTN_MHA: return f_heads;
-    case ATTN_GPT2: return f_gpt2;
-    case ATTN_TORCH_MHA: return f_torch;
-    case ATTN_SDPA: return f_sdpa;
-    default: return NULL;
-    }
+    if ((int)m < 0 || m >= ATTN_MODULE_COUNT) return NULL;
+    return module_fields[m];
 }
 
 int api__has_field(const char *const *fields, const char *field) {

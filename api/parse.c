@@ -74,8 +74,8 @@ static int get_choice(const json_t *root, const char *name, const char *const *c
 /* ==== Module and field names ============================================== */
 
 static int pick_module(api_endpoint ep, const json_t *root, attn_module *m, api_err *e) {
-    const attn_module *mods;
-    int n = api__endpoint_modules(ep, &mods);
+    attn_module mods[ATTN_MODULE_COUNT];
+    int n = api__endpoint_modules(ep, mods);
     if (n == 0) return api__fail(e, 404, "not_found", NULL, "unknown endpoint %d", (int)ep);
     const json_t *v = get(root, "module");
     if (v == NULL) {
@@ -259,7 +259,8 @@ static int read_tokens(const json_t *root, api_request *rq, api_err *e) {
     size_t n = json_array_size(v), bytes = 1;
     if (n != (size_t)rq->cfg.tokens)
         return api__fail(e, 400, "invalid_shape", "tokens", "tokens has %zu labels, the %s have %d tokens",
-                         n, rq->cfg.module == ATTN_SDPA ? "queries" : "inputs", rq->cfg.tokens);
+                         n, attn_module_has(rq->cfg.module, ATTN_MOD_QKV_INPUTS) ? "queries" : "inputs",
+                         rq->cfg.tokens);
     for (size_t i = 0; i < n; i++) {
         const json_t *s = json_array_get(v, i);
         if (!json_is_string(s)) {
@@ -372,35 +373,26 @@ static int read_dropout(const json_t *root, attn_config *c, api_err *e) {
     return 0;
 }
 
+/* The constructor's arguments, under the names the module's row gives them
+ * (core/attention.h ATTN_MODULE_MAP); api__module_fields has already
+ * rejected the fields the module does not take. */
 static int read_constructor(const json_t *root, api_request *rq, api_err *e) {
     attn_config *c = &rq->cfg;
-    switch (c->module) {
-    case ATTN_SELF_V1: case ATTN_SELF_V2: case ATTN_CAUSAL: case ATTN_MHA_WRAPPER: case ATTN_MHA:
-        if (width_matches(root, "d_in", c->d_in, e) || required_int(root, "d_out", &c->d_out, e) ||
-            get_bool(root, "qkv_bias", &c->bias, e) < 0 ||
-            get_int(root, "context_length", 1, INT32_MAX, &c->context_length, e) < 0 ||
-            read_dropout(root, c, e))
-            return -1;
-        if (c->module == ATTN_MHA_WRAPPER || c->module == ATTN_MHA)
-            return required_int(root, "num_heads", &c->num_heads, e);
-        return 0;
-    case ATTN_GPT2:
-        return width_matches(root, "n_embd", c->d_in, e) || required_int(root, "n_head", &c->num_heads, e) ||
-               get_int(root, "block_size", 1, INT32_MAX, &c->context_length, e) < 0 ||
-               read_dropout(root, c, e) ? -1 : 0;
-    case ATTN_TORCH_MHA:
-        c->bias = 1;
-        return width_matches(root, "embed_dim", c->d_in, e) ||
-               required_int(root, "num_heads", &c->num_heads, e) ||
-               get_bool(root, "bias", &c->bias, e) < 0 ||
-               get_int(root, "kdim", 1, INT32_MAX, &c->kdim, e) < 0 ||
-               get_int(root, "vdim", 1, INT32_MAX, &c->vdim, e) < 0 || read_dropout(root, c, e) ? -1 : 0;
-    case ATTN_SDPA:
-        c->training = 1; /* F.scaled_dot_product_attention applies dropout_p whenever it is set */
-        return read_dropout(root, c, e);
-    default:
-        return 0;
-    }
+    const attn_module_info *mod = attn_module_get(c->module);
+    /* F.scaled_dot_product_attention applies dropout_p whenever it is set */
+    if (mod->flags & ATTN_MOD_FUNCTIONAL) c->training = 1;
+    if (mod->flags & ATTN_MOD_BIAS) c->bias = 1;
+    if ((mod->flags & ATTN_MOD_PROJECTED) && width_matches(root, mod->in_name, c->d_in, e)) return -1;
+    if (mod->out_name && required_int(root, mod->out_name, &c->d_out, e)) return -1;
+    if (mod->heads_name && required_int(root, mod->heads_name, &c->num_heads, e)) return -1;
+    if (mod->bias_name && get_bool(root, mod->bias_name, &c->bias, e) < 0) return -1;
+    if (mod->context_name &&
+        get_int(root, mod->context_name, 1, INT32_MAX, &c->context_length, e) < 0)
+        return -1;
+    if ((mod->flags & ATTN_MOD_CROSS) && (get_int(root, "kdim", 1, INT32_MAX, &c->kdim, e) < 0 ||
+                                          get_int(root, "vdim", 1, INT32_MAX, &c->vdim, e) < 0))
+        return -1;
+    return read_dropout(root, c, e);
 }
 
 static int read_options(const json_t *root, api_request *rq, api_err *e) {
@@ -411,7 +403,7 @@ static int read_options(const json_t *root, api_request *rq, api_err *e) {
     static const char *const formats[] = {"nested", "flat", NULL};
     int norm = 0, method = 0, flat = 0;
     double scale = 0.0;
-    c->causal = m == ATTN_CAUSAL || m == ATTN_MHA_WRAPPER || m == ATTN_MHA || m == ATTN_GPT2;
+    c->causal = attn_module_has(m, ATTN_MOD_CAUSAL);
     if (get_bool(root, "causal", &c->causal, e) < 0 || get_bool(root, "training", &c->training, e) < 0 ||
         get_choice(root, "normalization", norms, &norm, e) < 0 ||
         get_choice(root, "mask_method", methods, &method, e) < 0 ||
@@ -449,17 +441,17 @@ int api__request_parse(api_endpoint ep, const json_t *root, const api_limits *li
     attn_module m;
     if (pick_module(ep, root, &m, e) || check_fields(root, m, e)) return -1;
     rq->cfg.module = m;
-    rq->multi_head = m == ATTN_MHA_WRAPPER || m == ATTN_MHA || m == ATTN_GPT2 || m == ATTN_TORCH_MHA;
+    rq->multi_head = attn_module_has(m, ATTN_MOD_MULTI_HEAD);
     size_t budget = lim && lim->max_elements ? lim->max_elements : ATTN_MAX_ELEMENTS;
 
-    if (m == ATTN_SDPA) {
+    if (attn_module_has(m, ATTN_MOD_QKV_INPUTS)) {
         if (read_qkv(root, rq, &budget, e)) return -1;
         rq->multi_head = rq->headed;
     } else if (read_inputs(root, rq, &budget, e)) {
         return -1;
     }
     if (read_constructor(root, rq, e)) return -1;
-    if (m == ATTN_TORCH_MHA && read_kv_inputs(root, rq, &budget, e)) return -1;
+    if (attn_module_has(m, ATTN_MOD_CROSS) && read_kv_inputs(root, rq, &budget, e)) return -1;
     if (read_options(root, rq, e) || read_attn_mask(root, rq, &budget, e) ||
         read_kpm(root, rq, &budget, e) || read_tokens(root, rq, e) || read_return(root, rq, e))
         return -1;

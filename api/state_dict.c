@@ -1,23 +1,14 @@
 /* state_dict.c - "state_dict" (PyTorch names to nested arrays, as
  * {k: v.tolist() for k, v in m.state_dict().items()} gives) into the
  * parameter buffer laid out by attn_param_get. Every parameter is required;
- * buffers ("mask", "bias", "heads.0.mask") may be left out, and are checked
- * against what the module registers when given. */
+ * buffers ("mask", "bias", "heads.0.mask") may be left out (core fills
+ * them), and are checked by core against what the module registers when
+ * given. */
 #include "api/api_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Fills a buffer entry as the module registers it (triu: 1 above the
- * diagonal; gpt2_min.py's "bias": tril). */
-static void fill_buffer(float *x, const attn_param *p) {
-    int n = p->shape[p->rank - 1];
-    int lower = strcmp(p->name, "bias") == 0;
-    for (int r = 0; r < n; r++)
-        for (int c = 0; c < n; c++)
-            x[(size_t)r * (size_t)n + (size_t)c] = lower ? (float)(c <= r) : (float)(c > r);
-}
 
 static void expected_names(char *out, size_t size, const attn_config *cfg, const attn_plan *plan) {
     size_t n = 0;
@@ -28,7 +19,7 @@ static void expected_names(char *out, size_t size, const attn_config *cfg, const
         char shape[64];
         api__shape_str(shape, sizeof shape, p.rank, p.shape);
         int w = snprintf(out + n, size - n, "%s%s %s%s", i ? ", " : "", p.name, shape,
-                         p.is_buffer ? " (buffer, optional)" : "");
+                         p.buffer ? " (buffer, optional)" : "");
         if (w < 0) break;
         n += (size_t)w;
     }
@@ -63,8 +54,8 @@ int api__state_dict_read(const json_t *sd, const attn_config *cfg, const attn_pl
         char field[ATTN_PARAM_NAME_MAX + 16], shape[64];
         snprintf(field, sizeof field, "state_dict.%s", p.name);
         v = json_object_get(sd, p.name);
-        if (v == NULL && p.is_buffer) {
-            fill_buffer(params + p.offset, &p);
+        if (v == NULL && p.buffer) {
+            attn_param_buffer_fill(&p, params + p.offset); /* as the module registers it */
             continue;
         }
         api__shape_str(shape, sizeof shape, p.rank, p.shape);

@@ -67,41 +67,130 @@ const char *attn_status_name(int code);
 
 /* ==== Modules =========================================================== */
 
-typedef enum {
-    ATTN_SIMPLE,        /* 3.3: no weights; scores = X Xᵀ, weights = softmax or sum-normalised */
-    ATTN_SELF_V1,       /* 3.4.2 SelfAttention_v1: raw [d_in][d_out] parameters */
-    ATTN_SELF_V2,       /* 3.4.2 SelfAttention_v2: nn.Linear layout, optional qkv_bias */
-    ATTN_CAUSAL,        /* 3.5.3 CausalAttention */
-    ATTN_MHA_WRAPPER,   /* 3.6.1 MultiHeadAttentionWrapper: num_heads CausalAttention heads */
-    ATTN_MHA,           /* 3.6.2 MultiHeadAttention: weight splits + out_proj */
-    ATTN_GPT2,          /* seed 003 gpt2_min.py CausalSelfAttention: fused c_attn, c_proj */
-    ATTN_TORCH_MHA,     /* torch.nn.MultiheadAttention (batch_first=True) */
-    ATTN_SDPA,          /* scaled dot-product attention on given Q, K, V */
-    ATTN_MODULE_COUNT
-} attn_module;
-
-/* The Python class name: "SelfAttention_v1", "torch.nn.MultiheadAttention", ... */
-const char *attn_module_name(attn_module m);
-/* Inverse of attn_module_name; also accepts "simple", "sdpa" and
- * "scaled_dot_product_attention". Returns ATTN_OK or ATTN_ERR_ARG. */
-int attn_module_from_name(const char *name, attn_module *out);
-
-typedef enum {
-    ATTN_NORM_SOFTMAX = 0,  /* softmax(scores * scale) */
-    ATTN_NORM_SUM = 1,      /* ATTN_SIMPLE only: scores / row sum, the seed's first try */
-} attn_norm;
-
-typedef enum {
-    ATTN_MASK_NEG_INF = 0,  /* masked scores set to -inf before softmax (3.5.1, second way) */
-    ATTN_MASK_RENORM = 1,   /* softmax, zero masked weights, renormalise rows (3.5.1, first way) */
-} attn_mask_method;
-
 /* Where dropout acts. The seed classes, torch.nn.MultiheadAttention and SDPA
  * drop attention weights; gpt2_min.py's resid_drop drops the output. */
 typedef enum {
     ATTN_DROP_WEIGHTS = 0,
     ATTN_DROP_OUTPUT = 1,
 } attn_drop_site;
+
+/* Properties of a module (the flags column of ATTN_MODULE_MAP). */
+enum {
+    ATTN_MOD_DEFAULT = 1 << 0,      /* served when a request to its endpoint names no module */
+    ATTN_MOD_PROJECTED = 1 << 1,    /* Q, K, V are projections of x (has parameters) */
+    ATTN_MOD_QKV_INPUTS = 1 << 2,   /* Q, K, V are given ("query", "key", "value"), no x */
+    ATTN_MOD_CROSS = 1 << 3,        /* key/value inputs of their own width and length (kdim, vdim) */
+    ATTN_MOD_MULTI_HEAD = 1 << 4,   /* takes num_heads; the others have one head */
+    ATTN_MOD_SPLIT_HEADS = 1 << 5,  /* one projection split into heads: head_dim = width / H */
+    ATTN_MOD_HEAD_MODULES = 1 << 6, /* heads are submodules run in turn ("heads.<h>." parameters,
+                                       dropout drawn head after head); head_dim = d_out */
+    ATTN_MOD_OUT_PROJ = 1 << 7,     /* an output projection after the heads */
+    ATTN_MOD_CAUSAL = 1 << 8,       /* causal unless the request says otherwise */
+    ATTN_MOD_BIAS = 1 << 9,         /* projection biases unless the request says otherwise */
+    ATTN_MOD_UNSCALED = 1 << 10,    /* default scale 1 instead of 1/sqrt(head_dim) */
+    ATTN_MOD_SUM_NORM = 1 << 11,    /* may use ATTN_NORM_SUM */
+    ATTN_MOD_FUNCTIONAL = 1 << 12,  /* a function, not a module: dropout acts whenever p > 0 */
+};
+
+/* One row per module, the single place that says what a module is (libuv's
+ * UV_HANDLE_TYPE_MAP style). Columns:
+ *   id        enum suffix: ATTN_<id>
+ *   name      the Python class name (attn_module_name), as requests spell it
+ *   alias     another accepted name, or NULL
+ *   endpoint  the HTTP path that serves it; modules of one endpoint are
+ *             listed there default first, then in this table's order
+ *   flags     ATTN_MOD_*
+ *   drop      attn_drop_site
+ *   in, out, heads, context, bias: the request's names of the config fields
+ *             d_in, d_out, num_heads, context_length and bias (NULL: the
+ *             module does not take that field; in is the tensor whose last
+ *             axis gives d_in when no constructor argument does)
+ * Adding a module: a row here, its parameter layout in core/params.c, its
+ * projection (if not plain Q/K/V Linear layers) there too, and its request
+ * fields in api/endpoints.c. */
+#define ATTN_MODULE_MAP(XX)                                                                     \
+    /* 3.3: no weights; scores = X X^T, weights = softmax or sum-normalised */                  \
+    XX(SIMPLE, "simple", NULL, "/attention/simple",                                              \
+       ATTN_MOD_DEFAULT | ATTN_MOD_UNSCALED | ATTN_MOD_SUM_NORM, ATTN_DROP_WEIGHTS,              \
+       "d_in", NULL, NULL, NULL, NULL)                                                           \
+    /* 3.4.2 SelfAttention_v1: raw [d_in][d_out] parameters */                                  \
+    XX(SELF_V1, "SelfAttention_v1", NULL, "/attention/self", ATTN_MOD_PROJECTED,                 \
+       ATTN_DROP_WEIGHTS, "d_in", "d_out", NULL, NULL, NULL)                                     \
+    /* 3.4.2 SelfAttention_v2: nn.Linear layout, optional qkv_bias */                           \
+    XX(SELF_V2, "SelfAttention_v2", NULL, "/attention/self",                                     \
+       ATTN_MOD_DEFAULT | ATTN_MOD_PROJECTED, ATTN_DROP_WEIGHTS,                                 \
+       "d_in", "d_out", NULL, NULL, "qkv_bias")                                                  \
+    /* 3.5.3 CausalAttention */                                                                 \
+    XX(CAUSAL, "CausalAttention", NULL, "/attention/causal",                                     \
+       ATTN_MOD_DEFAULT | ATTN_MOD_PROJECTED | ATTN_MOD_CAUSAL, ATTN_DROP_WEIGHTS,               \
+       "d_in", "d_out", NULL, "context_length", "qkv_bias")                                      \
+    /* 3.6.1 MultiHeadAttentionWrapper: num_heads CausalAttention heads */                      \
+    XX(MHA_WRAPPER, "MultiHeadAttentionWrapper", NULL, "/attention/multihead",                   \
+       ATTN_MOD_PROJECTED | ATTN_MOD_MULTI_HEAD | ATTN_MOD_HEAD_MODULES | ATTN_MOD_CAUSAL,       \
+       ATTN_DROP_WEIGHTS,                                                                        \
+       "d_in", "d_out", "num_heads", "context_length", "qkv_bias")                               \
+    /* 3.6.2 MultiHeadAttention: weight splits + out_proj */                                    \
+    XX(MHA, "MultiHeadAttention", NULL, "/attention/multihead",                                  \
+       ATTN_MOD_DEFAULT | ATTN_MOD_PROJECTED | ATTN_MOD_MULTI_HEAD | ATTN_MOD_SPLIT_HEADS |      \
+           ATTN_MOD_OUT_PROJ | ATTN_MOD_CAUSAL,                                                  \
+       ATTN_DROP_WEIGHTS, "d_in", "d_out", "num_heads", "context_length", "qkv_bias")            \
+    /* seed 003 gpt2_min.py CausalSelfAttention: fused c_attn, c_proj, resid_drop */            \
+    XX(GPT2, "GPT2CausalSelfAttention", NULL, "/attention/multihead",                            \
+       ATTN_MOD_PROJECTED | ATTN_MOD_MULTI_HEAD | ATTN_MOD_SPLIT_HEADS | ATTN_MOD_OUT_PROJ |      \
+           ATTN_MOD_CAUSAL,                                                                      \
+       ATTN_DROP_OUTPUT,                                                                         \
+       "n_embd", NULL, "n_head", "block_size", NULL)                                             \
+    /* torch.nn.MultiheadAttention (batch_first=True) */                                        \
+    XX(TORCH_MHA, "torch.nn.MultiheadAttention", NULL, "/attention/multihead",                   \
+       ATTN_MOD_PROJECTED | ATTN_MOD_MULTI_HEAD | ATTN_MOD_SPLIT_HEADS | ATTN_MOD_OUT_PROJ |      \
+           ATTN_MOD_CROSS | ATTN_MOD_BIAS,                                                       \
+       ATTN_DROP_WEIGHTS, "embed_dim", NULL, "num_heads", NULL, "bias")                          \
+    /* scaled dot-product attention on given Q, K, V */                                         \
+    XX(SDPA, "scaled_dot_product_attention", "sdpa", "/attention/sdpa",                          \
+       ATTN_MOD_DEFAULT | ATTN_MOD_QKV_INPUTS | ATTN_MOD_MULTI_HEAD | ATTN_MOD_FUNCTIONAL,        \
+       ATTN_DROP_WEIGHTS, "query", NULL, NULL, NULL, NULL)
+
+typedef enum {
+#define ATTN_XX(id, ...) ATTN_##id,
+    ATTN_MODULE_MAP(ATTN_XX)
+#undef ATTN_XX
+    ATTN_MODULE_COUNT
+} attn_module;
+
+/* A row of ATTN_MODULE_MAP. */
+typedef struct {
+    attn_module module;
+    const char *name;       /* "SelfAttention_v1", "torch.nn.MultiheadAttention", ... */
+    const char *alias;      /* NULL or another accepted name ("sdpa") */
+    const char *endpoint;   /* "/attention/multihead" */
+    unsigned flags;         /* ATTN_MOD_* */
+    attn_drop_site drop_site;
+    const char *in_name, *out_name, *heads_name, *context_name, *bias_name;
+} attn_module_info;
+
+/* The row of m, or NULL if m is not a module. */
+const attn_module_info *attn_module_get(attn_module m);
+/* 1 if m is a module with every flag of `flags`. */
+int attn_module_has(attn_module m, unsigned flags);
+/* The Python class name: "SelfAttention_v1", "torch.nn.MultiheadAttention", ... */
+const char *attn_module_name(attn_module m);
+/* Inverse of attn_module_name; also accepts the aliases ("sdpa"). Returns
+ * ATTN_OK or ATTN_ERR_ARG. */
+int attn_module_from_name(const char *name, attn_module *out);
+/* The modules served on an endpoint path, default first, then in table
+ * order, into mods (room for ATTN_MODULE_COUNT). Returns how many (0 for an
+ * unknown path). */
+int attn_modules_on_endpoint(const char *endpoint, attn_module mods[ATTN_MODULE_COUNT]);
+
+typedef enum {
+    ATTN_NORM_SOFTMAX = 0,  /* softmax(scores * scale) */
+    ATTN_NORM_SUM = 1,      /* ATTN_MOD_SUM_NORM modules only: scores / row sum, the seed's first try */
+} attn_norm;
+
+typedef enum {
+    ATTN_MASK_NEG_INF = 0,  /* masked scores set to -inf before softmax (3.5.1, second way) */
+    ATTN_MASK_RENORM = 1,   /* softmax, zero masked weights, renormalise rows (3.5.1, first way) */
+} attn_mask_method;
 
 typedef struct {
     attn_module module;
@@ -119,7 +208,7 @@ typedef struct {
     int causal;          /* mask keys j > i (top-left aligned when L != S, as PyTorch) */
     attn_norm normalization;
     attn_mask_method mask_method;
-    int has_scale;       /* use `scale` instead of 1/sqrt(head_dim) (1 for ATTN_SIMPLE) */
+    int has_scale;       /* use `scale` instead of 1/sqrt(head_dim) (1 for ATTN_MOD_UNSCALED) */
     float scale;
     double dropout;      /* p in [0, 1] (double, as Python passes it); kept values are scaled by 1/(1-p) */
     int training;        /* dropout acts only when training and p > 0 */
@@ -160,7 +249,7 @@ typedef struct {
     int kv_in_width[2];   /* widths of the key and value inputs (torch cross-attention) */
     int ctx_width;        /* H * Dv: heads concatenated, before the output projection */
     int out_width;        /* width of the final context */
-    int has_out_proj;     /* MHA, GPT2, torch */
+    int has_out_proj;     /* ATTN_MOD_OUT_PROJ: MHA, GPT2, torch */
     attn_drop_site drop_site;
     int dropout_active;   /* training && 0 < p */
     float scale;          /* the scale actually applied */
@@ -187,6 +276,16 @@ int attn_plan_make(const attn_config *cfg, attn_plan *plan, attn_error *err);
 
 #define ATTN_PARAM_NAME_MAX 48
 
+/* What a constant buffer holds (it is registered by the module, not
+ * learnt): given ones are checked against it, missing ones filled with it. */
+typedef enum {
+    ATTN_BUFFER_NONE = 0,  /* not a buffer: a parameter */
+    ATTN_BUFFER_TRIU = 1,  /* torch.triu(ones, diagonal=1): 1 above the diagonal = masked
+                              (the seeds' "mask") */
+    ATTN_BUFFER_TRIL = 2,  /* torch.tril(ones): 1 on and below the diagonal = allowed
+                              (gpt2_min.py's "bias") */
+} attn_buffer;
+
 typedef struct {
     char name[ATTN_PARAM_NAME_MAX]; /* PyTorch state_dict key: "W_query.weight",
                                        "heads.1.W_key.bias", "c_attn.weight", "mask" */
@@ -194,12 +293,18 @@ typedef struct {
     int shape[4];
     size_t offset;            /* in floats, into the parameter buffer */
     size_t count;             /* product of the shape */
-    int is_buffer;            /* a constant buffer (mask, bias): checked, not trusted */
+    attn_buffer buffer;       /* ATTN_BUFFER_NONE (0) for a parameter */
 } attn_param;
 
 /* Describes the index-th entry (0 <= index < plan->param_count) in state_dict
  * order. Entries are contiguous in the buffer, in that order. */
 int attn_param_get(const attn_config *cfg, const attn_plan *plan, int index, attn_param *out);
+
+/* The value a buffer entry holds at [row][col] of its last two axes (its
+ * matrix is square); 0 for a parameter. */
+float attn_param_buffer_value(const attn_param *p, int row, int col);
+/* Writes the whole buffer entry (p->count floats) as the module registers it. */
+void attn_param_buffer_fill(const attn_param *p, float *x);
 
 /* ==== Random numbers: PyTorch's CPU generator ============================ */
 

@@ -6,12 +6,19 @@
  * so projected tensors ([B][T][H*hd], token-major, as nn.Linear leaves them)
  * and given ones (SDPA's [B][H][L][E], head-major) need no copy before the
  * matrix products: cblas_sgemm reads rows with stride ld.
+ *
+ * Nothing here names a module: the module table (ATTN_MOD_* flags) says
+ * which inputs there are and whether they are projected, and the typed
+ * parameter views of params.c say where each weight is. The work space is
+ * one list of pieces, summed once to size one allocation and walked once to
+ * carve it.
  */
 #include "flash.h"
 #include "internal.h"
 #include "kernel.h"
 #include "linear.h"
 
+#include <assert.h>
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -19,115 +26,84 @@
 
 /* ---- work space --------------------------------------------------------- */
 
-/* One allocation carved into 64-byte aligned pieces. */
+/* One piece of the work space: the caller's buffer if it gave one, else
+ * `bytes` carved from the single allocation (nothing if bytes is 0). */
 typedef struct {
-    char *base;
-    size_t used, size;
-} arena;
+    void *given;
+    size_t bytes;
+} piece;
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-static void *arena_take(arena *a, size_t bytes) {
-    void *p = a->base + a->used;
-    a->used += align64(bytes);
-    return p;
+/* Sizes the pieces the caller did not give, allocates them at once (64-byte
+ * aligned) and points ptr[i] at each piece. Returns the allocation to free,
+ * NULL if it failed (*bytes says how much was asked). */
+static void *workspace_carve(const piece *w, int n, void *ptr[], size_t *bytes) {
+    size_t size = 0, used = 0;
+    for (int i = 0; i < n; i++)
+        if (!w[i].given) size += align64(w[i].bytes);
+    *bytes = size;
+    char *base = malloc(size ? size : 1);
+    if (base == NULL) return NULL;
+    for (int i = 0; i < n; i++) {
+        ptr[i] = w[i].given;
+        if (ptr[i] || w[i].bytes == 0) continue;
+        ptr[i] = base + used;
+        used += align64(w[i].bytes);
+    }
+    assert(used == size); /* the carving walks the list that sized it */
+    return base;
 }
-
-/* The output buffer if the caller gave one, else a piece of the arena. */
-#define OR_TAKE(given, a, n, type) ((given) ? (given) : (type *)arena_take((a), (n) * sizeof(type)))
 
 /* ---- projections -------------------------------------------------------- */
 
-/* Locates a named tensor of the state_dict in the parameter buffer. */
-static const float *param(const attn_config *cfg, const attn_plan *plan, const float *params,
-                          int index) {
-    attn_param p;
-    attn_param_get(cfg, plan, index, &p);
-    return params + p.offset;
+/* Floats of `proj`: Q, K and V, and room to pack the heads' weights of an
+ * ATTN_MOD_HEAD_MODULES module ([H*Dk][widest input] and [H*Dk]). */
+static size_t projection_size(const attn_config *cfg, const attn_plan *p) {
+    size_t n = p->n_queries + p->n_keys + p->n_values;
+    int width = p->in_width;
+    if (p->kv_in_width[0] > width) width = p->kv_in_width[0];
+    if (p->kv_in_width[1] > width) width = p->kv_in_width[1];
+    if (attn_module_has(cfg->module, ATTN_MOD_HEAD_MODULES))
+        n += (size_t)p->H * (size_t)p->Dk * ((size_t)width + 1);
+    return n;
 }
 
-/* The named tensor, or NULL when the module has none by that name. */
-static const float *find_param(const attn_config *cfg, const attn_plan *plan, const float *params,
-                               const char *name) {
-    for (int i = 0; i < plan->param_count; i++) {
-        attn_param p;
-        attn_param_get(cfg, plan, i, &p);
-        if (strcmp(p.name, name) == 0) return params + p.offset;
-    }
-    return NULL;
-}
-
-/* Projects the inputs into token-major Q, K, V ([rows][H*hd]) and sets the
- * views. `proj` has room for plan->n_queries + n_keys + n_values floats and,
- * for the wrapper, its packed weights. */
+/* Projects the inputs into token-major Q, K, V ([rows][H*hd]) with the
+ * module's weights (pv) and sets the views. `proj` has projection_size()
+ * floats. */
 static void project(const attn_config *cfg, const attn_plan *p, const attn_inputs *in,
-                    float *proj, attn__view v[3]) {
-    const float *P = in->params;
-    int rows_q = p->B * p->L, rows_kv = p->B * p->S;
+                    const attn__param_views *pv, float *proj, attn__view v[3]) {
     float *q = proj, *k = q + p->n_queries, *val = k + p->n_keys;
     int hq = p->H * p->Dk, hv = p->H * p->Dv;
-    int bias = cfg->bias;
-
+    const float *x_key = in->x, *x_value = in->x;
+    if (attn_module_has(cfg->module, ATTN_MOD_CROSS)) {
+        x_key = in->x_key ? in->x_key : in->x;
+        x_value = in->x_value ? in->x_value : x_key;
+    }
+    const float *xs[3] = {in->x, x_key, x_value};
+    const float *w[3] = {pv->w_query, pv->w_key, pv->w_value};
+    const float *b[3] = {pv->b_query, pv->b_key, pv->b_value};
+    int widths[3] = {p->in_width, p->kv_in_width[0], p->kv_in_width[1]};
+    int rows[3] = {p->B * p->L, p->B * p->S, p->B * p->S};
+    int outs[3] = {hq, hq, hv};
     float *dst[3] = {q, k, val};
-    static const char *const weight[3] = {"W_query.weight", "W_key.weight", "W_value.weight"};
-    static const char *const bias_name[3] = {"W_query.bias", "W_key.bias", "W_value.bias"};
-    switch (cfg->module) {
-    case ATTN_SELF_V1: {
-        static const char *const raw[3] = {"W_query", "W_key", "W_value"};
-        for (int t = 0; t < 3; t++)
-            attn__linear(in->pool, dst[t], in->x, rows_q, p->in_width, hq, find_param(cfg, p, P, raw[t]), 1, NULL);
-        break;
-    }
-    case ATTN_SELF_V2: case ATTN_CAUSAL: case ATTN_MHA:
-        for (int t = 0; t < 3; t++)
-            attn__linear(in->pool, dst[t], in->x, rows_q, p->in_width, hq, find_param(cfg, p, P, weight[t]), 0,
-                   find_param(cfg, p, P, bias_name[t]));
-        break;
-    case ATTN_MHA_WRAPPER: {
-        /* Pack every head's W_query (then W_key, W_value) into one [H*d_out][d_in]
-         * matrix so each projection is one sgemm instead of one per head. Each
-         * head's entries are: mask, then weight (and bias) per projection. */
-        int per_head = p->param_count / p->H, step = bias ? 2 : 1;
-        size_t wsize = (size_t)p->Dk * (size_t)p->in_width;
-        float *packed = val + p->n_values, *packed_b = packed + (size_t)p->H * wsize;
-        for (int t = 0; t < 3; t++) {
+    for (int t = 0; t < 3; t++) {
+        const float *wt = w[t], *bt = b[t];
+        if (attn_module_has(cfg->module, ATTN_MOD_HEAD_MODULES)) {
+            /* Pack every head's weight (and bias) into one [H*Dk][in] matrix so
+             * that each projection is one sgemm instead of one per head. */
+            size_t wsize = (size_t)p->Dk * (size_t)widths[t];
+            float *packed = val + p->n_values, *packed_b = packed + (size_t)p->H * wsize;
             for (int h = 0; h < p->H; h++) {
-                int w_index = h * per_head + 1 + t * step;
-                memcpy(packed + (size_t)h * wsize, param(cfg, p, P, w_index), wsize * sizeof(float));
-                if (bias)
-                    memcpy(packed_b + (size_t)h * p->Dk, param(cfg, p, P, w_index + 1),
-                           (size_t)p->Dk * sizeof(float));
+                size_t at = (size_t)h * pv->head_stride;
+                memcpy(packed + (size_t)h * wsize, w[t] + at, wsize * sizeof(float));
+                if (b[t]) memcpy(packed_b + (size_t)h * p->Dk, b[t] + at, (size_t)p->Dk * sizeof(float));
             }
-            attn__linear(in->pool, dst[t], in->x, rows_q, p->in_width, hq, packed, 0, bias ? packed_b : NULL);
+            wt = packed;
+            bt = b[t] ? packed_b : NULL;
         }
-        break;
-    }
-    case ATTN_GPT2: {
-        /* c_attn is [3C][C]: rows 0..C-1 make q, then k, then v. */
-        const float *w = find_param(cfg, p, P, "c_attn.weight");
-        const float *b = find_param(cfg, p, P, "c_attn.bias");
-        size_t C = (size_t)p->in_width;
-        for (int t = 0; t < 3; t++)
-            attn__linear(in->pool, dst[t], in->x, rows_q, p->in_width, hq, w + t * C * C, 0, b + t * C);
-        break;
-    }
-    case ATTN_TORCH_MHA: {
-        const float *xs[3] = {in->x, in->x_key ? in->x_key : in->x,
-                              in->x_value ? in->x_value : (in->x_key ? in->x_key : in->x)};
-        int widths[3] = {p->in_width, p->kv_in_width[0], p->kv_in_width[1]};
-        int rows[3] = {rows_q, rows_kv, rows_kv};
-        static const char *const sep[3] = {"q_proj_weight", "k_proj_weight", "v_proj_weight"};
-        const float *fused = find_param(cfg, p, P, "in_proj_weight");
-        const float *b = find_param(cfg, p, P, "in_proj_bias");
-        size_t E = (size_t)p->in_width;
-        for (int t = 0; t < 3; t++) {
-            const float *w = fused ? fused + t * E * E : find_param(cfg, p, P, sep[t]);
-            attn__linear(in->pool, dst[t], xs[t], rows[t], widths[t], hq, w, 0, b ? b + t * E : NULL);
-        }
-        break;
-    }
-    default:
-        break;
+        attn__linear(in->pool, dst[t], xs[t], rows[t], widths[t], outs[t], wt, pv->w_in_out, bt);
     }
     size_t ldq = (size_t)hq, ldv = (size_t)hv;
     v[0] = (attn__view){q, (size_t)p->L * ldq, (size_t)p->Dk, (int)ldq};
@@ -135,10 +111,11 @@ static void project(const attn_config *cfg, const attn_plan *p, const attn_input
     v[2] = (attn__view){val, (size_t)p->S * ldv, (size_t)p->Dv, (int)ldv};
 }
 
-/* Views straight onto the inputs, for the modules without projections. */
+/* Views straight onto the inputs, for the modules without projections: the
+ * given query, key and value, or x itself as all three. */
 static void direct_views(const attn_config *cfg, const attn_plan *p, const attn_inputs *in,
                          attn__view v[3]) {
-    if (cfg->module == ATTN_SIMPLE) {
+    if (!attn_module_has(cfg->module, ATTN_MOD_QKV_INPUTS)) {
         attn__view x = {in->x, (size_t)p->L * (size_t)p->in_width, 0, p->in_width};
         v[0] = v[1] = v[2] = x;
         return;
@@ -166,7 +143,7 @@ static int check_inputs(const attn_config *cfg, const attn_plan *p, const attn_i
                         attn_error *err) {
     size_t bls = (size_t)p->B * (size_t)p->L * (size_t)p->S;
     size_t mask_n = in->attn_mask_batched ? bls : (size_t)p->L * (size_t)p->S;
-    if (cfg->module == ATTN_SDPA) {
+    if (attn_module_has(cfg->module, ATTN_MOD_QKV_INPUTS)) {
         if (!in->query || !in->key || !in->value)
             return attn__fail(err, ATTN_ERR_ARG, !in->query ? "query" : !in->key ? "key" : "value",
                               "query, key and value are required");
@@ -182,7 +159,7 @@ static int check_inputs(const attn_config *cfg, const attn_plan *p, const attn_i
             return attn__fail(err, ATTN_ERR_NONFINITE, "inputs", "inputs hold NaN or infinity");
         int cross = p->S != p->L || p->kv_in_width[0] != p->in_width ||
                     p->kv_in_width[1] != p->in_width;
-        if (cfg->module == ATTN_TORCH_MHA && cross) {
+        if (attn_module_has(cfg->module, ATTN_MOD_CROSS) && cross) {
             if (!in->x_key || !in->x_value)
                 return attn__fail(err, ATTN_ERR_ARG, in->x_key ? "value" : "key",
                                   "key and value inputs are required when kdim, vdim or the "
@@ -219,63 +196,58 @@ int attn_forward(const attn_config *cfg, const attn_plan *plan, const attn_input
     int rc = check_inputs(cfg, p, in, err);
     if (rc) return rc;
 
-    int projected = cfg->module != ATTN_SIMPLE && cfg->module != ATTN_SDPA;
-    size_t n_proj = projected ? p->n_queries + p->n_keys + p->n_values : 0;
-    if (cfg->module == ATTN_MHA_WRAPPER)
-        n_proj += (size_t)p->H * (size_t)p->Dk * ((size_t)p->in_width + 1);
-
-    /* Size the work space: everything the caller did not ask for. The fused
-     * kernel needs one tile of scores per thread; the materialised one keeps
-     * score-sized intermediates nobody wants as one block of rows per thread
-     * instead of a [B][H][L][S] tensor. */
+    /* The work space: everything the caller did not ask for. The fused
+     * kernel needs one tile of scores per thread and nothing [L][S]-sized;
+     * the materialised one keeps the score-sized intermediates nobody wants
+     * as one block of query rows per thread instead of [B][H][L][S]. */
+    enum { W_PROJ, W_FLASH, W_SCORES, W_MASKED, W_WEIGHTS, W_MASK, W_DROPOUT, W_CTX_HEADS,
+           W_CONTEXT, W_N };
+    int projected = attn_module_has(cfg->module, ATTN_MOD_PROJECTED);
     int fused = attn__flash_used(cfg, p, attn__outputs_asked(out));
+    size_t mat = !fused; /* 0: no [L][S] piece at all */
     size_t LS = (size_t)p->L * (size_t)p->S, width = (size_t)attn__pool_width(in->pool);
-    size_t slot_rows = width * ATTN__MAP_ROWS * (size_t)p->S; /* < width * 64 * 2^31: no overflow */
+    size_t rows = width * ATTN__MAP_ROWS * (size_t)p->S; /* < 1024 * 64 * 2^31: no overflow */
     int keep_weights = out->weights || out->weights_avg;
-    size_t bytes = align64(n_proj * sizeof(float));
-    if (fused) {
-        bytes += align64(width * attn__flash_scratch(p) * sizeof(float));
-    } else {
-        bytes += out->scores ? 0 : align64(slot_rows * sizeof(float));
-        bytes += out->masked_scores ? 0 : align64(slot_rows * sizeof(float));
-        bytes += out->weights ? 0 : align64((keep_weights ? p->n_scores : slot_rows) * sizeof(float));
-        bytes += out->mask ? 0 : align64(p->n_mask);
-    }
-    bytes += p->dropout_active && !out->dropout_mask ? align64(p->n_dropout * sizeof(float)) : 0;
-    bytes += out->context_heads ? 0 : align64(p->n_context_heads * sizeof(float));
-    bytes += out->context ? 0 : align64(p->n_context * sizeof(float));
-    arena a = {.base = malloc(bytes ? bytes : 1), .size = bytes};
-    if (a.base == NULL)
+    const piece pieces[W_N] = {
+        [W_PROJ] = {NULL, projected ? projection_size(cfg, p) * sizeof(float) : 0},
+        [W_FLASH] = {NULL, fused ? width * attn__flash_scratch(p) * sizeof(float) : 0},
+        [W_SCORES] = {out->scores, mat * rows * sizeof(float)},
+        [W_MASKED] = {out->masked_scores, mat * rows * sizeof(float)},
+        [W_WEIGHTS] = {out->weights, mat * (keep_weights ? p->n_scores : rows) * sizeof(float)},
+        [W_MASK] = {out->mask, mat * p->n_mask},
+        [W_DROPOUT] = {out->dropout_mask, p->dropout_active ? p->n_dropout * sizeof(float) : 0},
+        [W_CTX_HEADS] = {out->context_heads, p->n_context_heads * sizeof(float)},
+        [W_CONTEXT] = {out->context, p->n_context * sizeof(float)},
+    };
+    void *w[W_N];
+    size_t bytes;
+    void *base = workspace_carve(pieces, W_N, w, &bytes);
+    if (base == NULL)
         return attn__fail(err, ATTN_ERR_NOMEM, "", "cannot allocate %zu bytes of work space", bytes);
 
     attn__view v[3];
-    if (projected) {
-        float *proj = arena_take(&a, n_proj * sizeof(float));
-        project(cfg, p, in, proj, v);
-    } else {
+    attn__param_views pv;
+    attn__param_views_make(cfg, p, projected ? in->params : NULL, &pv);
+    if (projected)
+        project(cfg, p, in, &pv, w[W_PROJ], v);
+    else
         direct_views(cfg, p, in, v);
-    }
 
     attn__heads hd = {
         .plan = p, .cfg = cfg, .q = v[0], .k = v[1], .v = v[2],
+        .scores = w[W_SCORES],
+        .masked = w[W_MASKED],
+        .weights = w[W_WEIGHTS],
         .scores_step = out->scores ? LS : 0,
         .masked_step = out->masked_scores ? LS : 0,
         .weights_step = keep_weights ? LS : 0,
-        .context_heads = OR_TAKE(out->context_heads, &a, p->n_context_heads, float),
+        .mask = w[W_MASK],
+        .context_heads = w[W_CTX_HEADS],
         .inputs = in,
     };
-    float *flash_scratch = NULL;
-    if (fused) {
-        flash_scratch = arena_take(&a, width * attn__flash_scratch(p) * sizeof(float));
-    } else {
-        hd.scores = OR_TAKE(out->scores, &a, slot_rows, float);
-        hd.masked = OR_TAKE(out->masked_scores, &a, slot_rows, float);
-        hd.weights = OR_TAKE(out->weights, &a, keep_weights ? p->n_scores : slot_rows, float);
-        hd.mask = OR_TAKE(out->mask, &a, p->n_mask, uint8_t);
-    }
     float *dropout = NULL;
     if (p->dropout_active) {
-        dropout = OR_TAKE(out->dropout_mask, &a, p->n_dropout, float);
+        dropout = w[W_DROPOUT];
         attn_rng local;
         if (rng == NULL || cfg->has_dropout_seed) {
             if (rng == NULL) rng = &local;
@@ -289,19 +261,17 @@ int attn_forward(const attn_config *cfg, const attn_plan *plan, const attn_input
 
     if (fused) {
         attn__flash f = {.plan = p, .cfg = cfg, .inputs = in, .q = v[0], .k = v[1], .v = v[2],
-                         .context_heads = hd.context_heads, .scratch = flash_scratch};
+                         .context_heads = hd.context_heads, .scratch = w[W_FLASH]};
         attn__flash_run(&f, in->pool);
     } else {
         attn__build_mask(&hd);
         attn__attend(&hd, in->pool);
     }
 
-    float *context = OR_TAKE(out->context, &a, p->n_context, float);
+    float *context = w[W_CONTEXT];
     if (p->has_out_proj) {
-        int gpt2 = cfg->module == ATTN_GPT2;
-        const float *w = find_param(cfg, p, in->params, gpt2 ? "c_proj.weight" : "out_proj.weight");
-        const float *b = find_param(cfg, p, in->params, gpt2 ? "c_proj.bias" : "out_proj.bias");
-        attn__linear(in->pool, context, hd.context_heads, p->B * p->L, p->ctx_width, p->out_width, w, 0, b);
+        attn__linear(in->pool, context, hd.context_heads, p->B * p->L, p->ctx_width, p->out_width,
+                     pv.out_proj_w, 0, pv.out_proj_b);
         if (p->drop_site == ATTN_DROP_OUTPUT && dropout)
             for (size_t i = 0; i < p->n_context; i++) context[i] *= dropout[i];
     } else if (context != hd.context_heads) {
@@ -318,6 +288,6 @@ int attn_forward(const attn_config *cfg, const attn_plan *plan, const attn_input
     if (!attn__all_finite(context, p->n_context))
         rc = attn__fail(err, ATTN_ERR_NONFINITE, "inputs",
                         "the result overflowed float32: inputs or parameters are too large");
-    free(a.base);
+    free(base);
     return rc;
 }

@@ -19,4 +19,22 @@ int attn__all_finite(const float *x, size_t n);
 /* Sets plan->param_count and plan->n_params (params.c). */
 int attn__param_layout(const attn_config *cfg, attn_plan *plan, attn_error *err);
 
+/* Typed views of a parameter buffer (llm.c's ParameterTensors): where each
+ * tensor the forward pass reads starts, from the same layout attn_param_get
+ * describes. A fused projection (GPT-2's c_attn, torch's in_proj_weight and
+ * in_proj_bias) is seen as its three row blocks: query, key, value. NULL
+ * where the module has no such tensor. */
+typedef struct {
+    const float *w_query, *w_key, *w_value; /* [out][in] as nn.Linear, or [in][out] if w_in_out */
+    const float *b_query, *b_key, *b_value; /* [out] */
+    const float *out_proj_w, *out_proj_b;   /* [out_width][ctx_width], [out_width] */
+    int w_in_out;       /* SelfAttention_v1's raw [d_in][d_out] matrices */
+    size_t head_stride; /* ATTN_MOD_HEAD_MODULES: head h's tensors are head 0's (the
+                           pointers above) + h * head_stride floats; 0 otherwise */
+} attn__param_views;
+
+/* Fills v for a buffer of plan->n_params floats (all NULL if params is NULL). */
+void attn__param_views_make(const attn_config *cfg, const attn_plan *plan, const float *params,
+                            attn__param_views *v);
+
 #endif

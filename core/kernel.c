@@ -146,11 +146,11 @@ void attn__dropout_mask(float *mask, const attn_plan *p, const attn_config *cfg,
     }
     double keep = 1.0 - cfg->dropout;
     float kept = (float)(1.0 / keep);
-    if (cfg->module != ATTN_MHA_WRAPPER) {
+    if (!attn_module_has(cfg->module, ATTN_MOD_HEAD_MODULES)) {
         for (size_t i = 0; i < n; i++) mask[i] = attn_rng_bernoulli(rng, keep) ? kept : 0.0f;
         return;
     }
-    /* The wrapper runs its heads one after another: head 0 draws its whole
+    /* Heads that are submodules (the wrapper) run one after another: head 0 draws its whole
      * [B][T][T] mask before head 1 draws anything. */
     size_t LS = (size_t)p->L * (size_t)p->S;
     for (int h = 0; h < p->H; h++)

@@ -1,5 +1,11 @@
 /* params.c - the state_dict of each module: names, shapes, PyTorch's
- * initialisation draw for draw, and checks of given parameters. */
+ * initialisation draw for draw, the typed views forward.c reads the weights
+ * through, the values of constant buffers, and checks of given parameters.
+ *
+ * build_layout is the one module-specific part: each entry says its name,
+ * shape, initialisation and the role it plays in the forward pass (which
+ * view pointer it fills), so a module whose projections are Linear layers
+ * (separate or fused into one [3*out][in] matrix) needs no code elsewhere. */
 #include "internal.h"
 
 #include <math.h>
@@ -16,67 +22,91 @@ typedef enum {
     INIT_TRIL,       /* buffer torch.tril(ones): 1 = allowed (gpt2_min.py "bias") */
 } init_kind;
 
+/* Which pointer of attn__param_views an entry fills. A fused entry (QKV)
+ * holds the query, key and value tensors as three equal row blocks. */
+typedef enum {
+    ROLE_NONE,       /* buffers: forward does not read them */
+    ROLE_W_Q, ROLE_W_K, ROLE_W_V, ROLE_W_QKV,
+    ROLE_B_Q, ROLE_B_K, ROLE_B_V, ROLE_B_QKV,
+    ROLE_W_OUT, ROLE_B_OUT,
+} role;
+
 typedef struct {
     const char *name;
     int rank;
     int shape[4];
     init_kind init;
     int fan_in;      /* INIT_BIAS */
+    role role;
 } entry;
 
 /* The entries of one group (the whole module, or one head of the wrapper). */
 typedef struct {
     entry e[10];
     int n;
-    int groups;
+    int groups;      /* ATTN_MOD_HEAD_MODULES: one group per head, named "heads.<h>." */
+    int w_in_out;    /* weights stored [in][out] (SelfAttention_v1's raw matrices) */
+    int reset_order; /* torch.nn.MultiheadAttention: out_proj drawn first (see init) */
 } layout;
 
-static void add(layout *lay, const char *name, int rank, int d0, int d1, init_kind init, int fan_in) {
+static void add(layout *lay, const char *name, int rank, int d0, int d1, init_kind init,
+                int fan_in, role r) {
     entry *e = &lay->e[lay->n++];
-    *e = (entry){.name = name, .rank = rank, .shape = {d0, d1, 1, 1}, .init = init, .fan_in = fan_in};
+    *e = (entry){.name = name, .rank = rank, .shape = {d0, d1, 1, 1}, .init = init,
+                 .fan_in = fan_in, .role = r};
 }
 
-static void add_linear(layout *lay, const char *w, const char *b, int in, int out, int bias) {
-    add(lay, w, 2, out, in, INIT_KAIMING, in);
-    if (bias) add(lay, b, 1, out, 0, INIT_BIAS, in);
+/* nn.Linear(in, out, bias): weight [out][in], then bias [out]. */
+static void add_linear(layout *lay, const char *w, const char *b, int in, int out, int bias,
+                       role rw, role rb) {
+    add(lay, w, 2, out, in, INIT_KAIMING, in, rw);
+    if (bias) add(lay, b, 1, out, 0, INIT_BIAS, in, rb);
 }
 
+/* The state_dict of each module, in PyTorch's order: the one module-specific
+ * part of this file. */
 static void build_layout(const attn_config *c, const attn_plan *p, layout *lay) {
+    const attn_module_info *mod = attn_module_get(c->module);
     int din = c->d_in, dout = c->d_out, cl = c->context_length ? c->context_length : c->tokens;
-    *lay = (layout){.groups = 1};
+    *lay = (layout){.groups = mod->flags & ATTN_MOD_HEAD_MODULES ? p->H : 1};
     switch (c->module) {
     case ATTN_SELF_V1:
-        add(lay, "W_query", 2, din, dout, INIT_RAND, 0);
-        add(lay, "W_key", 2, din, dout, INIT_RAND, 0);
-        add(lay, "W_value", 2, din, dout, INIT_RAND, 0);
+        add(lay, "W_query", 2, din, dout, INIT_RAND, 0, ROLE_W_Q);
+        add(lay, "W_key", 2, din, dout, INIT_RAND, 0, ROLE_W_K);
+        add(lay, "W_value", 2, din, dout, INIT_RAND, 0, ROLE_W_V);
+        lay->w_in_out = 1;
         break;
     case ATTN_SELF_V2: case ATTN_CAUSAL: case ATTN_MHA_WRAPPER: case ATTN_MHA:
-        /* A module's own buffers come before its children's parameters in
-         * state_dict(); buffers draw nothing, so the draw order is unchanged. */
-        if (c->module != ATTN_SELF_V2) add(lay, "mask", 2, cl, cl, INIT_TRIU, 0);
-        add_linear(lay, "W_query.weight", "W_query.bias", din, dout, c->bias);
-        add_linear(lay, "W_key.weight", "W_key.bias", din, dout, c->bias);
-        add_linear(lay, "W_value.weight", "W_value.bias", din, dout, c->bias);
-        if (c->module == ATTN_MHA) add_linear(lay, "out_proj.weight", "out_proj.bias", dout, dout, 1);
-        if (c->module == ATTN_MHA_WRAPPER) lay->groups = p->H;
+        /* The modules that take context_length register a triu "mask" of
+         * that size. A module's own buffers come before its children's
+         * parameters in state_dict(); buffers draw nothing, so the draw
+         * order is unchanged. */
+        if (mod->context_name) add(lay, "mask", 2, cl, cl, INIT_TRIU, 0, ROLE_NONE);
+        add_linear(lay, "W_query.weight", "W_query.bias", din, dout, c->bias, ROLE_W_Q, ROLE_B_Q);
+        add_linear(lay, "W_key.weight", "W_key.bias", din, dout, c->bias, ROLE_W_K, ROLE_B_K);
+        add_linear(lay, "W_value.weight", "W_value.bias", din, dout, c->bias, ROLE_W_V, ROLE_B_V);
+        if (mod->flags & ATTN_MOD_OUT_PROJ)
+            add_linear(lay, "out_proj.weight", "out_proj.bias", dout, dout, 1, ROLE_W_OUT,
+                       ROLE_B_OUT);
         break;
     case ATTN_GPT2:
-        add(lay, "bias", 4, 1, 1, INIT_TRIL, 0);
+        add(lay, "bias", 4, 1, 1, INIT_TRIL, 0, ROLE_NONE);
         lay->e[0].shape[2] = lay->e[0].shape[3] = cl;
-        add_linear(lay, "c_attn.weight", "c_attn.bias", din, 3 * din, 1);
-        add_linear(lay, "c_proj.weight", "c_proj.bias", din, din, 1);
+        add_linear(lay, "c_attn.weight", "c_attn.bias", din, 3 * din, 1, ROLE_W_QKV, ROLE_B_QKV);
+        add_linear(lay, "c_proj.weight", "c_proj.bias", din, din, 1, ROLE_W_OUT, ROLE_B_OUT);
         break;
     case ATTN_TORCH_MHA:
         if (p->kv_in_width[0] == din && p->kv_in_width[1] == din) {
-            add(lay, "in_proj_weight", 2, 3 * din, din, INIT_XAVIER, 0);
+            add(lay, "in_proj_weight", 2, 3 * din, din, INIT_XAVIER, 0, ROLE_W_QKV);
         } else {
-            add(lay, "q_proj_weight", 2, din, din, INIT_XAVIER, 0);
-            add(lay, "k_proj_weight", 2, din, p->kv_in_width[0], INIT_XAVIER, 0);
-            add(lay, "v_proj_weight", 2, din, p->kv_in_width[1], INIT_XAVIER, 0);
+            add(lay, "q_proj_weight", 2, din, din, INIT_XAVIER, 0, ROLE_W_Q);
+            add(lay, "k_proj_weight", 2, din, p->kv_in_width[0], INIT_XAVIER, 0, ROLE_W_K);
+            add(lay, "v_proj_weight", 2, din, p->kv_in_width[1], INIT_XAVIER, 0, ROLE_W_V);
         }
-        if (c->bias) add(lay, "in_proj_bias", 1, 3 * din, 0, INIT_ZERO, 0);
-        add(lay, "out_proj.weight", 2, din, din, INIT_KAIMING, din);
-        if (c->bias) add(lay, "out_proj.bias", 1, din, 0, INIT_ZERO, din);
+        if (c->bias) add(lay, "in_proj_bias", 1, 3 * din, 0, INIT_ZERO, 0, ROLE_B_QKV);
+        add(lay, "out_proj.weight", 2, din, din, INIT_KAIMING, din, ROLE_W_OUT);
+        if (c->bias) add(lay, "out_proj.bias", 1, din, 0, INIT_ZERO, din, ROLE_B_OUT);
+        lay->reset_order = 1;
         break;
     default: /* simple and SDPA have no parameters */
         break;
@@ -87,6 +117,12 @@ static size_t entry_count(const entry *e) {
     size_t n = 1;
     for (int d = 0; d < e->rank; d++) n *= (size_t)e->shape[d];
     return n;
+}
+
+static attn_buffer entry_buffer(const entry *e) {
+    return e->init == INIT_TRIU ? ATTN_BUFFER_TRIU
+           : e->init == INIT_TRIL ? ATTN_BUFFER_TRIL
+                                  : ATTN_BUFFER_NONE;
 }
 
 int attn__param_layout(const attn_config *cfg, attn_plan *plan, attn_error *err) {
@@ -124,13 +160,63 @@ int attn_param_get(const attn_config *cfg, const attn_plan *plan, int index, att
     for (int i = 0; i < k; i++) offset += entry_count(&lay.e[i]);
     const entry *e = &lay.e[k];
     *out = (attn_param){.rank = e->rank, .offset = offset, .count = entry_count(e),
-                        .is_buffer = e->init == INIT_TRIU || e->init == INIT_TRIL};
+                        .buffer = entry_buffer(e)};
     memcpy(out->shape, e->shape, sizeof out->shape);
-    if (cfg->module == ATTN_MHA_WRAPPER)
+    if (attn_module_has(cfg->module, ATTN_MOD_HEAD_MODULES))
         snprintf(out->name, sizeof out->name, "heads.%d.%s", group, e->name);
     else
         snprintf(out->name, sizeof out->name, "%s", e->name);
     return ATTN_OK;
+}
+
+/* ---- typed views --------------------------------------------------------- */
+
+static void bind(attn__param_views *v, const entry *e, const float *x) {
+    size_t third = entry_count(e) / 3;
+    switch (e->role) {
+    case ROLE_W_Q: v->w_query = x; break;
+    case ROLE_W_K: v->w_key = x; break;
+    case ROLE_W_V: v->w_value = x; break;
+    case ROLE_W_QKV: v->w_query = x, v->w_key = x + third, v->w_value = x + 2 * third; break;
+    case ROLE_B_Q: v->b_query = x; break;
+    case ROLE_B_K: v->b_key = x; break;
+    case ROLE_B_V: v->b_value = x; break;
+    case ROLE_B_QKV: v->b_query = x, v->b_key = x + third, v->b_value = x + 2 * third; break;
+    case ROLE_W_OUT: v->out_proj_w = x; break;
+    case ROLE_B_OUT: v->out_proj_b = x; break;
+    case ROLE_NONE: break;
+    }
+}
+
+void attn__param_views_make(const attn_config *cfg, const attn_plan *plan, const float *params,
+                            attn__param_views *v) {
+    layout lay;
+    build_layout(cfg, plan, &lay);
+    *v = (attn__param_views){.w_in_out = lay.w_in_out};
+    if (params == NULL) return;
+    const float *x = params;
+    for (int i = 0; i < lay.n; i++) {
+        bind(v, &lay.e[i], x);
+        x += entry_count(&lay.e[i]);
+    }
+    if (attn_module_has(cfg->module, ATTN_MOD_HEAD_MODULES)) v->head_stride = (size_t)(x - params);
+}
+
+/* ---- buffers --------------------------------------------------------------- */
+
+float attn_param_buffer_value(const attn_param *p, int row, int col) {
+    switch (p->buffer) {
+    case ATTN_BUFFER_TRIU: return (float)(col > row);
+    case ATTN_BUFFER_TRIL: return (float)(col <= row);
+    default: return 0.0f;
+    }
+}
+
+void attn_param_buffer_fill(const attn_param *p, float *x) {
+    int n = p->shape[p->rank - 1];
+    for (int r = 0; r < n; r++)
+        for (int c = 0; c < n; c++)
+            x[(size_t)r * (size_t)n + (size_t)c] = attn_param_buffer_value(p, r, c);
 }
 
 /* ---- initialisation --------------------------------------------------- */
@@ -138,14 +224,6 @@ int attn_param_get(const attn_config *cfg, const attn_plan *plan, int index, att
 static void fill_uniform(float *x, size_t n, attn_rng *rng, double bound) {
     float from = (float)-bound, to = (float)bound;
     for (size_t i = 0; i < n; i++) x[i] = attn_rng_uniform(rng, from, to);
-}
-
-static void fill_buffer(float *x, const entry *e) {
-    int n = e->shape[e->rank - 1];
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++)
-            x[(size_t)i * (size_t)n + (size_t)j] =
-                e->init == INIT_TRIU ? (float)(j > i) : (float)(j <= i);
 }
 
 /* One entry, drawing exactly what torch.nn.init draws (in double, as Python). */
@@ -170,9 +248,12 @@ static void init_entry(float *x, const entry *e, attn_rng *rng) {
         fill_uniform(x, n, rng, sqrt(3.0) * std);
         break;
     }
-    case INIT_TRIU: case INIT_TRIL:
-        fill_buffer(x, e);
+    case INIT_TRIU: case INIT_TRIL: {
+        attn_param p = {.rank = e->rank, .buffer = entry_buffer(e)};
+        memcpy(p.shape, e->shape, sizeof p.shape);
+        attn_param_buffer_fill(&p, x);
         break;
+    }
     }
 }
 
@@ -188,7 +269,7 @@ int attn_params_init(const attn_config *cfg, const attn_plan *plan, float *param
             offsets[i] = off;
             off += entry_count(&lay.e[i]);
         }
-        if (cfg->module != ATTN_TORCH_MHA) {
+        if (!lay.reset_order) {
             for (int i = 0; i < lay.n; i++) init_entry(params + offsets[i], &lay.e[i], rng);
             continue;
         }
@@ -196,7 +277,7 @@ int attn_params_init(const attn_config *cfg, const attn_plan *plan, float *param
          * in __init__; _reset_parameters then draws the input projections
          * with xavier_uniform_ and zeroes both biases. */
         for (int i = 0; i < lay.n; i++)
-            if (strncmp(lay.e[i].name, "out_proj.", 9) == 0)
+            if (lay.e[i].role == ROLE_W_OUT || lay.e[i].role == ROLE_B_OUT)
                 init_entry(params + offsets[i], &lay.e[i], rng);
         for (int i = 0; i < lay.n; i++)
             if (lay.e[i].init == INIT_XAVIER) init_entry(params + offsets[i], &lay.e[i], rng);
@@ -219,12 +300,11 @@ int attn_params_check(const attn_config *cfg, const attn_plan *plan, const float
         snprintf(field, sizeof field, "state_dict.%s", p.name);
         if (!attn__all_finite(x, p.count))
             return attn__fail(err, ATTN_ERR_NONFINITE, field, "%s holds NaN or infinity", p.name);
-        if (!p.is_buffer) continue;
-        int n = p.shape[p.rank - 1];
-        int lower = strcmp(p.name, "bias") == 0; /* gpt2_min.py: tril, 1 = allowed */
+        if (!p.buffer) continue;
+        int n = p.shape[p.rank - 1], lower = p.buffer == ATTN_BUFFER_TRIL;
         for (int r = 0; r < n; r++)
             for (int c = 0; c < n; c++) {
-                float want = lower ? (float)(c <= r) : (float)(c > r);
+                float want = attn_param_buffer_value(&p, r, c);
                 if (x[(size_t)r * (size_t)n + (size_t)c] != want)
                     return attn__fail(err, ATTN_ERR_ARG, field,
                                       "%s[%d][%d] is %g, the module's buffer holds %g "

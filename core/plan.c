@@ -4,15 +4,6 @@
 
 #include <math.h>
 
-static int has_context_length(attn_module m) {
-    return m == ATTN_CAUSAL || m == ATTN_MHA_WRAPPER || m == ATTN_MHA || m == ATTN_GPT2;
-}
-
-static int is_multi_head(attn_module m) {
-    return m == ATTN_MHA_WRAPPER || m == ATTN_MHA || m == ATTN_GPT2 || m == ATTN_TORCH_MHA ||
-           m == ATTN_SDPA;
-}
-
 /* Sum of products with overflow checks; returns 0 on overflow. */
 static int add_product(size_t *acc, size_t a, size_t b, size_t c, size_t d) {
     size_t p;
@@ -27,15 +18,47 @@ static int check_positive(int v, const char *field, attn_error *err) {
     return ATTN_OK;
 }
 
-/* Fills the widths and head sizes that depend on the module. */
+/* SDPA-style modules: Q, K, V are given; their shapes give every size. */
+static int derive_given(const attn_config *c, attn_plan *p, attn_error *err) {
+    if (c->kv_heads < 0 || c->kv_tokens < 0 || c->vdim < 0)
+        return attn__fail(err, ATTN_ERR_ARG,
+                          c->kv_heads < 0 ? "kv_heads" : c->kv_tokens < 0 ? "kv_tokens" : "vdim",
+                          "kv_heads, kv_tokens and vdim must be >= 1 (0 = default)");
+    if (c->kv_heads) p->Hkv = c->kv_heads;
+    if (p->H % p->Hkv != 0)
+        return attn__fail(err, ATTN_ERR_SHAPE, "kv_heads",
+                          "num_heads (%d) must be a multiple of the key/value heads (%d)", p->H,
+                          p->Hkv);
+    if (c->kv_tokens) p->S = c->kv_tokens;
+    p->Dk = c->d_in;
+    p->Dv = c->vdim ? c->vdim : c->d_in;
+    return ATTN_OK;
+}
+
+/* torch.nn.MultiheadAttention style: key and value inputs of their own
+ * widths (kdim, vdim) and length. */
+static int derive_cross(const attn_config *c, attn_plan *p, attn_error *err) {
+    if (c->kdim < 0 || c->vdim < 0)
+        return attn__fail(err, ATTN_ERR_ARG, c->kdim < 0 ? "kdim" : "vdim",
+                          "kdim and vdim must be >= 1 (0 = embed_dim)");
+    if (c->kv_tokens < 0)
+        return attn__fail(err, ATTN_ERR_ARG, "kv_tokens", "kv_tokens must be >= 1");
+    p->kv_in_width[0] = c->kdim ? c->kdim : c->d_in;
+    p->kv_in_width[1] = c->vdim ? c->vdim : c->d_in;
+    if (c->kv_tokens) p->S = c->kv_tokens;
+    return ATTN_OK;
+}
+
+/* Fills the widths and head sizes from the module's row. */
 static int derive_shapes(const attn_config *c, attn_plan *p, attn_error *err) {
+    const attn_module_info *mod = attn_module_get(c->module);
     int rc;
     int heads = c->num_heads;
-    if (is_multi_head(c->module)) {
+    if (mod->flags & ATTN_MOD_MULTI_HEAD) {
         if ((rc = check_positive(heads, "num_heads", err))) return rc;
     } else if (heads > 1 || heads < 0) {
         return attn__fail(err, ATTN_ERR_ARG, "num_heads", "%s has a single head, got num_heads %d",
-                          attn_module_name(c->module), heads);
+                          mod->name, heads);
     } else {
         heads = 1;
     }
@@ -43,65 +66,27 @@ static int derive_shapes(const attn_config *c, attn_plan *p, attn_error *err) {
     p->L = p->S = c->tokens;
     p->in_width = c->d_in;
     p->kv_in_width[0] = p->kv_in_width[1] = c->d_in;
+    p->has_out_proj = (mod->flags & ATTN_MOD_OUT_PROJ) != 0;
+    if (mod->flags & ATTN_MOD_QKV_INPUTS) return derive_given(c, p, err);
 
-    switch (c->module) {
-    case ATTN_SIMPLE:
-        p->Dk = p->Dv = c->d_in;
-        break;
-    case ATTN_SELF_V1: case ATTN_SELF_V2: case ATTN_CAUSAL: case ATTN_MHA_WRAPPER:
+    /* The projections' width: d_out if the module takes it, else d_in. */
+    int width = c->d_in;
+    const char *what = mod->in_name;
+    if (mod->out_name) {
         if ((rc = check_positive(c->d_out, "d_out", err))) return rc;
-        p->Dk = p->Dv = c->d_out;
-        break;
-    case ATTN_MHA:
-        if ((rc = check_positive(c->d_out, "d_out", err))) return rc;
-        if (c->d_out % heads != 0)
-            return attn__fail(err, ATTN_ERR_SHAPE, "num_heads",
-                              "d_out must be divisible by num_heads (d_out %d, num_heads %d)",
-                              c->d_out, heads);
-        p->Dk = p->Dv = c->d_out / heads;
-        p->has_out_proj = 1;
-        break;
-    case ATTN_GPT2: case ATTN_TORCH_MHA: {
-        const char *what = c->module == ATTN_GPT2 ? "n_embd" : "embed_dim";
-        if (c->d_in % heads != 0)
-            return attn__fail(err, ATTN_ERR_SHAPE, "num_heads",
-                              "%s must be divisible by num_heads (%s %d, num_heads %d)", what,
-                              what, c->d_in, heads);
-        p->Dk = p->Dv = c->d_in / heads;
-        p->has_out_proj = 1;
-        if (c->module == ATTN_TORCH_MHA) {
-            if (c->kdim < 0 || c->vdim < 0)
-                return attn__fail(err, ATTN_ERR_ARG, c->kdim < 0 ? "kdim" : "vdim",
-                                  "kdim and vdim must be >= 1 (0 = embed_dim)");
-            if (c->kv_tokens < 0)
-                return attn__fail(err, ATTN_ERR_ARG, "kv_tokens", "kv_tokens must be >= 1");
-            p->kv_in_width[0] = c->kdim ? c->kdim : c->d_in;
-            p->kv_in_width[1] = c->vdim ? c->vdim : c->d_in;
-            if (c->kv_tokens) p->S = c->kv_tokens;
-        }
-        break;
+        width = c->d_out;
+        what = mod->out_name;
     }
-    case ATTN_SDPA:
-        if (c->kv_heads < 0 || c->kv_tokens < 0 || c->vdim < 0)
-            return attn__fail(err, ATTN_ERR_ARG,
-                              c->kv_heads < 0 ? "kv_heads" : c->kv_tokens < 0 ? "kv_tokens" : "vdim",
-                              "kv_heads, kv_tokens and vdim must be >= 1 (0 = default)");
-        if (c->kv_heads) p->Hkv = c->kv_heads;
-        if (heads % p->Hkv != 0)
-            return attn__fail(err, ATTN_ERR_SHAPE, "kv_heads",
-                              "num_heads (%d) must be a multiple of the key/value heads (%d)",
-                              heads, p->Hkv);
-        if (c->kv_tokens) p->S = c->kv_tokens;
-        p->Dk = c->d_in;
-        p->Dv = c->vdim ? c->vdim : c->d_in;
-        break;
-    default:
-        return attn__fail(err, ATTN_ERR_ARG, "module", "unknown module %d", (int)c->module);
-    }
-    return ATTN_OK;
+    if ((mod->flags & ATTN_MOD_SPLIT_HEADS) && width % heads != 0)
+        return attn__fail(err, ATTN_ERR_SHAPE, "num_heads",
+                          "%s must be divisible by num_heads (%s %d, num_heads %d)", what, what,
+                          width, heads);
+    p->Dk = p->Dv = mod->flags & ATTN_MOD_SPLIT_HEADS ? width / heads : width;
+    return mod->flags & ATTN_MOD_CROSS ? derive_cross(c, p, err) : ATTN_OK;
 }
 
 static int check_options(const attn_config *c, attn_plan *p, attn_error *err) {
+    const attn_module_info *mod = attn_module_get(c->module);
     if (!(c->dropout >= 0.0f && c->dropout <= 1.0f))
         return attn__fail(err, ATTN_ERR_ARG, "dropout", "dropout must be in [0, 1], got %g",
                           (double)c->dropout);
@@ -110,7 +95,7 @@ static int check_options(const attn_config *c, attn_plan *p, attn_error *err) {
     if (c->normalization != ATTN_NORM_SOFTMAX && c->normalization != ATTN_NORM_SUM)
         return attn__fail(err, ATTN_ERR_ARG, "normalization", "unknown normalization %d",
                           (int)c->normalization);
-    if (c->normalization == ATTN_NORM_SUM && c->module != ATTN_SIMPLE)
+    if (c->normalization == ATTN_NORM_SUM && !(mod->flags & ATTN_MOD_SUM_NORM))
         return attn__fail(err, ATTN_ERR_ARG, "normalization",
                           "the sum normalization exists only for simple attention");
     if (c->mask_method != ATTN_MASK_NEG_INF && c->mask_method != ATTN_MASK_RENORM)
@@ -118,19 +103,19 @@ static int check_options(const attn_config *c, attn_plan *p, attn_error *err) {
                           (int)c->mask_method);
     if (c->context_length < 0)
         return attn__fail(err, ATTN_ERR_ARG, "context_length", "context_length must be >= 1");
-    if (has_context_length(c->module) && c->context_length && c->tokens > c->context_length) {
-        const char *field = c->module == ATTN_GPT2 ? "block_size" : "context_length";
+    if (mod->context_name && c->context_length && c->tokens > c->context_length) {
+        const char *field = mod->context_name;
         return attn__fail(err, ATTN_ERR_SHAPE, field,
                           "%d tokens exceed %s %d (the mask buffer has only %d rows)", c->tokens,
                           field, c->context_length, c->context_length);
     }
     if (c->has_scale)
         p->scale = c->scale;
-    else if (c->module == ATTN_SIMPLE)
+    else if (mod->flags & ATTN_MOD_UNSCALED)
         p->scale = 1.0f;
     else
         p->scale = (float)(1.0 / sqrt((double)p->Dk));
-    p->drop_site = c->module == ATTN_GPT2 ? ATTN_DROP_OUTPUT : ATTN_DROP_WEIGHTS;
+    p->drop_site = mod->drop_site;
     p->dropout_active = c->training && c->dropout > 0.0f;
     return ATTN_OK;
 }
@@ -158,20 +143,22 @@ int attn_plan_make(const attn_config *cfg, attn_plan *plan, attn_error *err) {
     if (B * L > (size_t)INT32_MAX || B * S > (size_t)INT32_MAX)
         return attn__fail(err, ATTN_ERR_RANGE, "batch",
                           "batch * tokens is too large (%zu rows)", B * (L > S ? L : S));
+    const attn_module_info *mod = attn_module_get(cfg->module);
     p->ctx_width = p->H * p->Dv;
+    /* an output projection maps back to d_out if the module takes it, else to d_in */
     if (!p->has_out_proj)
         p->out_width = p->ctx_width;
     else
-        p->out_width = cfg->module == ATTN_MHA ? cfg->d_out : cfg->d_in;
+        p->out_width = mod->out_name ? cfg->d_out : cfg->d_in;
 
     int ok = 1;
     size_t n = 0;
-    if (cfg->module == ATTN_SDPA) {
+    if (mod->flags & ATTN_MOD_QKV_INPUTS) {
         ok = add_product(&n, B, H, L, Dk) && add_product(&n, B, Hkv, S, Dk) &&
              add_product(&n, B, Hkv, S, Dv);
     } else {
         ok = add_product(&n, B, L, (size_t)p->in_width, 1);
-        if (ok && cfg->module == ATTN_TORCH_MHA &&
+        if (ok && (mod->flags & ATTN_MOD_CROSS) &&
             (p->S != p->L || p->kv_in_width[0] != p->in_width || p->kv_in_width[1] != p->in_width))
             ok = add_product(&n, B, S, (size_t)p->kv_in_width[0], 1) &&
                  add_product(&n, B, S, (size_t)p->kv_in_width[1], 1);

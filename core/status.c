@@ -1,4 +1,4 @@
-/* status.c - error codes, module names and small shared checks. */
+/* status.c - error codes, the module table and small shared checks. */
 #include "internal.h"
 
 #include <stdio.h>
@@ -16,37 +16,56 @@ const char *attn_status_name(int code) {
     }
 }
 
-static const char *const module_names[ATTN_MODULE_COUNT] = {
-    [ATTN_SIMPLE] = "simple",
-    [ATTN_SELF_V1] = "SelfAttention_v1",
-    [ATTN_SELF_V2] = "SelfAttention_v2",
-    [ATTN_CAUSAL] = "CausalAttention",
-    [ATTN_MHA_WRAPPER] = "MultiHeadAttentionWrapper",
-    [ATTN_MHA] = "MultiHeadAttention",
-    [ATTN_GPT2] = "GPT2CausalSelfAttention",
-    [ATTN_TORCH_MHA] = "torch.nn.MultiheadAttention",
-    [ATTN_SDPA] = "scaled_dot_product_attention",
+/* ==== The module table ==================================================== */
+
+static const attn_module_info modules[ATTN_MODULE_COUNT] = {
+#define XX(id, name, alias, endpoint, flags, drop, in, out, heads, context, bias) \
+    {ATTN_##id, name, alias, endpoint, flags, drop, in, out, heads, context, bias},
+    ATTN_MODULE_MAP(XX)
+#undef XX
 };
 
-const char *attn_module_name(attn_module m) {
+const attn_module_info *attn_module_get(attn_module m) {
     if ((int)m < 0 || m >= ATTN_MODULE_COUNT) return NULL;
-    return module_names[m];
+    return &modules[m];
+}
+
+int attn_module_has(attn_module m, unsigned flags) {
+    const attn_module_info *info = attn_module_get(m);
+    return info != NULL && (info->flags & flags) == flags;
+}
+
+const char *attn_module_name(attn_module m) {
+    const attn_module_info *info = attn_module_get(m);
+    return info ? info->name : NULL;
 }
 
 int attn_module_from_name(const char *name, attn_module *out) {
     if (name == NULL || out == NULL) return ATTN_ERR_ARG;
     for (int m = 0; m < ATTN_MODULE_COUNT; m++) {
-        if (strcmp(name, module_names[m]) == 0) {
-            *out = (attn_module)m;
+        const attn_module_info *info = &modules[m];
+        if (strcmp(name, info->name) == 0 || (info->alias && strcmp(name, info->alias) == 0)) {
+            *out = info->module;
             return ATTN_OK;
         }
     }
-    if (strcmp(name, "sdpa") == 0) {
-        *out = ATTN_SDPA;
-        return ATTN_OK;
-    }
     return ATTN_ERR_ARG;
 }
+
+int attn_modules_on_endpoint(const char *endpoint, attn_module mods[ATTN_MODULE_COUNT]) {
+    int n = 0;
+    if (endpoint == NULL || mods == NULL) return 0;
+    /* the default first, then the others in table order */
+    for (int pass = 0; pass < 2; pass++)
+        for (int m = 0; m < ATTN_MODULE_COUNT; m++) {
+            int is_default = (modules[m].flags & ATTN_MOD_DEFAULT) != 0;
+            if (is_default == (pass == 0) && strcmp(modules[m].endpoint, endpoint) == 0)
+                mods[n++] = modules[m].module;
+        }
+    return n;
+}
+
+/* ==== Shared helpers ====================================================== */
 
 int attn__fail(attn_error *err, int code, const char *field, const char *fmt, ...) {
     if (err == NULL) return code;

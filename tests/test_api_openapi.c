@@ -110,8 +110,8 @@ START_TEST(test_every_parser_field_documented) {
         const char *path = api_endpoint_path((api_endpoint)e);
         json_t *props = json_object_get(request_schema(path), "properties");
         ck_assert_ptr_nonnull(props);
-        const attn_module *mods;
-        int n = api__endpoint_modules((api_endpoint)e, &mods);
+        attn_module mods[ATTN_MODULE_COUNT];
+        int n = api__endpoint_modules((api_endpoint)e, mods);
         json_t *menum = json_object_get(json_object_get(props, "module"), "enum");
         for (int m = 0; m < n; m++) {
             int listed = 0;

@@ -320,7 +320,7 @@ START_TEST(test_bad_buffers) {
     for (int i = 0; i < f.plan.param_count; i++) {
         attn_param prm;
         ck_assert_int_eq(attn_param_get(&f.cfg, &f.plan, i, &prm), ATTN_OK);
-        if (!prm.is_buffer) continue;
+        if (!prm.buffer) continue;
         f.params[prm.offset] = 1.0f; /* triu(diagonal=1)[0][0] is 0 */
         memset(&err, 0, sizeof err);
         EXPECT_ERR(attn_params_check(&f.cfg, &f.plan, f.params, &err), err, ATTN_ERR_ARG, NULL);

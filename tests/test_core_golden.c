@@ -1,6 +1,8 @@
 /* test_core_golden.c - core against PyTorch: every file of tests/golden/.
  *
- * One suite per module, two checks per golden file:
+ * One suite per module of core's table (ATTN_MODULE_MAP), two checks per
+ * golden file, and two checks of the directory: every module has files,
+ * every file belongs to a module of the table.
  *   "state_dict": the plan's attn_param_get entries against the file's
  *      params, which are PyTorch's state_dict in its order (names, shapes,
  *      buffers);
@@ -21,25 +23,13 @@
 #include "core/attention.h"
 #include "tests/support/golden.h"
 
-typedef struct {
-    const char *suite;
-    const char *modules[3];
-    char **paths;
-    int n;
-} module_files;
-
-static module_files g_files[] = {
-    {"simple", {"simple", NULL}, NULL, 0},
-    {"v1", {"SelfAttention_v1", NULL}, NULL, 0},
-    {"v2", {"SelfAttention_v2", NULL}, NULL, 0},
-    {"causal", {"CausalAttention", NULL}, NULL, 0},
-    {"wrapper", {"MultiHeadAttentionWrapper", NULL}, NULL, 0},
-    {"mha", {"MultiHeadAttention", NULL}, NULL, 0},
-    {"gpt2", {"GPT2CausalSelfAttention", NULL}, NULL, 0},
-    {"torch_mha", {"torch.nn.MultiheadAttention", NULL}, NULL, 0},
-    {"sdpa", {"scaled_dot_product_attention", NULL}, NULL, 0},
-};
-#define N_MODULES ((int)(sizeof g_files / sizeof g_files[0]))
+/* The golden files of every module of core's table, grouped by module:
+ * g_paths[g_first[m] .. g_first[m] + g_count[m]) are module m's. */
+static char **g_paths;
+static int g_first[ATTN_MODULE_COUNT], g_count[ATTN_MODULE_COUNT], g_total;
+/* Every file of the directory, whatever its "module". */
+static char **g_all;
+static int g_n_all;
 
 /* Appends a line to a report buffer. */
 static void report(char *buf, size_t len, const char *line) {
@@ -65,11 +55,11 @@ static void check_layout(const golden_case *gc, const attn_plan *plan, char *pro
         attn_param_get(&gc->cfg, plan, i, &p);
         const golden_param *g = &gc->params[i];
         int same = strcmp(p.name, g->name) == 0 && p.rank == g->t.rank && p.count == g->t.count &&
-                   p.is_buffer == g->is_buffer;
+                   (p.buffer != ATTN_BUFFER_NONE) == g->is_buffer;
         for (int d = 0; same && d < p.rank; d++) same = p.shape[d] == g->t.shape[d];
         if (!same) {
             snprintf(line, sizeof line, "state_dict[%d]: core \"%s\" (%zu floats%s), PyTorch \"%s\" "
-                     "(%zu floats%s)", i, p.name, p.count, p.is_buffer ? ", buffer" : "", g->name,
+                     "(%zu floats%s)", i, p.name, p.count, p.buffer ? ", buffer" : "", g->name,
                      g->t.count, g->is_buffer ? ", buffer" : "");
             report(problems, len, line);
         }
@@ -194,82 +184,90 @@ static void run_golden_file(const char *path, int part) {
     golden_free(&gc);
 }
 
-/* One test function per module (tcase_add_loop_test passes only the file
- * index _i), generated from this macro. */
-#define MODULE_TEST(k)                                                      \
-    START_TEST(test_layout_##k) {                                           \
-        ck_assert_int_lt(_i, g_files[k].n);                                 \
-        run_golden_file(g_files[k].paths[_i], PART_LAYOUT);                 \
-    }                                                                       \
-    END_TEST                                                                \
-    START_TEST(test_numerics_##k) {                                         \
-        ck_assert_int_lt(_i, g_files[k].n);                                 \
-        run_golden_file(g_files[k].paths[_i], PART_NUMERICS);               \
-    }                                                                       \
-    END_TEST
-MODULE_TEST(0)
-MODULE_TEST(1)
-MODULE_TEST(2)
-MODULE_TEST(3)
-MODULE_TEST(4)
-MODULE_TEST(5)
-MODULE_TEST(6)
-MODULE_TEST(7)
-MODULE_TEST(8)
-
-
-/* A module without any golden file is a failure, not a silent pass. */
-START_TEST(test_every_module_has_files) {
-    for (int k = 0; k < N_MODULES; k++)
-        ck_assert_msg(g_files[k].n > 0, "no golden file for module %s in %s", g_files[k].suite,
-                      golden_dir());
+/* _i indexes g_paths; each module's suite loops over its own range. */
+START_TEST(test_layout) {
+    ck_assert_int_lt(_i, g_total);
+    run_golden_file(g_paths[_i], PART_LAYOUT);
 }
 END_TEST
 
+START_TEST(test_numerics) {
+    ck_assert_int_lt(_i, g_total);
+    run_golden_file(g_paths[_i], PART_NUMERICS);
+}
+END_TEST
+
+/* A module without any golden file is a failure, not a silent pass. */
+START_TEST(test_every_module_has_files) {
+    for (int m = 0; m < ATTN_MODULE_COUNT; m++)
+        ck_assert_msg(g_count[m] > 0, "no golden file for module %s in %s",
+                      attn_module_name((attn_module)m), golden_dir());
+}
+END_TEST
+
+/* A golden file of a module that core's table does not have is a failure
+ * too: it would otherwise never be run. */
+START_TEST(test_every_file_has_a_module) {
+    ck_assert_int_gt(g_n_all, 0);
+    for (int i = 0; i < g_n_all; i++) {
+        int listed = 0;
+        for (int k = 0; k < g_total && !listed; k++) listed = strcmp(g_all[i], g_paths[k]) == 0;
+        ck_assert_msg(listed, "%s: its \"module\" is none of core's modules (ATTN_MODULE_MAP)",
+                      g_all[i]);
+    }
+}
+END_TEST
+
+/* Lists the files of every module (its name and alias) into g_paths.
+ * Returns -1 if the directory cannot be read. */
+static int list_files(void) {
+    g_n_all = golden_list(NULL, &g_all);
+    if (g_n_all < 0) return -1;
+    g_paths = calloc((size_t)g_n_all + 1, sizeof *g_paths);
+    if (g_paths == NULL) return -1;
+    for (int m = 0; m < ATTN_MODULE_COUNT; m++) {
+        const attn_module_info *mod = attn_module_get((attn_module)m);
+        const char *names[] = {mod->name, mod->alias, NULL};
+        char **paths;
+        int n = golden_list(names, &paths);
+        g_first[m] = g_total;
+        for (int i = 0; i < n && g_total < g_n_all; i++) g_paths[g_total++] = paths[i];
+        g_count[m] = g_total - g_first[m];
+        free(paths); /* the strings now belong to g_paths */
+    }
+    return 0;
+}
+
 int main(void) {
-    const TTest *layout[N_MODULES] = {
-        test_layout_0, test_layout_1, test_layout_2, test_layout_3, test_layout_4,
-        test_layout_5, test_layout_6, test_layout_7, test_layout_8,
-    };
-    const TTest *numerics[N_MODULES] = {
-        test_numerics_0, test_numerics_1, test_numerics_2, test_numerics_3, test_numerics_4,
-        test_numerics_5, test_numerics_6, test_numerics_7, test_numerics_8,
-    };
-    SRunner *sr = NULL;
-    int total = 0;
-    for (int k = 0; k < N_MODULES; k++) {
-        g_files[k].n = golden_list(g_files[k].modules, &g_files[k].paths);
-        if (g_files[k].n < 0) {
-            fprintf(stderr, "cannot read the golden directory %s (set GOLDEN_DIR or run from the "
-                    "repository root)\n", golden_dir());
-            g_files[k].n = 0;
-        }
-        total += g_files[k].n;
-        Suite *s = suite_create(g_files[k].suite);
+    if (list_files() != 0)
+        fprintf(stderr, "cannot read the golden directory %s (set GOLDEN_DIR or run from the "
+                "repository root)\n", golden_dir());
+    SRunner *sr = srunner_create(NULL);
+    for (int m = 0; m < ATTN_MODULE_COUNT; m++) {
+        Suite *s = suite_create(attn_module_name((attn_module)m));
         TCase *tl = tcase_create("state_dict");
         TCase *tn = tcase_create("forward");
         tcase_set_timeout(tn, 30);
-        if (g_files[k].n > 0) {
-            tcase_add_loop_test(tl, layout[k], 0, g_files[k].n);
-            tcase_add_loop_test(tn, numerics[k], 0, g_files[k].n);
+        if (g_count[m] > 0) {
+            tcase_add_loop_test(tl, test_layout, g_first[m], g_first[m] + g_count[m]);
+            tcase_add_loop_test(tn, test_numerics, g_first[m], g_first[m] + g_count[m]);
         }
         suite_add_tcase(s, tl);
         suite_add_tcase(s, tn);
-        if (sr == NULL)
-            sr = srunner_create(s);
-        else
-            srunner_add_suite(sr, s);
+        srunner_add_suite(sr, s);
     }
     Suite *meta = suite_create("golden_files");
     TCase *tc = tcase_create("present");
     tcase_add_test(tc, test_every_module_has_files);
+    tcase_add_test(tc, test_every_file_has_a_module);
     suite_add_tcase(meta, tc);
     srunner_add_suite(sr, meta);
-    printf("%d golden files in %s\n", total, golden_dir());
+    printf("%d golden files in %s\n", g_total, golden_dir());
 
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
-    for (int k = 0; k < N_MODULES; k++) golden_list_free(g_files[k].paths, g_files[k].n);
+    golden_list_free(g_paths, g_total);
+    golden_list_free(g_all, g_n_all > 0 ? g_n_all : 0);
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -280,8 +280,8 @@ int golden_list(const char *const *modules, char ***paths) {
         char path[1024], module[64];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         if (file_module(path, module, sizeof module)) continue;
-        int wanted = 0;
-        for (const char *const *m = modules; *m; m++) wanted |= strcmp(*m, module) == 0;
+        int wanted = modules == NULL;
+        for (const char *const *m = modules; m && *m; m++) wanted |= strcmp(*m, module) == 0;
         if (!wanted) continue;
         if (n == cap) {
             int ncap = cap ? 2 * cap : 16;

@@ -75,7 +75,8 @@ int golden_load(const char *path, golden_case *gc, char *why, size_t why_len);
 void golden_free(golden_case *gc);
 
 /* The paths (sorted) of the golden files whose "module" is one of the names
- * given (NULL-terminated list, matched exactly). Returns the count, or -1
+ * given (NULL-terminated list, matched exactly; NULL: every golden file,
+ * whatever its module). Returns the count, or -1
  * when the directory cannot be read. Free with golden_list_free. */
 int golden_list(const char *const *modules, char ***paths);
 void golden_list_free(char **paths, int n);
