@@ -6,7 +6,7 @@
 #include "attention.h"
 
 /* Rows per item: fixed, so the split never depends on the thread count. */
-#define ATTN__LINEAR_ROWS 64
+#define ATTN__LINEAR_ROWS 128
 
 /* y[rows][out] = x[rows][in] · Wᵀ + b, W as nn.Linear stores it: [out][in];
  * or x · W with W stored [in][out] (SelfAttention_v1) when w_is_in_out.
