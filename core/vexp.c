@@ -17,7 +17,7 @@
 
 /* exp(x) for x <= 0 (Cephes expf): x = n ln2 + r, |r| <= ln2/2, exp(r) by a
  * degree-6 polynomial, 2^n put in the exponent bits. Below -87.3 (and for
- * -inf) the result is 0, as for a masked score. */
+ * -inf) the result is 0, as for a masked score; NaN stays NaN. */
 static inline float exp_nonpos(float x) {
     const float lo = -87.33654f;
     int under = x < lo;
@@ -34,7 +34,8 @@ static inline float exp_nonpos(float x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     float y = p * (r * r) + r + 1.0f;
-    int32_t e = ((int32_t)n + 127) << 23;
+    /* n is in [-126, 0]; NaN (from an infinite score) gives NaN through y */
+    uint32_t e = (uint32_t)((n >= -126.0f && n <= 0.0f ? (int32_t)n : 0) + 127) << 23;
     float scale;
     memcpy(&scale, &e, sizeof scale);
     return under ? 0.0f : y * scale;
