@@ -142,12 +142,12 @@ int main(int argc, char **argv) {
     attn_config sdpa = {.module = ATTN_SDPA, .batch = 1, .d_in = 64, .num_heads = 1, .causal = 1};
     attn_config gpt2 = {.module = ATTN_GPT2, .batch = 1, .d_in = 768, .num_heads = 12, .causal = 1};
     bench_case cases[] = {
-        {"sdpa_causal_t4096_d64", sdpa, 0, 5, 0},
+        {"sdpa_causal_t4096_d64", sdpa, 0, 10, 0},
         {"sdpa_causal_t16384_d64", sdpa, 0, 3, 0},
-        {"gpt2_t512_context", gpt2, 0, 10, 0},
-        {"gpt2_t512_weights", gpt2, 1, 10, 0},
-        {"gpt2_t1024_context", gpt2, 0, 5, 0},
-        {"gpt2_t1024_weights", gpt2, 1, 5, 0},
+        {"gpt2_t512_context", gpt2, 0, 20, 0},
+        {"gpt2_t512_weights", gpt2, 1, 20, 0},
+        {"gpt2_t1024_context", gpt2, 0, 10, 0},
+        {"gpt2_t1024_weights", gpt2, 1, 10, 0},
     };
     int tokens[] = {4096, 16384, 512, 512, 1024, 1024};
     int n = (int)(sizeof cases / sizeof cases[0]);

@@ -74,7 +74,7 @@ def gpt2_case(T, runs):
 
 
 torch.manual_seed(123)
-sdpa_case(4096, 3)
+sdpa_case(4096, 5)
 sdpa_case(16384, 2)
-gpt2_case(512, 10)
-gpt2_case(1024, 5)
+gpt2_case(512, 20)
+gpt2_case(1024, 10)
