@@ -1,9 +1,15 @@
-/* test_server_long.c - a long-context request on the real attention-server:
- * scaled dot-product attention, causal, one head of width 64, T = 32,768,
- * only the context asked for. With the default limits it must be accepted
- * (the fused path holds memory linear in T: the materialised one would need
- * 3 x T² floats, 12.9 GB) and the server's peak resident memory (VmHWM)
- * must stay within PEAK_GROWTH_MB of what it was idle.
+/* test_server_long.c - long and parallel requests on the real
+ * attention-server:
+ *   - scaled dot-product attention, causal, one head of width 64,
+ *     T = 32,768, only the context asked for. With the default limits it
+ *     must be accepted (the fused path holds memory linear in T: the
+ *     materialised one would need 3 x T² floats, 12.9 GB) and the server's
+ *     peak resident memory (VmHWM) must stay within PEAK_GROWTH_MB of what
+ *     it was idle;
+ *   - the same request gives the same reply bytes alone on an idle server
+ *     (one request on both cores), four at once (each on its own core), and
+ *     on a server with one thread; with and without the maps (fused and
+ *     materialised paths).
  *
  * Where that memory goes (measured, README "Performance"): the request body
  * (about 40 MB of JSON) and jansson's tree of its 6.3 million numbers (about 40
@@ -11,6 +17,7 @@
  * and the reply, about 60 MB.
  */
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,12 +96,95 @@ START_TEST(t_long_context_only) {
 }
 END_TEST
 
+/* ==== same bytes whatever the load ========================================== */
+
+typedef struct {
+    const char *body;
+    char *reply; /* malloc'd body of a 200 */
+} client;
+
+static void *post_one(void *arg) {
+    client *c = arg;
+    srvt_reply r;
+    if (srvt_post(&srv, "/attention/sdpa", c->body, &r) == 0 && r.status == 200) {
+        c->reply = r.body;
+        r.body = NULL;
+    }
+    srvt_reply_free(&r);
+    return NULL;
+}
+
+/* SDPA with 2 heads, T=1000 (not a multiple of a tile), causal, key
+ * padding: enough work to be split over the pool. */
+static char *medium_body(int maps) {
+    enum { H = 2, L = 1000, E = 32 };
+    char *body = malloc((size_t)3 * H * L * E * 8 + 8192), *p = body;
+    ck_assert_ptr_nonnull(body);
+    unsigned u = 7;
+    p += sprintf(p, "{");
+    static const char *const names[3] = {"query", "key", "value"};
+    for (int t = 0; t < 3; t++) {
+        p += sprintf(p, "%s\"%s\": {\"shape\": [1, %d, %d, %d], \"data\": [", t ? ", " : "",
+                     names[t], H, L, E);
+        for (int i = 0; i < H * L * E; i++) {
+            u = u * 1664525u + 1013904223u;
+            p += sprintf(p, "%s%.3f", i ? "," : "", (double)((int)(u >> 12) % 2000 - 1000) / 1000.0);
+        }
+        p += sprintf(p, "]}");
+    }
+    p += sprintf(p, ", \"key_padding_mask\": [[");
+    for (int j = 0; j < L; j++) p += sprintf(p, "%s%s", j ? "," : "", j % 7 == 3 ? "true" : "false");
+    sprintf(p, "]], \"causal\": true, \"return\": [\"context\"%s]}",
+            maps ? ", \"attn_weights\"" : "");
+    return body;
+}
+
+static void same_replies(const char *threads, const char *body, char **solo_out) {
+    const char *args[] = {"--threads", threads, NULL};
+    ck_assert_msg(srvt_start(&srv, args, NULL) == 0, "cannot start %s", srvt_binary());
+    client solo = {body, NULL};
+    post_one(&solo);
+    ck_assert_ptr_nonnull(solo.reply);
+    enum { N = 4 };
+    client cl[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) {
+        cl[i] = (client){body, NULL};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, post_one, &cl[i]), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_msg(cl[i].reply != NULL, "concurrent request %d failed", i);
+        ck_assert_msg(strcmp(cl[i].reply, solo.reply) == 0,
+                      "--threads %s: concurrent reply %d differs from the request alone", threads, i);
+        free(cl[i].reply);
+    }
+    ck_assert_int_eq(srvt_stop(&srv, 30), 0);
+    if (*solo_out) {
+        ck_assert_msg(strcmp(*solo_out, solo.reply) == 0, "--threads %s gives other bytes", threads);
+        free(solo.reply);
+    } else {
+        *solo_out = solo.reply;
+    }
+}
+
+START_TEST(t_same_bytes_any_load) {
+    char *body = medium_body(_i), *reply = NULL;
+    same_replies("2", body, &reply);
+    same_replies("1", body, &reply);
+    same_replies("3", body, &reply);
+    free(reply);
+    free(body);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("server_long");
     TCase *tc = tcase_create("long");
     tcase_set_timeout(tc, 300);
     tcase_add_checked_fixture(tc, NULL, teardown);
     tcase_add_test(tc, t_long_context_only);
+    tcase_add_loop_test(tc, t_same_bytes_any_load, 0, 2);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
