@@ -151,7 +151,7 @@ int main(int argc, char **argv) {
     };
     int tokens[] = {4096, 16384, 512, 512, 1024, 1024};
     int n = (int)(sizeof cases / sizeof cases[0]);
-    const char *only = argc > 1 ? argv[1] : NULL; /* one case by name, for profiling */
+    const char *only = argc > 1 ? argv[1] : NULL; /* one case by name (run.sh runs them one by one) */
     attn_pool *two = attn_pool_create(2);
     for (int i = 0; i < n; i++) {
         cases[i].cfg.tokens = tokens[i];

@@ -4,9 +4,17 @@
 # PyTorch's with one and two threads, PyTorch's best time divided by our
 # best, our GFLOP/s (both cores) against a bare cblas_sgemm of the same FLOPs
 # on both cores, and the peak memory each side added.
+# Each case runs on our side and then on PyTorch's before the next, so that
+# a change of load on a shared machine falls on both sides of a ratio.
 set -euo pipefail
-core=$("$1")
-torch=$(/usr/bin/python3 "$(dirname "$0")/bench_torch.py")
+cases="sdpa_causal_t4096_d64 sdpa_causal_t16384_d64 gpt2_t512_context gpt2_t512_weights
+       gpt2_t1024_context gpt2_t1024_weights"
+core="" torch=""
+for c in $cases; do
+    core+=$("$1" "$c")$'\n'
+    torch+=$(/usr/bin/python3 "$(dirname "$0")/bench_torch.py" "$c")$'\n'
+done
+core=${core%$'\n'}
 echo "$core" | awk -v torch="$torch" '
 BEGIN {
     n = split(torch, lines, "\n")

@@ -37,7 +37,7 @@ size_t attn__flash_scratch(const attn_plan *plan) {
 
 static int query_tiles(const attn_plan *p) { return (p->L + BQ - 1) / BQ; }
 
-/* Scales one tile of raw scores and applies the masks: x[r][c] is the score
+/* Applies the masks to one tile of scaled scores: x[r][c] is the score
  * of query i0 + r and key j0 + c. */
 static void mask_tile(const attn__flash *f, float *x, int b, int i0, int rows, int j0, int cols) {
     const attn_plan *p = f->plan;
