@@ -160,6 +160,7 @@ static void same_replies(const char *threads, const char *body, char **solo_out)
         free(cl[i].reply);
     }
     ck_assert_int_eq(srvt_stop(&srv, 30), 0);
+    srvt_release(&srv); /* its log: the next start reuses srv */
     if (*solo_out) {
         ck_assert_msg(strcmp(*solo_out, solo.reply) == 0, "--threads %s gives other bytes", threads);
         free(solo.reply);
