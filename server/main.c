@@ -73,9 +73,9 @@ static int serve(const srv_options *opt) {
      * level-3 calls, so threaded sgemm calls of different variants from
      * several of our workers at once can corrupt its state. One OpenBLAS
      * thread makes every call run on the calling worker without that path;
-     * the parallelism is ours: --threads workers, one request each, whose
-     * work idle cores share through the compute pool below; never more than
-     * --threads threads compute at once. */
+     * the parallelism is ours: --threads workers, one request each, and
+     * the compute pool below, whose threads help a request only while fewer
+     * than --threads threads are inside the core's products. */
     openblas_set_num_threads(1);
     /* jansson seeds its hash function on first use; doing it here, before
      * any thread exists, avoids a race between the first requests. */
