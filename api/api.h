@@ -34,6 +34,8 @@ typedef struct {
 
 void api_buf_free(api_buf *b);          /* accepts a zeroed or freed buffer */
 
+struct attn_pool;
+
 typedef struct {
     size_t max_elements;  /* most floats one request may make the server hold */
     int prefer_safetensors; /* the client's Accept asks for application/octet-stream:
@@ -52,6 +54,8 @@ typedef struct {
      * its memory budget (it may wait there for memory to be released). */
     int (*reserve)(void *ctx, size_t bytes, char *msg, size_t msg_size);
     void *reserve_ctx;
+    struct attn_pool *compute; /* threads one request may share its work with
+                                  (attn_pool_create); NULL = the calling thread */
 } api_limits;
 
 typedef struct {

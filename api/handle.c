@@ -61,6 +61,29 @@ static size_t output_values(const api_request *rq, const attn_plan *p) {
     return n;
 }
 
+/* The ATTN_OUT_* bits of the requested outputs, so that the plan counts
+ * only the memory of the path that will run (the fused one, linear in T,
+ * when no [T][T] tensor is asked for). */
+static unsigned core_outputs(const api_request *rq) {
+    static const struct {
+        int api;
+        unsigned core;
+    } map[] = {
+        {API_OUT_CONTEXT, ATTN_OUT_CONTEXT},           {API_OUT_ATTN_SCORES, ATTN_OUT_SCORES},
+        {API_OUT_MASKED_SCORES, ATTN_OUT_MASKED_SCORES}, {API_OUT_MASK, ATTN_OUT_MASK},
+        {API_OUT_DROPOUT_MASK, ATTN_OUT_DROPOUT_MASK}, {API_OUT_QUERIES, ATTN_OUT_QUERIES},
+        {API_OUT_KEYS, ATTN_OUT_KEYS},                 {API_OUT_VALUES, ATTN_OUT_VALUES},
+        {API_OUT_CONTEXT_HEADS, ATTN_OUT_CONTEXT_HEADS},
+    };
+    unsigned bits = 0;
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (rq->returns & 1u << map[i].api) bits |= map[i].core;
+    if (rq->returns & 1u << API_OUT_ATTN_WEIGHTS)
+        bits |= rq->average && rq->multi_head ? ATTN_OUT_WEIGHTS_AVG : ATTN_OUT_WEIGHTS;
+    if (api__select_needs_mask(rq)) bits |= ATTN_OUT_MASK; /* top-k reads core's mask */
+    return bits ? bits : ATTN_OUT_CONTEXT; /* the context is computed in any case */
+}
+
 /* The output tensors, each allocated only when asked for (and sdpa's
  * transposed context). */
 typedef struct {
@@ -108,7 +131,7 @@ static void context_to_bhld(const attn_plan *plan, attn_outputs *o, float *bhld)
 }
 
 static int compute(const api_request *rq, const attn_plan *plan, const float *params,
-                   attn_rng *rng, attn_outputs *o, allocs *a, api_err *e) {
+                   attn_rng *rng, attn_pool *pool, attn_outputs *o, allocs *a, api_err *e) {
     const attn_config *c = &rq->cfg;
     int sdpa = attn_module_has(c->module, ATTN_MOD_QKV_INPUTS);
     alloc_outputs(rq, plan, o, a);
@@ -120,6 +143,7 @@ static int compute(const api_request *rq, const attn_plan *plan, const float *pa
     attn_inputs in = {
         .params = plan->n_params ? params : NULL,
         .key_padding_mask = rq->kpm_bool,
+        .pool = pool,
     };
     if (sdpa) {
         in.query = rq->query.data;
@@ -219,6 +243,7 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
 
     attn_plan plan;
     attn_error ae = {0};
+    rq.cfg.outputs = core_outputs(&rq);
     if (attn_plan_make(&rq.cfg, &plan, &ae) != ATTN_OK) {
         api__from_attn(&e, &ae, rq.cfg.module);
         goto done;
@@ -261,7 +286,7 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
     reply->ms_parse = t1 - t0;
 
     res = (api_result){.rq = &rq, .plan = &plan, .params = params};
-    if (compute(&rq, &plan, params, rng_ptr, &res.out, &a, &e) ||
+    if (compute(&rq, &plan, params, rng_ptr, lim ? lim->compute : NULL, &res.out, &a, &e) ||
         api__select_apply(&res, res.out.mask, &e))
         goto done;
     double t2 = api__now_ms();

@@ -1,10 +1,20 @@
-/* bench_core.c - times attn_forward for a few module shapes.
- * Prints one line per case: name and milliseconds per call (best of 5 runs).
- * Run through `make bench`, which times PyTorch on the same shapes in the
- * same run and prints the ratio. */
+/* bench_core.c - times attn_forward for a few module shapes, with one thread
+ * (no pool) and with a pool of two (both cores), and a bare cblas_sgemm of
+ * the same FLOPs at the same thread count.
+ *
+ * Prints one line per case and thread count:
+ *   name threads ms gflops sgemm_gflops peak_mb
+ * ms is the best of the runs; gflops counts the FLOPs the module needs (the
+ * causal half of QKᵀ and of PV, each once); peak_mb is the resident memory
+ * the call added (VmHWM after resetting it, minus the resident size before).
+ * Run through `make bench` (bench/run.sh), which times PyTorch on the same
+ * shapes in the same run and prints the ratios.
+ */
 #include "core/attention.h"
 
 #include <cblas.h>
+#include <malloc.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,47 +26,140 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static void bench(const char *name, attn_config cfg, int iters) {
+/* ==== memory ============================================================ */
+
+static long status_kb(const char *key) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    size_t n = strlen(key);
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, key, n) == 0) kb = atol(line + n + 1);
+    if (f) fclose(f);
+    return kb;
+}
+
+/* Resets VmHWM to the current resident size (Linux: clear_refs 5). */
+static void reset_peak(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (f) fputs("5", f), fclose(f);
+}
+
+/* ==== sgemm reference ===================================================== */
+
+/* GFLOP/s of a square sgemm doing about `flops` (at least 2 GFLOP in all). */
+static double sgemm_gflops(double flops, int threads) {
+    int n = (int)cbrt(flops / 2);
+    n = n < 64 ? 64 : n > 4096 ? 4096 : n;
+    size_t nn = (size_t)n * n;
+    float *a = malloc(3 * nn * sizeof(float)), *b = a + nn, *c = b + nn;
+    for (size_t i = 0; i < 2 * nn; i++) a[i] = (float)(i % 13) * 0.01f;
+    openblas_set_num_threads(threads);
+    double one = 2.0 * n * (double)n * n, best = 1e30;
+    int reps = (int)(2e9 / one) + 1;
+    for (int run = 0; run < 3; run++) {
+        double t0 = now_ms();
+        for (int r = 0; r < reps; r++)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n,
+                        0.0f, c, n);
+        double ms = (now_ms() - t0) / reps;
+        best = ms < best ? ms : best;
+    }
+    openblas_set_num_threads(1);
+    free(a);
+    return one / best / 1e6;
+}
+
+/* ==== cases ================================================================ */
+
+typedef struct {
+    const char *name;
+    attn_config cfg;
+    int weights;    /* ask for the per-head weights too (the materialised path) */
+    int runs;       /* timed runs, best kept */
+    double flops;   /* what the module needs */
+} bench_case;
+
+static double module_flops(const attn_config *c) {
+    double T = c->tokens, causal = c->causal ? 0.5 : 1.0;
+    if (c->module == ATTN_SDPA) /* QKᵀ and PV, one head of width d_in */
+        return 2.0 * 2.0 * T * T * causal * c->d_in * c->num_heads;
+    double C = c->d_in; /* GPT-2: c_attn, c_proj, then QKᵀ and PV over every head */
+    return c->batch * (2.0 * T * C * 3 * C + 2.0 * T * C * C + 2.0 * 2.0 * T * T * causal * C);
+}
+
+static void run_case(const bench_case *bc, int threads, attn_pool *pool) {
+    attn_config cfg = bc->cfg;
     attn_plan plan;
     attn_error err;
     if (attn_plan_make(&cfg, &plan, &err)) {
-        fprintf(stderr, "%s: %s\n", name, err.message);
+        fprintf(stderr, "%s: %s\n", bc->name, err.message);
         exit(1);
     }
     float *params = malloc((plan.n_params + 1) * sizeof(float));
     float *x = malloc(plan.n_inputs * sizeof(float));
-    float *ctx = malloc(plan.n_context * sizeof(float));
     attn_rng rng;
     attn_rng_seed(&rng, 123);
     attn_params_init(&cfg, &plan, params, &rng, &err);
     for (size_t i = 0; i < plan.n_inputs; i++) x[i] = attn_rng_uniform(&rng, -1.0f, 1.0f);
-    attn_inputs in = {.x = x, .params = params};
-    attn_outputs out = {.context = ctx};
-    double best = 1e30;
-    for (int run = 0; run < 5; run++) {
-        double t0 = now_ms();
-        for (int i = 0; i < iters; i++)
-            if (attn_forward(&cfg, &plan, &in, &rng, &out, &err)) {
-                fprintf(stderr, "%s: %s\n", name, err.message);
-                exit(1);
-            }
-        double ms = (now_ms() - t0) / iters;
-        best = ms < best ? ms : best;
+    attn_inputs in = {.x = x, .params = params, .pool = pool};
+    if (cfg.module == ATTN_SDPA) {
+        in.query = x;
+        in.key = x + plan.n_queries;
+        in.value = in.key + plan.n_keys;
     }
-    printf("%s %.4f\n", name, best);
-    free(params), free(x), free(ctx);
+
+    double best = 1e30;
+    long rss = status_kb("VmRSS"), peak = 0;
+    for (int run = 0; run < bc->runs; run++) {
+        reset_peak();
+        /* outputs allocated per call, as the server does: they count */
+        float *ctx = malloc(plan.n_context * sizeof(float));
+        float *w = bc->weights ? malloc(plan.n_scores * sizeof(float)) : NULL;
+        attn_outputs out = {.context = ctx, .weights = w};
+        double t0 = now_ms();
+        if (attn_forward(&cfg, &plan, &in, &rng, &out, &err)) {
+            fprintf(stderr, "%s: %s\n", bc->name, err.message);
+            exit(1);
+        }
+        double ms = now_ms() - t0;
+        best = ms < best ? ms : best;
+        long hwm = status_kb("VmHWM");
+        peak = hwm - rss > peak ? hwm - rss : peak;
+        free(ctx), free(w);
+    }
+    printf("%s %d %.4f %.1f %.1f %.1f\n", bc->name, threads, best, bc->flops / best / 1e6,
+           sgemm_gflops(bc->flops, threads), peak / 1024.0);
+    fflush(stdout);
+    free(params), free(x);
 }
 
-int main(void) {
-    openblas_set_num_threads(1); /* as the server runs it: one thread per worker */
-    bench("seed_mha_b2_t6", (attn_config){.module = ATTN_MHA, .batch = 2, .tokens = 6, .d_in = 3,
-                                          .d_out = 2, .num_heads = 2, .causal = 1}, 20000);
-    bench("mha_b1_t128_d256_h4", (attn_config){.module = ATTN_MHA, .batch = 1, .tokens = 128,
-                                               .d_in = 256, .d_out = 256, .num_heads = 4,
-                                               .causal = 1}, 200);
-    bench("gpt2_b1_t512_d768_h12", (attn_config){.module = ATTN_GPT2, .batch = 1, .tokens = 512,
-                                                 .d_in = 768, .num_heads = 12, .causal = 1}, 10);
-    bench("gpt2_b4_t256_d768_h12", (attn_config){.module = ATTN_GPT2, .batch = 4, .tokens = 256,
-                                                 .d_in = 768, .num_heads = 12, .causal = 1}, 10);
+int main(int argc, char **argv) {
+    openblas_set_num_threads(1); /* as the server runs it: parallelism is the pool's */
+    /* a fixed threshold: every large buffer is mapped and returned when
+     * freed, so each case's peak starts from the same resident size */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+    attn_config sdpa = {.module = ATTN_SDPA, .batch = 1, .d_in = 64, .num_heads = 1, .causal = 1};
+    attn_config gpt2 = {.module = ATTN_GPT2, .batch = 1, .d_in = 768, .num_heads = 12, .causal = 1};
+    bench_case cases[] = {
+        {"sdpa_causal_t4096_d64", sdpa, 0, 10, 0},
+        {"sdpa_causal_t16384_d64", sdpa, 0, 3, 0},
+        {"gpt2_t512_context", gpt2, 0, 20, 0},
+        {"gpt2_t512_weights", gpt2, 1, 20, 0},
+        {"gpt2_t1024_context", gpt2, 0, 10, 0},
+        {"gpt2_t1024_weights", gpt2, 1, 10, 0},
+    };
+    int tokens[] = {4096, 16384, 512, 512, 1024, 1024};
+    int n = (int)(sizeof cases / sizeof cases[0]);
+    const char *only = argc > 1 ? argv[1] : NULL; /* one case by name (run.sh runs them one by one) */
+    attn_pool *two = attn_pool_create(2);
+    for (int i = 0; i < n; i++) {
+        cases[i].cfg.tokens = tokens[i];
+        cases[i].flops = module_flops(&cases[i].cfg);
+        if (only && strcmp(only, cases[i].name) != 0) continue;
+        run_case(&cases[i], 1, NULL);
+        run_case(&cases[i], 2, two);
+    }
+    attn_pool_destroy(two);
     return 0;
 }

@@ -1,25 +1,88 @@
-"""Times PyTorch on the shapes of bench_core.c (same modules, eval mode, one
-thread), prints "name ms" lines in the same format. Run by `make bench`."""
-import sys, time
+"""Times PyTorch on the cases of bench_core.c (eval mode, no grad) with one
+and with two threads, and prints "name threads ms peak_mb" lines in the same
+format, for the cases named on the command line (all by default). SDPA is
+PyTorch 1.13's materialised expression (it has no
+F.scaled_dot_product_attention): softmax(q @ kᵀ / sqrt(d) + mask) @ v. Run by
+`make bench`."""
+import math
+import sys
+import time
+
 import torch
+import torch.nn as nn
 
-from seed_modules import CausalSelfAttention, MultiHeadAttention
 
-torch.set_num_threads(1)
+class CausalSelfAttention(nn.Module):  # seed 003, gpt2_min.py
+    def __init__(self, n_embd, n_head, block_size):
+        super().__init__()
+        self.n_head, self.n_embd = n_head, n_embd
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.c_proj = nn.Linear(n_embd, n_embd)
+        self.register_buffer("bias", torch.tril(torch.ones(block_size, block_size)).view(1, 1, block_size, block_size))
 
-def bench(name, module, x, iters):
-    module.eval()
-    best = 1e30
-    with torch.no_grad():
-        for _ in range(5):
-            t0 = time.perf_counter()
-            for _ in range(iters):
-                module(x)
-            best = min(best, (time.perf_counter() - t0) * 1e3 / iters)
-    print(f"{name} {best:.4f}", flush=True)
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        hd = C // self.n_head
+        q = q.view(B, T, self.n_head, hd).transpose(1, 2)
+        k = k.view(B, T, self.n_head, hd).transpose(1, 2)
+        v = v.view(B, T, self.n_head, hd).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        att = torch.softmax(att, dim=-1)  # the per-head weights: computed either way
+        y = att @ v
+        return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+
+def status_kb(key):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def reset_peak():
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def bench(name, fn, runs):
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        best, peak = 1e30, 0
+        rss = status_kb("VmRSS")
+        with torch.no_grad():
+            for _ in range(runs):
+                reset_peak()
+                t0 = time.perf_counter()
+                fn()
+                best = min(best, (time.perf_counter() - t0) * 1e3)
+                peak = max(peak, status_kb("VmHWM") - rss)
+        print(f"{name} {threads} {best:.4f} {peak / 1024:.1f}", flush=True)
+
+
+def sdpa_case(name, T, runs):
+    q, k, v = (torch.rand(1, 1, T, 64) * 2 - 1 for _ in range(3))
+    mask = torch.triu(torch.full((T, T), float("-inf")), diagonal=1)
+    bench(name, lambda: torch.softmax(q @ k.transpose(-2, -1) / 8 + mask, dim=-1) @ v, runs)
+
+
+def gpt2_case(name, T, runs):
+    mod = CausalSelfAttention(768, 12, T).eval()
+    x = torch.rand(1, T, 768)
+    bench(name, lambda: mod(x), runs)
+
+
+CASES = {
+    "sdpa_causal_t4096_d64": lambda n: sdpa_case(n, 4096, 5),
+    "sdpa_causal_t16384_d64": lambda n: sdpa_case(n, 16384, 2),
+    "gpt2_t512_context": lambda n: gpt2_case(n, 512, 20),
+    "gpt2_t512_weights": lambda n: gpt2_case(n, 512, 20),  # the weights are made either way
+    "gpt2_t1024_context": lambda n: gpt2_case(n, 1024, 10),
+    "gpt2_t1024_weights": lambda n: gpt2_case(n, 1024, 10),
+}
 
 torch.manual_seed(123)
-bench("seed_mha_b2_t6", MultiHeadAttention(3, 2, 6, 0.0, 2), torch.rand(2, 6, 3), 20000)
-bench("mha_b1_t128_d256_h4", MultiHeadAttention(256, 256, 128, 0.0, 4), torch.rand(1, 128, 256), 200)
-bench("gpt2_b1_t512_d768_h12", CausalSelfAttention(768, 12, 512), torch.rand(1, 512, 768), 10)
-bench("gpt2_b4_t256_d768_h12", CausalSelfAttention(768, 12, 256), torch.rand(4, 256, 768), 10)
+for name in sys.argv[1:] or CASES:  # the cases named, or all
+    CASES[name](name)

@@ -214,7 +214,29 @@ typedef struct {
     int training;        /* dropout acts only when training and p > 0 */
     int has_dropout_seed;/* reseed the generator right before dropout, as the seed's */
     uint64_t dropout_seed; /*   torch.manual_seed(123); dropout(attn_weights) */
+    unsigned outputs;    /* the outputs the call will ask for (ATTN_OUT_* bits), used only
+                            for attn_plan.total_elements; 0 = any of them */
 } attn_config;
+
+/* The tensors of attn_outputs, as bits of attn_config.outputs. */
+enum {
+    ATTN_OUT_CONTEXT = 1u << 0, ATTN_OUT_CONTEXT_HEADS = 1u << 1, ATTN_OUT_QUERIES = 1u << 2,
+    ATTN_OUT_KEYS = 1u << 3, ATTN_OUT_VALUES = 1u << 4, ATTN_OUT_SCORES = 1u << 5,
+    ATTN_OUT_MASKED_SCORES = 1u << 6, ATTN_OUT_MASK = 1u << 7, ATTN_OUT_WEIGHTS = 1u << 8,
+    ATTN_OUT_WEIGHTS_AVG = 1u << 9, ATTN_OUT_DROPOUT_MASK = 1u << 10,
+};
+
+/* Two ways to the same context (within float rounding):
+ *   fused:        query tiles against key tiles with an online softmax
+ *                 (FlashAttention-2); memory linear in L and S, key tiles
+ *                 above the causal diagonal skipped. Used whenever no
+ *                 [L][S]-sized output is asked for (scores, masked_scores,
+ *                 mask, weights, weights_avg, and dropout_mask where dropout
+ *                 acts on the weights), dropout on the weights is not active
+ *                 (PyTorch draws its mask over whole rows of weights),
+ *                 normalization is softmax and mask_method is -inf.
+ *   materialised: every [L][S] tensor of a head, block of query rows by
+ *                 block of query rows. */
 
 /* ==== Plan: validated sizes ============================================= */
 
@@ -241,8 +263,10 @@ typedef struct {
     size_t n_mask;        /* B * L * S */
     size_t n_avg;         /* B * L * S */
     size_t n_dropout;     /* B*H*L*S, or B*L*out_width for ATTN_DROP_OUTPUT */
+    int fused;            /* the fused kernel will run, given cfg.outputs (see above) */
     size_t total_elements;/* an upper bound on every float the call holds: inputs,
-                             parameters, intermediates and every output */
+                             parameters, intermediates and every output (those of
+                             cfg.outputs, or all when it is 0) */
 } attn_plan;
 
 /* Validates cfg and fills plan. ATTN_OK or an error naming the field. */
@@ -310,6 +334,26 @@ int attn_params_init(const attn_config *cfg, const attn_plan *plan, float *param
 int attn_params_check(const attn_config *cfg, const attn_plan *plan, const float *params,
                       attn_error *err);
 
+/* ==== Compute threads ==================================================== */
+
+/* Threads shared by every call given the pool (attn_inputs.pool). A call
+ * cuts its work into items fixed by its shapes alone (batch x head x query
+ * tile, projections by blocks of rows); the calling thread and any idle pool
+ * thread claim them, so one call on an idle machine uses every core and
+ * concurrent calls each keep at least their own. Each output element is made
+ * by one item with one fixed sequence of operations: results are
+ * bit-identical whatever the pool, the load and the thread count. */
+typedef struct attn_pool attn_pool;
+
+/* `threads` is how many threads may compute at once, callers included
+ * (threads - 1 helpers are started): the number of cores. Sets OpenBLAS to
+ * one thread of its own (openblas_set_num_threads(1)), which concurrent
+ * calls need. Returns NULL if threads is not in [1, 1024] or memory or
+ * threads cannot be had. */
+attn_pool *attn_pool_create(int threads);
+/* Joins the threads and frees the pool; no call may be using it. Accepts NULL. */
+void attn_pool_destroy(attn_pool *pool);
+
 /* ==== Forward ============================================================ */
 
 typedef struct {
@@ -324,6 +368,8 @@ typedef struct {
     const float *attn_mask_add;    /* same shapes: added to the scaled scores (-inf = masked) */
     int attn_mask_batched;
     const uint8_t *key_padding_mask; /* [B][S]; 1 = padding, not attended */
+    attn_pool *pool;       /* threads that may share the work (attn_pool_create);
+                              NULL = the calling thread alone. Same results either way */
 } attn_inputs;
 
 /* Where results go. Every pointer may be NULL (not wanted); the caller owns

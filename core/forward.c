@@ -13,8 +13,10 @@
  * one list of pieces, summed once to size one allocation and walked once to
  * carve it.
  */
+#include "flash.h"
 #include "internal.h"
 #include "kernel.h"
+#include "linear.h"
 
 #include <assert.h>
 #include <cblas.h>
@@ -54,19 +56,6 @@ static void *workspace_carve(const piece *w, int n, void *ptr[], size_t *bytes) 
 }
 
 /* ---- projections -------------------------------------------------------- */
-
-/* y[rows][out] = x[rows][in] · Wᵀ + b, W as nn.Linear stores it: [out][in];
- * or x · W with W stored [in][out] (SelfAttention_v1) when w_is_in_out. */
-static void linear(float *y, const float *x, int rows, int in, int out, const float *w,
-                   int w_is_in_out, const float *bias) {
-    float beta = 0.0f;
-    if (bias) {
-        for (int r = 0; r < rows; r++) memcpy(y + (size_t)r * out, bias, (size_t)out * sizeof *y);
-        beta = 1.0f;
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, w_is_in_out ? CblasNoTrans : CblasTrans, rows, out,
-                in, 1.0f, x, in, w, w_is_in_out ? out : in, beta, y, out);
-}
 
 /* Floats of `proj`: Q, K and V, and room to pack the heads' weights of an
  * ATTN_MOD_HEAD_MODULES module ([H*Dk][widest input] and [H*Dk]). */
@@ -114,7 +103,7 @@ static void project(const attn_config *cfg, const attn_plan *p, const attn_input
             wt = packed;
             bt = b[t] ? packed_b : NULL;
         }
-        linear(dst[t], xs[t], rows[t], widths[t], outs[t], wt, pv->w_in_out, bt);
+        attn__linear(in->pool, dst[t], xs[t], rows[t], widths[t], outs[t], wt, pv->w_in_out, bt);
     }
     size_t ldq = (size_t)hq, ldv = (size_t)hv;
     v[0] = (attn__view){q, (size_t)p->L * ldq, (size_t)p->Dk, (int)ldq};
@@ -207,19 +196,25 @@ int attn_forward(const attn_config *cfg, const attn_plan *plan, const attn_input
     int rc = check_inputs(cfg, p, in, err);
     if (rc) return rc;
 
-    /* The work space: everything the caller did not ask for. Score-sized
-     * intermediates nobody wants live in one [L][S] scratch reused by every
-     * head instead of a [B][H][L][S] tensor. */
-    enum { W_PROJ, W_SCORES, W_MASKED, W_WEIGHTS, W_MASK, W_DROPOUT, W_CTX_HEADS, W_CONTEXT, W_N };
+    /* The work space: everything the caller did not ask for. The fused
+     * kernel needs one tile of scores per thread and nothing [L][S]-sized;
+     * the materialised one keeps the score-sized intermediates nobody wants
+     * as one block of query rows per thread instead of [B][H][L][S]. */
+    enum { W_PROJ, W_FLASH, W_SCORES, W_MASKED, W_WEIGHTS, W_MASK, W_DROPOUT, W_CTX_HEADS,
+           W_CONTEXT, W_N };
     int projected = attn_module_has(cfg->module, ATTN_MOD_PROJECTED);
-    size_t LS = (size_t)p->L * (size_t)p->S;
+    int fused = attn__flash_used(cfg, p, attn__outputs_asked(out));
+    size_t mat = !fused; /* 0: no [L][S] piece at all */
+    size_t LS = (size_t)p->L * (size_t)p->S, width = (size_t)attn__pool_width(in->pool);
+    size_t rows = width * ATTN__MAP_ROWS * (size_t)p->S; /* < 1024 * 64 * 2^31: no overflow */
     int keep_weights = out->weights || out->weights_avg;
     const piece pieces[W_N] = {
         [W_PROJ] = {NULL, projected ? projection_size(cfg, p) * sizeof(float) : 0},
-        [W_SCORES] = {out->scores, LS * sizeof(float)},
-        [W_MASKED] = {out->masked_scores, LS * sizeof(float)},
-        [W_WEIGHTS] = {out->weights, (keep_weights ? p->n_scores : LS) * sizeof(float)},
-        [W_MASK] = {out->mask, p->n_mask},
+        [W_FLASH] = {NULL, fused ? width * attn__flash_scratch(p) * sizeof(float) : 0},
+        [W_SCORES] = {out->scores, mat * rows * sizeof(float)},
+        [W_MASKED] = {out->masked_scores, mat * rows * sizeof(float)},
+        [W_WEIGHTS] = {out->weights, mat * (keep_weights ? p->n_scores : rows) * sizeof(float)},
+        [W_MASK] = {out->mask, mat * p->n_mask},
         [W_DROPOUT] = {out->dropout_mask, p->dropout_active ? p->n_dropout * sizeof(float) : 0},
         [W_CTX_HEADS] = {out->context_heads, p->n_context_heads * sizeof(float)},
         [W_CONTEXT] = {out->context, p->n_context * sizeof(float)},
@@ -264,13 +259,19 @@ int attn_forward(const attn_config *cfg, const attn_plan *plan, const attn_input
     }
     hd.dropout = p->drop_site == ATTN_DROP_WEIGHTS ? dropout : NULL;
 
-    attn__build_mask(&hd);
-    attn__attend(&hd);
+    if (fused) {
+        attn__flash f = {.plan = p, .cfg = cfg, .inputs = in, .q = v[0], .k = v[1], .v = v[2],
+                         .context_heads = hd.context_heads, .scratch = w[W_FLASH]};
+        attn__flash_run(&f, in->pool);
+    } else {
+        attn__build_mask(&hd);
+        attn__attend(&hd, in->pool);
+    }
 
     float *context = w[W_CONTEXT];
     if (p->has_out_proj) {
-        linear(context, hd.context_heads, p->B * p->L, p->ctx_width, p->out_width, pv.out_proj_w,
-               0, pv.out_proj_b);
+        attn__linear(in->pool, context, hd.context_heads, p->B * p->L, p->ctx_width, p->out_width,
+                     pv.out_proj_w, 0, pv.out_proj_b);
         if (p->drop_site == ATTN_DROP_OUTPUT && dropout)
             for (size_t i = 0; i < p->n_context; i++) context[i] *= dropout[i];
     } else if (context != hd.context_heads) {

@@ -1,5 +1,6 @@
 /* kernel.c - scores, masks, softmax, dropout and the weighted sum, per head. */
 #include "kernel.h"
+#include "vexp.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -28,19 +29,13 @@ void attn__build_mask(attn__heads *a) {
 
 /* Softmax of one row; masked entries (-inf) get 0; an all-masked row is all 0. */
 static void softmax_row(float *w, const float *s, int n) {
-    float max = -INFINITY;
-    for (int j = 0; j < n; j++) max = s[j] > max ? s[j] : max;
+    float max = attn__row_max(s, n);
     if (max == -INFINITY) {
         memset(w, 0, (size_t)n * sizeof *w);
         return;
     }
-    float sum = 0.0f;
-    for (int j = 0; j < n; j++) {
-        w[j] = s[j] == -INFINITY ? 0.0f : expf(s[j] - max);
-        sum += w[j];
-    }
-    float inv = 1.0f / sum; /* sum >= 1: the max contributes exp(0) */
-    for (int j = 0; j < n; j++) w[j] *= inv;
+    float sum = attn__exp_shifted(w, s, max, n);
+    attn__scale_row(w, 1.0f / sum, n); /* sum >= 1: the max contributes exp(0) */
 }
 
 /* Divides a row by its sum, or zeroes it when the sum is 0. */
@@ -54,15 +49,17 @@ static void normalise_row(float *w, int n) {
     for (int j = 0; j < n; j++) w[j] /= sum;
 }
 
-/* Weights of one query row from its raw scores. */
+/* Weights of one query row from its raw scores. Only keys j < n were
+ * multiplied (the others are above the causal diagonal): they get -inf and 0. */
 static void weigh_row(const attn__heads *a, const float *raw, const float *add,
-                      const uint8_t *mask, float *masked, float *w) {
+                      const uint8_t *mask, float *masked, float *w, int n) {
     int S = a->plan->S;
     float scale = a->plan->scale;
-    for (int j = 0; j < S; j++) {
+    for (int j = 0; j < n; j++) {
         float s = raw[j] * scale + (add ? add[j] : 0.0f);
         masked[j] = mask[j] ? -INFINITY : s;
     }
+    for (int j = n; j < S; j++) masked[j] = -INFINITY, w[j] = 0.0f;
     if (a->cfg->normalization == ATTN_NORM_SUM) {
         for (int j = 0; j < S; j++) w[j] = mask[j] ? 0.0f : masked[j];
         normalise_row(w, S);
@@ -75,43 +72,70 @@ static void weigh_row(const attn__heads *a, const float *raw, const float *add,
             if (mask[j]) w[j] = 0.0f;
         normalise_row(w, S);
     } else {
-        softmax_row(w, masked, S);
+        softmax_row(w, masked, n);
     }
 }
 
-void attn__attend(attn__heads *a) {
+static int row_blocks(const attn_plan *p) { return (p->L + ATTN__MAP_ROWS - 1) / ATTN__MAP_ROWS; }
+
+/* Rows [i0, i0 + rows) of one score-sized tensor of head bh: kept per head
+ * (step L*S) or the thread's own block of rows. */
+static float *rows_of(float *base, size_t step, size_t bh, int i0, int slot, const attn_plan *p) {
+    if (step) return base + bh * step + (size_t)i0 * p->S;
+    return base + (size_t)slot * ATTN__MAP_ROWS * p->S;
+}
+
+/* One (b, h, block of query rows); item 0 is the last block (the most keys
+ * under a causal mask), so the long items start first. */
+static void attend_item(void *ctx, long item, int slot) {
+    const attn__heads *a = ctx;
     const attn_plan *p = a->plan;
     const attn_inputs *in = a->inputs;
-    int L = p->L, S = p->S, group = p->H / p->Hkv;
-    size_t LS = (size_t)L * (size_t)S;
-    for (int b = 0; b < p->B; b++) {
-        const float *add = NULL;
-        if (in->attn_mask_add) add = in->attn_mask_add + (in->attn_mask_batched ? (size_t)b * LS : 0);
-        const uint8_t *mask = a->mask + (size_t)b * LS;
-        for (int h = 0; h < p->H; h++) {
-            int hk = h / group; /* grouped-query: each K/V head serves `group` query heads */
-            const float *q = a->q.p + (size_t)b * a->q.sb + (size_t)h * a->q.sh;
-            const float *k = a->k.p + (size_t)b * a->k.sb + (size_t)hk * a->k.sh;
-            const float *v = a->v.p + (size_t)b * a->v.sb + (size_t)hk * a->v.sh;
-            size_t bh = (size_t)b * p->H + (size_t)h, off = bh * LS;
-            float *raw = a->scores + bh * a->scores_step, *masked = a->masked + bh * a->masked_step;
-            float *w = a->weights + bh * a->weights_step;
+    int nb = row_blocks(p), L = p->L, S = p->S, group = p->H / p->Hkv;
+    int blk = nb - 1 - (int)(item % nb);
+    size_t bh = (size_t)(item / nb);
+    int h = (int)(bh % (size_t)p->H), b = (int)(bh / (size_t)p->H), hk = h / group;
+    int i0 = blk * ATTN__MAP_ROWS, rows = L - i0 < ATTN__MAP_ROWS ? L - i0 : ATTN__MAP_ROWS;
+    size_t LS = (size_t)L * (size_t)S, r0 = (size_t)i0 * S;
 
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, S, p->Dk, 1.0f, q, a->q.ld, k,
-                        a->k.ld, 0.0f, raw, S);
-            for (int i = 0; i < L; i++) {
-                size_t r = (size_t)i * S;
-                weigh_row(a, raw + r, add ? add + r : NULL, mask + r, masked + r, w + r);
-            }
-            if (a->dropout) {
-                const float *d = a->dropout + off;
-                for (size_t e = 0; e < LS; e++) w[e] *= d[e];
-            }
-            float *ctx = a->context_heads + (size_t)b * L * p->ctx_width + (size_t)h * p->Dv;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, p->Dv, S, 1.0f, w, S, v,
-                        a->v.ld, 0.0f, ctx, p->ctx_width);
-        }
+    const float *add = NULL;
+    if (in->attn_mask_add) add = in->attn_mask_add + (in->attn_mask_batched ? (size_t)b * LS : 0) + r0;
+    const uint8_t *mask = a->mask + (size_t)b * LS + r0;
+    const float *q = a->q.p + (size_t)b * a->q.sb + (size_t)h * a->q.sh + (size_t)i0 * a->q.ld;
+    const float *k = a->k.p + (size_t)b * a->k.sb + (size_t)hk * a->k.sh;
+    const float *v = a->v.p + (size_t)b * a->v.sb + (size_t)hk * a->v.sh;
+    float *raw = rows_of(a->scores, a->scores_step, bh, i0, slot, p);
+    float *masked = rows_of(a->masked, a->masked_step, bh, i0, slot, p);
+    float *w = rows_of(a->weights, a->weights_step, bh, i0, slot, p);
+
+    /* Keys above the diagonal of the block's last row are masked for every
+     * row: unless the raw scores are wanted (or the renorm method needs
+     * them), they are neither multiplied nor weighed. */
+    int n = S;
+    if (a->cfg->causal && !a->scores_step && a->cfg->normalization == ATTN_NORM_SOFTMAX &&
+        a->cfg->mask_method == ATTN_MASK_NEG_INF && i0 + rows < S)
+        n = i0 + rows;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, p->Dk, 1.0f, q, a->q.ld, k,
+                a->k.ld, 0.0f, raw, S);
+    for (int r = 0; r < rows; r++) {
+        size_t o = (size_t)r * S;
+        weigh_row(a, raw + o, add ? add + o : NULL, mask + o, masked + o, w + o, n);
     }
+    if (a->dropout) {
+        const float *d = a->dropout + bh * LS + r0;
+        for (int r = 0; r < rows; r++)
+            for (int j = 0; j < n; j++) w[(size_t)r * S + j] *= d[(size_t)r * S + j];
+    }
+    float *o = a->context_heads + ((size_t)b * L + (size_t)i0) * p->ctx_width + (size_t)h * p->Dv;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, p->Dv, n, 1.0f, w, S, v, a->v.ld,
+                0.0f, o, p->ctx_width);
+}
+
+void attn__attend(attn__heads *a, attn_pool *pool) {
+    const attn_plan *p = a->plan;
+    long items = (long)p->B * p->H * row_blocks(p);
+    double flops = 2.0 * p->B * p->H * (double)p->L * p->S * (p->Dk + p->Dv);
+    attn__parallel(pool, items, flops > 4e6, attend_item, a);
 }
 
 void attn__dropout_mask(float *mask, const attn_plan *p, const attn_config *cfg, attn_rng *rng) {

@@ -1,4 +1,5 @@
 /* plan.c - validates an attn_config and derives every size of the call. */
+#include "flash.h"
 #include "internal.h"
 
 #include <math.h>
@@ -189,14 +190,22 @@ int attn_plan_make(const attn_config *cfg, attn_plan *plan, attn_error *err) {
     if ((rc = attn__param_layout(cfg, plan, err))) return rc;
 
     /* Everything at once: inputs, parameters, projections and their per-head
-     * copies, three score-sized tensors, masks, averages, dropout and contexts. */
+     * copies, dropout and contexts; then either three score-sized tensors,
+     * masks and averages (materialised), or one tile of scores per thread
+     * (fused: nothing grows with L * S; the score-sized dropout mask exists
+     * only on the materialised path). */
+    p->fused = attn__flash_used(cfg, p, cfg->outputs ? cfg->outputs : ~0u);
     size_t total = 0;
     ok = add_product(&total, p->n_inputs, 1, 1, 1) && add_product(&total, p->n_params, 1, 1, 1) &&
          add_product(&total, p->n_queries + p->n_keys + p->n_values, 2, 1, 1) &&
-         add_product(&total, p->n_scores, 3, 1, 1) && add_product(&total, p->n_mask, 2, 1, 1) &&
-         add_product(&total, p->n_dropout, 1, 1, 1) &&
          add_product(&total, p->n_context_heads, 1, 1, 1) &&
          add_product(&total, p->n_context, 1, 1, 1);
+    if (ok && p->fused)
+        ok = add_product(&total, attn__flash_scratch(p), 1, 1, 1) &&
+             (p->drop_site != ATTN_DROP_OUTPUT || add_product(&total, p->n_dropout, 1, 1, 1));
+    else if (ok)
+        ok = add_product(&total, p->n_scores, 3, 1, 1) && add_product(&total, p->n_mask, 2, 1, 1) &&
+             add_product(&total, p->n_dropout, 1, 1, 1);
     if (!ok)
         return attn__fail(err, ATTN_ERR_RANGE, "inputs",
                           "the tensors of this call would exceed %zu elements",

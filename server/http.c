@@ -602,11 +602,12 @@ static void stop_helpers(srv_http *s) {
     s->budget = NULL;
 }
 
-int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool) {
+int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_pool *compute) {
     memset(s, 0, sizeof *s);
     s->opt = opt;
     s->pool = pool;
     s->limits.max_elements = opt->max_elements;
+    s->limits.compute = compute;
     atomic_init(&s->draining, 0);
     char why[160];
     if (srv_cors_parse(&s->cors, opt->cors_origin, why, sizeof why) != 0) {

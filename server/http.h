@@ -17,6 +17,7 @@
 
 #include "acceptor.h"
 #include "api/api.h"
+#include "core/attention.h"
 #include "budget.h"
 #include "conns.h"
 #include "cors.h"
@@ -42,8 +43,9 @@ typedef struct {
 } srv_http;
 
 /* Binds opt->host:opt->port and starts the I/O threads. The pool must be
- * running. Returns 0, or -1 with the reason logged. */
-int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool);
+ * running; compute (may be NULL) is the core's thread pool that requests
+ * share their work with. Returns 0, or -1 with the reason logged. */
+int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_pool *compute);
 
 /* Closes the listening socket (new connections are refused) and marks the
  * server not ready; connections already open are still served (with

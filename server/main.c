@@ -74,9 +74,9 @@ static int serve(const srv_options *opt) {
      * level-3 calls, so threaded sgemm calls of different variants from
      * several of our workers at once can corrupt its state. One OpenBLAS
      * thread makes every call run on the calling worker without that path;
-     * the parallelism is ours: --threads workers, one request each. This
-     * also keeps a request from oversubscribing the CPUs the other workers
-     * use. */
+     * the parallelism is ours: --threads workers, one request each, and
+     * the compute pool below, whose threads help a request only while fewer
+     * than --threads threads are inside the core's products. */
     openblas_set_num_threads(1);
     /* jansson seeds its hash function on first use; doing it here, before
      * any thread exists, avoids a race between the first requests. */
@@ -97,9 +97,19 @@ static int serve(const srv_options *opt) {
         srv_log("cannot start %d worker threads", opt->threads);
         return 1;
     }
-    srv_http http;
-    if (srv_http_start(&http, opt, pool) != 0) {
+    /* The core's threads, shared by every request: one large request on an
+     * idle server gets all --threads cores, busy workers keep theirs (see
+     * attn_pool_create). */
+    attn_pool *compute = attn_pool_create(opt->threads);
+    if (!compute) {
+        srv_log("cannot start %d compute threads", opt->threads - 1);
         srv_pool_destroy(pool);
+        return 1;
+    }
+    srv_http http;
+    if (srv_http_start(&http, opt, pool, compute) != 0) {
+        srv_pool_destroy(pool);
+        attn_pool_destroy(compute);
         return 1;
     }
     srv_log("%s listening on %s port %d: %d workers, %d I/O threads, max-queue %d, "
@@ -132,6 +142,7 @@ static int serve(const srv_options *opt) {
     long left = srv_metrics_in_flight();
     srv_http_stop(&http);
     srv_pool_destroy(pool);
+    attn_pool_destroy(compute); /* no worker is left to use it */
     srv_log("stopped%s", left > 0 ? " (some requests were cut off)" : "");
     close(signal_pipe[0]);
     close(signal_pipe[1]);

@@ -149,6 +149,11 @@ static void exec_child(const char *const argv[], char *const env[], int out_fd, 
 pid_t procs_spawn(const char *const argv[], const procs_io *io) {
     static const procs_io none = {0};
     if (!io) io = &none;
+    if (g_reg == NULL) { /* a test program with a main() of its own */
+        fprintf(stderr, "procs_spawn: procs_init() was not called (tests/support/check_main.c "
+                        "calls it: define TEST_PROGRAM instead of main)\n");
+        return -1;
+    }
     int slot = claim_slot();
     if (slot < 0) return -1;
     /* The child's environment: io->env, then what it does not replace. */

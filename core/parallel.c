@@ -1,0 +1,150 @@
+/* parallel.c - attn_pool: helper threads that join the calls in progress.
+ *
+ * A call (attn__parallel) publishes a job: a function and a count of items.
+ * The calling thread claims items one by one; helper threads that are idle
+ * join the oldest job with unclaimed items and claim items too. The number
+ * of threads computing at once, callers included, stays within the pool's
+ * width, so when every core already runs its own call no helper joins, and
+ * on an idle machine one call gets every core.
+ *
+ * Items are coarse (a tile of attention, a block of rows of a projection:
+ * tens of microseconds and more), so claiming under one mutex costs nothing
+ * measurable.
+ */
+#include "internal.h"
+#include "parallel.h"
+
+#include <cblas.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+typedef struct job {
+    attn__item_fn fn;
+    void *ctx;
+    long n_items, next, finished;  /* items [0, next) are claimed, `finished` of them done */
+    int slots;                     /* threads that joined, the caller included */
+    struct job *link;              /* next job with unclaimed items */
+    pthread_cond_t all_done;
+} job;
+
+struct attn_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t wake;   /* a job was published, or a thread stopped computing */
+    int width;             /* threads that may compute at once, callers included */
+    int computing;         /* callers inside attn__parallel and helpers in a job */
+    job *jobs;             /* oldest first */
+    int stopping;
+    int n_threads;
+    pthread_t *threads;
+};
+
+int attn__pool_width(const attn_pool *pool) { return pool ? pool->width : 1; }
+
+static void unlink_job(attn_pool *p, job *j) {
+    for (job **at = &p->jobs; *at; at = &(*at)->link)
+        if (*at == j) {
+            *at = j->link;
+            return;
+        }
+}
+
+/* Claims and runs items of j until none is left. Called and returns with
+ * p->mu held. */
+static void run_items(attn_pool *p, job *j, int slot) {
+    while (j->next < j->n_items) {
+        long item = j->next++;
+        if (j->next == j->n_items) unlink_job(p, j); /* nothing left to join */
+        pthread_mutex_unlock(&p->mu);
+        j->fn(j->ctx, item, slot);
+        pthread_mutex_lock(&p->mu);
+        if (++j->finished == j->n_items) pthread_cond_signal(&j->all_done);
+    }
+}
+
+static job *joinable(attn_pool *p) {
+    for (job *j = p->jobs; j; j = j->link)
+        if (j->next < j->n_items && j->slots < p->width) return j;
+    return NULL;
+}
+
+static void *helper(void *arg) {
+    attn_pool *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        job *j = NULL;
+        while (!p->stopping && (p->computing >= p->width || (j = joinable(p)) == NULL))
+            pthread_cond_wait(&p->wake, &p->mu);
+        if (p->stopping) break;
+        int slot = j->slots++;
+        p->computing++;
+        run_items(p, j, slot);   /* j may be gone once its last item is done */
+        p->computing--;
+        pthread_cond_broadcast(&p->wake);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+void attn__parallel(attn_pool *p, long n_items, int worth_it, attn__item_fn fn, void *ctx) {
+    if (p == NULL || p->width < 2 || n_items < 2 || !worth_it) {
+        for (long i = 0; i < n_items; i++) fn(ctx, i, 0);
+        return;
+    }
+    job j = {.fn = fn, .ctx = ctx, .n_items = n_items, .slots = 1};
+    if (pthread_cond_init(&j.all_done, NULL) != 0) { /* no condition variable: run alone */
+        for (long i = 0; i < n_items; i++) fn(ctx, i, 0);
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    job **tail = &p->jobs;
+    while (*tail) tail = &(*tail)->link;
+    *tail = &j;
+    p->computing++;
+    pthread_cond_broadcast(&p->wake);
+    run_items(p, &j, 0);
+    while (j.finished < j.n_items) pthread_cond_wait(&j.all_done, &p->mu);
+    p->computing--;
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    pthread_cond_destroy(&j.all_done);
+}
+
+attn_pool *attn_pool_create(int threads) {
+    if (threads < 1 || threads > 1024) return NULL;
+    attn_pool *p = calloc(1, sizeof *p);
+    if (p == NULL) return NULL;
+    p->width = threads;
+    p->threads = calloc((size_t)threads, sizeof *p->threads);
+    if (p->threads == NULL) goto fail_alloc;
+    if (pthread_mutex_init(&p->mu, NULL) != 0) goto fail_alloc;
+    if (pthread_cond_init(&p->wake, NULL) != 0) goto fail_mutex;
+    /* Several threads now call OpenBLAS at once: 0.3.21 is safe for that
+     * only with one thread of its own per call. */
+    openblas_set_num_threads(1);
+    for (; p->n_threads < threads - 1; p->n_threads++)
+        if (pthread_create(&p->threads[p->n_threads], NULL, helper, p) != 0) {
+            attn_pool_destroy(p); /* joins the helpers started so far */
+            return NULL;
+        }
+    return p;
+
+fail_mutex:
+    pthread_mutex_destroy(&p->mu);
+fail_alloc:
+    free(p->threads);
+    free(p);
+    return NULL;
+}
+
+void attn_pool_destroy(attn_pool *p) {
+    if (p == NULL) return;
+    pthread_mutex_lock(&p->mu);
+    p->stopping = 1;
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->n_threads; i++) pthread_join(p->threads[i], NULL);
+    pthread_cond_destroy(&p->wake);
+    pthread_mutex_destroy(&p->mu);
+    free(p->threads);
+    free(p);
+}
