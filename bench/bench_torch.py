@@ -9,29 +9,8 @@ import sys
 import time
 
 import torch
-import torch.nn as nn
 
-
-class CausalSelfAttention(nn.Module):  # seed 003, gpt2_min.py
-    def __init__(self, n_embd, n_head, block_size):
-        super().__init__()
-        self.n_head, self.n_embd = n_head, n_embd
-        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
-        self.c_proj = nn.Linear(n_embd, n_embd)
-        self.register_buffer("bias", torch.tril(torch.ones(block_size, block_size)).view(1, 1, block_size, block_size))
-
-    def forward(self, x):
-        B, T, C = x.size()
-        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
-        hd = C // self.n_head
-        q = q.view(B, T, self.n_head, hd).transpose(1, 2)
-        k = k.view(B, T, self.n_head, hd).transpose(1, 2)
-        v = v.view(B, T, self.n_head, hd).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
-        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-        att = torch.softmax(att, dim=-1)  # the per-head weights: computed either way
-        y = att @ v
-        return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+from seed_modules import CausalSelfAttention  # seed 003, gpt2_min.py
 
 
 def status_kb(key):
