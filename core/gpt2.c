@@ -164,6 +164,17 @@ int attn_gpt2_plan_make(const attn_gpt2_config *cfg, int batch, int tokens, int 
                             .d_in = cfg->n_embd, .num_heads = cfg->n_head,
                             .context_length = cfg->block_size, .bias = 1, .causal = 1,
                             .dropout = cfg->dropout, .training = p->training};
+    /* the largest single tensors first, so that the error names the field */
+    size_t wte = 0, mask = 0, fc = 0;
+    if (!add3(&wte, (size_t)p->V, (size_t)p->C, 1))
+        return attn__fail(err, ATTN_ERR_RANGE, "vocab_size", "wte would exceed %zu elements",
+                          (size_t)ATTN_MAX_ELEMENTS);
+    if (!add3(&mask, (size_t)cfg->block_size, (size_t)cfg->block_size, 1))
+        return attn__fail(err, ATTN_ERR_RANGE, "block_size", "the attn.bias buffers would exceed "
+                          "%zu elements", (size_t)ATTN_MAX_ELEMENTS);
+    if (!add3(&fc, 4, (size_t)p->C, (size_t)p->C))
+        return attn__fail(err, ATTN_ERR_RANGE, "n_embd", "mlp.fc would exceed %zu elements",
+                          (size_t)ATTN_MAX_ELEMENTS);
     if ((rc = attn_plan_make(&p->attn, &p->attn_plan, err))) return rc;
 
     size_t C = (size_t)p->C, B = (size_t)batch, T = (size_t)tokens, L = (size_t)p->n_layer;
