@@ -156,16 +156,23 @@ $(BUILD)/bench/bench_serialise: bench/bench_serialise.c $(LIBAPI) $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
+$(BUILD)/bench/bench_gpt2: bench/bench_gpt2.c $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
+
 bench: deps
-	@$(MAKE) --no-print-directory $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise
+	@$(MAKE) --no-print-directory $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise \
+	  $(BUILD)/bench/bench_gpt2
 	$(call apt_install,python3-torch)
 	bench/run.sh $(BUILD)/bench/bench_core
+	bench/run_gpt2.sh $(BUILD)/bench/bench_gpt2
 	$(BUILD)/bench/bench_serialise
 
 # Regenerates the golden vectors with PyTorch (Debian's python3-torch).
 golden:
 	$(call apt_install,python3-torch)
 	/usr/bin/python3 tests/golden/generate.py tests/golden
+	/usr/bin/python3 tests/golden/generate_gpt2.py tests/golden/gpt2
 
 CONTAINER_CHECK ?= ../shared/tools/container-check
 

@@ -21,20 +21,31 @@
 #include <stdint.h>
 #include <string.h>
 
-static float bits_to_float(uint32_t u) {
+/* fmaf() is a slow library call unless the compiler may emit the FMA
+ * instruction: the hot functions are compiled twice (GCC function
+ * multi-versioning) and the loader picks the FMA one where the CPU has it.
+ * Both give the same bits: fmaf is exact either way. */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define ATTN_FMA_CLONES __attribute__((target_clones("fma", "default")))
+#else
+#define ATTN_FMA_CLONES
+#endif
+#define ATTN_INLINE static inline __attribute__((always_inline))
+
+ATTN_INLINE float bits_to_float(uint32_t u) {
     float f;
     memcpy(&f, &u, sizeof f);
     return f;
 }
 
-static uint32_t float_to_bits(float f) {
+ATTN_INLINE uint32_t float_to_bits(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     return u;
 }
 
 /* avx_mathfun.h log256_ps, one lane, for x in (0, 1]. */
-static float cephes_logf(float x) {
+ATTN_INLINE float cephes_logf(float x) {
     const float min_norm_pos = bits_to_float(0x00800000u);
     x = x > min_norm_pos ? x : min_norm_pos;
     int32_t imm0 = (int32_t)(float_to_bits(x) >> 23);
@@ -65,7 +76,7 @@ static float cephes_logf(float x) {
 }
 
 /* avx_mathfun.h sincos256_ps, one lane. */
-static void cephes_sincosf(float theta, float *s, float *c) {
+ATTN_INLINE void cephes_sincosf(float theta, float *s, float *c) {
     uint32_t sign_sin = float_to_bits(theta) & 0x80000000u;
     float x = bits_to_float(float_to_bits(theta) & 0x7fffffffu);
     int32_t j = (int32_t)(x * 1.27323954473516f); /* 4 / pi, truncated */
@@ -95,7 +106,7 @@ static void cephes_sincosf(float theta, float *s, float *c) {
 }
 
 /* normal_fill_16_AVX2: 16 uniforms in place to 16 normals. */
-static void fill16(float *d, float mean, float std) {
+ATTN_INLINE void fill16(float *d, float mean, float std) {
     const float two_pi = (float)(2.0 * 3.14159265358979323846);
     for (int j = 0; j < 8; j++) {
         float u1 = 1.0f - d[j], u2 = d[j + 8];
@@ -114,16 +125,27 @@ static double uniform_double(attn_rng *rng) {
     return (double)bits * (1.0 / (double)(UINT64_C(1) << 53));
 }
 
+/* Uniform [0, 1) floats: 24 bits of one draw each (the x * 1 + 0 of
+ * uniform_real_distribution<float>(0, 1) changes nothing). */
+static void fill_uniform01(attn_rng *rng, float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(attn_rng_u32(rng) & ((1u << 24) - 1)) * (1.0f / (float)(1u << 24));
+}
+
+ATTN_FMA_CLONES static void fill_blocks(float *x, size_t n, float mean, float std) {
+    for (size_t i = 0; i + 16 <= n; i += 16) fill16(x + i, mean, std);
+}
+
 void attn_rng_normal_fill(attn_rng *rng, attn_normal_cache *cache, float *x, size_t n,
                           double mean, double std) {
     if (n >= 16) {
         float m = (float)mean, s = (float)std;
-        for (size_t i = 0; i < n; i++) x[i] = attn_rng_uniform(rng, 0.0f, 1.0f);
-        for (size_t i = 0; i + 16 <= n; i += 16) fill16(x + i, m, s);
+        fill_uniform01(rng, x, n);
+        fill_blocks(x, n, m, s);
         if (n % 16 != 0) {
             float *tail = x + n - 16;
-            for (int i = 0; i < 16; i++) tail[i] = attn_rng_uniform(rng, 0.0f, 1.0f);
-            fill16(tail, m, s);
+            fill_uniform01(rng, tail, 16);
+            fill_blocks(tail, 16, m, s);
         }
         return;
     }
