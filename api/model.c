@@ -400,14 +400,19 @@ static void emit(api_buf *b, const model_rq *rq, const float *x, int n_lead, con
     api__emit_floats(b, x, r, shape, &rq->fmt, nonfinite);
 }
 
+/* logits: [B][T][V], or [B][V] (the last position) when the reply does not return them */
 static void respond(api_buf *b, const model_rq *rq, const attn_gpt2_plan *p, const float *logits,
                     float *attn, const float *hidden, const api_reply *timing, int *nonfinite) {
     const attn_gpt2_config *c = &rq->cfg;
+    /* dropout: the shortest of 15 or 17 digits that reads back (0.1, not 0.10000000000000001) */
+    char drop[32];
+    snprintf(drop, sizeof drop, "%.15g", c->dropout);
+    if (strtod(drop, NULL) != c->dropout) snprintf(drop, sizeof drop, "%.17g", c->dropout);
     key(b, "config", 1);
     api__buf_printf(b,
                     "{\"vocab_size\":%d,\"block_size\":%d,\"n_layer\":%d,\"n_head\":%d,"
-                    "\"n_embd\":%d,\"dropout\":%.17g,\"activation\":\"%s\"}",
-                    c->vocab_size, c->block_size, c->n_layer, c->n_head, c->n_embd, c->dropout,
+                    "\"n_embd\":%d,\"dropout\":%s,\"activation\":\"%s\"}",
+                    c->vocab_size, c->block_size, c->n_layer, c->n_head, c->n_embd, drop,
                     c->gelu == ATTN_GELU_TANH ? "gelu_new" : "gelu");
     key(b, "shape", 0);
     api__buf_printf(b, "{\"batch\":%d,\"tokens\":%d,\"head_dim\":%d}", p->B, p->T, p->C / p->H);
@@ -432,7 +437,9 @@ static void respond(api_buf *b, const model_rq *rq, const attn_gpt2_plan *p, con
         key(b, "next_token", 0);
         api__buf_puts(b, rq->batched ? "[" : "");
         for (int bi = 0; bi < p->B; bi++) {
-            const float *row = logits + ((size_t)bi * p->T + (size_t)(p->T - 1)) * (size_t)p->V;
+            size_t at = rq->returns & 1u << M_OUT_LOGITS
+                            ? (size_t)bi * p->T + (size_t)(p->T - 1) : (size_t)bi;
+            const float *row = logits + at * (size_t)p->V;
             int best = 0;
             for (int v = 1; v < p->V; v++)
                 if (row[v] > row[best]) best = v;
@@ -542,7 +549,10 @@ int api__model_gpt2(json_t **root_ref, const api_limits *lim, api_reply *reply, 
     double t1 = api__now_ms();
     reply->ms_parse = t1 - t0;
 
-    attn_gpt2_outputs out = {.logits = logits, .attn_weights = attn, .hidden_states = hidden};
+    /* next_token alone needs the last position's logits only */
+    int last_only = !(rq.returns & 1u << M_OUT_LOGITS);
+    attn_gpt2_outputs out = {.logits = logits, .attn_weights = attn, .hidden_states = hidden,
+                             .last_only = last_only};
     if (attn_gpt2_forward(&plan, params, rq.idx, rng_ptr, &out, &ae) != ATTN_OK) {
         map_attn(e, &ae);
         goto done;

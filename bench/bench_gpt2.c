@@ -16,6 +16,7 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* maps: also every attention map; maps < 0: the next token only (last position's logits) */
 static void bench(const char *name, const attn_gpt2_config *cfg, const float *params, int T,
                   int maps, int iters) {
     attn_gpt2_plan plan;
@@ -26,10 +27,10 @@ static void bench(const char *name, const attn_gpt2_config *cfg, const float *pa
     }
     int32_t *idx = malloc((size_t)T * sizeof *idx);
     float *logits = malloc(plan.n_logits * sizeof(float));
-    float *attn = maps ? malloc(plan.n_attn * sizeof(float)) : NULL;
-    if (!idx || !logits || (maps && !attn)) exit(1);
+    float *attn = maps > 0 ? malloc(plan.n_attn * sizeof(float)) : NULL;
+    if (!idx || !logits || (maps > 0 && !attn)) exit(1);
     for (int t = 0; t < T; t++) idx[t] = (int32_t)((t * 7919u) % (unsigned)cfg->vocab_size);
-    attn_gpt2_outputs out = {.logits = logits, .attn_weights = attn};
+    attn_gpt2_outputs out = {.logits = logits, .attn_weights = attn, .last_only = maps < 0};
     double best = 1e30;
     for (int run = 0; run < 5; run++) {
         double t0 = now_ms();
@@ -61,6 +62,7 @@ int main(int argc, char **argv) {
     printf("gpt2_124m_init %.3f\n", now_ms() - t0);
     bench("gpt2_124m_t128_logits", &cfg, params, 128, 0, 2);
     bench("gpt2_124m_t128_logits+maps", &cfg, params, 128, 1, 2);
+    bench("gpt2_124m_t128_next_token", &cfg, params, 128, -1, 2);
     bench("gpt2_124m_t512_logits", &cfg, params, 512, 0, 1);
     bench("gpt2_124m_t512_logits+maps", &cfg, params, 512, 1, 1);
     free(params);

@@ -2,7 +2,9 @@
 tests/golden/generate_gpt2.py) in PyTorch on bench_gpt2.c's cases: 124M
 shape, eval mode, batch 1, torch.no_grad(), the given number of threads
 (argument, default 1). "logits+maps" also keeps every attention map, as a
-caller wanting them would (F.softmax outputs recorded). Prints "name ms"."""
+caller wanting them would (F.softmax outputs recorded); "next_token" is the
+same call (argmax of the last row costs nothing), where core computes the
+last position's logits only. Prints "name ms"."""
 import os, sys, time
 import torch
 import torch.nn.functional as F
@@ -46,5 +48,6 @@ def bench(name, T, maps, iters):
 
 bench("gpt2_124m_t128_logits", 128, False, 2)
 bench("gpt2_124m_t128_logits+maps", 128, True, 2)
+bench("gpt2_124m_t128_next_token", 128, False, 2)  # the seed's model computes every position's logits
 bench("gpt2_124m_t512_logits", 512, False, 1)
 bench("gpt2_124m_t512_logits+maps", 512, True, 1)

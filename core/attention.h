@@ -424,7 +424,9 @@ int attn_gpt2_params_check(const attn_gpt2_plan *plan, const float *params, attn
 
 /* Where results go; every pointer may be NULL (not wanted). */
 typedef struct {
-    float *logits;        /* [B][T][V] */
+    float *logits;        /* [B][T][V], or [B][V] with last_only */
+    int last_only;        /* logits of the last position only (what next-token
+                             prediction reads): 1/T of lm_head's work */
     float *hidden_states; /* [n_layer + 1][B][T][C] as Hugging Face's output_hidden_states:
                              the input of each block (entry 0: embeddings after drop),
                              and last the output of ln_f */

@@ -11,6 +11,7 @@
 #include "internal.h"
 #include "layers.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -334,8 +335,14 @@ int attn_gpt2_forward(const attn_gpt2_plan *p, const float *params, const int32_
         attn__layernorm(h, x, ln_f, ln_f + C, BT, p->C);
         if (out->hidden_states)
             memcpy(out->hidden_states + (size_t)p->n_layer * BTC, h, BTC * sizeof *h);
-        if (out->logits) attn__linear(out->logits, h, rows, p->C, p->V, wte, NULL);
-        if (!attn__all_finite(h, BTC) || (out->logits && !attn__all_finite(out->logits, p->n_logits)))
+        size_t n_logits = out->last_only ? (size_t)p->B * (size_t)p->V : p->n_logits;
+        if (out->logits && out->last_only) /* rows T-1, 2T-1, ...: stride T*C */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, p->B, p->V, p->C, 1.0f,
+                        h + (size_t)(p->T - 1) * C, p->T * p->C, wte, p->C, 0.0f, out->logits,
+                        p->V);
+        else if (out->logits)
+            attn__linear(out->logits, h, rows, p->C, p->V, wte, NULL);
+        if (!attn__all_finite(h, BTC) || (out->logits && !attn__all_finite(out->logits, n_logits)))
             rc = attn__fail(err, ATTN_ERR_NONFINITE, "params",
                             "the result overflowed float32: parameters are too large");
     }

@@ -127,7 +127,11 @@ START_TEST(unbatched_layers) {
     size_t per = 2 * 3 * 3;
     expect_same(json_array_get(a, 0), r.attn, per, "layer 0");
     expect_same(json_array_get(a, 1), r.attn + 2 * per, per, "layer 2");
-    ck_assert(json_is_integer(json_object_get(j, "next_token")));
+    /* next_token without logits: computed from the last position only */
+    const float *row = r.logits + 2 * 11;
+    int best = 0;
+    for (int v = 1; v < 11; v++) best = row[v] > row[best] ? v : best;
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "next_token")), best);
     ck_assert_ptr_null(json_object_get(j, "logits"));
     json_decref(j);
     run_free(&r);
@@ -257,6 +261,25 @@ START_TEST(errors) {
 }
 END_TEST
 
+/* The OpenAPI document's example is answered. */
+START_TEST(document_example) {
+    json_error_t je;
+    json_t *doc = json_loads(api_openapi_json(), 0, &je);
+    ck_assert_ptr_nonnull(doc);
+    json_t *ex = json_object_get(json_object_get(json_object_get(json_object_get(json_object_get(
+        json_object_get(json_object_get(json_object_get(doc, "paths"), "/model/gpt2"), "post"),
+        "requestBody"), "content"), "application/json"), "examples"), "gpt2_seed");
+    ck_assert_ptr_nonnull(ex);
+    char *body = json_dumps(json_object_get(ex, "value"), JSON_COMPACT);
+    json_t *j = call(body, 200);
+    ck_assert(json_is_integer(json_object_get(j, "next_token")));
+    ck_assert_int_eq(rank_of(json_object_get(j, "attn_weights")), 4);
+    json_decref(j);
+    free(body);
+    json_decref(doc);
+}
+END_TEST
+
 START_TEST(path) {
     api_endpoint ep;
     ck_assert_int_eq(api_endpoint_from_path("/model/gpt2", &ep), 0);
@@ -277,6 +300,7 @@ int main(void) {
     tcase_add_test(tc, training_dropout);
     tcase_add_test(tc, formats);
     tcase_add_test(tc, errors);
+    tcase_add_test(tc, document_example);
     tcase_add_test(tc, path);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -256,6 +256,15 @@ START_TEST(golden_forward) {
         attn_gpt2_outputs only = {.logits = logits2};
         ck_assert_int_eq(attn_gpt2_forward(&plan, g.params, g.idx, NULL, &only, &err), ATTN_OK);
         ck_assert(memcmp(logits, logits2, plan.n_logits * sizeof(float)) == 0);
+        /* last_only: the last position's rows, within float rounding (another sgemm shape) */
+        attn_gpt2_outputs last = {.logits = logits2, .last_only = 1};
+        ck_assert_int_eq(attn_gpt2_forward(&plan, g.params, g.idx, NULL, &last, &err), ATTN_OK);
+        for (int b = 0; b < g.B; b++) {
+            const float *want = logits + ((size_t)b * g.T + (size_t)(g.T - 1)) * plan.V;
+            char why2[256];
+            ck_assert_msg(compare("last_only", logits2 + (size_t)b * plan.V, want, plan.V, why2,
+                                  sizeof why2) < 0, "%s: %s", g.name, why2);
+        }
     }
     free(logits2);
     free(logits);
