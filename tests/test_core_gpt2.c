@@ -93,6 +93,8 @@ static int gcase_load(const char *path, gcase *g, char *why, size_t len) {
         else if (!strcmp(key, "B")) g->B = atoi(val);
         else if (!strcmp(key, "T")) g->T = atoi(val);
         else if (!strcmp(key, "names")) g->names = strdup(val);
+        else if (!strcmp(key, "activation"))
+            g->cfg.gelu = strcmp(val, "gelu_new") == 0 ? ATTN_GELU_TANH : ATTN_GELU_ERF;
     }
     free(line);
     fclose(f);
@@ -156,7 +158,7 @@ static void list_files(void) {
 }
 
 START_TEST(golden_files_exist) {
-    ck_assert_msg(g_n >= 6, "expected the golden files of %s (found %d)", golden_dir(), g_n);
+    ck_assert_msg(g_n >= 10, "expected the golden files of %s (found %d)", golden_dir(), g_n);
 }
 END_TEST
 

@@ -14,7 +14,8 @@ block, then the output of ln_f), and F.softmax wrapped to keep every
 attention map.
 
 File format (`*.gpt2`, little-endian): text lines `key value` (the config,
-`seed`, `training`, `B`, `T`), then for each tensor a line
+`seed`, `training`, `B`, `T`, `activation` gelu or gelu_new: Hugging Face's
+NewGELUActivation put in F.gelu's place), then for each tensor a line
 `tensor NAME DTYPE COUNT` followed by COUNT raw values (f32 or i32) and a
 newline. Tensors: idx [B][T]; params, the state_dict in order without
 lm_head.weight (the names are in the `names` line); logits [B][T][V];
@@ -128,10 +129,22 @@ CASES = [
     ("s3_train_p0.2", (40, 12, 2, 2, 16, 0.2), 3, True, 2, 6, 16),
     ("s9_train_p0.5_b1", (23, 10, 3, 1, 12, 0.5), 9, True, 1, 10, 17),
     ("s4_train_p0", (40, 12, 1, 2, 16, 0.0), 4, True, 2, 4, 18),
+    # p = 1: PyTorch multiplies by zero and draws nothing
+    ("s6_train_p1", (20, 6, 2, 2, 8, 1.0), 6, True, 1, 5, 19),
+]
+
+# The same model with GPT-2's released activation (Hugging Face's gelu_new,
+# NewGELUActivation) in place of F.gelu: name, config, seed, training, B, T, idx seed
+CASES_GELU_NEW = [
+    ("s8_gelu_new", (40, 12, 2, 2, 16, 0.1), 8, False, 2, 7, 20),
 ]
 
 
-def run_case(cfg_t, seed, training, B, T, idx_seed):
+def gelu_new(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+def run_case(cfg_t, seed, training, B, T, idx_seed, activation="gelu"):
     cfg = GPTConfig(*cfg_t)
     idx = torch.randint(0, cfg.vocab_size, (B, T), generator=torch.Generator().manual_seed(idx_seed))
     torch.manual_seed(seed)
@@ -154,15 +167,19 @@ def run_case(cfg_t, seed, training, B, T, idx_seed):
         return out
 
     F.softmax = recording_softmax
+    gelu = F.gelu
+    if activation == "gelu_new":
+        F.gelu = gelu_new
     try:
         with torch.no_grad():
             logits, _ = model(idx)
     finally:
         F.softmax = softmax
+        F.gelu = gelu
         for h in hooks:
             h.remove()
     assert len(hidden) == cfg.n_layer + 1 and len(maps) == cfg.n_layer
-    if not training:  # the recording changed nothing: a plain call gives the same bits
+    if not training and activation == "gelu":  # the recording changed nothing: same bits
         with torch.no_grad():
             again, _ = model(idx)
         assert torch.equal(again, logits)
@@ -170,13 +187,13 @@ def run_case(cfg_t, seed, training, B, T, idx_seed):
     return cfg, idx, names, params, logits.numpy(), torch.stack(hidden).numpy(), attn
 
 
-def write_case(path, name, cfg, seed, training, B, T, idx, names, tensors):
+def write_case(path, name, cfg, seed, training, B, T, idx, names, tensors, activation):
     with open(path, "wb") as f:
         head = [f"gpt2-golden 1", f"case {name}",
                 f"vocab_size {cfg.vocab_size}", f"block_size {cfg.block_size}",
                 f"n_layer {cfg.n_layer}", f"n_head {cfg.n_head}", f"n_embd {cfg.n_embd}",
                 f"dropout {cfg.dropout!r}", f"seed {seed}", f"training {int(training)}",
-                f"B {B}", f"T {T}", "names " + " ".join(names)]
+                f"B {B}", f"T {T}", f"activation {activation}", "names " + " ".join(names)]
         f.write(("\n".join(head) + "\n").encode())
         for tname, arr in [("idx", idx.numpy().astype("<i4"))] + tensors:
             dtype = "i32" if arr.dtype.kind == "i" else "f32"
@@ -189,11 +206,13 @@ def write_case(path, name, cfg, seed, training, B, T, idx, names, tensors):
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "gpt2")
     print("torch", torch.__version__, "OPENBLAS_CORETYPE", os.environ.get("OPENBLAS_CORETYPE"))
-    results = [(c, run_case(*c[1:])) for c in CASES]  # compute everything, then write
+    # compute everything, then write
+    results = [(c, "gelu", run_case(*c[1:])) for c in CASES]
+    results += [(c, "gelu_new", run_case(*c[1:], activation="gelu_new")) for c in CASES_GELU_NEW]
     os.makedirs(out, exist_ok=True)
-    for (name, _, seed, training, B, T, _), (cfg, idx, names, params, logits, hidden, attn) in results:
+    for (name, _, seed, training, B, T, _), act, (cfg, idx, names, params, logits, hidden, attn) in results:
         write_case(os.path.join(out, name + ".gpt2"), name, cfg, seed, training, B, T, idx, names,
-                   [("params", params), ("logits", logits), ("hidden", hidden), ("attn", attn)])
+                   [("params", params), ("logits", logits), ("hidden", hidden), ("attn", attn)], act)
         print("wrote", name)
 
 
