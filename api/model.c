@@ -519,8 +519,10 @@ int api__model_gpt2(json_t **root_ref, const api_limits *lim, api_reply *reply, 
             goto done;
         }
     }
+    /* next_token alone needs the last position's logits only: [B][V] */
+    int last_only = !(rq.returns & 1u << M_OUT_LOGITS);
     params = malloc(plan.n_params * sizeof *params);
-    logits = malloc(plan.n_logits * sizeof *logits);
+    logits = malloc((last_only ? (size_t)plan.B * (size_t)plan.V : plan.n_logits) * sizeof *logits);
     if (rq.returns & 1u << M_OUT_ATTN_WEIGHTS)
         attn = malloc((plan.n_attn ? plan.n_attn : 1) * sizeof *attn);
     if (rq.returns & 1u << M_OUT_HIDDEN_STATES) hidden = malloc(plan.n_hidden * sizeof *hidden);
@@ -549,8 +551,6 @@ int api__model_gpt2(json_t **root_ref, const api_limits *lim, api_reply *reply, 
     double t1 = api__now_ms();
     reply->ms_parse = t1 - t0;
 
-    /* next_token alone needs the last position's logits only */
-    int last_only = !(rq.returns & 1u << M_OUT_LOGITS);
     attn_gpt2_outputs out = {.logits = logits, .attn_weights = attn, .hidden_states = hidden,
                              .last_only = last_only};
     if (attn_gpt2_forward(&plan, params, rq.idx, rng_ptr, &out, &ae) != ATTN_OK) {
