@@ -408,7 +408,9 @@ static void respond(api_buf *b, const model_rq *rq, const attn_gpt2_plan *p, con
     char drop[32];
     snprintf(drop, sizeof drop, "%.15g", c->dropout);
     if (strtod(drop, NULL) != c->dropout) snprintf(drop, sizeof drop, "%.17g", c->dropout);
-    key(b, "config", 1);
+    key(b, "module", 1);
+    api__buf_puts(b, "\"GPT2\"");
+    key(b, "config", 0);
     api__buf_printf(b,
                     "{\"vocab_size\":%d,\"block_size\":%d,\"n_layer\":%d,\"n_head\":%d,"
                     "\"n_embd\":%d,\"dropout\":%s,\"activation\":\"%s\"}",

@@ -195,6 +195,7 @@ static int read_tensor(reader *r, const char **pp, const char *end) {
 static int is_tensor_field(const char *k, size_t n) {
     static const char *const names[] = {"inputs", "query", "key", "value", "attn_mask",
                                         "key_padding_mask"};
+    if (k == NULL) return 0; /* an array in an array: no key (its length may be stale) */
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strlen(names[i]) == n && memcmp(names[i], k, n) == 0) return 1;
     return 0;

@@ -192,6 +192,7 @@ def model_gpt2(paths, schemas):
         "type": "object",
         "description": "Every tensor loses its batch axis when idx was [T].",
         "properties": {
+            "module": {"type": "string", "enum": ["GPT2"]},
             "config": {"type": "object", "description": "The GPTConfig used, and the activation."},
             "shape": {"type": "object", "properties": {k: {"type": "integer", "minimum": 1} for k in ["batch", "tokens", "head_dim"]}},
             "idx": {"$ref": "#/components/schemas/Tensor", "description": "[B][T] token ids."},
@@ -203,7 +204,7 @@ def model_gpt2(paths, schemas):
             "hidden_states": {"$ref": "#/components/schemas/Tensor", "description": "[n_layer + 1][B][T][n_embd] as Hugging Face's output_hidden_states: each block's input (first: embeddings after drop), last the output of ln_f."},
             "timing": {"type": "object", "properties": {k: {"type": "number", "minimum": 0} for k in ["parse_ms", "compute_ms"]}},
         },
-        "required": ["config", "shape"], "additionalProperties": False}
+        "required": ["module", "config", "shape"], "additionalProperties": False}
     responses = {"200": {"description": "The requested outputs (JSON only).",
                          "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Gpt2Response"}}}}}
     for st, desc in ERROR_STATUSES.items():

@@ -110,6 +110,7 @@ START_TEST(batched_every_output) {
     ck_assert_int_eq(json_integer_value(json_array_get(json_array_get(json_object_get(j, "idx"), 1), 3)), 7);
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "config"), "n_layer")), 3);
     ck_assert_ptr_nonnull(json_object_get(j, "timing"));
+    ck_assert_str_eq(json_string_value(json_object_get(j, "module")), "GPT2");
     json_decref(j);
     run_free(&r);
 }
