@@ -462,7 +462,10 @@ static void respond(api_buf *b, const model_rq *rq, const attn_gpt2_plan *p, con
         api__buf_puts(b, "]");
         key(b, "attn_weights", 0);
         int lead[1] = {rq->n_layers}, rest[3] = {p->H, p->T, p->T};
-        emit(b, rq, attn, 1, lead, 3, rest, nonfinite);
+        if (rq->n_layers == 0) /* no layer (n_layer 0, or "layers": []): an empty list */
+            api__buf_puts(b, "[]");
+        else
+            emit(b, rq, attn, 1, lead, 3, rest, nonfinite);
     }
     if (rq->returns & 1u << M_OUT_HIDDEN_STATES) {
         key(b, "hidden_states", 0);

@@ -206,6 +206,26 @@ START_TEST(training_dropout) {
 }
 END_TEST
 
+/* n_layer 0 (or "layers": []): no maps, an empty list in every format */
+START_TEST(no_maps) {
+    static const char *const formats[] = {"nested", "flat", "base64"};
+    for (int f = 0; f < 3; f++) {
+        char body[512];
+        snprintf(body, sizeof body, "{\"vocab_size\":7,\"block_size\":4,\"n_layer\":0,\"n_head\":2,"
+                 "\"n_embd\":4,\"init\":{\"seed\":3},\"idx\":[[2,2,6],[5,5,6]],\"output_format\":\"%s\","
+                 "\"return\":[\"attn_weights\",\"hidden_states\"]}", formats[f]);
+        json_t *j = call(body, 200);
+        ck_assert(json_is_array(json_object_get(j, "attn_weights")));
+        ck_assert_int_eq(json_array_size(json_object_get(j, "attn_weights")), 0);
+        json_decref(j);
+    }
+    json_t *j = call("{" CFG ",\"init\":{\"seed\":1},\"idx\":[1,2],\"layers\":[],"
+                     "\"return\":[\"attn_weights\"]}", 200);
+    ck_assert_int_eq(json_array_size(json_object_get(j, "attn_weights")), 0);
+    json_decref(j);
+}
+END_TEST
+
 START_TEST(formats) {
     json_t *j = call("{" CFG ",\"init\":{\"seed\":1},\"idx\":[1,2],\"output_format\":\"base64\","
                      "\"return\":[\"logits\"]}", 200);
@@ -300,6 +320,7 @@ int main(void) {
     tcase_add_test(tc, state_dict_round_trip);
     tcase_add_test(tc, training_dropout);
     tcase_add_test(tc, formats);
+    tcase_add_test(tc, no_maps);
     tcase_add_test(tc, errors);
     tcase_add_test(tc, document_example);
     tcase_add_test(tc, path);
