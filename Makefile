@@ -170,10 +170,16 @@ $(BUILD)/bench/bench_serialise: bench/bench_serialise.c $(LIBAPI) $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
+$(BUILD)/bench/bench_gpt2: bench/bench_gpt2.c $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
+
 bench: deps
-	@$(MAKE) --no-print-directory build-all $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise
+	@$(MAKE) --no-print-directory build-all $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise \
+	  $(BUILD)/bench/bench_gpt2
 	$(call apt_install,python3-torch python3-fastapi python3-uvicorn wrk nginx-light)
 	bench/run.sh $(BUILD)/bench/bench_core
+	bench/run_gpt2.sh $(BUILD)/bench/bench_gpt2
 	$(BUILD)/bench/bench_serialise
 	/usr/bin/python3 bench/e2e.py $(SERVER)
 	bench/http_small.sh $(SERVER)
@@ -182,6 +188,7 @@ bench: deps
 golden:
 	$(call apt_install,python3-torch)
 	/usr/bin/python3 tests/golden/generate.py tests/golden
+	/usr/bin/python3 tests/golden/generate_gpt2.py tests/golden/gpt2
 
 CONTAINER_CHECK ?= ../shared/tools/container-check
 

@@ -17,7 +17,9 @@ typedef enum {
     API_EP_CAUSAL,     /* POST /attention/causal */
     API_EP_MULTIHEAD,  /* POST /attention/multihead */
     API_EP_SDPA,       /* POST /attention/sdpa */
-    API_EP_COUNT
+    API_EP_COUNT,      /* the attention endpoints above (one module table each); not an id */
+    API_EP_MODEL_GPT2, /* POST /model/gpt2: seed 003's whole GPT2 (api/model.c) */
+    API_EP_END         /* one past every endpoint */
 } api_endpoint;
 
 /* "/attention/simple" ... ; NULL for an out-of-range id */

@@ -11,6 +11,7 @@
  *   handle.c     api_handle: parse, limits, compute, serialise
  *   outputs.c    the output table: where each output is and its shape
  *   tables.c     the module, output and error tables as JSON (for the document)
+ *   model.c      POST /model/gpt2: the whole GPT2 of seed 003 (core's attn_gpt2_*)
  *   openapi_doc.S  embeds build/gen/openapi.json (made from tables.c's JSON)
  *   maps.c       selection (heads, query_rows), head averaging and top-k of the maps
  *   topk.c       the k largest entries of each row
@@ -366,6 +367,15 @@ int api__out_dims(const api_result *r, api_out k, int *shape, const void **data)
 /* The reply's "shape" object, and its "tokens" array (null if none). */
 void api__shape_json(api_buf *b, const attn_plan *p);
 void api__tokens_json(api_buf *b, const api_request *rq);
+
+/* ==== Models ============================================================== */
+
+/* POST /model/gpt2 (model.c): the parsed body *root_ref to the 200 reply in
+ * reply->body (and its timings; t0 is when the request started). Frees the
+ * tree and sets *root_ref to NULL before computing. Returns 0, or -1 with e
+ * filled. */
+int api__model_gpt2(json_t **root_ref, const api_limits *lim, api_reply *reply, double t0,
+                    api_err *e);
 
 /* ==== The document ======================================================== */
 

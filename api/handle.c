@@ -239,6 +239,10 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
                   je.line, je.column, api__echo(text, sizeof text, je.text));
         goto done;
     }
+    if (ep == API_EP_MODEL_GPT2) { /* a whole model, not a module: api/model.c */
+        ok = api__model_gpt2(&root, lim, reply, t0, &e) == 0;
+        goto done;
+    }
     if (api__request_parse(ep, root, lim, &rq, &e)) goto done;
 
     attn_plan plan;

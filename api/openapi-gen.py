@@ -255,6 +255,79 @@ def error_schema(errors):
         "required": ["error"], "additionalProperties": False}
 
 
+GPT2_EXAMPLE = {"vocab_size": 50, "block_size": 16, "n_layer": 2, "n_head": 2, "n_embd": 8,
+                "init": {"seed": 0}, "idx": [3, 14, 15, 9], "return": ["next_token", "attn_weights"],
+                "layers": [1], "precision": 3}
+
+
+def model_gpt2(paths, schemas):
+    """POST /model/gpt2 (api/model.c): seed 003's whole GPT2, not a module of the tables."""
+    def size(desc, default=None, minimum=1):
+        s = {"type": "integer", "minimum": minimum, "maximum": 2147483647, "description": desc}
+        if default is not None:
+            s["default"] = default
+        return s
+    schemas["Gpt2Request"] = {
+        "type": "object",
+        "description": "GPTConfig's fields, the parameters (init or state_dict), the token ids and the outputs wanted. Any other field is a 400 unknown_field; null is the same as absent.",
+        "properties": {
+            "vocab_size": size("GPTConfig.vocab_size: rows of wte (and of the tied lm_head)."),
+            "block_size": size("GPTConfig.block_size: rows of wpe, side of each attn.bias buffer; T must not exceed it."),
+            "n_layer": size("Blocks.", 12, 0),
+            "n_head": size("Heads; must divide n_embd.", 12),
+            "n_embd": size("Width.", 768),
+            "dropout": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.1, "description": "p of drop, attn.resid_drop and mlp.drop (active only with training)."},
+            "activation": {"type": "string", "enum": ["gelu", "gelu_new"], "default": "gelu", "description": "gelu: F.gelu (erf), the seed's. gelu_new: the tanh approximation of the released GPT-2 checkpoints."},
+            "init": {"type": "object", "properties": {"seed": {"type": "integer"}}, "required": ["seed"], "additionalProperties": False,
+                     "description": "torch.manual_seed(seed); GPT2(config): the parameters bit for bit (nn.Embedding's normal_, nn.Linear's kaiming-uniform weights and uniform biases, lm_head's draws before it is tied). Exactly one of init and state_dict."},
+            "state_dict": {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/Tensor"},
+                           "description": "gpt2_min.py's state_dict names: wte.weight, wpe.weight, h.N.ln_1.weight, h.N.attn.c_attn.weight, h.N.attn.c_proj.bias, h.N.mlp.fc.weight, h.N.mlp.proj.weight, ln_f.bias, ... The h.N.attn.bias buffers may be left out; lm_head.weight may be left out (it is wte.weight) or given with the same values."},
+            "idx": {"$ref": "#/components/schemas/Tensor", "description": "Token ids: [T] (replies then have no batch axis) or [B][T], integers in [0, vocab_size), T <= block_size."},
+            "training": {"type": "boolean", "default": False, "description": "model.train(): dropout draws as PyTorch's do, from the generator left by init (or dropout_seed)."},
+            "dropout_seed": {"type": "integer", "description": "torch.manual_seed(dropout_seed) right before the forward call."},
+            "return": {"type": "array", "items": {"type": "string", "enum": ["idx", "logits", "next_token", "attn_weights", "hidden_states", "timing"]},
+                       "description": "Outputs to include (default [\"logits\", \"next_token\"])."},
+            "layers": {"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "Increasing layer indices whose maps attn_weights returns (default: every layer)."},
+            "precision": FIELDS["precision"][0],
+            "output_format": {"type": "string", "enum": ["nested", "flat", "base64"], "default": "nested"},
+            "dtype": {"type": "string", "enum": ["float32", "float16"], "default": "float32", "description": "float16 with output_format base64 only."},
+        },
+        "required": ["vocab_size", "block_size", "idx"],
+        "additionalProperties": False,
+    }
+    schemas["Gpt2Response"] = {
+        "type": "object",
+        "description": "Every tensor loses its batch axis when idx was [T].",
+        "properties": {
+            "module": {"type": "string", "enum": ["GPT2"]},
+            "config": {"type": "object", "description": "The GPTConfig used, and the activation."},
+            "shape": {"type": "object", "properties": {k: {"type": "integer", "minimum": 1} for k in ["batch", "tokens", "head_dim"]}},
+            "idx": {"$ref": "#/components/schemas/Tensor", "description": "[B][T] token ids."},
+            "logits": {"$ref": "#/components/schemas/Tensor", "description": "[B][T][vocab_size]."},
+            "next_token": {"description": "argmax of the last position's logits (the first on ties), per sequence: [B] or one integer.",
+                           "oneOf": [{"type": "integer"}, {"type": "array", "items": {"type": "integer"}}]},
+            "layers": {"type": "array", "items": {"type": "integer"}, "description": "The layers of attn_weights."},
+            "attn_weights": {"$ref": "#/components/schemas/Tensor", "description": "[layers][B][n_head][T][T] softmax weights of each block (before resid_drop, which acts on the output)."},
+            "hidden_states": {"$ref": "#/components/schemas/Tensor", "description": "[n_layer + 1][B][T][n_embd] as Hugging Face's output_hidden_states: each block's input (first: embeddings after drop), last the output of ln_f."},
+            "timing": {"type": "object", "properties": {k: {"type": "number", "minimum": 0} for k in ["parse_ms", "compute_ms"]}},
+        },
+        "required": ["module", "config", "shape"], "additionalProperties": False}
+    responses = {"200": {"description": "The requested outputs (JSON only).",
+                         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Gpt2Response"}}}}}
+    for st, desc in ERROR_STATUSES.items():
+        if st != "404":
+            responses[st] = error_response(desc)
+    paths["/model/gpt2"] = {"post": {
+        "operationId": "model_gpt2",
+        "summary": "Seed 003's whole GPT2 (gpt2_min.py): logits, next token, every layer's attention maps and hidden states, PyTorch-exact.",
+        "description": "x = wte(idx) + wpe(pos), drop, n_layer blocks (x + attn(ln_1(x)), x + mlp(ln_2(x))), ln_f, lm_head tied to wte; each block's attention is GPT2CausalSelfAttention of /attention/multihead.",
+        "requestBody": {"required": True, "content": {"application/json": {
+            "schema": {"$ref": "#/components/schemas/Gpt2Request"},
+            "examples": {"gpt2_seed": {"value": GPT2_EXAMPLE}}}}},
+        "responses": responses,
+    }}
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -293,6 +366,7 @@ def main():
             "requestBody": {"$ref": "#/components/requestBodies/" + cname},
             "responses": responses,
         }}
+    model_gpt2(paths, schemas)
     status_ok = {"description": "OK", "content": {"application/json": {"schema": {
         "type": "object", "properties": {"status": {"type": "string", "enum": ["ok"]}}, "required": ["status"], "additionalProperties": False}}}}
     paths["/healthz"] = {"get": {"operationId": "healthz", "tags": ["operations"], "summary": "Liveness.", "responses": {"200": status_ok}}}

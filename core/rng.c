@@ -21,14 +21,18 @@ void attn_rng_seed(attn_rng *rng, uint64_t seed) {
     rng->index = MT_N; /* regenerate on the first draw */
 }
 
+/* The standard twist, split so that no index wraps inside a loop. */
+static uint32_t mt_mix(uint32_t a, uint32_t b, uint32_t m) {
+    uint32_t y = (a & 0x80000000u) | (b & 0x7fffffffu);
+    return m ^ (y >> 1) ^ ((y & 1u) ? 0x9908b0dfu : 0u);
+}
+
 static void mt_twist(attn_rng *rng) {
     uint32_t *s = rng->state;
-    for (int i = 0; i < MT_N; i++) {
-        uint32_t y = (s[i] & 0x80000000u) | (s[(i + 1) % MT_N] & 0x7fffffffu);
-        uint32_t v = s[(i + MT_M) % MT_N] ^ (y >> 1);
-        if (y & 1u) v ^= 0x9908b0dfu;
-        s[i] = v;
-    }
+    int i = 0;
+    for (; i < MT_N - MT_M; i++) s[i] = mt_mix(s[i], s[i + 1], s[i + MT_M]);
+    for (; i < MT_N - 1; i++) s[i] = mt_mix(s[i], s[i + 1], s[i + MT_M - MT_N]);
+    s[MT_N - 1] = mt_mix(s[MT_N - 1], s[0], s[MT_M - 1]);
     rng->index = 0;
 }
 
@@ -42,6 +46,11 @@ uint32_t attn_rng_u32(attn_rng *rng) {
     return y;
 }
 
+/* fmaf is a library call unless the compiler may emit the instruction: two
+ * versions, the loader picks the FMA one where the CPU has it (same bits). */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+__attribute__((target_clones("fma", "default")))
+#endif
 float attn_rng_uniform(attn_rng *rng, float from, float to) {
     float x = (float)(attn_rng_u32(rng) & ((1u << 24) - 1)) * (1.0f / (float)(1u << 24));
     float span = to - from;

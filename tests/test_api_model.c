@@ -1,0 +1,336 @@
+/* test_api_model.c - POST /model/gpt2 through api_handle: the reply against
+ * core's attn_gpt2_* on the same model (core itself is checked against
+ * PyTorch by test_core_gpt2), batch axes, layer selection, the state_dict
+ * round trip, training mode with dropout_seed, formats and every error. */
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "core/attention.h"
+#include "tests/support/check_main.h"
+
+#include <cblas.h> /* openblas_set_num_threads */
+
+/* GPTConfig(vocab_size=11, block_size=8, n_layer=3, n_head=2, n_embd=8) */
+#define CFG "\"vocab_size\":11,\"block_size\":8,\"n_layer\":3,\"n_head\":2,\"n_embd\":8"
+static const attn_gpt2_config CONFIG = {.vocab_size = 11, .block_size = 8, .n_layer = 3,
+                                        .n_head = 2, .n_embd = 8, .dropout = 0.1};
+
+static json_t *call_lim(const char *body, int want_status, size_t max) {
+    api_limits lim = {.max_elements = max};
+    api_reply r;
+    int st = api_handle(API_EP_MODEL_GPT2, body, strlen(body), &lim, &r);
+    ck_assert_msg(st == want_status, "status %d, expected %d: %.600s", st, want_status,
+                  r.body.data);
+    json_error_t je;
+    json_t *j = json_loads(r.body.data, 0, &je);
+    ck_assert_msg(j != NULL, "reply is not JSON: %s", je.text);
+    api_buf_free(&r.body);
+    return j;
+}
+
+static json_t *call(const char *body, int want_status) { return call_lim(body, want_status, 50000000); }
+
+/* Flattens a nested array of numbers into out (n values expected). */
+static size_t flatten(const json_t *j, float *out, size_t at) {
+    if (!json_is_array(j)) {
+        out[at] = (float)json_number_value(j);
+        return at + 1;
+    }
+    for (size_t i = 0; i < json_array_size(j); i++) at = flatten(json_array_get(j, i), out, at);
+    return at;
+}
+
+static int rank_of(const json_t *t) {
+    int r = 0;
+    while (json_is_array(t)) r++, t = json_array_get(t, 0);
+    return r;
+}
+
+/* core's own run: params from the seed, every output */
+typedef struct {
+    attn_gpt2_plan plan;
+    float *params, *logits, *attn, *hidden;
+} run;
+
+/* Core's forward on the same model: every output, or (maps 0) the logits
+ * alone, as a request that asks for no map computes them (the attention's
+ * fused path, which rounds differently from the one that makes the maps). */
+static void core_run_with(run *r, int B, int T, const int32_t *idx, uint64_t seed, int training,
+                          int maps) {
+    attn_error err;
+    ck_assert_int_eq(attn_gpt2_plan_make(&CONFIG, B, T, training, &r->plan, &err), ATTN_OK);
+    r->params = malloc(r->plan.n_params * sizeof(float));
+    r->logits = malloc(r->plan.n_logits * sizeof(float));
+    r->attn = malloc(r->plan.n_attn * sizeof(float));
+    r->hidden = malloc(r->plan.n_hidden * sizeof(float));
+    ck_assert(r->params && r->logits && r->attn && r->hidden);
+    attn_rng rng;
+    attn_rng_seed(&rng, seed);
+    ck_assert_int_eq(attn_gpt2_params_init(&r->plan, r->params, &rng, &err), ATTN_OK);
+    attn_gpt2_outputs out = {.logits = r->logits, .attn_weights = maps ? r->attn : NULL,
+                             .hidden_states = maps ? r->hidden : NULL};
+    ck_assert_int_eq(attn_gpt2_forward(&r->plan, r->params, idx, &rng, &out, &err), ATTN_OK);
+}
+
+static void core_run(run *r, int B, int T, const int32_t *idx, uint64_t seed, int training) {
+    core_run_with(r, B, T, idx, seed, training, 1);
+}
+
+static void run_free(run *r) {
+    free(r->params), free(r->logits), free(r->attn), free(r->hidden);
+}
+
+/* The reply's floats round-trip float32: equal to core's bits. */
+static void expect_same(const json_t *j, const float *want, size_t n, const char *what) {
+    float *got = malloc((n + 1) * sizeof *got);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_uint_eq(flatten(j, got, 0), n);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(got[i] == want[i], "%s[%zu]: %.9g, core %.9g", what, i, (double)got[i],
+                      (double)want[i]);
+    free(got);
+}
+
+START_TEST(batched_every_output) {
+    int32_t idx[2 * 4] = {1, 5, 2, 10, 0, 0, 3, 7};
+    run r;
+    core_run(&r, 2, 4, idx, 42, 0);
+    json_t *j = call("{" CFG ",\"init\":{\"seed\":42},\"idx\":[[1,5,2,10],[0,0,3,7]],"
+                     "\"return\":[\"idx\",\"logits\",\"next_token\",\"attn_weights\","
+                     "\"hidden_states\",\"timing\"]}", 200);
+    ck_assert_int_eq(rank_of(json_object_get(j, "logits")), 3);
+    ck_assert_int_eq(rank_of(json_object_get(j, "attn_weights")), 5);
+    ck_assert_int_eq(rank_of(json_object_get(j, "hidden_states")), 4);
+    expect_same(json_object_get(j, "logits"), r.logits, r.plan.n_logits, "logits");
+    expect_same(json_object_get(j, "attn_weights"), r.attn, r.plan.n_attn, "attn_weights");
+    expect_same(json_object_get(j, "hidden_states"), r.hidden, r.plan.n_hidden, "hidden_states");
+    /* next_token: argmax of the last position */
+    json_t *next = json_object_get(j, "next_token");
+    ck_assert_int_eq(json_array_size(next), 2);
+    for (int b = 0; b < 2; b++) {
+        const float *row = r.logits + ((size_t)b * 4 + 3) * 11;
+        int best = 0;
+        for (int v = 1; v < 11; v++) best = row[v] > row[best] ? v : best;
+        ck_assert_int_eq(json_integer_value(json_array_get(next, (size_t)b)), best);
+    }
+    ck_assert_int_eq(json_integer_value(json_array_get(json_array_get(json_object_get(j, "idx"), 1), 3)), 7);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "config"), "n_layer")), 3);
+    ck_assert_ptr_nonnull(json_object_get(j, "timing"));
+    ck_assert_str_eq(json_string_value(json_object_get(j, "module")), "GPT2");
+    json_decref(j);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(unbatched_layers) {
+    int32_t idx[3] = {4, 4, 9};
+    run r;
+    core_run(&r, 1, 3, idx, 7, 0);
+    json_t *j = call("{" CFG ",\"init\":{\"seed\":7},\"idx\":[4,4,9],"
+                     "\"return\":[\"attn_weights\",\"next_token\"],\"layers\":[0,2]}", 200);
+    json_t *a = json_object_get(j, "attn_weights");
+    ck_assert_int_eq(rank_of(a), 4); /* [layers][H][T][T], no batch axis */
+    ck_assert_int_eq(json_array_size(a), 2);
+    size_t per = 2 * 3 * 3;
+    expect_same(json_array_get(a, 0), r.attn, per, "layer 0");
+    expect_same(json_array_get(a, 1), r.attn + 2 * per, per, "layer 2");
+    /* next_token without logits: computed from the last position only */
+    const float *row = r.logits + 2 * 11;
+    int best = 0;
+    for (int v = 1; v < 11; v++) best = row[v] > row[best] ? v : best;
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "next_token")), best);
+    ck_assert_ptr_null(json_object_get(j, "logits"));
+    json_decref(j);
+    run_free(&r);
+}
+END_TEST
+
+/* state_dict under the seed's names gives the init's result; buffers may be
+ * left out, lm_head.weight may be given equal to wte.weight. */
+START_TEST(state_dict_round_trip) {
+    int32_t idx[3] = {1, 2, 3};
+    run r;
+    core_run_with(&r, 1, 3, idx, 5, 0, 0);
+    json_t *sd = json_object();
+    for (int i = 0; i < r.plan.param_count; i++) {
+        attn_param p;
+        attn_gpt2_param_get(&r.plan, i, &p);
+        if (p.buffer) continue;
+        json_t *data = json_array();
+        for (size_t k = 0; k < p.count; k++)
+            json_array_append_new(data, json_real(r.params[p.offset + k]));
+        json_t *shape = json_array();
+        for (int d = 0; d < p.rank; d++) json_array_append_new(shape, json_integer(p.shape[d]));
+        json_object_set_new(sd, p.name, json_pack("{s:o,s:o}", "shape", shape, "data", data));
+        if (strcmp(p.name, "wte.weight") == 0)
+            json_object_set(sd, "lm_head.weight", json_object_get(sd, p.name));
+    }
+    json_t *rq = json_pack("{s:i,s:i,s:i,s:i,s:i,s:o,s:[iii],s:[s]}", "vocab_size", 11,
+                           "block_size", 8, "n_layer", 3, "n_head", 2, "n_embd", 8, "state_dict",
+                           sd, "idx", 1, 2, 3, "return", "logits");
+    char *body = json_dumps(rq, JSON_COMPACT | JSON_REAL_PRECISION(9));
+    json_t *j = call(body, 200);
+    expect_same(json_object_get(j, "logits"), r.logits, r.plan.n_logits, "logits");
+    json_decref(j);
+    /* an untied lm_head is refused */
+    json_t *data = json_object_get(json_object_get(sd, "lm_head.weight"), "data");
+    json_t *copy = json_deep_copy(json_object_get(sd, "lm_head.weight"));
+    json_array_set_new(json_object_get(copy, "data"), 0, json_real(0.5));
+    json_object_set_new(sd, "lm_head.weight", copy);
+    (void)data;
+    free(body);
+    body = json_dumps(rq, JSON_COMPACT | JSON_REAL_PRECISION(9));
+    j = call(body, 400);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "field")),
+                     "state_dict.lm_head.weight");
+    json_decref(j);
+    free(body);
+    json_decref(rq);
+    run_free(&r);
+}
+END_TEST
+
+/* Training mode: init's generator continues into dropout, as in PyTorch;
+ * dropout_seed reseeds it first. */
+START_TEST(training_dropout) {
+    int32_t idx[4] = {1, 2, 3, 4};
+    run r;
+    core_run_with(&r, 1, 4, idx, 3, 1, 0);
+    json_t *j = call("{" CFG ",\"init\":{\"seed\":3},\"idx\":[1,2,3,4],\"training\":true,"
+                     "\"return\":[\"logits\"]}", 200);
+    expect_same(json_object_get(j, "logits"), r.logits, r.plan.n_logits, "logits");
+    json_decref(j);
+    json_t *a = call("{" CFG ",\"init\":{\"seed\":3},\"idx\":[1,2,3,4],\"training\":true,"
+                     "\"dropout_seed\":9,\"return\":[\"logits\"]}", 200);
+    json_t *b = call("{" CFG ",\"init\":{\"seed\":3},\"idx\":[1,2,3,4],\"training\":true,"
+                     "\"dropout_seed\":9,\"return\":[\"logits\"]}", 200);
+    ck_assert(json_equal(json_object_get(a, "logits"), json_object_get(b, "logits")));
+    json_t *c = call("{" CFG ",\"init\":{\"seed\":3},\"idx\":[1,2,3,4],\"return\":[\"logits\"]}", 200);
+    ck_assert(!json_equal(json_object_get(a, "logits"), json_object_get(c, "logits")));
+    json_decref(a), json_decref(b), json_decref(c);
+    run_free(&r);
+}
+END_TEST
+
+/* n_layer 0 (or "layers": []): no maps, an empty list in every format */
+START_TEST(no_maps) {
+    static const char *const formats[] = {"nested", "flat", "base64"};
+    for (int f = 0; f < 3; f++) {
+        char body[512];
+        snprintf(body, sizeof body, "{\"vocab_size\":7,\"block_size\":4,\"n_layer\":0,\"n_head\":2,"
+                 "\"n_embd\":4,\"init\":{\"seed\":3},\"idx\":[[2,2,6],[5,5,6]],\"output_format\":\"%s\","
+                 "\"return\":[\"attn_weights\",\"hidden_states\"]}", formats[f]);
+        json_t *j = call(body, 200);
+        ck_assert(json_is_array(json_object_get(j, "attn_weights")));
+        ck_assert_int_eq(json_array_size(json_object_get(j, "attn_weights")), 0);
+        json_decref(j);
+    }
+    json_t *j = call("{" CFG ",\"init\":{\"seed\":1},\"idx\":[1,2],\"layers\":[],"
+                     "\"return\":[\"attn_weights\"]}", 200);
+    ck_assert_int_eq(json_array_size(json_object_get(j, "attn_weights")), 0);
+    json_decref(j);
+}
+END_TEST
+
+START_TEST(formats) {
+    json_t *j = call("{" CFG ",\"init\":{\"seed\":1},\"idx\":[1,2],\"output_format\":\"base64\","
+                     "\"return\":[\"logits\"]}", 200);
+    json_t *l = json_object_get(j, "logits");
+    ck_assert_str_eq(json_string_value(json_object_get(l, "dtype")), "float32");
+    ck_assert_int_eq(json_array_size(json_object_get(l, "shape")), 2);
+    json_decref(j);
+    j = call("{" CFG ",\"init\":{\"seed\":1},\"idx\":[1,2],\"output_format\":\"flat\","
+             "\"precision\":3,\"return\":[\"logits\"]}", 200);
+    ck_assert_int_eq(json_array_size(json_object_get(json_object_get(j, "logits"), "data")), 22);
+    json_decref(j);
+}
+END_TEST
+
+static void expect_error(const char *body, int status, const char *code, const char *field) {
+    json_t *j = call(body, status);
+    json_t *e = json_object_get(j, "error");
+    ck_assert_str_eq(json_string_value(json_object_get(e, "code")), code);
+    if (field) ck_assert_str_eq(json_string_value(json_object_get(e, "field")), field);
+    json_decref(j);
+}
+
+START_TEST(errors) {
+    expect_error("{" CFG ",\"init\":{\"seed\":1},\"idx\":[1,11]}", 400, "invalid_argument", "idx[1]");
+    expect_error("{" CFG ",\"init\":{\"seed\":1},\"idx\":[[1,2],[3,-1]]}", 400, "invalid_argument",
+                 "idx[1][1]");
+    expect_error("{" CFG ",\"init\":{\"seed\":1},\"idx\":[1.5]}", 400, "invalid_argument", "idx[0]");
+    expect_error("{" CFG ",\"init\":{\"seed\":1},\"idx\":[1,2,3,4,5,6,7,8,9]}", 400, "invalid_shape",
+                 "idx");
+    expect_error("{" CFG ",\"init\":{\"seed\":1}}", 400, "missing_field", "idx");
+    expect_error("{" CFG ",\"idx\":[1]}", 400, "missing_field", "init");
+    expect_error("{\"block_size\":8,\"init\":{\"seed\":1},\"idx\":[1]}", 400, "missing_field",
+                 "vocab_size");
+    expect_error("{" CFG ",\"init\":{\"seed\":1},\"idx\":[1],\"inputs\":[1]}", 400, "unknown_field",
+                 "inputs");
+    expect_error("{\"vocab_size\":11,\"block_size\":8,\"n_head\":3,\"n_embd\":8,\"init\":{\"seed\":1},"
+                 "\"idx\":[1]}", 400, "invalid_shape", "n_head");
+    expect_error("{" CFG ",\"init\":{\"seed\":1},\"idx\":[1],\"layers\":[2,1]}", 400,
+                 "invalid_argument", "layers[1]");
+    expect_error("{" CFG ",\"init\":{\"seed\":1},\"idx\":[1],\"return\":[\"context\"]}", 400,
+                 "invalid_argument", "return[0]");
+    expect_error("{" CFG ",\"init\":{\"seed\":1},\"idx\":[1],\"dropout\":2}", 400,
+                 "invalid_argument", "dropout");
+    expect_error("{" CFG ",\"state_dict\":{\"wte.weight\":[[1]]},\"idx\":[1]}", 400,
+                 "invalid_shape", NULL);
+    expect_error("{" CFG ",\"state_dict\":{\"h.9.mlp.fc.weight\":[1]},\"idx\":[1]}", 400,
+                 "invalid_argument", "state_dict.h.9.mlp.fc.weight");
+    /* the 124M default config from two fields: over a small budget, 413 before allocating */
+    json_t *j = call_lim("{\"vocab_size\":50257,\"block_size\":1024,\"init\":{\"seed\":1},"
+                         "\"idx\":[1]}", 413, 10000000);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "code")),
+                     "too_large");
+    json_decref(j);
+}
+END_TEST
+
+/* The OpenAPI document's example is answered. */
+START_TEST(document_example) {
+    json_error_t je;
+    json_t *doc = json_loads(api_openapi_json(), 0, &je);
+    ck_assert_ptr_nonnull(doc);
+    json_t *ex = json_object_get(json_object_get(json_object_get(json_object_get(json_object_get(
+        json_object_get(json_object_get(json_object_get(doc, "paths"), "/model/gpt2"), "post"),
+        "requestBody"), "content"), "application/json"), "examples"), "gpt2_seed");
+    ck_assert_ptr_nonnull(ex);
+    char *body = json_dumps(json_object_get(ex, "value"), JSON_COMPACT);
+    json_t *j = call(body, 200);
+    ck_assert(json_is_integer(json_object_get(j, "next_token")));
+    ck_assert_int_eq(rank_of(json_object_get(j, "attn_weights")), 4);
+    json_decref(j);
+    free(body);
+    json_decref(doc);
+}
+END_TEST
+
+START_TEST(path) {
+    api_endpoint ep;
+    ck_assert_int_eq(api_endpoint_from_path("/model/gpt2", &ep), 0);
+    ck_assert_int_eq(ep, API_EP_MODEL_GPT2);
+    ck_assert_str_eq(api_endpoint_path(API_EP_MODEL_GPT2), "/model/gpt2");
+    ck_assert_ptr_null(api_endpoint_path(API_EP_COUNT));
+    ck_assert_ptr_null(api_endpoint_path(API_EP_END));
+}
+END_TEST
+
+static Suite *model_suite(void) {
+    /* Bits depend on OpenBLAS's thread count: one thread, as the server runs it. */
+    openblas_set_num_threads(1);
+    Suite *s = suite_create("api_model");
+    const TTest *tests[] = {batched_every_output, unbatched_layers, state_dict_round_trip,
+                            training_dropout, formats, no_maps, errors, document_example, path,
+                            NULL};
+    tcase_with(s, "gpt2", 30, tests);
+    return s;
+}
+
+const test_program TEST_PROGRAM = {.suites = {model_suite}};
