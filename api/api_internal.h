@@ -57,6 +57,8 @@ void api__buf_puts(api_buf *b, const char *s);
 void api__buf_printf(api_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A JSON string: quoted, escaped; NULL writes null. */
 void api__buf_json_string(api_buf *b, const char *s);
+/* The same for n bytes that may hold NUL (written \u0000); s[n] must be NUL. */
+void api__buf_json_stringn(api_buf *b, const char *s, size_t n);
 
 /* ==== Floats ============================================================== */
 

