@@ -12,6 +12,8 @@
  *   outputs.c    the output table: where each output is and its shape
  *   tables.c     the module, output and error tables as JSON (for the document)
  *   model.c      POST /model/gpt2: the whole GPT2 of seed 003 (core's attn_gpt2_*)
+ *   bpe.c        GPT-2's byte-level BPE tokenizer (api/bpe.h); bpe_split.c its
+ *                pre-tokenizer, bpe_unicode.c its Unicode classes (generated)
  *   openapi_doc.S  embeds build/gen/openapi.json (made from tables.c's JSON)
  */
 #ifndef API_INTERNAL_H
