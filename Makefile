@@ -141,9 +141,10 @@ $(BUILD)/tests/%: tests/%.c $(LIBTEST) $(LIBAPI) $(LIBCORE)
 # The server's small modules, compiled into their unit test from source.
 $(BUILD)/tests/test_server_units: server/budget.c server/cors.c server/encoding.c server/etag.c server/*.h
 
-# The allocation-failure test routes the malloc calls of core/ and api/
-# through its own wrappers (tests/test_api_chaos.c).
+# The allocation-failure tests route the malloc calls of core/ and api/
+# through their own wrappers (tests/test_api_chaos.c, tests/test_api_bpe_chaos.c).
 $(BUILD)/tests/test_api_chaos: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
+$(BUILD)/tests/test_api_bpe_chaos: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 
 # Every test program, each must run at least one check and fail none.
 test: deps

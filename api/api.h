@@ -36,10 +36,31 @@ typedef struct {
 
 void api_buf_free(api_buf *b);          /* accepts a zeroed or freed buffer */
 
+/* GPT-2's byte-level BPE tokenizer (api/bpe.c; encoding and decoding in
+ * api/bpe.h). A loaded one is read-only and shared by every thread. */
+typedef struct api_bpe api_bpe;
+
+/* Loads dir/vocab.json + dir/merges.txt (Hugging Face's names) or
+ * dir/encoder.json + dir/vocab.bpe (OpenAI's). Returns 0, or a negative code
+ * with *out NULL and err (err_size bytes) naming the file and the fault. */
+int api_bpe_load(const char *dir, api_bpe **out, char *err, size_t err_size);
+void api_bpe_free(api_bpe *t); /* NULL is fine */
+size_t api_bpe_vocab_size(const api_bpe *t);
+
+/* A tokenizer the server loaded (--tokenizer NAME=DIR): requests name it in
+ * their "tokenizer" field. */
+typedef struct {
+    const char *name;
+    const api_bpe *bpe;
+} api_tokenizer;
+
 struct attn_pool;
 
 typedef struct {
     size_t max_elements;  /* most floats one request may make the server hold */
+    /* The loaded tokenizers (NULL, 0: none): /model/gpt2 takes "text". */
+    const api_tokenizer *tokenizers;
+    size_t n_tokenizers;
     int prefer_safetensors; /* the client's Accept asks for application/octet-stream:
                                safetensors unless the request names an output_format */
     size_t defer_above;   /* nonzero: a request that would hold more elements than this is

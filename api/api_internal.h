@@ -12,6 +12,8 @@
  *   outputs.c    the output table: where each output is and its shape
  *   tables.c     the module, output and error tables as JSON (for the document)
  *   model.c      POST /model/gpt2: the whole GPT2 of seed 003 (core's attn_gpt2_*)
+ *   bpe.c        GPT-2's byte-level BPE tokenizer (api/bpe.h); bpe_split.c its
+ *                pre-tokenizer, bpe_unicode.c its Unicode classes (generated)
  *   openapi_doc.S  embeds build/gen/openapi.json (made from tables.c's JSON)
  *   maps.c       selection (heads, query_rows), head averaging and top-k of the maps
  *   topk.c       the k largest entries of each row
@@ -61,6 +63,8 @@ void api__buf_puts(api_buf *b, const char *s);
 void api__buf_printf(api_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A JSON string: quoted, escaped; NULL writes null. */
 void api__buf_json_string(api_buf *b, const char *s);
+/* The same for n bytes that may hold NUL (written \u0000); s[n] must be NUL. */
+void api__buf_json_stringn(api_buf *b, const char *s, size_t n);
 
 /* ==== Floats ============================================================== */
 

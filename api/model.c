@@ -9,9 +9,12 @@
  * init.seed (torch.manual_seed(seed); GPT2(config), bit for bit) or a
  * state_dict under the seed's names (the attn.bias buffers may be left out;
  * lm_head.weight may be given only equal to wte.weight, it is tied). idx is
- * [T] or [B][T]; every tensor of a [T] request loses its batch axis.
+ * [T] or [B][T]; every tensor of a [T] request loses its batch axis. Or
+ * "text" instead of idx: one string, tokenized by a tokenizer the server
+ * loaded (--tokenizer NAME=DIR, GPT-2's BPE, api/bpe.h) into a [T] idx.
  */
 #include "api/api_internal.h"
+#include "api/bpe.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +24,7 @@
 /* The outputs of /model/gpt2, in reply order. */
 #define MODEL_OUTPUT_MAP(XX)                                                                       \
     XX(IDX, "idx")                                                                                 \
+    XX(TOKENS, "tokens")                                                                           \
     XX(LOGITS, "logits")                                                                           \
     XX(NEXT_TOKEN, "next_token")                                                                   \
     XX(ATTN_WEIGHTS, "attn_weights")                                                               \
@@ -42,13 +46,15 @@ static const char *const out_names[M_OUT_COUNT] = {
 
 static const char *const fields[] = {
     "vocab_size", "block_size", "n_layer", "n_head", "n_embd", "dropout", "activation",
-    "init", "state_dict", "idx", "training", "dropout_seed", "return", "layers",
+    "init", "state_dict", "idx", "text", "tokenizer", "training", "dropout_seed", "return", "layers",
     "precision", "output_format", "dtype", NULL};
 
 typedef struct {
     attn_gpt2_config cfg;
     int batched, B, T;
     int32_t *idx;
+    const api_tokenizer *tok;  /* named in "tokenizer", or the only one loaded; may be NULL */
+    int from_text;             /* idx is the tokens of "text" */
     int training;
     int has_init;
     uint64_t seed;
@@ -127,7 +133,8 @@ static int check_fields(const json_t *root, api_err *e) {
         api__echo(echo, sizeof echo, key);
         return api__fail(e, API_E_UNKNOWN_FIELD, echo,
                          "unknown field \"%s\" for /model/gpt2 (it takes GPTConfig's fields, "
-                         "init or state_dict, idx, training, dropout_seed, return, layers, "
+                         "init or state_dict, idx or text, tokenizer, training, dropout_seed, "
+                         "return, layers, "
                          "precision, output_format, dtype)", echo);
     }
     return 0;
@@ -198,10 +205,87 @@ static int read_idx(const json_t *root, model_rq *rq, size_t *budget, api_err *e
     return rc;
 }
 
-static int read_return(const json_t *root, model_rq *rq, api_err *e) {
-    const json_t *v = get(root, "return");
+/* tokenizer: the name of a loaded tokenizer; when left out, the only one
+ * loaded (if exactly one is). */
+static int read_tokenizer(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
+    size_t n = lim ? lim->n_tokenizers : 0;
+    const json_t *v = get(root, "tokenizer");
     if (v == NULL) {
+        if (n == 1) rq->tok = &lim->tokenizers[0];
+        return 0;
+    }
+    if (!json_is_string(v)) return wrong_type(e, "tokenizer", v, "a string");
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(lim->tokenizers[i].name, json_string_value(v)) == 0) {
+            rq->tok = &lim->tokenizers[i];
+            return 0;
+        }
+    char echo[API_ECHO_MAX + 4], list[256] = "";
+    for (size_t i = 0; i < n; i++) {
+        size_t k = strlen(list);
+        snprintf(list + k, sizeof list - k, "%s\"%s\"", i ? ", " : "", lim->tokenizers[i].name);
+    }
+    return api__fail(e, API_E_INVALID_ARGUMENT, "tokenizer",
+                     "tokenizer \"%s\" is not loaded; this server has %s",
+                     api__echo(echo, sizeof echo, json_string_value(v)),
+                     n ? list : "none (start it with --tokenizer NAME=DIR)");
+}
+
+/* The error when field needs a tokenizer and the request has none. */
+static int no_tokenizer(const api_limits *lim, const char *field, api_err *e) {
+    size_t n = lim ? lim->n_tokenizers : 0;
+    if (n == 0)
+        return api__fail(e, API_E_INVALID_ARGUMENT, field,
+                         "%s needs a tokenizer and this server has none: start it with "
+                         "--tokenizer NAME=DIR (GPT-2's vocab.json + merges.txt)", field);
+    return api__fail(e, API_E_MISSING_FIELD, "tokenizer",
+                     "%s needs a tokenizer: name one of the %zu loaded in \"tokenizer\"", field, n);
+}
+
+/* text: one string, GPT-2's BPE tokens of it become idx [T]. */
+static int read_text(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
+    const json_t *v = get(root, "text");
+    if (get(root, "idx"))
+        return api__fail(e, API_E_INVALID_ARGUMENT, "text", "give either text or idx, not both");
+    if (!json_is_string(v)) return wrong_type(e, "text", v, "a string");
+    if (rq->tok == NULL) return no_tokenizer(lim, "text", e);
+    const api_bpe *bpe = rq->tok->bpe;
+    size_t len = json_string_length(v), most = api_bpe_max_token_bytes(bpe);
+    int block = rq->cfg.block_size;
+    /* each token covers at most `most` bytes: a longer text cannot fit */
+    if (len > (size_t)block * most)
+        return api__fail(e, API_E_INVALID_SHAPE, "text",
+                         "text of %zu bytes is more than block_size %d tokens", len, block);
+    size_t n = 0;
+    int rc = api_bpe_encode(bpe, json_string_value(v), len, &rq->idx, &n);
+    if (rc == API_BPE_ENOMEM)
+        return api__fail(e, API_E_OUT_OF_MEMORY, "text", "cannot allocate the tokens of text");
+    if (rc != 0)
+        return api__fail(e, API_E_INVALID_ARGUMENT, "text", "text: %s", api_bpe_strerror(rc));
+    if (n == 0) return api__fail(e, API_E_INVALID_SHAPE, "text", "text is empty: no token");
+    if (n > (size_t)block)
+        return api__fail(e, API_E_INVALID_SHAPE, "text",
+                         "text is %zu tokens, over block_size %d (wpe has only %d rows)", n, block,
+                         block);
+    for (size_t i = 0; i < n; i++)
+        if (rq->idx[i] >= rq->cfg.vocab_size)
+            return api__fail(e, API_E_INVALID_ARGUMENT, "text",
+                             "token %zu of text is id %d, not below vocab_size %d (tokenizer "
+                             "\"%s\" has %zu tokens)",
+                             i, (int)rq->idx[i], rq->cfg.vocab_size, rq->tok->name,
+                             api_bpe_vocab_size(bpe));
+    rq->batched = 0;
+    rq->B = 1;
+    rq->T = (int)n;
+    rq->from_text = 1;
+    return 0;
+}
+
+static int read_return(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
+    const json_t *v = get(root, "return");
+    if (v == NULL) { /* with text: its idx and tokens too */
         rq->returns = 1u << M_OUT_LOGITS | 1u << M_OUT_NEXT_TOKEN;
+        if (rq->from_text) rq->returns |= 1u << M_OUT_IDX | 1u << M_OUT_TOKENS;
         return 0;
     }
     if (!json_is_array(v)) return wrong_type(e, "return", v, "an array of strings");
@@ -215,10 +299,11 @@ static int read_return(const json_t *root, model_rq *rq, api_err *e) {
         if (k == M_OUT_COUNT) {
             char echo[API_ECHO_MAX + 4];
             return api__fail(e, API_E_INVALID_ARGUMENT, name,
-                             "%s \"%s\" is not an output; choose from idx, logits, next_token, "
-                             "attn_weights, hidden_states, timing",
+                             "%s \"%s\" is not an output; choose from idx, tokens, logits, "
+                             "next_token, attn_weights, hidden_states, timing",
                              name, api__echo(echo, sizeof echo, json_string_value(s)));
         }
+        if (k == M_OUT_TOKENS && rq->tok == NULL) return no_tokenizer(lim, name, e);
         rq->returns |= 1u << k;
     }
     return 0;
@@ -308,8 +393,9 @@ static int parse(const json_t *root, const api_limits *lim, model_rq *rq, api_er
     if (!json_is_object(root))
         return api__fail(e, API_E_INVALID_TYPE, NULL, "the request body must be a JSON object");
     size_t budget = lim && lim->max_elements ? lim->max_elements : ATTN_MAX_ELEMENTS;
-    if (check_fields(root, e) || read_config(root, rq, e) || read_idx(root, rq, &budget, e) ||
-        read_return(root, rq, e) || read_layers(root, rq, e) || read_options(root, rq, e) ||
+    if (check_fields(root, e) || read_config(root, rq, e) || read_tokenizer(root, lim, rq, e) ||
+        (get(root, "text") ? read_text(root, lim, rq, e) : read_idx(root, rq, &budget, e)) ||
+        read_return(root, lim, rq, e) || read_layers(root, rq, e) || read_options(root, rq, e) ||
         read_params_source(root, rq, e))
         return -1;
     return 0;
@@ -400,6 +486,33 @@ static void emit(api_buf *b, const model_rq *rq, const float *x, int n_lead, con
     api__emit_floats(b, x, r, shape, &rq->fmt, nonfinite);
 }
 
+/* tokens: each token's text ([T], or [B][T]) as the tokenizer shows it
+ * (api_bpe_token_text: U+FFFD for a piece of a character). */
+static void tokens_out(api_buf *b, const model_rq *rq, const attn_gpt2_plan *p) {
+    size_t cap = 3 * api_bpe_max_token_bytes(rq->tok->bpe) + 1, len;
+    char *text = malloc(cap);
+    if (text == NULL) {
+        b->failed = 1;
+        return;
+    }
+    api__buf_puts(b, rq->batched ? "[" : "");
+    for (int bi = 0; bi < p->B; bi++) {
+        api__buf_puts(b, bi ? ",[" : "[");
+        for (int t = 0; t < p->T; t++) {
+            if (t) api__buf_puts(b, ",");
+            /* ids were checked below vocab_size, not below the tokenizer's size */
+            if (api_bpe_token_text(rq->tok->bpe, rq->idx[(size_t)bi * p->T + t], text, cap,
+                                   &len) == 0)
+                api__buf_json_stringn(b, text, len);
+            else
+                api__buf_puts(b, "null");
+        }
+        api__buf_puts(b, "]");
+    }
+    api__buf_puts(b, rq->batched ? "]" : "");
+    free(text);
+}
+
 /* logits: [B][T][V], or [B][V] (the last position) when the reply does not return them */
 static void respond(api_buf *b, const model_rq *rq, const attn_gpt2_plan *p, const float *logits,
                     float *attn, const float *hidden, const api_reply *timing, int *nonfinite) {
@@ -428,6 +541,10 @@ static void respond(api_buf *b, const model_rq *rq, const attn_gpt2_plan *p, con
             api__buf_puts(b, "]");
         }
         api__buf_puts(b, rq->batched ? "]" : "");
+    }
+    if (rq->returns & 1u << M_OUT_TOKENS) {
+        key(b, "tokens", 0);
+        tokens_out(b, rq, p);
     }
     if (rq->returns & 1u << M_OUT_LOGITS) {
         key(b, "logits", 0);

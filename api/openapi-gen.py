@@ -269,7 +269,7 @@ def model_gpt2(paths, schemas):
         return s
     schemas["Gpt2Request"] = {
         "type": "object",
-        "description": "GPTConfig's fields, the parameters (init or state_dict), the token ids and the outputs wanted. Any other field is a 400 unknown_field; null is the same as absent.",
+        "description": "GPTConfig's fields, the parameters (init or state_dict), the token ids (idx) or text, and the outputs wanted. Any other field is a 400 unknown_field; null is the same as absent.",
         "properties": {
             "vocab_size": size("GPTConfig.vocab_size: rows of wte (and of the tied lm_head)."),
             "block_size": size("GPTConfig.block_size: rows of wpe, side of each attn.bias buffer; T must not exceed it."),
@@ -282,17 +282,19 @@ def model_gpt2(paths, schemas):
                      "description": "torch.manual_seed(seed); GPT2(config): the parameters bit for bit (nn.Embedding's normal_, nn.Linear's kaiming-uniform weights and uniform biases, lm_head's draws before it is tied). Exactly one of init and state_dict."},
             "state_dict": {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/Tensor"},
                            "description": "gpt2_min.py's state_dict names: wte.weight, wpe.weight, h.N.ln_1.weight, h.N.attn.c_attn.weight, h.N.attn.c_proj.bias, h.N.mlp.fc.weight, h.N.mlp.proj.weight, ln_f.bias, ... The h.N.attn.bias buffers may be left out; lm_head.weight may be left out (it is wte.weight) or given with the same values."},
-            "idx": {"$ref": "#/components/schemas/Tensor", "description": "Token ids: [T] (replies then have no batch axis) or [B][T], integers in [0, vocab_size), T <= block_size."},
+            "idx": {"$ref": "#/components/schemas/Tensor", "description": "Token ids: [T] (replies then have no batch axis) or [B][T], integers in [0, vocab_size), T <= block_size. Exactly one of idx and text."},
+            "text": {"type": "string", "description": "Text instead of idx: GPT-2's byte-level BPE of it (exactly as OpenAI's encoder.py and tiktoken's r50k_base; <|endoftext|> is plain text) by a tokenizer the server loaded at start (--tokenizer NAME=DIR) becomes idx [T]. A 400 naming text when it is empty, over block_size tokens, has a token id >= vocab_size, or the server has no tokenizer. The reply then returns idx and tokens by default."},
+            "tokenizer": {"type": "string", "description": "The name of a loaded tokenizer (--tokenizer NAME=DIR) for text and the tokens output; may be left out when exactly one is loaded. An unknown name is a 400 naming tokenizer."},
             "training": {"type": "boolean", "default": False, "description": "model.train(): dropout draws as PyTorch's do, from the generator left by init (or dropout_seed)."},
             "dropout_seed": {"type": "integer", "description": "torch.manual_seed(dropout_seed) right before the forward call."},
-            "return": {"type": "array", "items": {"type": "string", "enum": ["idx", "logits", "next_token", "attn_weights", "hidden_states", "timing"]},
-                       "description": "Outputs to include (default [\"logits\", \"next_token\"])."},
+            "return": {"type": "array", "items": {"type": "string", "enum": ["idx", "tokens", "logits", "next_token", "attn_weights", "hidden_states", "timing"]},
+                       "description": "Outputs to include (default [\"logits\", \"next_token\"], plus \"idx\" and \"tokens\" with text). tokens needs a tokenizer (named, or the only one loaded)."},
             "layers": {"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "Increasing layer indices whose maps attn_weights returns (default: every layer)."},
             "precision": FIELDS["precision"][0],
             "output_format": {"type": "string", "enum": ["nested", "flat", "base64"], "default": "nested"},
             "dtype": {"type": "string", "enum": ["float32", "float16"], "default": "float32", "description": "float16 with output_format base64 only."},
         },
-        "required": ["vocab_size", "block_size", "idx"],
+        "required": ["vocab_size", "block_size"],
         "additionalProperties": False,
     }
     schemas["Gpt2Response"] = {
@@ -303,6 +305,8 @@ def model_gpt2(paths, schemas):
             "config": {"type": "object", "description": "The GPTConfig used, and the activation."},
             "shape": {"type": "object", "properties": {k: {"type": "integer", "minimum": 1} for k in ["batch", "tokens", "head_dim"]}},
             "idx": {"$ref": "#/components/schemas/Tensor", "description": "[B][T] token ids."},
+            "tokens": {"type": "array", "description": "[B][T] (or [T]) token texts as BertViz shows them: each token's bytes as UTF-8, a piece of a character split over tokens shown as U+FFFD (as tiktoken's decode of one token); \" journey\" keeps its leading space.",
+                       "items": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}},
             "logits": {"$ref": "#/components/schemas/Tensor", "description": "[B][T][vocab_size]."},
             "next_token": {"description": "argmax of the last position's logits (the first on ties), per sequence: [B] or one integer.",
                            "oneOf": [{"type": "integer"}, {"type": "array", "items": {"type": "integer"}}]},

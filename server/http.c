@@ -608,6 +608,8 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
     s->pool = pool;
     s->limits.max_elements = opt->max_elements;
     s->limits.compute = compute;
+    s->limits.tokenizers = opt->loaded_tokenizers;
+    s->limits.n_tokenizers = (size_t)opt->n_tokenizers;
     atomic_init(&s->draining, 0);
     char why[160];
     if (srv_cors_parse(&s->cors, opt->cors_origin, why, sizeof why) != 0) {

@@ -149,6 +149,25 @@ static int serve(const srv_options *opt) {
     return 0;
 }
 
+/* --tokenizer: every one loaded before the server listens; a bad directory
+ * stops the start with the file and the fault. Returns 0 or -1. */
+static int load_tokenizers(srv_options *opt, api_tokenizer *out) {
+    for (int i = 0; i < opt->n_tokenizers; i++) {
+        const srv_tokenizer_opt *t = &opt->tokenizers[i];
+        api_bpe *bpe = NULL;
+        char err[512];
+        if (api_bpe_load(t->dir, &bpe, err, sizeof err) != 0) {
+            srv_log("--tokenizer %s=%s: %s", t->name, t->dir, err);
+            while (i-- > 0) api_bpe_free((api_bpe *)out[i].bpe);
+            return -1;
+        }
+        out[i] = (api_tokenizer){.name = t->name, .bpe = bpe};
+        srv_log("tokenizer %s: %zu tokens from %s", t->name, api_bpe_vocab_size(bpe), t->dir);
+    }
+    opt->loaded_tokenizers = out;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     srv_options opt;
     if (srv_options_parse(&opt, argc, argv) != 0) return 2;
@@ -164,5 +183,9 @@ int main(int argc, char **argv) {
     case SRV_MODE_SERVE:
         break;
     }
-    return serve(&opt);
+    api_tokenizer tokenizers[SRV_MAX_TOKENIZERS];
+    if (load_tokenizers(&opt, tokenizers) != 0) return 1;
+    int rc = serve(&opt);
+    for (int i = 0; i < opt.n_tokenizers; i++) api_bpe_free((api_bpe *)tokenizers[i].bpe);
+    return rc;
 }

@@ -90,6 +90,12 @@ void srv_options_usage(FILE *f, const char *argv0) {
         "  --gzip-level N         ATTN_GZIP_LEVEL       gzip replies for clients that accept it at\n"
         "                                               this level, 1 (fastest) to 12; 0 = never (1)\n"
         "  --gzip-min-size SIZE   ATTN_GZIP_MIN_SIZE    smaller replies are sent as they are (1k)\n"
+        "  --tokenizer NAME=DIR   ATTN_TOKENIZER        GPT-2's BPE files in DIR (vocab.json +\n"
+        "                                               merges.txt, or encoder.json + vocab.bpe),\n"
+        "                                               loaded at start; /model/gpt2 requests then\n"
+        "                                               send \"text\" (and \"tokenizer\": NAME when\n"
+        "                                               more than one is loaded); repeatable; the\n"
+        "                                               variable takes NAME=DIR,NAME=DIR\n"
         "  --probe URL                                  GET URL, exit 0 on 2xx, 1 otherwise\n"
         "  --healthcheck                                probe http://HOST:PORT/healthz\n"
         "  --version                                    print the version and exit\n"
@@ -164,6 +170,41 @@ static int set_value(srv_options *o, const opt_def *d, const char *value, const 
     return ok ? 0 : -1;
 }
 
+/* Adds NAME=DIR (n bytes of s) to o->tokenizers; prints what is wrong and
+ * returns -1. NAME: letters, digits, '.', '_', '-'; each name once. */
+static int add_tokenizer(srv_options *o, const char *s, size_t n, const char *from) {
+    const char *eq = memchr(s, '=', n);
+    size_t name_len = eq ? (size_t)(eq - s) : 0, dir_len = eq ? n - name_len - 1 : 0;
+    srv_tokenizer_opt *t = &o->tokenizers[o->n_tokenizers];
+    int ok = eq && name_len > 0 && name_len < sizeof t->name && dir_len > 0 &&
+             dir_len < sizeof t->dir;
+    for (size_t i = 0; ok && i < name_len; i++)
+        ok = isalnum((unsigned char)s[i]) || s[i] == '.' || s[i] == '_' || s[i] == '-';
+    if (!ok) {
+        fprintf(stderr, "attention-server: %s: '%.*s' is not NAME=DIR (NAME: letters, digits, "
+                "'.', '_', '-')\n", from, (int)(n < 200 ? n : 200), s);
+        return -1;
+    }
+    for (int i = 0; i < o->n_tokenizers; i++)
+        if (strlen(o->tokenizers[i].name) == name_len &&
+            strncmp(o->tokenizers[i].name, s, name_len) == 0) {
+            fprintf(stderr, "attention-server: %s: the tokenizer name '%.*s' is given twice\n",
+                    from, (int)name_len, s);
+            return -1;
+        }
+    if (o->n_tokenizers == SRV_MAX_TOKENIZERS) {
+        fprintf(stderr, "attention-server: %s: more than %d tokenizers\n", from,
+                SRV_MAX_TOKENIZERS);
+        return -1;
+    }
+    memcpy(t->name, s, name_len);
+    t->name[name_len] = '\0';
+    memcpy(t->dir, eq + 1, dir_len);
+    t->dir[dir_len] = '\0';
+    o->n_tokenizers++;
+    return 0;
+}
+
 static int cpu_count(void) {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
@@ -201,7 +242,13 @@ int srv_options_parse(srv_options *o, int argc, char **argv) {
         const char *v = getenv(defs[i].env);
         if (v && *v && set_value(o, &defs[i], v, defs[i].env) != 0) return fail(argv0);
     }
-    int healthcheck = 0;
+    const char *tokenizers = getenv("ATTN_TOKENIZER");
+    for (const char *p = tokenizers; p && *p;) {
+        size_t n = strcspn(p, ",");
+        if (add_tokenizer(o, p, n, "ATTN_TOKENIZER") != 0) return fail(argv0);
+        p += n + (p[n] == ',');
+    }
+    int healthcheck = 0, tokenizer_flags = 0;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) { o->mode = SRV_MODE_HELP; return 0; }
@@ -219,6 +266,16 @@ int srv_options_parse(srv_options *o, int argc, char **argv) {
             }
             strcpy(o->probe_url, value);
             o->mode = SRV_MODE_PROBE;
+            continue;
+        }
+        if (name_len == 11 && strncmp(arg, "--tokenizer", 11) == 0) {
+            value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!value) {
+                fprintf(stderr, "attention-server: --tokenizer needs NAME=DIR\n");
+                return fail(argv0);
+            }
+            if (tokenizer_flags++ == 0) o->n_tokenizers = 0; /* the flags replace the variable */
+            if (add_tokenizer(o, value, strlen(value), "--tokenizer") != 0) return fail(argv0);
             continue;
         }
         const opt_def *d = NULL;
