@@ -36,8 +36,22 @@ typedef struct {
 
 void api_buf_free(api_buf *b);          /* accepts a zeroed or freed buffer */
 
+/* The checkpoints loaded at start (api/checkpoint.c): POST /model/gpt2 with
+ * "model": NAME runs one of them. Read-only once loaded; shared by every
+ * worker thread. */
+typedef struct api_models api_models;
+
+/* Loads a Hugging Face GPT-2 model.safetensors as model NAME from spec
+ * "NAME=FILE[:heads=N]", validated in full, into *models (created when
+ * NULL). Returns 0, or -1 with the reason (naming the file and the problem)
+ * in why. Call before any thread reads *models. */
+int api_models_load(api_models **models, const char *spec, char *why, size_t why_size);
+/* Accepts NULL. */
+void api_models_free(api_models *models);
+
 typedef struct {
     size_t max_elements;  /* most floats one request may make the server hold */
+    const api_models *models; /* loaded checkpoints, or NULL for none */
     int prefer_safetensors; /* the client's Accept asks for application/octet-stream:
                                safetensors unless the request names an output_format */
     /* Optional (NULL: none). Called once per request when its sizes are known
@@ -62,6 +76,10 @@ typedef struct {
  * body (the result, or {"error": {...}}) and returns reply->status. */
 int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *lim,
                api_reply *reply);
+
+/* GET /models: {"models": [{"name", "file", "module", "config", ...}]} into
+ * out (models may be NULL: an empty list). 0, or -1 when memory ran out. */
+int api_models_json(const api_models *models, api_buf *out);
 
 /* Every error a reply can carry, api/'s and the server's alike, in the order
  * the OpenAPI document lists them: XX(ID, HTTP status, code, description).

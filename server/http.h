@@ -41,8 +41,10 @@ typedef struct {
 } srv_http;
 
 /* Binds opt->host:opt->port and starts the I/O threads. The pool must be
- * running. Returns 0, or -1 with the reason logged. */
-int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool);
+ * running. models (may be NULL) are the checkpoints loaded at start, read
+ * by requests until srv_http_stop. Returns 0, or -1 with the reason logged. */
+int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool,
+                   const api_models *models);
 
 /* Closes the listening socket (new connections are refused) and marks the
  * server not ready; connections already open are still served (with

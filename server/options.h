@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#define SRV_MAX_MODELS 16
+
 typedef enum {
     SRV_MODE_SERVE,        /* run the server */
     SRV_MODE_HELP,         /* --help: usage on stdout, exit 0 */
@@ -37,6 +39,10 @@ typedef struct {
     int gzip_level;        /* --gzip-level, ATTN_GZIP_LEVEL: 0 = never compress replies, 1-12 */
     size_t gzip_min_size;  /* --gzip-min-size, ATTN_GZIP_MIN_SIZE: smaller replies go as they are */
     char probe_url[1024];  /* --probe URL; --healthcheck builds it from host and port */
+    const char *models[SRV_MAX_MODELS]; /* --model NAME=FILE[:heads=N], repeatable (into argv),
+                            * or ATTN_MODELS, comma-separated (into models_env) */
+    int n_models;
+    char models_env[4096];
 } srv_options;
 
 /* Fills *o from the environment and argv. Returns 0, or -1 after printing
