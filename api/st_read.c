@@ -93,11 +93,15 @@ static int read_entry(const char *name, const json_t *v, size_t data_len, api_st
             return fail(why, size, "tensor \"%.64s\": its shape overflows", name);
         t->count *= t->shape[d];
     }
-    if (json_array_size(off) != 2 || get_size(json_array_get(off, 0), data_len, &t->begin) ||
-        get_size(json_array_get(off, 1), data_len, &t->end) || t->begin > t->end)
+    if (json_array_size(off) != 2 || get_size(json_array_get(off, 0), SIZE_MAX, &t->begin) ||
+        get_size(json_array_get(off, 1), SIZE_MAX, &t->end) || t->begin > t->end)
+        return fail(why, size, "tensor \"%.64s\": data_offsets must be [begin, end], two sizes "
+                               "with begin <= end", name);
+    if (t->end > data_len)
         return fail(why, size,
-                    "tensor \"%.64s\": data_offsets must be [begin, end] with begin <= end <= "
-                    "%zu (the data's length)", name, data_len);
+                    "tensor \"%.64s\": data_offsets [%zu, %zu] run past the end of the data "
+                    "(%zu bytes after the header): the file is truncated or its header is wrong",
+                    name, t->begin, t->end, data_len);
     if (t->count > SIZE_MAX / t->elem_size || t->count * t->elem_size != t->end - t->begin)
         return fail(why, size,
                     "tensor \"%.64s\": data_offsets [%zu, %zu] hold %zu bytes, its shape and "
