@@ -189,7 +189,10 @@ static int load_file(api_model *m, const char *path, int spec_heads, char *why, 
     char inner[400];
     if (api__st_open(&f, path, inner, sizeof inner)) return fail(why, size, "%s", inner);
     int rc = -1;
-    const char *prefix = api__st_find(&f, "transformer.wte.weight") ? "transformer." : "";
+    /* GPT2LMHeadModel's names start with "transformer." (but lm_head), GPT2Model's do not */
+    const char *prefix = "";
+    for (size_t i = 0; i < f.count; i++)
+        if (strncmp(f.tensors[i].name, "transformer.", 12) == 0) prefix = "transformer.";
     const api_st_tensor *wte, *wpe;
     char name[64];
     snprintf(name, sizeof name, "%swte.weight", prefix);
