@@ -163,20 +163,27 @@ int ckf_write_random(const char *path, int V, int P, int L, int C, int H, unsign
     char heads[16];
     snprintf(heads, sizeof heads, "%d", H);
     json_object_set_new(b.hdr, "__metadata__", json_pack("{s:s, s:s}", "format", "pt", "n_head", heads));
-    int rc = add(&b, "wte.weight", V, C, 0, 1) | add(&b, "wpe.weight", P, C, 0, 1);
-    for (int l = 0; l < L; l++) {
-        char n[64];
-#define T(suffix, d0, d1, base, scale) \
-        (snprintf(n, sizeof n, "h.%d." suffix, l), add(&b, n, d0, d1, base, scale))
-        rc |= T("ln_1.weight", C, 0, 1, 0.2f) | T("ln_1.bias", C, 0, 0, 0.2f) |
-              T("attn.c_attn.weight", C, 3 * C, 0, 0.4f) | T("attn.c_attn.bias", 3 * C, 0, 0, 0.2f) |
-              T("attn.c_proj.weight", C, C, 0, 0.4f) | T("attn.c_proj.bias", C, 0, 0, 0.2f) |
-              T("ln_2.weight", C, 0, 1, 0.2f) | T("ln_2.bias", C, 0, 0, 0.2f) |
-              T("mlp.c_fc.weight", C, 4 * C, 0, 0.4f) | T("mlp.c_fc.bias", 4 * C, 0, 0, 0.2f) |
-              T("mlp.c_proj.weight", 4 * C, C, 0, 0.2f) | T("mlp.c_proj.bias", C, 0, 0, 0.2f);
-#undef T
-    }
-    rc |= add(&b, "ln_f.weight", C, 0, 1, 0.2f) | add(&b, "ln_f.bias", C, 0, 0, 0.2f);
+    /* one call per statement: the order of the calls is the order of the data */
+    int rc = add(&b, "wte.weight", V, C, 0, 1);
+    rc |= add(&b, "wpe.weight", P, C, 0, 1);
+    const struct {
+        const char *suffix;
+        int d0, d1; /* in multiples of C (0: none) */
+        float base, scale;
+    } block[] = {{"ln_1.weight", 1, 0, 1, 0.2f},        {"ln_1.bias", 1, 0, 0, 0.2f},
+                 {"attn.c_attn.weight", 1, 3, 0, 0.4f}, {"attn.c_attn.bias", 3, 0, 0, 0.2f},
+                 {"attn.c_proj.weight", 1, 1, 0, 0.4f}, {"attn.c_proj.bias", 1, 0, 0, 0.2f},
+                 {"ln_2.weight", 1, 0, 1, 0.2f},        {"ln_2.bias", 1, 0, 0, 0.2f},
+                 {"mlp.c_fc.weight", 1, 4, 0, 0.4f},    {"mlp.c_fc.bias", 4, 0, 0, 0.2f},
+                 {"mlp.c_proj.weight", 4, 1, 0, 0.2f},  {"mlp.c_proj.bias", 1, 0, 0, 0.2f}};
+    for (int l = 0; l < L; l++)
+        for (size_t k = 0; k < sizeof block / sizeof block[0]; k++) {
+            char n[64];
+            snprintf(n, sizeof n, "h.%d.%s", l, block[k].suffix);
+            rc |= add(&b, n, block[k].d0 * C, block[k].d1 * C, block[k].base, block[k].scale);
+        }
+    rc |= add(&b, "ln_f.weight", C, 0, 1, 0.2f);
+    rc |= add(&b, "ln_f.bias", C, 0, 0, 0.2f);
     char *text = rc ? NULL : json_dumps(b.hdr, JSON_COMPACT | JSON_PRESERVE_ORDER);
     rc = text ? ckf_write_raw(path, text, b.data, b.n * sizeof *b.data) : -1;
     free(text);
