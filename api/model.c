@@ -260,11 +260,11 @@ static int read_layers(const json_t *root, model_rq *rq, api_err *e) {
     return 0;
 }
 
-static int read_options(const json_t *root, model_rq *rq, const api_limits *lim, api_err *e) {
+/* output_format: no safetensors here (an Accept preferring octet-stream gets JSON). */
+static int read_options(const json_t *root, model_rq *rq, api_err *e) {
     static const char *const formats[] = {"nested", "flat", "base64", NULL};
     static const char *const dtypes[] = {"float32", "float16", NULL};
     int format = 0, half = 0;
-    (void)lim; /* Accept: application/octet-stream: safetensors is not offered here, JSON it is */
     const json_t *tr = get(root, "training");
     if (tr) {
         if (!json_is_boolean(tr)) return wrong_type(e, "training", tr, "true or false");
@@ -343,7 +343,7 @@ static int parse(const json_t *root, const api_limits *lim, model_rq *rq, api_er
     if (check_fields(root, e) ||
         (model ? read_model(root, model, lim, rq, e) : read_config(root, rq, e)) ||
         read_idx(root, rq, &budget, e) || read_return(root, rq, e) || read_layers(root, rq, e) ||
-        read_options(root, rq, lim, e) || (!model && read_params_source(root, rq, e)))
+        read_options(root, rq, e) || (!model && read_params_source(root, rq, e)))
         return -1;
     return 0;
 }

@@ -276,6 +276,56 @@ START_TEST(golden_forward) {
 }
 END_TEST
 
+/* Larger inits, checked through a hash of the whole state_dict (and one
+ * draw after the constructor: lm_head's draws consumed) from
+ * tests/golden/gpt2/init_hashes.txt. */
+static uint64_t fnv1a64(const float *x, size_t n) {
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    const unsigned char *p = (const unsigned char *)x;
+    for (size_t i = 0; i < n * sizeof *x; i++) h = (h ^ p[i]) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+START_TEST(golden_init_hashes) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/init_hashes.txt", golden_dir());
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    char line[512];
+    int cases = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#') continue;
+        attn_gpt2_config c = {0};
+        unsigned long long seed, hash;
+        size_t n;
+        double after;
+        ck_assert_int_eq(sscanf(line, "%d %d %d %d %d %lf %llu %zu %llx %lf", &c.vocab_size,
+                                &c.block_size, &c.n_layer, &c.n_head, &c.n_embd, &c.dropout, &seed,
+                                &n, &hash, &after), 10);
+        attn_gpt2_plan plan;
+        attn_error err;
+        ck_assert_int_eq(attn_gpt2_plan_make(&c, 1, 1, 0, &plan, &err), ATTN_OK);
+        ck_assert_uint_eq(plan.n_params, n);
+        float *params = malloc(n * sizeof *params);
+        ck_assert_ptr_nonnull(params);
+        attn_rng rng;
+        attn_rng_seed(&rng, seed);
+        ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
+        uint64_t got = fnv1a64(params, n);
+        ck_assert_msg(got == hash, "GPTConfig(%d, %d, %d, %d, %d), seed %llu: hash %016llx, "
+                      "PyTorch's %016llx", c.vocab_size, c.block_size, c.n_layer, c.n_head,
+                      c.n_embd, seed, (unsigned long long)got, hash);
+        ck_assert_double_eq(attn_rng_uniform(&rng, 0.0f, 1.0f), (float)after);
+        printf("init hash GPTConfig(%d, %d, %d, %d, %d) seed %llu: %zu parameters bit-identical\n",
+               c.vocab_size, c.block_size, c.n_layer, c.n_head, c.n_embd, seed, n);
+        free(params);
+        cases++;
+    }
+    fclose(f);
+    ck_assert_int_ge(cases, 3);
+}
+END_TEST
+
 /* ==== Errors ============================================================== */
 
 static const attn_gpt2_config SMALL = {.vocab_size = 10, .block_size = 6, .n_layer = 2,
@@ -400,6 +450,7 @@ static Suite *suite(void) {
     TCase *files = tcase_create("golden");
     tcase_set_timeout(files, 30);
     tcase_add_test(files, golden_files_exist);
+    tcase_add_test(files, golden_init_hashes);
     if (g_n > 0) {
         tcase_add_loop_test(files, golden_state_dict, 0, g_n);
         tcase_add_loop_test(files, golden_init, 0, g_n);

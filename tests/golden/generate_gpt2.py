@@ -140,6 +140,33 @@ CASES_GELU_NEW = [
 ]
 
 
+# Larger models whose whole init is checked through a hash (a file of their
+# parameters would not be compact): GPTConfig fields, seed. Odd sizes so that
+# wte's and wpe's last 16 normals are redrawn.
+HASHED_INITS = [
+    ((5003, 64, 2, 4, 48, 0.1), 0),
+    ((50257, 7, 1, 1, 20, 0.0), 123),
+    ((1, 1, 1, 1, 3, 0.1), 5),  # wte and wpe of 3 elements: one at a time, cached pair
+]
+
+
+def fnv1a64(data):
+    h = 0xcbf29ce484222325
+    for byte in data:
+        h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def hashed_init(cfg_t, seed):
+    torch.manual_seed(seed)
+    model = GPT2(GPTConfig(*cfg_t))
+    sd = model.state_dict()
+    flat = np.concatenate([sd[k].numpy().astype("<f4").ravel() for k in sd if k != "lm_head.weight"])
+    # the generator after the constructor: lm_head's draws were consumed
+    after = torch.rand(1).item()
+    return flat.size, fnv1a64(flat.tobytes()), after
+
+
 def gelu_new(x):
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
@@ -209,7 +236,14 @@ def main():
     # compute everything, then write
     results = [(c, "gelu", run_case(*c[1:])) for c in CASES]
     results += [(c, "gelu_new", run_case(*c[1:], activation="gelu_new")) for c in CASES_GELU_NEW]
+    hashes = [(c, s, hashed_init(c, s)) for c, s in HASHED_INITS]
     os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "init_hashes.txt"), "w") as f:
+        f.write("# vocab_size block_size n_layer n_head n_embd dropout seed n_params "
+                "fnv1a64(state_dict float32 bytes, lm_head excepted) torch.rand(1) after\n")
+        for c, s, (n, h, after) in hashes:
+            f.write("%d %d %d %d %d %r %d %d %016x %r\n" % (*c, s, n, h, after))
+    print("wrote init_hashes.txt")
     for (name, _, seed, training, B, T, _), act, (cfg, idx, names, params, logits, hidden, attn) in results:
         write_case(os.path.join(out, name + ".gpt2"), name, cfg, seed, training, B, T, idx, names,
                    [("params", params), ("logits", logits), ("hidden", hidden), ("attn", attn)], act)
