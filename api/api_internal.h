@@ -12,6 +12,8 @@
  *   outputs.c    the output table: where each output is and its shape
  *   tables.c     the module, output and error tables as JSON (for the document)
  *   model.c      POST /model/gpt2: the whole GPT2 of seed 003 (core's attn_gpt2_*)
+ *   st_read.c    safetensors files read and validated (checkpoint.h)
+ *   checkpoint.c Hugging Face GPT-2 checkpoints loaded at start (--model), GET /models
  *   openapi_doc.S  embeds build/gen/openapi.json (made from tables.c's JSON)
  */
 #ifndef API_INTERNAL_H
