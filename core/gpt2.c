@@ -21,10 +21,10 @@
 
 enum { TOP_ENTRIES = 2, LN_ENTRIES = 2, MLP_ENTRIES = 4, TAIL_ENTRIES = 2 };
 
-/* Where one block's tensors start in the parameter buffer. */
+/* Where one block's tensors start in the parameter buffer, in floats. */
 typedef struct {
-    const float *ln1_w, *ln1_b, *attn, *ln2_w, *ln2_b, *fc_w, *fc_b, *proj_w, *proj_b;
-} block_views;
+    size_t ln1_w, ln1_b, attn, ln2_w, ln2_b, fc_w, fc_b, proj_w, proj_b;
+} block_offsets;
 
 static size_t top_size(const attn_gpt2_plan *p) {
     return (size_t)p->V * (size_t)p->C + (size_t)p->cfg.block_size * (size_t)p->C;
@@ -34,20 +34,19 @@ static int layer_entries(const attn_gpt2_plan *p) {
     return 2 * LN_ENTRIES + p->attn_plan.param_count + MLP_ENTRIES;
 }
 
-static block_views block_at(const attn_gpt2_plan *p, const float *params, int l) {
+static block_offsets block_at(const attn_gpt2_plan *p, int l) {
     size_t C = (size_t)p->C;
-    const float *b = params + top_size(p) + (size_t)l * p->n_layer_params;
-    block_views v;
-    v.ln1_w = b;
-    v.ln1_b = b + C;
-    v.attn = b + 2 * C;
-    v.ln2_w = v.attn + p->attn_plan.n_params;
-    v.ln2_b = v.ln2_w + C;
-    v.fc_w = v.ln2_b + C;
-    v.fc_b = v.fc_w + 4 * C * C;
-    v.proj_w = v.fc_b + 4 * C;
-    v.proj_b = v.proj_w + 4 * C * C;
-    return v;
+    block_offsets o;
+    o.ln1_w = top_size(p) + (size_t)l * p->n_layer_params;
+    o.ln1_b = o.ln1_w + C;
+    o.attn = o.ln1_b + C;
+    o.ln2_w = o.attn + p->attn_plan.n_params;
+    o.ln2_b = o.ln2_w + C;
+    o.fc_w = o.ln2_b + C;
+    o.fc_b = o.fc_w + 4 * C * C;
+    o.proj_w = o.fc_b + 4 * C;
+    o.proj_b = o.proj_w + 4 * C * C;
+    return o;
 }
 
 static void set_param(attn_param *out, const char *name, int rank, int d0, int d1, size_t offset) {
@@ -191,7 +190,8 @@ int attn_gpt2_plan_make(const attn_gpt2_config *cfg, int batch, int tokens, int 
     ok = ok && add3(&total, params, 1, 1) && add3(&total, logits, 1, 1) &&
          add3(&total, hidden, 1, 1) && add3(&total, attn, 1, 1) && add3(&total, 8, B * T, C) &&
          add3(&total, p->attn_plan.total_elements, 1, 1);
-    if (!ok || B * T > (size_t)INT32_MAX)
+    /* OpenBLAS takes int sizes: rows B*T, and the stride T*C of the last-position logits */
+    if (!ok || B * T > (size_t)INT32_MAX || T * C > (size_t)INT32_MAX)
         return attn__fail(err, ATTN_ERR_RANGE, "n_embd",
                           "the tensors of this model would exceed %zu elements",
                           (size_t)ATTN_MAX_ELEMENTS);
@@ -245,15 +245,15 @@ int attn_gpt2_params_init(const attn_gpt2_plan *p, float *params, attn_rng *rng,
     attn_rng_normal_fill(rng, &cache, params, VC, 0.0, 1.0);                         /* wte */
     attn_rng_normal_fill(rng, &cache, params + VC, (size_t)p->cfg.block_size * C, 0.0, 1.0); /* wpe */
     for (int l = 0; l < p->n_layer; l++) {
-        block_views v = block_at(p, params, l);
-        fill((float *)v.ln1_w, C, 1.0f);
-        fill((float *)v.ln1_b, C, 0.0f);
-        int rc = attn_params_init(&p->attn, &p->attn_plan, (float *)v.attn, rng, err);
+        block_offsets o = block_at(p, l);
+        fill(params + o.ln1_w, C, 1.0f);
+        fill(params + o.ln1_b, C, 0.0f);
+        int rc = attn_params_init(&p->attn, &p->attn_plan, params + o.attn, rng, err);
         if (rc) return rc;
-        fill((float *)v.ln2_w, C, 1.0f);
-        fill((float *)v.ln2_b, C, 0.0f);
-        init_linear((float *)v.fc_w, (float *)v.fc_b, p->C, 4 * p->C, rng);
-        init_linear((float *)v.proj_w, (float *)v.proj_b, 4 * p->C, p->C, rng);
+        fill(params + o.ln2_w, C, 1.0f);
+        fill(params + o.ln2_b, C, 0.0f);
+        init_linear(params + o.fc_w, params + o.fc_b, p->C, 4 * p->C, rng);
+        init_linear(params + o.proj_w, params + o.proj_b, 4 * p->C, p->C, rng);
     }
     float *ln_f = params + top_size(p) + (size_t)p->n_layer * p->n_layer_params;
     fill(ln_f, C, 1.0f);
@@ -321,11 +321,11 @@ int attn_gpt2_forward(const attn_gpt2_plan *p, const float *params, const int32_
     int rc = ATTN_OK, rows = (int)BT;
     size_t per_layer_attn = (size_t)p->B * (size_t)p->H * (size_t)p->T * (size_t)p->T;
     for (int l = 0; l < p->n_layer && rc == ATTN_OK; l++) {
-        block_views v = block_at(p, params, l);
+        block_offsets o = block_at(p, l);
         if (out->hidden_states) memcpy(out->hidden_states + (size_t)l * BTC, x, BTC * sizeof *x);
         /* x = x + attn(ln_1(x)) */
-        attn__layernorm(h, x, v.ln1_w, v.ln1_b, BT, p->C);
-        attn_inputs in = {.x = h, .params = v.attn};
+        attn__layernorm(h, x, params + o.ln1_w, params + o.ln1_b, BT, p->C);
+        attn_inputs in = {.x = h, .params = params + o.attn};
         attn_outputs ao = {.context = a, .context_heads = heads};
         if (out->attn_weights) ao.weights = out->attn_weights + (size_t)l * per_layer_attn;
         if ((rc = attn_forward(&p->attn, &p->attn_plan, &in, rng, &ao, err))) {
@@ -336,10 +336,10 @@ int attn_gpt2_forward(const attn_gpt2_plan *p, const float *params, const int32_
         }
         attn__add(x, a, BTC);
         /* x = x + mlp(ln_2(x)): drop(proj(gelu(fc(x)))) */
-        attn__layernorm(h, x, v.ln2_w, v.ln2_b, BT, p->C);
-        attn__linear(m, h, rows, p->C, 4 * p->C, v.fc_w, v.fc_b);
+        attn__layernorm(h, x, params + o.ln2_w, params + o.ln2_b, BT, p->C);
+        attn__linear(m, h, rows, p->C, 4 * p->C, params + o.fc_w, params + o.fc_b);
         attn__gelu(m, 4 * BTC, p->cfg.gelu);
-        attn__linear(a, m, rows, 4 * p->C, p->C, v.proj_w, v.proj_b);
+        attn__linear(a, m, rows, 4 * p->C, p->C, params + o.proj_w, params + o.proj_b);
         if (p->dropout_active) attn__dropout(a, BTC, p->cfg.dropout, rng);
         attn__add(x, a, BTC);
     }
