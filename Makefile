@@ -190,6 +190,7 @@ golden:
 	$(call apt_install,python3-torch)
 	/usr/bin/python3 tests/golden/generate.py tests/golden
 	/usr/bin/python3 tests/golden/generate_gpt2.py tests/golden/gpt2
+	/usr/bin/python3 tests/golden/generate_checkpoint.py tests/golden/ckpt
 
 CONTAINER_CHECK ?= ../shared/tools/container-check
 

@@ -54,6 +54,19 @@ typedef struct {
     const api_bpe *bpe;
 } api_tokenizer;
 
+/* The checkpoints loaded at start (api/checkpoint.c): POST /model/gpt2 with
+ * "model": NAME runs one of them. Read-only once loaded; shared by every
+ * worker thread. */
+typedef struct api_models api_models;
+
+/* Loads a Hugging Face GPT-2 model.safetensors as model NAME from spec
+ * "NAME=FILE[:heads=N]", validated in full, into *models (created when
+ * NULL). Returns 0, or -1 with the reason (naming the file and the problem)
+ * in why. Call before any thread reads *models. */
+int api_models_load(api_models **models, const char *spec, char *why, size_t why_size);
+/* Accepts NULL. */
+void api_models_free(api_models *models);
+
 struct attn_pool;
 
 typedef struct {
@@ -61,6 +74,7 @@ typedef struct {
     /* The loaded tokenizers (NULL, 0: none): /model/gpt2 takes "text". */
     const api_tokenizer *tokenizers;
     size_t n_tokenizers;
+    const api_models *models; /* loaded checkpoints, or NULL for none */
     int prefer_safetensors; /* the client's Accept asks for application/octet-stream:
                                safetensors unless the request names an output_format */
     size_t defer_above;   /* nonzero: a request that would hold more elements than this is
@@ -94,6 +108,10 @@ typedef struct {
  * no body when lim->defer_above says the request is too big to run here. */
 int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *lim,
                api_reply *reply);
+
+/* GET /models: {"models": [{"name", "file", "module", "config", ...}]} into
+ * out (models may be NULL: an empty list). 0, or -1 when memory ran out. */
+int api_models_json(const api_models *models, api_buf *out);
 
 /* Every error a reply can carry, api/'s and the server's alike, in the order
  * the OpenAPI document lists them: XX(ID, HTTP status, code, description).

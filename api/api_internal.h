@@ -14,6 +14,8 @@
  *   model.c      POST /model/gpt2: the whole GPT2 of seed 003 (core's attn_gpt2_*)
  *   bpe.c        GPT-2's byte-level BPE tokenizer (api/bpe.h); bpe_split.c its
  *                pre-tokenizer, bpe_unicode.c its Unicode classes (generated)
+ *   st_read.c    safetensors files read and validated (checkpoint.h)
+ *   checkpoint.c Hugging Face GPT-2 checkpoints loaded at start (--model), GET /models
  *   openapi_doc.S  embeds build/gen/openapi.json (made from tables.c's JSON)
  *   maps.c       selection (heads, query_rows), head averaging and top-k of the maps
  *   topk.c       the k largest entries of each row

@@ -12,9 +12,14 @@
  * [T] or [B][T]; every tensor of a [T] request loses its batch axis. Or
  * "text" instead of idx: one string, tokenized by a tokenizer the server
  * loaded (--tokenizer NAME=DIR, GPT-2's BPE, api/bpe.h) into a [T] idx.
+ *
+ * Or "model": NAME, a checkpoint loaded at start (--model NAME=FILE,
+ * checkpoint.c): its config and parameters, no GPTConfig field, init or
+ * state_dict; its parameter buffer is read in place, never copied.
  */
 #include "api/api_internal.h"
 #include "api/bpe.h"
+#include "api/checkpoint.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -47,7 +52,7 @@ static const char *const out_names[M_OUT_COUNT] = {
 static const char *const fields[] = {
     "vocab_size", "block_size", "n_layer", "n_head", "n_embd", "dropout", "activation",
     "init", "state_dict", "idx", "text", "tokenizer", "training", "dropout_seed", "return", "layers",
-    "precision", "output_format", "dtype", NULL};
+    "precision", "output_format", "dtype", "model", NULL};
 
 typedef struct {
     attn_gpt2_config cfg;
@@ -59,6 +64,7 @@ typedef struct {
     int has_init;
     uint64_t seed;
     const json_t *state_dict;  /* borrowed from the tree */
+    const api_model *model;    /* "model": a checkpoint loaded at start */
     int has_dropout_seed;
     uint64_t dropout_seed;
     unsigned returns;          /* bits of M_OUT_* */
@@ -133,8 +139,8 @@ static int check_fields(const json_t *root, api_err *e) {
         api__echo(echo, sizeof echo, key);
         return api__fail(e, API_E_UNKNOWN_FIELD, echo,
                          "unknown field \"%s\" for /model/gpt2 (it takes GPTConfig's fields, "
-                         "init or state_dict, idx or text, tokenizer, training, dropout_seed, "
-                         "return, layers, "
+                         "init or state_dict, or model; idx or text, tokenizer, training, "
+                         "dropout_seed, return, layers, "
                          "precision, output_format, dtype)", echo);
     }
     return 0;
@@ -389,14 +395,42 @@ static int read_params_source(const json_t *root, model_rq *rq, api_err *e) {
     return get_seed(get(init, "seed"), "init.seed", &rq->seed, e);
 }
 
+/* "model": a loaded checkpoint, which brings the config and the parameters. */
+static int read_model(const json_t *root, const json_t *v, const api_limits *lim, model_rq *rq,
+                      api_err *e) {
+    static const char *const own[] = {"vocab_size", "block_size", "n_layer", "n_head", "n_embd",
+                                      "dropout", "activation", "init", "state_dict", NULL};
+    if (!json_is_string(v)) return wrong_type(e, "model", v, "a string (a loaded model's name)");
+    const api_models *models = lim ? lim->models : NULL;
+    rq->model = api__models_find(models, json_string_value(v));
+    if (!rq->model) {
+        char echo[API_ECHO_MAX + 4], names[256];
+        api__models_names(models, names, sizeof names);
+        return api__fail(e, API_E_INVALID_ARGUMENT, "model",
+                         "model \"%s\" is not loaded (loaded: %s; GET /models lists them, "
+                         "--model NAME=FILE.safetensors loads one)",
+                         api__echo(echo, sizeof echo, json_string_value(v)), names);
+    }
+    for (int i = 0; own[i]; i++)
+        if (get(root, own[i]))
+            return api__fail(e, API_E_INVALID_ARGUMENT, own[i],
+                             "model \"%s\" brings its config and parameters: leave %s out",
+                             rq->model->name, own[i]);
+    rq->cfg = rq->model->cfg;
+    return 0;
+}
+
 static int parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
     if (!json_is_object(root))
         return api__fail(e, API_E_INVALID_TYPE, NULL, "the request body must be a JSON object");
     size_t budget = lim && lim->max_elements ? lim->max_elements : ATTN_MAX_ELEMENTS;
-    if (check_fields(root, e) || read_config(root, rq, e) || read_tokenizer(root, lim, rq, e) ||
+    const json_t *model = get(root, "model");
+    if (check_fields(root, e) ||
+        (model ? read_model(root, model, lim, rq, e) : read_config(root, rq, e)) ||
+        read_tokenizer(root, lim, rq, e) ||
         (get(root, "text") ? read_text(root, lim, rq, e) : read_idx(root, rq, &budget, e)) ||
         read_return(root, lim, rq, e) || read_layers(root, rq, e) || read_options(root, rq, e) ||
-        read_params_source(root, rq, e))
+        (!model && read_params_source(root, rq, e)))
         return -1;
     return 0;
 }
@@ -523,6 +557,10 @@ static void respond(api_buf *b, const model_rq *rq, const attn_gpt2_plan *p, con
     if (strtod(drop, NULL) != c->dropout) snprintf(drop, sizeof drop, "%.17g", c->dropout);
     key(b, "module", 1);
     api__buf_puts(b, "\"GPT2\"");
+    if (rq->model) {
+        key(b, "model", 0);
+        api__buf_json_string(b, rq->model->name);
+    }
     key(b, "config", 0);
     api__buf_printf(b,
                     "{\"vocab_size\":%d,\"block_size\":%d,\"n_layer\":%d,\"n_head\":%d,"
@@ -625,6 +663,7 @@ int api__model_gpt2(json_t **root_ref, const api_limits *lim, api_reply *reply, 
     if (rq.returns & 1u << M_OUT_ATTN_WEIGHTS) out_values += plan.n_attn;
     if (rq.returns & 1u << M_OUT_HIDDEN_STATES) out_values += plan.n_hidden;
     size_t need = plan.total_elements;
+    if (rq.model) need -= plan.n_params; /* loaded once at start, not per request */
     if (out_values > (max - (need < max ? need : max)) / REPLY_FLOATS_PER_VALUE || need > max) {
         api__fail(e, API_E_TOO_LARGE, NULL,
                   "this model needs about %zu values (parameters, activations, outputs and "
@@ -643,17 +682,19 @@ int api__model_gpt2(json_t **root_ref, const api_limits *lim, api_reply *reply, 
     }
     /* next_token alone needs the last position's logits only: [B][V] */
     int last_only = !(rq.returns & 1u << M_OUT_LOGITS);
-    params = malloc(plan.n_params * sizeof *params);
+    if (!rq.model) params = malloc(plan.n_params * sizeof *params);
     logits = malloc((last_only ? (size_t)plan.B * (size_t)plan.V : plan.n_logits) * sizeof *logits);
     if (rq.returns & 1u << M_OUT_ATTN_WEIGHTS)
         attn = malloc((plan.n_attn ? plan.n_attn : 1) * sizeof *attn);
     if (rq.returns & 1u << M_OUT_HIDDEN_STATES) hidden = malloc(plan.n_hidden * sizeof *hidden);
-    if (!params || !logits || ((rq.returns & 1u << M_OUT_ATTN_WEIGHTS) && !attn) ||
+    if ((!rq.model && !params) || !logits || ((rq.returns & 1u << M_OUT_ATTN_WEIGHTS) && !attn) ||
         ((rq.returns & 1u << M_OUT_HIDDEN_STATES) && !hidden)) {
         api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the model");
         goto done;
     }
-    if (rq.state_dict) {
+    if (rq.model) {
+        /* nothing to build: the loaded buffer is used as it is */
+    } else if (rq.state_dict) {
         if (read_state_dict(rq.state_dict, &plan, params, e)) goto done;
     } else {
         attn_rng_seed(&rng, rq.seed);
@@ -675,7 +716,8 @@ int api__model_gpt2(json_t **root_ref, const api_limits *lim, api_reply *reply, 
 
     attn_gpt2_outputs out = {.logits = logits, .attn_weights = attn, .hidden_states = hidden,
                              .last_only = last_only};
-    if (attn_gpt2_forward(&plan, params, rq.idx, rng_ptr, &out, &ae) != ATTN_OK) {
+    if (attn_gpt2_forward(&plan, rq.model ? rq.model->params : params, rq.idx, rng_ptr, &out,
+                          &ae) != ATTN_OK) {
         map_attn(e, &ae);
         goto done;
     }

@@ -269,8 +269,9 @@ def model_gpt2(paths, schemas):
         return s
     schemas["Gpt2Request"] = {
         "type": "object",
-        "description": "GPTConfig's fields, the parameters (init or state_dict), the token ids (idx) or text, and the outputs wanted. Any other field is a 400 unknown_field; null is the same as absent.",
+        "description": "GPTConfig's fields and the parameters (init or state_dict), or instead the name of a checkpoint loaded at start (model); the token ids (idx) or text, and the outputs wanted. Any other field is a 400 unknown_field; null is the same as absent.",
         "properties": {
+            "model": {"type": "string", "description": "A checkpoint the server loaded at start (--model NAME=FILE.safetensors, a Hugging Face GPT-2 model.safetensors; GET /models lists them): it brings the config (gelu_new, dropout 0.1) and the parameters, so vocab_size, block_size, n_layer, n_head, n_embd, dropout, activation, init and state_dict must be left out (400 naming the field). An unknown name is a 400 invalid_argument with field model."},
             "vocab_size": size("GPTConfig.vocab_size: rows of wte (and of the tied lm_head)."),
             "block_size": size("GPTConfig.block_size: rows of wpe, side of each attn.bias buffer; T must not exceed it."),
             "n_layer": size("Blocks.", 12, 0),
@@ -294,7 +295,7 @@ def model_gpt2(paths, schemas):
             "output_format": {"type": "string", "enum": ["nested", "flat", "base64"], "default": "nested"},
             "dtype": {"type": "string", "enum": ["float32", "float16"], "default": "float32", "description": "float16 with output_format base64 only."},
         },
-        "required": ["vocab_size", "block_size"],
+        "anyOf": [{"required": ["model"]}, {"required": ["vocab_size", "block_size"]}],
         "additionalProperties": False,
     }
     schemas["Gpt2Response"] = {
@@ -302,6 +303,7 @@ def model_gpt2(paths, schemas):
         "description": "Every tensor loses its batch axis when idx was [T].",
         "properties": {
             "module": {"type": "string", "enum": ["GPT2"]},
+            "model": {"type": "string", "description": "The loaded checkpoint's name, when the request named one."},
             "config": {"type": "object", "description": "The GPTConfig used, and the activation."},
             "shape": {"type": "object", "properties": {k: {"type": "integer", "minimum": 1} for k in ["batch", "tokens", "head_dim"]}},
             "idx": {"$ref": "#/components/schemas/Tensor", "description": "[B][T] token ids."},
@@ -385,6 +387,24 @@ def main():
             "openblas": {"type": "object", "properties": {"core": {"type": "string"}, "threads": {"type": "integer", "minimum": 1}, "config": {"type": "string"}},
                          "required": ["core", "threads", "config"], "additionalProperties": False}},
             "required": ["name", "version", "build", "openblas"], "additionalProperties": False}}}}}}}
+    paths["/models"] = {"get": {"operationId": "models", "summary": "The checkpoints loaded at start (--model NAME=FILE.safetensors) that POST /model/gpt2 runs with {\"model\": NAME}, with their config.",
+        "responses": {"200": {"description": "The loaded models, in the order of the --model options (an empty list when none).",
+            "content": {"application/json": {"schema": {"type": "object", "properties": {"models": {"type": "array", "items": {
+                "type": "object", "properties": {
+                    "name": {"type": "string"},
+                    "file": {"type": "string", "description": "The file's base name."},
+                    "module": {"type": "string", "enum": ["GPT2"]},
+                    "config": {"type": "object", "description": "From the tensor shapes: vocab_size and n_embd (wte), block_size (wpe, n_positions), n_layer (the h.N blocks); n_head; dropout 0.1 and activation gelu_new, GPT-2's.",
+                               "properties": {**{k: {"type": "integer", "minimum": 0} for k in ["vocab_size", "block_size", "n_layer", "n_head", "n_embd"]},
+                                              "dropout": {"type": "number"}, "activation": {"type": "string", "enum": ["gelu_new"]}},
+                               "required": ["vocab_size", "block_size", "n_layer", "n_head", "n_embd", "dropout", "activation"], "additionalProperties": False},
+                    "n_head_from": {"type": "string", "enum": ["option", "metadata", "n_embd/64"], "description": "Where n_head came from (no shape says it): FILE:heads=N, the file's __metadata__ n_head, or n_embd / 64 (GPT-2's head width)."},
+                    "dtype": {"type": "string", "description": "The file's weights: F32, F16 or BF16 (held as float32), or mixed."},
+                    "parameters": {"type": "integer", "minimum": 0, "description": "Weights in the file (lm_head.weight and buffers excluded)."},
+                    "transformer_prefix": {"type": "boolean", "description": "The names started with transformer. (GPT2LMHeadModel)."},
+                    "lm_head": {"type": "string"}},
+                "required": ["name", "file", "module", "config", "n_head_from", "dtype", "parameters", "transformer_prefix", "lm_head"], "additionalProperties": False}}},
+                "required": ["models"], "additionalProperties": False}}}}}}}
     paths["/"] = {"get": {"operationId": "viewer", "tags": ["operations"], "summary": "The attention map viewer: one HTML page with its script inline, embedded in the binary (ETag and Cache-Control: no-cache as /openapi.json).", "responses": {"200": {
         "description": "The page", "content": {"text/html": {"schema": {"type": "string"}}}}}}}
     etag = {"ETag": {"description": "A strong tag of this document; send it back in If-None-Match.", "schema": {"type": "string"}}}

@@ -223,6 +223,11 @@ static enum MHD_Result answer_get(request *q) {
         if (!v) return respond(q, 500, "application/json", (char *)oom_body, sizeof oom_body - 1, 0);
         return respond(q, 200, "application/json", v, len, 1);
     }
+    case SRV_R_MODELS: { /* the checkpoints loaded at start (--model) */
+        api_buf b = {0};
+        api_models_json(s->limits.models, &b); /* respond_json answers 500 if it failed */
+        return respond_json(q, 200, &b);
+    }
     case SRV_R_OPENAPI:
         return answer_static(q, "application/json", api_openapi_json(), s->openapi_etag);
     case SRV_R_VIEWER:
@@ -602,7 +607,8 @@ static void stop_helpers(srv_http *s) {
     s->budget = NULL;
 }
 
-int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_pool *compute) {
+int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_pool *compute,
+                   const api_models *models) {
     memset(s, 0, sizeof *s);
     s->opt = opt;
     s->pool = pool;
@@ -610,6 +616,7 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
     s->limits.compute = compute;
     s->limits.tokenizers = opt->loaded_tokenizers;
     s->limits.n_tokenizers = (size_t)opt->n_tokenizers;
+    s->limits.models = models;
     atomic_init(&s->draining, 0);
     char why[160];
     if (srv_cors_parse(&s->cors, opt->cors_origin, why, sizeof why) != 0) {

@@ -92,9 +92,23 @@ static int serve(const srv_options *opt) {
         srv_log("cannot install signal handlers: %s", strerror(errno));
         return 1;
     }
+    /* The checkpoints, validated in full before the port is bound: a bad
+     * file stops the server (exit 2) before it reports ready. */
+    api_models *models = NULL;
+    for (int i = 0; i < opt->n_models; i++) {
+        char why[768];
+        double t0 = now_s();
+        if (api_models_load(&models, opt->models[i], why, sizeof why) != 0) {
+            srv_log("--model %.200s: %s", opt->models[i], why);
+            api_models_free(models);
+            return 2;
+        }
+        srv_log("--model %.200s: loaded in %.2f s", opt->models[i], now_s() - t0);
+    }
     srv_pool *pool = srv_pool_create(opt->threads, opt->max_queue);
     if (!pool) {
         srv_log("cannot start %d worker threads", opt->threads);
+        api_models_free(models);
         return 1;
     }
     /* The core's threads, shared by every request: one large request on an
@@ -104,12 +118,14 @@ static int serve(const srv_options *opt) {
     if (!compute) {
         srv_log("cannot start %d compute threads", opt->threads - 1);
         srv_pool_destroy(pool);
+        api_models_free(models);
         return 1;
     }
     srv_http http;
-    if (srv_http_start(&http, opt, pool, compute) != 0) {
+    if (srv_http_start(&http, opt, pool, compute, models) != 0) {
         srv_pool_destroy(pool);
         attn_pool_destroy(compute);
+        api_models_free(models);
         return 1;
     }
     srv_log("%s listening on %s port %d: %d workers, %d I/O threads, max-queue %d, "
@@ -143,6 +159,7 @@ static int serve(const srv_options *opt) {
     srv_http_stop(&http);
     srv_pool_destroy(pool);
     attn_pool_destroy(compute); /* no worker is left to use it */
+    api_models_free(models);
     srv_log("stopped%s", left > 0 ? " (some requests were cut off)" : "");
     close(signal_pipe[0]);
     close(signal_pipe[1]);

@@ -59,7 +59,7 @@ void srv_options_usage(FILE *f, const char *argv0) {
         "       %s --probe URL | --healthcheck [--host H] [--port P]\n"
         "\n"
         "Serves the attention modules over HTTP (POST /attention/{simple,self,causal,\n"
-        "multihead,sdpa}, POST /model/gpt2; GET /healthz /readyz /metrics /version\n"
+        "multihead,sdpa}, POST /model/gpt2; GET /healthz /readyz /metrics /version /models\n"
         "/openapi.json).\n"
         "Every option can also be set by the environment variable shown; the flag wins.\n"
         "\n"
@@ -96,6 +96,11 @@ void srv_options_usage(FILE *f, const char *argv0) {
         "                                               send \"text\" (and \"tokenizer\": NAME when\n"
         "                                               more than one is loaded); repeatable; the\n"
         "                                               variable takes NAME=DIR,NAME=DIR\n"
+        "  --model NAME=FILE      ATTN_MODELS           load a Hugging Face GPT-2 model.safetensors\n"
+        "                                               at start for POST /model/gpt2 {\"model\": NAME};\n"
+        "                                               repeatable (the variable: comma-separated);\n"
+        "                                               FILE:heads=N sets n_head (else the file's\n"
+        "                                               __metadata__ n_head, else n_embd/64)\n"
         "  --probe URL                                  GET URL, exit 0 on 2xx, 1 otherwise\n"
         "  --healthcheck                                probe http://HOST:PORT/healthz\n"
         "  --version                                    print the version and exit\n"
@@ -235,9 +240,36 @@ static int fail(const char *argv0) {
     return -1;
 }
 
+/* One --model spec; -1 when there are too many. */
+static int add_model(srv_options *o, const char *spec) {
+    if (o->n_models == SRV_MAX_MODELS) {
+        fprintf(stderr, "attention-server: at most %d models (--model)\n", SRV_MAX_MODELS);
+        return -1;
+    }
+    o->models[o->n_models++] = spec;
+    return 0;
+}
+
+/* ATTN_MODELS: specs separated by commas, split in o->models_env. */
+static int models_from_env(srv_options *o) {
+    const char *v = getenv("ATTN_MODELS");
+    if (!v || !*v) return 0;
+    if (strlen(v) >= sizeof o->models_env) {
+        fprintf(stderr, "attention-server: ATTN_MODELS: value too long\n");
+        return -1;
+    }
+    strcpy(o->models_env, v);
+    for (char *save = NULL, *tok = strtok_r(o->models_env, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save))
+        if (add_model(o, tok) != 0) return -1;
+    return 0;
+}
+
 int srv_options_parse(srv_options *o, int argc, char **argv) {
     const char *argv0 = argc > 0 ? argv[0] : "attention-server";
     set_defaults(o);
+    if (models_from_env(o) != 0) return fail(argv0);
+    int model_flags = 0;
     for (size_t i = 0; i < N_DEFS; i++) {
         const char *v = getenv(defs[i].env);
         if (v && *v && set_value(o, &defs[i], v, defs[i].env) != 0) return fail(argv0);
@@ -276,6 +308,16 @@ int srv_options_parse(srv_options *o, int argc, char **argv) {
             }
             if (tokenizer_flags++ == 0) o->n_tokenizers = 0; /* the flags replace the variable */
             if (add_tokenizer(o, value, strlen(value), "--tokenizer") != 0) return fail(argv0);
+            continue;
+        }
+        if (name_len == 7 && strncmp(arg, "--model", 7) == 0) {
+            value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!value || !*value) {
+                fprintf(stderr, "attention-server: --model needs NAME=FILE.safetensors\n");
+                return fail(argv0);
+            }
+            if (!model_flags++) o->n_models = 0; /* the flags win over ATTN_MODELS */
+            if (add_model(o, value) != 0) return fail(argv0);
             continue;
         }
         const opt_def *d = NULL;

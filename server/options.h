@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "api/api.h"
+#define SRV_MAX_MODELS 16
 
 typedef enum {
     SRV_MODE_SERVE,        /* run the server */
@@ -51,6 +52,10 @@ typedef struct {
                             * ATTN_TOKENIZER (NAME=DIR[,NAME=DIR...]) */
     int n_tokenizers;
     const api_tokenizer *loaded_tokenizers; /* [n_tokenizers], loaded by main at start */
+    const char *models[SRV_MAX_MODELS]; /* --model NAME=FILE[:heads=N], repeatable (into argv),
+                            * or ATTN_MODELS, comma-separated (into models_env) */
+    int n_models;
+    char models_env[4096];
 } srv_options;
 
 /* Fills *o from the environment and argv. Returns 0, or -1 after printing

@@ -7,7 +7,7 @@
 typedef enum {
     /* the compute routes (POST) come first, in api_endpoint order */
     SRV_R_SIMPLE, SRV_R_SELF, SRV_R_CAUSAL, SRV_R_MULTIHEAD, SRV_R_SDPA, SRV_R_MODEL_GPT2,
-    SRV_R_HEALTHZ, SRV_R_READYZ, SRV_R_METRICS, SRV_R_VERSION, SRV_R_OPENAPI,
+    SRV_R_HEALTHZ, SRV_R_READYZ, SRV_R_METRICS, SRV_R_VERSION, SRV_R_MODELS, SRV_R_OPENAPI,
     SRV_R_VIEWER,    /* GET /: the map viewer page */
     SRV_R_UNKNOWN,   /* any other path: 404 */
     SRV_R_COUNT

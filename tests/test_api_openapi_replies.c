@@ -6,7 +6,7 @@
  * error status it can produce) is validated against the document's schema
  * for its path and status with the small validator of tests/support/jschema.c;
  * the validator is first shown to fail on bad instances. The real server's
- * GET endpoints (/healthz, /readyz, /version, /metrics, /openapi.json) and
+ * GET endpoints (/healthz, /readyz, /version, /models, /metrics, /openapi.json) and
  * its 404 and 405 are checked the same way.
  */
 #include <check.h>
@@ -18,6 +18,7 @@
 
 #include "api/api_internal.h"
 #include "support/check_main.h"
+#include "support/ckpt_files.h"
 #include "support/files.h"
 #include "support/jschema.h"
 #include "support/openapi_doc.h"
@@ -641,8 +642,13 @@ static void media_type(const srvt_reply *r, char *out, size_t cap) {
 }
 
 START_TEST(t_server_get_endpoints) {
-    ck_assert_msg(srvt_start(&srv, NULL, NULL) == 0, "cannot start %s", srvt_binary());
-    static const char *const json_paths[] = {"/healthz", "/readyz", "/version", "/openapi.json"};
+    /* with a checkpoint loaded, so that GET /models lists one */
+    char ckpt[512], spec[600];
+    snprintf(spec, sizeof spec, "tiny=%s", ckf_golden(ckpt, sizeof ckpt, "tiny_f32.safetensors"));
+    const char *args[] = {"--model", spec, NULL};
+    ck_assert_msg(srvt_start(&srv, args, NULL) == 0, "cannot start %s", srvt_binary());
+    static const char *const json_paths[] = {"/healthz", "/readyz", "/version", "/models",
+                                             "/openapi.json"};
     for (size_t i = 0; i < sizeof json_paths / sizeof json_paths[0]; i++) {
         srvt_reply r;
         ck_assert_int_eq(srvt_get(&srv, json_paths[i], &r), 0);
@@ -677,6 +683,10 @@ START_TEST(t_server_get_endpoints) {
     media_type(&r, mt, sizeof mt);
     ck_assert_str_eq(mt, "application/json");
     ck_assert_int_eq(check_body("server", "post", "/attention/multihead", 200, r.body, r.len), 0);
+    srvt_reply_free(&r);
+    ck_assert_int_eq(srvt_post(&srv, "/model/gpt2", "{\"model\":\"tiny\",\"idx\":[1,2]}", &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq(check_body("server", "post", "/model/gpt2", 200, r.body, r.len), 0);
     srvt_reply_free(&r);
 
     ck_assert_int_eq(srvt_get(&srv, "/attention/simple", &r), 0);
