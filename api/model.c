@@ -716,7 +716,8 @@ int api__model_gpt2(json_t **root_ref, const api_limits *lim, api_reply *reply, 
 
     attn_gpt2_outputs out = {.logits = logits, .attn_weights = attn, .hidden_states = hidden,
                              .last_only = last_only};
-    if (attn_gpt2_forward(&plan, rq.model ? rq.model->params : params, rq.idx, rng_ptr, &out,
+    if (attn_gpt2_forward(&plan, rq.model ? rq.model->params : params, rq.idx,
+                          lim ? lim->compute : NULL, rng_ptr, &out,
                           &ae) != ATTN_OK) {
         map_attn(e, &ae);
         goto done;

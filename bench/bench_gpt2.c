@@ -2,7 +2,9 @@
  * (12 layers, 12 heads, 768 wide, vocab 50,257, block 1024; parameters from
  * torch.manual_seed(0)), eval mode, batch 1. Prints "name ms" lines (best of
  * 5 runs) as bench_gpt2_torch.py does; bench/run_gpt2.sh joins them.
- * Argument: the number of OpenBLAS threads (default 1). */
+ * Argument: the number of threads (default 1): OpenBLAS runs on one thread
+ * and the forward pass shares its work with an attn_pool of that width, as
+ * the server does. */
 #include "core/attention.h"
 
 #include <cblas.h>
@@ -17,6 +19,8 @@ static double now_ms(void) {
 }
 
 /* maps: also every attention map; maps < 0: the next token only (last position's logits) */
+static attn_pool *g_pool;
+
 static void bench(const char *name, const attn_gpt2_config *cfg, const float *params, int T,
                   int maps, int iters) {
     attn_gpt2_plan plan;
@@ -35,7 +39,7 @@ static void bench(const char *name, const attn_gpt2_config *cfg, const float *pa
     for (int run = 0; run < 5; run++) {
         double t0 = now_ms();
         for (int i = 0; i < iters; i++)
-            if (attn_gpt2_forward(&plan, params, idx, NULL, &out, &err)) {
+            if (attn_gpt2_forward(&plan, params, idx, g_pool, NULL, &out, &err)) {
                 fprintf(stderr, "%s: %s\n", name, err.message);
                 exit(1);
             }
@@ -47,7 +51,9 @@ static void bench(const char *name, const attn_gpt2_config *cfg, const float *pa
 }
 
 int main(int argc, char **argv) {
-    openblas_set_num_threads(argc > 1 ? atoi(argv[1]) : 1);
+    int threads = argc > 1 ? atoi(argv[1]) : 1;
+    openblas_set_num_threads(1);
+    g_pool = threads > 1 ? attn_pool_create(threads) : NULL;
     attn_gpt2_config cfg = {.vocab_size = 50257, .block_size = 1024, .n_layer = 12,
                             .n_head = 12, .n_embd = 768, .dropout = 0.1};
     attn_gpt2_plan plan;
@@ -66,5 +72,6 @@ int main(int argc, char **argv) {
     bench("gpt2_124m_t512_logits", &cfg, params, 512, 0, 1);
     bench("gpt2_124m_t512_logits+maps", &cfg, params, 512, 1, 1);
     free(params);
+    attn_pool_destroy(g_pool);
     return 0;
 }

@@ -482,8 +482,10 @@ typedef struct {
 /* model(idx) of gpt2_min.py: idx [B][T] token ids in [0, V). In training
  * mode dropout draws from rng in forward order (drop, then per block
  * attn.resid_drop and mlp.drop); rng NULL means a fresh process's generator.
+ * pool (may be NULL) shares the products with idle threads, split by fixed
+ * blocks of rows and columns: the same bits whatever the pool.
  * One work-space allocation here (plus the attention call's own per block). */
 int attn_gpt2_forward(const attn_gpt2_plan *plan, const float *params, const int32_t *idx,
-                      attn_rng *rng, attn_gpt2_outputs *out, attn_error *err);
+                      attn_pool *pool, attn_rng *rng, attn_gpt2_outputs *out, attn_error *err);
 
 #endif

@@ -12,7 +12,6 @@
 #include "layers.h"
 #include "linear.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -292,7 +291,7 @@ int attn_gpt2_params_check(const attn_gpt2_plan *p, const float *params, attn_er
 /* ==== Forward ============================================================= */
 
 int attn_gpt2_forward(const attn_gpt2_plan *p, const float *params, const int32_t *idx,
-                      attn_rng *rng, attn_gpt2_outputs *out, attn_error *err) {
+                      attn_pool *pool, attn_rng *rng, attn_gpt2_outputs *out, attn_error *err) {
     if (p == NULL || params == NULL || idx == NULL || out == NULL)
         return attn__fail(err, ATTN_ERR_ARG, "", "plan, params, idx and outputs are required");
     size_t BT = (size_t)p->B * (size_t)p->T, C = (size_t)p->C, BTC = BT * C;
@@ -326,7 +325,7 @@ int attn_gpt2_forward(const attn_gpt2_plan *p, const float *params, const int32_
         if (out->hidden_states) memcpy(out->hidden_states + (size_t)l * BTC, x, BTC * sizeof *x);
         /* x = x + attn(ln_1(x)) */
         attn__layernorm(h, x, params + o.ln1_w, params + o.ln1_b, BT, p->C);
-        attn_inputs in = {.x = h, .params = params + o.attn};
+        attn_inputs in = {.x = h, .params = params + o.attn, .pool = pool};
         attn_outputs ao = {.context = a, .context_heads = heads};
         if (out->attn_weights) ao.weights = out->attn_weights + (size_t)l * per_layer_attn;
         if ((rc = attn_forward(&p->attn, &p->attn_plan, &in, rng, &ao, err))) {
@@ -338,9 +337,11 @@ int attn_gpt2_forward(const attn_gpt2_plan *p, const float *params, const int32_
         attn__add(x, a, BTC);
         /* x = x + mlp(ln_2(x)): drop(proj(gelu(fc(x)))) */
         attn__layernorm(h, x, params + o.ln2_w, params + o.ln2_b, BT, p->C);
-        attn__linear(NULL, m, h, rows, p->C, 4 * p->C, params + o.fc_w, 0, params + o.fc_b);
-        attn__gelu(m, 4 * BTC, p->cfg.gelu);
-        attn__linear(NULL, a, m, rows, 4 * p->C, p->C, params + o.proj_w, 0, params + o.proj_b);
+        attn__linear_args fc = {.y = m, .x = h, .rows = rows, .in = p->C, .out = 4 * p->C,
+                                .w = params + o.fc_w, .bias = params + o.fc_b,
+                                .gelu = (int)p->cfg.gelu};
+        attn__linear_run(pool, &fc); /* gelu(fc(x)), block by block */
+        attn__linear(pool, a, m, rows, 4 * p->C, p->C, params + o.proj_w, 0, params + o.proj_b);
         if (p->dropout_active) attn__dropout(a, BTC, p->cfg.dropout, rng);
         attn__add(x, a, BTC);
     }
@@ -350,12 +351,15 @@ int attn_gpt2_forward(const attn_gpt2_plan *p, const float *params, const int32_
         if (out->hidden_states)
             memcpy(out->hidden_states + (size_t)p->n_layer * BTC, h, BTC * sizeof *h);
         size_t n_logits = out->last_only ? (size_t)p->B * (size_t)p->V : p->n_logits;
-        if (out->logits && out->last_only) /* rows T-1, 2T-1, ...: stride T*C */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, p->B, p->V, p->C, 1.0f,
-                        h + (size_t)(p->T - 1) * C, p->T * p->C, wte, p->C, 0.0f, out->logits,
-                        p->V);
-        else if (out->logits)
-            attn__linear(NULL, out->logits, h, rows, p->C, p->V, wte, 0, NULL);
+        /* lm_head (tied to wte); last_only: rows T-1, 2T-1, ... (stride T*C) */
+        attn__linear_args head = {.y = out->logits, .x = h, .rows = rows, .in = p->C, .out = p->V,
+                                  .w = wte, .gelu = ATTN__NO_GELU};
+        if (out->last_only) {
+            head.x = h + (size_t)(p->T - 1) * C;
+            head.ldx = p->T * p->C;
+            head.rows = p->B;
+        }
+        if (out->logits) attn__linear_run(pool, &head);
         if (!attn__all_finite(h, BTC) || (out->logits && !attn__all_finite(out->logits, n_logits)))
             rc = attn__fail(err, ATTN_ERR_NONFINITE, "params",
                             "the result overflowed float32: parameters are too large");

@@ -1,5 +1,6 @@
 /* layers.c - the non-attention layers of GPT-2: embedding lookup,
- * LayerNorm, GELU and dropout (nn.Linear is linear.c's attn__linear).
+ * LayerNorm and dropout (nn.Linear is linear.c's attn__linear, GELU vexp.c's
+ * attn__gelu_row, run on each block of the MLP's first product).
  * Kernels: they own no memory and never fail (the caller validated every
  * size and index). */
 #include "layers.h"
@@ -18,40 +19,43 @@ void attn__embed(float *x, const int32_t *idx, const float *wte, const float *wp
         }
 }
 
-void attn__layernorm(float *y, const float *x, const float *gamma, const float *beta, size_t rows,
-                     int C) {
-    for (size_t r = 0; r < rows; r++) {
-        const float *xr = x + r * (size_t)C;
-        float *yr = y + r * (size_t)C;
-        /* mean and biased variance in double: the result is within float
-         * rounding of PyTorch's vectorised Welford moments */
-        double sum = 0.0;
-        for (int c = 0; c < C; c++) sum += xr[c];
-        double mean = sum / C, var = 0.0;
-        for (int c = 0; c < C; c++) {
-            double d = xr[c] - mean;
-            var += d * d;
+#define LN_LANES 8
+
+/* One row: mean and biased variance in double, over LN_LANES partial sums
+ * combined in a fixed order (the compiler vectorises the lanes); the result
+ * is within float rounding of PyTorch's vectorised Welford moments. */
+static inline void layernorm_row(float *yr, const float *xr, const float *gamma, const float *beta,
+                          int C) {
+    double s[LN_LANES] = {0}, q[LN_LANES] = {0};
+    int c = 0;
+    for (; c + LN_LANES <= C; c += LN_LANES)
+        for (int l = 0; l < LN_LANES; l++) s[l] += xr[c + l];
+    for (int l = 0; c < C; c++, l++) s[l] += xr[c];
+    double sum = 0.0;
+    for (int l = 0; l < LN_LANES; l++) sum += s[l];
+    double mean = sum / C;
+    for (c = 0; c + LN_LANES <= C; c += LN_LANES)
+        for (int l = 0; l < LN_LANES; l++) {
+            double d = xr[c + l] - mean;
+            q[l] += d * d;
         }
-        var /= C;
-        double rstd = 1.0 / sqrt(var + 1e-5);
-        for (int c = 0; c < C; c++)
-            yr[c] = (float)((xr[c] - mean) * rstd) * gamma[c] + beta[c];
+    for (int l = 0; c < C; c++, l++) {
+        double d = xr[c] - mean;
+        q[l] += d * d;
     }
+    double var = 0.0;
+    for (int l = 0; l < LN_LANES; l++) var += q[l];
+    var /= C;
+    float m = (float)mean, rstd = (float)(1.0 / sqrt(var + 1e-5));
+    for (c = 0; c < C; c++) yr[c] = (xr[c] - m) * rstd * gamma[c] + beta[c];
 }
 
-void attn__gelu(float *x, size_t n, attn_gelu kind) {
-    if (kind == ATTN_GELU_TANH) {
-        const float k = 0.7978845608028654f; /* sqrt(2 / pi) */
-        for (size_t i = 0; i < n; i++) {
-            float v = x[i];
-            x[i] = 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
-        }
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        float v = x[i];
-        x[i] = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
-    }
+/* Clones for AVX-512, AVX2 and the baseline, picked once per process. */
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+void attn__layernorm(float *y, const float *x, const float *gamma, const float *beta, size_t rows,
+                     int C) {
+    for (size_t r = 0; r < rows; r++)
+        layernorm_row(y + r * (size_t)C, x + r * (size_t)C, gamma, beta, C);
 }
 
 void attn__dropout(float *x, size_t n, double p, attn_rng *rng) {

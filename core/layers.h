@@ -11,8 +11,6 @@ void attn__embed(float *x, const int32_t *idx, const float *wte, const float *wp
 /* y[rows][C] = nn.LayerNorm(C, eps=1e-5)(x); y may be x. */
 void attn__layernorm(float *y, const float *x, const float *gamma, const float *beta, size_t rows,
                      int C);
-/* x[n] = gelu(x) in place. */
-void attn__gelu(float *x, size_t n, attn_gelu kind);
 /* nn.Dropout(p) in training mode, in place: one Bernoulli draw per element
  * in order, kept values scaled by 1/(1-p); p >= 1 zeroes without drawing. */
 void attn__dropout(float *x, size_t n, double p, attn_rng *rng);

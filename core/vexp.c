@@ -1,4 +1,5 @@
-/* vexp.c - exp(x - shift) over a row, with its sum; row max; row scaling.
+/* vexp.c - exp(x - shift) over a row, with its sum; row max; row scaling;
+ * GPT-2's GELU (erf and tanh forms) over a row.
  *
  * Written as plain loops over blocks of LANES floats that GCC turns into
  * vector code; target_clones builds them for AVX-512, AVX2 and the baseline
@@ -75,4 +76,38 @@ CLONES float attn__exp_shifted(float *y, const float *x, float shift, int n) {
 
 CLONES void attn__scale_row(float *y, float a, int n) {
     for (int j = 0; j < n; j++) y[j] *= a;
+}
+
+/* F.gelu(x) as PyTorch 1.13's vectorised CPU kernel computes it:
+ * x * 0.5 * (1 + erf(x / sqrt 2)), erf by Abramowitz and Stegun 7.1.26
+ * (|error| < 1.5e-7), the polynomial ATen's Vectorized<float>::erf uses. */
+static inline float gelu_erf(float v) {
+    float z = v * 0.70710678118654752f;
+    float a = fabsf(z);
+    float t = 1.0f / (0.3275911f * a + 1.0f);
+    float r = 1.061405429f;
+    r = r * t + -1.453152027f;
+    r = r * t + 1.421413741f;
+    r = r * t + -0.284496736f;
+    r = r * t + 0.254829592f;
+    float e = exp_nonpos(-(z * z));
+    float erf_abs = 1.0f - (e * t) * r;
+    return v * 0.5f * (1.0f + copysignf(erf_abs, z));
+}
+
+/* gelu_new (Hugging Face's NewGELUActivation):
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), tanh(u) as
+ * sign(u) (1 - e) / (1 + e) with e = exp(-2|u|). */
+static inline float gelu_tanh(float v) {
+    float u = 0.7978845608028654f * (v + 0.044715f * (v * v * v));
+    float e = exp_nonpos(-2.0f * fabsf(u));
+    float th = copysignf((1.0f - e) / (1.0f + e), u);
+    return 0.5f * v * (1.0f + th);
+}
+
+CLONES void attn__gelu_row(float *x, int n, int tanh_form) {
+    if (tanh_form)
+        for (int j = 0; j < n; j++) x[j] = gelu_tanh(x[j]);
+    else
+        for (int j = 0; j < n; j++) x[j] = gelu_erf(x[j]);
 }

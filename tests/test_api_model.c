@@ -74,7 +74,7 @@ static void core_run_with(run *r, int B, int T, const int32_t *idx, uint64_t see
     ck_assert_int_eq(attn_gpt2_params_init(&r->plan, r->params, &rng, &err), ATTN_OK);
     attn_gpt2_outputs out = {.logits = r->logits, .attn_weights = maps ? r->attn : NULL,
                              .hidden_states = maps ? r->hidden : NULL};
-    ck_assert_int_eq(attn_gpt2_forward(&r->plan, r->params, idx, &rng, &out, &err), ATTN_OK);
+    ck_assert_int_eq(attn_gpt2_forward(&r->plan, r->params, idx, NULL, &rng, &out, &err), ATTN_OK);
 }
 
 static void core_run(run *r, int B, int T, const int32_t *idx, uint64_t seed, int training) {

@@ -246,7 +246,7 @@ START_TEST(golden_forward) {
     float *attn = malloc((plan.n_attn ? plan.n_attn : 1) * sizeof(float));
     ck_assert(logits && hidden && attn);
     attn_gpt2_outputs out = {.logits = logits, .hidden_states = hidden, .attn_weights = attn};
-    int rc = attn_gpt2_forward(&plan, g.params, g.idx, &rng, &out, &err);
+    int rc = attn_gpt2_forward(&plan, g.params, g.idx, NULL, &rng, &out, &err);
     ck_assert_msg(rc == ATTN_OK, "%s: %s (%s)", g.name, err.message, err.field);
     char r1[256], r2[256], r3[256];
     long bad_l = compare("logits", logits, g.logits, plan.n_logits, r1, sizeof r1);
@@ -259,14 +259,14 @@ START_TEST(golden_forward) {
     ck_assert_ptr_nonnull(logits2);
     if (!g.training) {
         attn_gpt2_outputs only = {.logits = logits2};
-        ck_assert_int_eq(attn_gpt2_forward(&plan, g.params, g.idx, NULL, &only, &err), ATTN_OK);
+        ck_assert_int_eq(attn_gpt2_forward(&plan, g.params, g.idx, NULL, NULL, &only, &err), ATTN_OK);
         /* without maps the attention takes its fused path: float rounding apart */
         char why1[256];
         ck_assert_msg(compare("logits only", logits2, logits, plan.n_logits, why1, sizeof why1) < 0,
                       "%s: %s", g.name, why1);
         /* last_only: the last position's rows, within float rounding (another sgemm shape) */
         attn_gpt2_outputs last = {.logits = logits2, .last_only = 1};
-        ck_assert_int_eq(attn_gpt2_forward(&plan, g.params, g.idx, NULL, &last, &err), ATTN_OK);
+        ck_assert_int_eq(attn_gpt2_forward(&plan, g.params, g.idx, NULL, NULL, &last, &err), ATTN_OK);
         for (int b = 0; b < g.B; b++) {
             const float *want = logits + ((size_t)b * g.T + (size_t)(g.T - 1)) * plan.V;
             char why2[256];
@@ -380,13 +380,13 @@ START_TEST(forward_errors) {
     float logits[3 * 10];
     attn_gpt2_outputs out = {.logits = logits};
     int32_t idx[3] = {1, 10, 2};
-    ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, &out, &err), ATTN_ERR_ARG);
+    ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_ERR_ARG);
     ck_assert_str_eq(err.field, "idx");
     ck_assert_ptr_nonnull(strstr(err.message, "idx[0][1] is 10"));
     idx[1] = -1;
-    ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, &out, &err), ATTN_ERR_ARG);
+    ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_ERR_ARG);
     idx[1] = 9;
-    ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, &out, &err), ATTN_OK);
+    ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_OK);
     /* a tril buffer that is not tril, and a NaN, are named */
     attn_param p;
     int found = 0;
@@ -424,7 +424,7 @@ START_TEST(no_layers) {
     float logits[2 * 10], hidden[2 * 8];
     int32_t idx[2] = {3, 4};
     attn_gpt2_outputs out = {.logits = logits, .hidden_states = hidden};
-    ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, &out, &err), ATTN_OK);
+    ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_OK);
     /* logits[t][v] = ln_f(x[t]) · wte[v] */
     for (int t = 0; t < 2; t++) {
         double dot = 0.0;
@@ -432,6 +432,51 @@ START_TEST(no_layers) {
         ck_assert_double_eq_tol(logits[t * 10 + 5], dot, 1e-5);
     }
     free(params);
+}
+END_TEST
+
+/* The compute pool changes which thread runs a block, never a bit: a model
+ * big enough for every product to be split (rows over 128, columns over 128,
+ * vocabulary over 128), every output, pools of 2 and 3 against none; eval,
+ * and training with dropout (the draws stay in order on the calling thread). */
+START_TEST(same_bits_any_pool) {
+    attn_gpt2_config c = {.vocab_size = 700, .block_size = 160, .n_layer = 2, .n_head = 4,
+                          .n_embd = 96, .dropout = 0.2, .gelu = (attn_gelu)(_i & 1)};
+    int training = _i >= 2, B = 2, T = 150;
+    attn_gpt2_plan plan;
+    attn_error err = {0};
+    ck_assert_int_eq(attn_gpt2_plan_make(&c, B, T, training, &plan, &err), ATTN_OK);
+    float *params = malloc(plan.n_params * sizeof(float));
+    int32_t *idx = malloc((size_t)B * T * sizeof *idx);
+    ck_assert(params && idx);
+    attn_rng rng;
+    attn_rng_seed(&rng, 11);
+    ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
+    for (int i = 0; i < B * T; i++) idx[i] = (int32_t)((i * 7919u) % 700u);
+    size_t n = plan.n_logits + plan.n_hidden + plan.n_attn;
+    float *want = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+    float *want_only = malloc(plan.n_logits * sizeof(float));
+    ck_assert(want && got && want_only);
+    for (int width = 1; width <= 3; width++) {
+        attn_pool *pool = width > 1 ? attn_pool_create(width) : NULL;
+        float *dst = width == 1 ? want : got;
+        attn_gpt2_outputs out = {.logits = dst, .hidden_states = dst + plan.n_logits,
+                                 .attn_weights = dst + plan.n_logits + plan.n_hidden};
+        attn_rng r;
+        attn_rng_seed(&r, 5);
+        ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, pool, &r, &out, &err), ATTN_OK);
+        if (width > 1) ck_assert_msg(memcmp(want, got, n * sizeof(float)) == 0, "pool of %d", width);
+        /* logits alone (the fused attention path) */
+        attn_gpt2_outputs only = {.logits = width == 1 ? want_only : got};
+        attn_rng_seed(&r, 5);
+        ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, pool, &r, &only, &err), ATTN_OK);
+        if (width > 1)
+            ck_assert_msg(memcmp(want_only, got, plan.n_logits * sizeof(float)) == 0,
+                          "logits only, pool of %d", width);
+        attn_pool_destroy(pool);
+    }
+    free(want_only);
+    free(want), free(got), free(params), free(idx);
 }
 END_TEST
 
@@ -472,6 +517,7 @@ static Suite *suite(void) {
     tcase_add_test(errors, forward_errors);
     tcase_add_test(errors, no_layers);
     tcase_add_test(errors, normal_small_cache);
+    tcase_add_loop_test(errors, same_bits_any_pool, 0, 4);
     suite_add_tcase(s, errors);
     return s;
 }
