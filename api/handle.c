@@ -240,7 +240,9 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
         goto done;
     }
     if (ep == API_EP_MODEL_GPT2) { /* a whole model, not a module: api/model.c */
-        ok = api__model_gpt2(&root, lim, reply, t0, &e) == 0;
+        int rc = api__model_gpt2(&root, lim, reply, t0, &e);
+        ok = rc == 0;
+        deferred = rc == 1;
         goto done;
     }
     if (api__request_parse(ep, root, lim, &rq, &e)) goto done;

@@ -52,7 +52,7 @@ static const char *const out_names[M_OUT_COUNT] = {
 static const char *const fields[] = {
     "vocab_size", "block_size", "n_layer", "n_head", "n_embd", "dropout", "activation",
     "init", "state_dict", "idx", "text", "tokenizer", "training", "dropout_seed", "return", "layers",
-    "precision", "output_format", "dtype", "model", NULL};
+    "precision", "output_format", "dtype", "model", "heads", "query_rows", "top_k", NULL};
 
 typedef struct {
     attn_gpt2_config cfg;
@@ -69,12 +69,14 @@ typedef struct {
     uint64_t dropout_seed;
     unsigned returns;          /* bits of M_OUT_* */
     int *layers, n_layers;     /* the layers whose maps are returned, increasing */
+    api_select sel;            /* heads, query_rows, top_k of those maps */
     api_fmt fmt;
 } model_rq;
 
 static void model_rq_free(model_rq *rq) {
     free(rq->idx);
     free(rq->layers);
+    api__select_free(&rq->sel);
 }
 
 /* ==== Fields ============================================================== */
@@ -140,7 +142,7 @@ static int check_fields(const json_t *root, api_err *e) {
         return api__fail(e, API_E_UNKNOWN_FIELD, echo,
                          "unknown field \"%s\" for /model/gpt2 (it takes GPTConfig's fields, "
                          "init or state_dict, or model; idx or text, tokenizer, training, "
-                         "dropout_seed, return, layers, "
+                         "dropout_seed, return, layers, heads, query_rows, top_k, "
                          "precision, output_format, dtype)", echo);
     }
     return 0;
@@ -345,9 +347,11 @@ static int read_layers(const json_t *root, model_rq *rq, api_err *e) {
     return 0;
 }
 
-/* output_format: no safetensors here (an Accept preferring octet-stream gets JSON). */
-static int read_options(const json_t *root, model_rq *rq, api_err *e) {
-    static const char *const formats[] = {"nested", "flat", "base64", NULL};
+/* output_format: nested, flat, base64 or safetensors (also from an Accept
+ * preferring application/octet-stream when the request names none); no
+ * images here. */
+static int read_options(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
+    static const char *const formats[] = {"nested", "flat", "base64", "safetensors", NULL};
     static const char *const dtypes[] = {"float32", "float16", NULL};
     int format = 0, half = 0;
     const json_t *tr = get(root, "training");
@@ -359,18 +363,21 @@ static int read_options(const json_t *root, model_rq *rq, api_err *e) {
         get_choice(root, "dtype", dtypes, &half, e) ||
         get_int(root, "precision", 1, 9, &rq->fmt.precision, 0, e))
         return -1;
+    if (get(root, "output_format") == NULL && lim && lim->prefer_safetensors)
+        format = API_FORMAT_SAFETENSORS;
     rq->fmt.format = (api_format)format;
     rq->fmt.flat = format == API_FORMAT_FLAT;
     rq->fmt.half = half;
-    if (half && format != API_FORMAT_BASE64)
+    if (half && format != API_FORMAT_BASE64 && format != API_FORMAT_SAFETENSORS)
         return api__fail(e, API_E_INVALID_ARGUMENT, "dtype",
-                         "dtype float16 is for binary replies: set output_format to \"base64\"");
+                         "dtype float16 is for binary replies: set output_format to \"base64\" "
+                         "or \"safetensors\"");
     const json_t *ds = get(root, "dropout_seed");
     if (ds) {
         if (get_seed(ds, "dropout_seed", &rq->dropout_seed, e)) return -1;
         rq->has_dropout_seed = 1;
     }
-    return 0;
+    return api__select_parse(root, &rq->sel, e);
 }
 
 static int read_params_source(const json_t *root, model_rq *rq, api_err *e) {
@@ -429,9 +436,24 @@ static int parse(const json_t *root, const api_limits *lim, model_rq *rq, api_er
         (model ? read_model(root, model, lim, rq, e) : read_config(root, rq, e)) ||
         read_tokenizer(root, lim, rq, e) ||
         (get(root, "text") ? read_text(root, lim, rq, e) : read_idx(root, rq, &budget, e)) ||
-        read_return(root, lim, rq, e) || read_layers(root, rq, e) || read_options(root, rq, e) ||
+        read_return(root, lim, rq, e) || read_layers(root, rq, e) || read_options(root, lim, rq, e) ||
         (!model && read_params_source(root, rq, e)))
         return -1;
+    /* the maps' selection against the model's heads and the tokens */
+    const api_select *sel = &rq->sel;
+    for (int i = 0; i < sel->n_heads; i++)
+        if (sel->heads[i] >= rq->cfg.n_head) {
+            char name[32];
+            snprintf(name, sizeof name, "heads[%d]", i);
+            return api__fail(e, API_E_INVALID_ARGUMENT, name,
+                             "head %d does not exist: this model has %d head%s (0 to %d)",
+                             sel->heads[i], rq->cfg.n_head, rq->cfg.n_head == 1 ? "" : "s",
+                             rq->cfg.n_head - 1);
+        }
+    if (sel->has_rows && sel->row_stop > rq->T)
+        return api__fail(e, API_E_INVALID_ARGUMENT, "query_rows",
+                         "query_rows [%d, %d] is beyond the %d query positions (0 to %d)",
+                         sel->row_start, sel->row_stop, rq->T, rq->T);
     return 0;
 }
 
@@ -502,6 +524,95 @@ static int read_state_dict(const json_t *sd, const attn_gpt2_plan *plan, float *
     return 0;
 }
 
+/* ==== The maps ============================================================ */
+
+/* attn_weights as the reply gives them: the layers of "layers", then the
+ * heads of "heads", the rows of "query_rows", and with "top_k" the k largest
+ * weights of each row (masked keys, above the causal diagonal, never chosen):
+ * [n_layers][B][Hs][R][cols]. */
+typedef struct {
+    float *values;      /* owned when selected; else the forward's own buffer */
+    int32_t *indices;   /* top-k: the key of each value, -1 = padding; else NULL */
+    int Hs, R, cols;
+    int owned;
+} model_maps;
+
+static int select_active(const model_rq *rq) {
+    return rq->sel.n_heads || rq->sel.has_rows || rq->sel.top_k;
+}
+
+static void maps_dims(const model_rq *rq, const attn_gpt2_plan *p, model_maps *m) {
+    const api_select *s = &rq->sel;
+    m->Hs = s->n_heads ? s->n_heads : p->H;
+    m->R = s->has_rows ? s->row_stop - s->row_start : p->T;
+    m->cols = s->top_k ? s->top_k : p->T;
+}
+
+/* Elements of the selected view (values, and indices with top-k). */
+static size_t maps_count(const model_rq *rq, const attn_gpt2_plan *p) {
+    model_maps m;
+    maps_dims(rq, p, &m);
+    size_t n = (size_t)rq->n_layers * (size_t)p->B * (size_t)m.Hs * (size_t)m.R * (size_t)m.cols;
+    return rq->sel.top_k ? 2 * n : n;
+}
+
+/* The view of attn [n_layer][B][H][T][T]: the selected layers moved together
+ * in place when nothing else is selected, else a new array. */
+static int maps_make(const model_rq *rq, const attn_gpt2_plan *p, float *attn, model_maps *m,
+                     api_err *e) {
+    size_t T = (size_t)p->T, per = (size_t)p->B * (size_t)p->H * T * T;
+    *m = (model_maps){0};
+    maps_dims(rq, p, m);
+    if (!select_active(rq)) {
+        for (int i = 0; i < rq->n_layers; i++)
+            if (rq->layers[i] != i)
+                memmove(attn + (size_t)i * per, attn + (size_t)rq->layers[i] * per,
+                        per * sizeof *attn);
+        m->values = attn;
+        return 0;
+    }
+    const api_select *s = &rq->sel;
+    int r0 = s->has_rows ? s->row_start : 0, k = s->top_k;
+    size_t panels = (size_t)rq->n_layers * (size_t)p->B * (size_t)m->Hs;
+    size_t n = panels * (size_t)m->R * (size_t)m->cols;
+    m->owned = 1;
+    m->values = malloc((n ? n : 1) * sizeof *m->values);
+    uint8_t *tril = NULL;
+    int *scratch = NULL;
+    if (k) {
+        m->indices = malloc((n ? n : 1) * sizeof *m->indices);
+        tril = malloc(T * T);
+        scratch = malloc(T * sizeof *scratch);
+    }
+    if (!m->values || (k && (!m->indices || !tril || !scratch))) {
+        free(tril), free(scratch);
+        return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the selected maps");
+    }
+    for (size_t i = 0; k && i < T; i++)
+        for (size_t j = 0; j < T; j++) tril[i * T + j] = j > i; /* 1 = masked out */
+    size_t at = 0, block = (size_t)m->R * (size_t)m->cols;
+    for (int li = 0; li < rq->n_layers; li++)
+        for (int b = 0; b < p->B; b++)
+            for (int hi = 0; hi < m->Hs; hi++, at += block) {
+                int h = s->n_heads ? s->heads[hi] : hi;
+                const float *src = attn + (size_t)rq->layers[li] * per +
+                                   (((size_t)b * (size_t)p->H + (size_t)h) * T + (size_t)r0) * T;
+                if (k)
+                    api__topk_f32(src, (size_t)m->R, p->T, tril + (size_t)r0 * T, T, k,
+                                  m->values + at, m->indices + at, scratch);
+                else
+                    memcpy(m->values + at, src, block * sizeof *src);
+            }
+    free(tril), free(scratch);
+    return 0;
+}
+
+static void maps_free(model_maps *m) {
+    if (m->owned) free(m->values);
+    free(m->indices);
+    *m = (model_maps){0};
+}
+
 /* ==== Reply =============================================================== */
 
 static void key(api_buf *b, const char *k, int first) {
@@ -547,14 +658,37 @@ static void tokens_out(api_buf *b, const model_rq *rq, const attn_gpt2_plan *p) 
     free(text);
 }
 
-/* logits: [B][T][V], or [B][V] (the last position) when the reply does not return them */
-static void respond(api_buf *b, const model_rq *rq, const attn_gpt2_plan *p, const float *logits,
-                    float *attn, const float *hidden, const api_reply *timing, int *nonfinite) {
-    const attn_gpt2_config *c = &rq->cfg;
+/* The GPTConfig used, and the activation, as a JSON object. */
+static void config_json(api_buf *b, const attn_gpt2_config *c) {
     /* dropout: the shortest of 15 or 17 digits that reads back (0.1, not 0.10000000000000001) */
     char drop[32];
     snprintf(drop, sizeof drop, "%.15g", c->dropout);
     if (strtod(drop, NULL) != c->dropout) snprintf(drop, sizeof drop, "%.17g", c->dropout);
+    api__buf_printf(b,
+                    "{\"vocab_size\":%d,\"block_size\":%d,\"n_layer\":%d,\"n_head\":%d,"
+                    "\"n_embd\":%d,\"dropout\":%s,\"activation\":\"%s\"}",
+                    c->vocab_size, c->block_size, c->n_layer, c->n_head, c->n_embd, drop,
+                    c->gelu == ATTN_GELU_TANH ? "gelu_new" : "gelu");
+}
+
+/* next[b]: argmax of the last position's logits, the first on ties (torch.argmax) */
+static void next_tokens(const model_rq *rq, const attn_gpt2_plan *p, const float *logits,
+                        int32_t *next) {
+    for (int bi = 0; bi < p->B; bi++) {
+        size_t at = rq->returns & 1u << M_OUT_LOGITS ? (size_t)bi * p->T + (size_t)(p->T - 1)
+                                                    : (size_t)bi;
+        const float *row = logits + at * (size_t)p->V;
+        int best = 0;
+        for (int v = 1; v < p->V; v++)
+            if (row[v] > row[best]) best = v;
+        next[bi] = best;
+    }
+}
+
+/* logits: [B][T][V], or [B][V] (the last position) when the reply does not return them */
+static void respond(api_buf *b, const model_rq *rq, const attn_gpt2_plan *p, const float *logits,
+                    const model_maps *maps, const float *hidden, const int32_t *next,
+                    const api_reply *timing, int *nonfinite) {
     key(b, "module", 1);
     api__buf_puts(b, "\"GPT2\"");
     if (rq->model) {
@@ -562,11 +696,7 @@ static void respond(api_buf *b, const model_rq *rq, const attn_gpt2_plan *p, con
         api__buf_json_string(b, rq->model->name);
     }
     key(b, "config", 0);
-    api__buf_printf(b,
-                    "{\"vocab_size\":%d,\"block_size\":%d,\"n_layer\":%d,\"n_head\":%d,"
-                    "\"n_embd\":%d,\"dropout\":%s,\"activation\":\"%s\"}",
-                    c->vocab_size, c->block_size, c->n_layer, c->n_head, c->n_embd, drop,
-                    c->gelu == ATTN_GELU_TANH ? "gelu_new" : "gelu");
+    config_json(b, &rq->cfg);
     key(b, "shape", 0);
     api__buf_printf(b, "{\"batch\":%d,\"tokens\":%d,\"head_dim\":%d}", p->B, p->T, p->C / p->H);
     if (rq->returns & 1u << M_OUT_IDX) {
@@ -590,37 +720,35 @@ static void respond(api_buf *b, const model_rq *rq, const attn_gpt2_plan *p, con
         emit(b, rq, logits, 0, NULL, 2, rest, nonfinite);
     }
     if (rq->returns & 1u << M_OUT_NEXT_TOKEN) {
-        /* argmax of the last position's logits, the first on ties (torch.argmax) */
         key(b, "next_token", 0);
         api__buf_puts(b, rq->batched ? "[" : "");
-        for (int bi = 0; bi < p->B; bi++) {
-            size_t at = rq->returns & 1u << M_OUT_LOGITS
-                            ? (size_t)bi * p->T + (size_t)(p->T - 1) : (size_t)bi;
-            const float *row = logits + at * (size_t)p->V;
-            int best = 0;
-            for (int v = 1; v < p->V; v++)
-                if (row[v] > row[best]) best = v;
-            api__buf_printf(b, bi ? ",%d" : "%d", best);
-        }
+        for (int bi = 0; bi < p->B; bi++) api__buf_printf(b, bi ? ",%d" : "%d", (int)next[bi]);
         api__buf_puts(b, rq->batched ? "]" : "");
     }
     if (rq->returns & 1u << M_OUT_ATTN_WEIGHTS) {
-        /* the selected layers moved together (increasing: in place) */
-        size_t per = (size_t)p->B * p->H * (size_t)p->T * p->T;
-        for (int i = 0; i < rq->n_layers; i++)
-            if (rq->layers[i] != i)
-                memmove(attn + (size_t)i * per, attn + (size_t)rq->layers[i] * per,
-                        per * sizeof *attn);
         key(b, "layers", 0);
         api__buf_puts(b, "[");
         for (int i = 0; i < rq->n_layers; i++) api__buf_printf(b, i ? ",%d" : "%d", rq->layers[i]);
         api__buf_puts(b, "]");
         key(b, "attn_weights", 0);
-        int lead[1] = {rq->n_layers}, rest[3] = {p->H, p->T, p->T};
-        if (rq->n_layers == 0) /* no layer (n_layer 0, or "layers": []): an empty list */
+        int lead[1] = {rq->n_layers}, rest[3] = {maps->Hs, maps->R, maps->cols};
+        if (maps->indices) { /* top_k: {"indices": ..., "values": ...} */
+            int shape[6], r = 0;
+            shape[r++] = rq->n_layers;
+            if (rq->batched) shape[r++] = rq->B;
+            for (int i = 0; i < 3; i++) shape[r++] = rest[i];
+            api__buf_puts(b, "{\"indices\":");
+            if (rq->n_layers == 0) api__buf_puts(b, "[]");
+            else api__emit_ints(b, maps->indices, r, shape, &rq->fmt);
+            api__buf_puts(b, ",\"values\":");
+            if (rq->n_layers == 0) api__buf_puts(b, "[]");
+            else emit(b, rq, maps->values, 1, lead, 3, rest, nonfinite);
+            api__buf_puts(b, "}");
+        } else if (rq->n_layers == 0) { /* no layer (n_layer 0, or "layers": []): an empty list */
             api__buf_puts(b, "[]");
-        else
-            emit(b, rq, attn, 1, lead, 3, rest, nonfinite);
+        } else {
+            emit(b, rq, maps->values, 1, lead, 3, rest, nonfinite);
+        }
     }
     if (rq->returns & 1u << M_OUT_HIDDEN_STATES) {
         key(b, "hidden_states", 0);
@@ -635,6 +763,79 @@ static void respond(api_buf *b, const model_rq *rq, const attn_gpt2_plan *p, con
     api__buf_puts(b, "}");
 }
 
+/* One tensor of a [lead...][B][rest...] output, without the B axis for a [T] request. */
+static api_st_entry *st_add(api_st_entry *t, int *n, const model_rq *rq, const char *name,
+                            api_st_kind kind, const void *data, int n_lead, const int *lead,
+                            int n_rest, const int *rest) {
+    api_st_entry *x = &t[(*n)++];
+    *x = (api_st_entry){.data = data, .kind = kind};
+    snprintf(x->name, sizeof x->name, "%s", name);
+    for (int i = 0; i < n_lead; i++) x->shape[x->rank++] = lead[i];
+    if (rq->batched) x->shape[x->rank++] = rq->B;
+    for (int i = 0; i < n_rest; i++) x->shape[x->rank++] = rest[i];
+    return x;
+}
+
+/* The reply as one safetensors file: idx and next_token (I32), logits,
+ * attn_weights ("attn_weights.values" and I32 ".indices" with top_k) and
+ * hidden_states; the config, shape, layers, model, tokens and timing as JSON
+ * strings in __metadata__. */
+static int respond_safetensors(api_buf *b, const model_rq *rq, const attn_gpt2_plan *p,
+                               const float *logits, const model_maps *maps, const float *hidden,
+                               const int32_t *next, const api_reply *timing, double t2,
+                               api_err *e) {
+    api_st_entry t[8];
+    int n = 0;
+    int T[1] = {p->T}, TV[2] = {p->T, p->V}, TC[2] = {p->T, p->C}, L[1] = {rq->n_layers};
+    int H1[1] = {p->n_layer + 1}, maps_rest[3] = {maps->Hs, maps->R, maps->cols};
+    if (rq->returns & 1u << M_OUT_IDX) st_add(t, &n, rq, "idx", API_ST_INT32, rq->idx, 0, NULL, 1, T);
+    if (rq->returns & 1u << M_OUT_LOGITS)
+        st_add(t, &n, rq, "logits", API_ST_FLOAT, logits, 0, NULL, 2, TV);
+    if (rq->returns & 1u << M_OUT_NEXT_TOKEN)
+        st_add(t, &n, rq, "next_token", API_ST_INT32, next, 0, NULL, 0, NULL);
+    if (rq->returns & 1u << M_OUT_ATTN_WEIGHTS) {
+        st_add(t, &n, rq, maps->indices ? "attn_weights.values" : "attn_weights", API_ST_FLOAT,
+               maps->values, 1, L, 3, maps_rest);
+        if (maps->indices)
+            st_add(t, &n, rq, "attn_weights.indices", API_ST_INT32, maps->indices, 1, L, 3,
+                   maps_rest);
+    }
+    if (rq->returns & 1u << M_OUT_HIDDEN_STATES)
+        st_add(t, &n, rq, "hidden_states", API_ST_FLOAT, hidden, 1, H1, 2, TC);
+    enum { M_CONFIG, M_SHAPE, M_LAYERS, M_MODEL, M_TOKENS, M_TIMING, M_N };
+    api_buf v[M_N] = {{0}};
+    api_st_meta m[M_N];
+    int n_meta = 0;
+    config_json(&v[M_CONFIG], &rq->cfg);
+    m[n_meta++] = (api_st_meta){"config", &v[M_CONFIG]};
+    api__buf_printf(&v[M_SHAPE], "{\"batch\":%d,\"tokens\":%d,\"head_dim\":%d}", p->B, p->T,
+                    p->C / p->H);
+    m[n_meta++] = (api_st_meta){"shape", &v[M_SHAPE]};
+    if (rq->returns & 1u << M_OUT_ATTN_WEIGHTS) {
+        api__buf_puts(&v[M_LAYERS], "[");
+        for (int i = 0; i < rq->n_layers; i++)
+            api__buf_printf(&v[M_LAYERS], i ? ",%d" : "%d", rq->layers[i]);
+        api__buf_puts(&v[M_LAYERS], "]");
+        m[n_meta++] = (api_st_meta){"layers", &v[M_LAYERS]};
+    }
+    if (rq->model) {
+        api__buf_json_string(&v[M_MODEL], rq->model->name);
+        m[n_meta++] = (api_st_meta){"model", &v[M_MODEL]};
+    }
+    if (rq->returns & 1u << M_OUT_TOKENS) {
+        tokens_out(&v[M_TOKENS], rq, p);
+        m[n_meta++] = (api_st_meta){"tokens", &v[M_TOKENS]};
+    }
+    if (rq->returns & 1u << M_OUT_TIMING) {
+        api__buf_printf(&v[M_TIMING], "{\"parse_ms\":%.3f,\"compute_ms\":%.3f,\"serialise_ms\":%.3f}",
+                        timing->ms_parse, timing->ms_compute, api__now_ms() - t2);
+        m[n_meta++] = (api_st_meta){"timing", &v[M_TIMING]};
+    }
+    int rc = api__safetensors_write(b, t, n, rq->fmt.half, "GPT2", m, n_meta, e);
+    for (int i = 0; i < M_N; i++) api_buf_free(&v[i]);
+    return rc;
+}
+
 /* ==== The request ========================================================= */
 
 /* Reply values per float in the JSON estimate (as handle.c counts them). */
@@ -646,6 +847,8 @@ int api__model_gpt2(json_t **root_ref, const api_limits *lim, api_reply *reply, 
     model_rq rq = {0};
     attn_gpt2_plan plan;
     float *params = NULL, *logits = NULL, *attn = NULL, *hidden = NULL;
+    int32_t *next = NULL;
+    model_maps maps = {0};
     attn_rng rng;
     attn_rng *rng_ptr = NULL;
     int rc = -1;
@@ -663,6 +866,13 @@ int api__model_gpt2(json_t **root_ref, const api_limits *lim, api_reply *reply, 
     if (rq.returns & 1u << M_OUT_ATTN_WEIGHTS) out_values += plan.n_attn;
     if (rq.returns & 1u << M_OUT_HIDDEN_STATES) out_values += plan.n_hidden;
     size_t need = plan.total_elements;
+    /* the selected maps are a copy (top_k: values and indices); their reply
+     * text is counted instead of the whole maps' */
+    if ((rq.returns & 1u << M_OUT_ATTN_WEIGHTS) && select_active(&rq)) {
+        size_t sel = maps_count(&rq, &plan);
+        out_values = out_values - plan.n_attn + sel;
+        need += sel;
+    }
     if (rq.model) need -= plan.n_params; /* loaded once at start, not per request */
     if (out_values > (max - (need < max ? need : max)) / REPLY_FLOATS_PER_VALUE || need > max) {
         api__fail(e, API_E_TOO_LARGE, NULL,
@@ -672,6 +882,12 @@ int api__model_gpt2(json_t **root_ref, const api_limits *lim, api_reply *reply, 
         goto done;
     }
     need += out_values * REPLY_FLOATS_PER_VALUE;
+    /* the work is about the parameters read per token: a loaded model's
+     * count too, though they are not allocated here */
+    if (lim && lim->defer_above && need + (rq.model ? plan.n_params : 0) > lim->defer_above) {
+        rc = 1; /* too big for the caller's thread: run it on a worker */
+        goto done;
+    }
     if (lim && lim->reserve) {
         char msg[256] = "no memory for this request now; retry later";
         if (lim->reserve(lim->reserve_ctx, need * sizeof(float), msg, sizeof msg) != 0) {
@@ -687,7 +903,8 @@ int api__model_gpt2(json_t **root_ref, const api_limits *lim, api_reply *reply, 
     if (rq.returns & 1u << M_OUT_ATTN_WEIGHTS)
         attn = malloc((plan.n_attn ? plan.n_attn : 1) * sizeof *attn);
     if (rq.returns & 1u << M_OUT_HIDDEN_STATES) hidden = malloc(plan.n_hidden * sizeof *hidden);
-    if ((!rq.model && !params) || !logits || ((rq.returns & 1u << M_OUT_ATTN_WEIGHTS) && !attn) ||
+    next = malloc((size_t)plan.B * sizeof *next);
+    if ((!rq.model && !params) || !logits || !next || ((rq.returns & 1u << M_OUT_ATTN_WEIGHTS) && !attn) ||
         ((rq.returns & 1u << M_OUT_HIDDEN_STATES) && !hidden)) {
         api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the model");
         goto done;
@@ -725,20 +942,32 @@ int api__model_gpt2(json_t **root_ref, const api_limits *lim, api_reply *reply, 
     double t2 = api__now_ms();
     reply->ms_compute = t2 - t1;
 
-    int nonfinite = 0;
-    if (api__buf_reserve(&reply->body, out_values * 10 + 512) == 0)
-        respond(&reply->body, &rq, &plan, logits, attn, hidden, reply, &nonfinite);
-    if (nonfinite) {
-        api__fail(e, API_E_INTERNAL_ERROR, NULL, "the result holds NaN or infinity");
+    next_tokens(&rq, &plan, logits, next);
+    if ((rq.returns & 1u << M_OUT_ATTN_WEIGHTS) && maps_make(&rq, &plan, attn, &maps, e))
         goto done;
-    }
-    if (reply->body.failed) {
-        api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");
-        goto done;
+    if (rq.fmt.format == API_FORMAT_SAFETENSORS) {
+        if (respond_safetensors(&reply->body, &rq, &plan, logits, &maps, hidden, next, reply, t2,
+                                e))
+            goto done;
+        reply->content_type = "application/octet-stream";
+    } else {
+        int nonfinite = 0;
+        if (api__buf_reserve(&reply->body, out_values * 10 + 512) == 0)
+            respond(&reply->body, &rq, &plan, logits, &maps, hidden, next, reply, &nonfinite);
+        if (nonfinite) {
+            api__fail(e, API_E_INTERNAL_ERROR, NULL, "the result holds NaN or infinity");
+            goto done;
+        }
+        if (reply->body.failed) {
+            api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");
+            goto done;
+        }
     }
     reply->ms_serialise = api__now_ms() - t2;
     rc = 0;
 done:
+    maps_free(&maps);
+    free(next);
     free(params);
     free(logits);
     free(attn);

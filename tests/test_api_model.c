@@ -217,6 +217,172 @@ START_TEST(training_dropout) {
 }
 END_TEST
 
+/* heads, query_rows and top_k cut the maps as slices and sorts of the full
+ * maps; top_k never picks a key after its query (the causal mask). */
+START_TEST(selection) {
+    int32_t idx[2 * 5] = {1, 5, 2, 10, 3, 0, 0, 3, 7, 9};
+    run r;
+    core_run(&r, 2, 5, idx, 8, 0);
+    const char *head = "{" CFG ",\"init\":{\"seed\":8},\"idx\":[[1,5,2,10,3],[0,0,3,7,9]],"
+                       "\"return\":[\"attn_weights\"],\"layers\":[1,2],";
+    char body[512];
+    snprintf(body, sizeof body, "%s\"heads\":[1],\"query_rows\":[2,5]}", head);
+    json_t *j = call(body, 200);
+    json_t *a = json_object_get(j, "attn_weights"); /* [2 layers][B 2][1 head][3 rows][5] */
+    ck_assert_int_eq(rank_of(a), 5);
+    float got[2 * 2 * 3 * 5];
+    ck_assert_uint_eq(flatten(a, got, 0), sizeof got / sizeof got[0]);
+    size_t at = 0;
+    for (int l = 1; l <= 2; l++)
+        for (int b = 0; b < 2; b++)
+            for (int q = 2; q < 5; q++)
+                for (int k = 0; k < 5; k++, at++)
+                    ck_assert(got[at] == r.attn[(((size_t)l * 2 + b) * 2 + 1) * 25 + q * 5 + k]);
+    json_decref(j);
+
+    snprintf(body, sizeof body, "%s\"top_k\":3}", head);
+    j = call(body, 200);
+    a = json_object_get(j, "attn_weights");
+    json_t *ind = json_object_get(a, "indices"), *val = json_object_get(a, "values");
+    ck_assert_int_eq(rank_of(ind), 5);
+    float vals[2 * 2 * 2 * 5 * 3], inds[2 * 2 * 2 * 5 * 3];
+    ck_assert_uint_eq(flatten(val, vals, 0), sizeof vals / sizeof vals[0]);
+    ck_assert_uint_eq(flatten(ind, inds, 0), sizeof inds / sizeof inds[0]);
+    at = 0;
+    for (int l = 1; l <= 2; l++)
+        for (int b = 0; b < 2; b++)
+            for (int h = 0; h < 2; h++)
+                for (int q = 0; q < 5; q++) {
+                    const float *row = r.attn + (((size_t)l * 2 + b) * 2 + h) * 25 + (size_t)q * 5;
+                    for (int k = 0; k < 3; k++, at++) {
+                        int i = (int)inds[at];
+                        if (k > q) { /* fewer than k keys visible: padding */
+                            ck_assert_int_eq(i, -1);
+                            ck_assert(vals[at] == 0.0f);
+                            continue;
+                        }
+                        ck_assert_msg(i >= 0 && i <= q, "key %d for query %d", i, q);
+                        ck_assert(vals[at] == row[i]);
+                        /* descending, and nothing visible left out is larger */
+                        if (k) ck_assert(vals[at] <= vals[at - 1]);
+                        for (int x = 0; x <= q; x++) {
+                            int taken = 0;
+                            for (int m = 0; m <= k; m++) taken |= (int)inds[at - k + m] == x;
+                            if (!taken) ck_assert(row[x] <= vals[at]);
+                        }
+                    }
+                }
+    json_decref(j);
+    /* out of range: the field is named */
+    static const char *const bad[][2] = {{"\"heads\":[2]", "heads[0]"},
+                                         {"\"query_rows\":[0,6]", "query_rows"},
+                                         {"\"top_k\":0", "top_k"},
+                                         {"\"cell\":4", "cell"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(body, sizeof body, "%s%s}", head, bad[i][0]);
+        j = call(body, 400);
+        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "field")),
+                         bad[i][1]);
+        json_decref(j);
+    }
+    run_free(&r);
+}
+END_TEST
+
+/* A little-endian u64 / i32 / f32 out of a byte string. */
+static uint64_t le64(const unsigned char *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+/* "output_format": "safetensors" (or Accept: application/octet-stream): one
+ * file whose tensors are the JSON reply's, metadata as JSON strings. */
+START_TEST(safetensors_reply) {
+    int32_t idx[3] = {4, 4, 9};
+    run r;
+    core_run(&r, 1, 3, idx, 7, 0);
+    for (int pass = 0; pass < 3; pass++) {
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{" CFG ",\"init\":{\"seed\":7},\"idx\":[4,4,9],%s\"return\":[\"idx\","
+                 "\"logits\",\"next_token\",\"attn_weights\",\"hidden_states\",\"timing\"],"
+                 "\"top_k\":%d}",
+                 pass == 1 ? "" : pass == 2 ? "\"output_format\":\"safetensors\",\"dtype\":\"float16\","
+                                            : "\"output_format\":\"safetensors\",",
+                 pass == 2 ? 2 : 3);
+        api_limits lim = {.max_elements = 50000000, .prefer_safetensors = pass == 1};
+        api_reply rep;
+        ck_assert_int_eq(api_handle(API_EP_MODEL_GPT2, body, strlen(body), &lim, &rep), 200);
+        ck_assert_str_eq(rep.content_type, "application/octet-stream");
+        const unsigned char *b = (const unsigned char *)rep.body.data;
+        uint64_t n = le64(b);
+        ck_assert(n % 8 == 0 && 8 + n <= rep.body.len);
+        json_error_t je;
+        json_t *h = json_loadb((const char *)b + 8, n, 0, &je);
+        ck_assert_msg(h != NULL, "header: %s", je.text);
+        json_t *meta = json_object_get(h, "__metadata__");
+        ck_assert_str_eq(json_string_value(json_object_get(meta, "module")), "GPT2");
+        json_t *cfg = json_loads(json_string_value(json_object_get(meta, "config")), 0, NULL);
+        ck_assert_int_eq(json_integer_value(json_object_get(cfg, "n_layer")), 3);
+        json_decref(cfg);
+        ck_assert_str_eq(json_string_value(json_object_get(meta, "layers")), "[0,1,2]");
+        const unsigned char *data = b + 8 + n;
+        /* logits: F32 [3][11] equal to core's bits, or F16 */
+        json_t *lg = json_object_get(h, "logits");
+        ck_assert_str_eq(json_string_value(json_object_get(lg, "dtype")), pass == 2 ? "F16" : "F32");
+        ck_assert_int_eq(json_array_size(json_object_get(lg, "shape")), 2);
+        size_t off = (size_t)json_integer_value(json_array_get(json_object_get(lg, "data_offsets"), 0));
+        if (pass < 2) {
+            ck_assert_int_eq(off % 4, 0);
+            ck_assert(memcmp(data + off, r.logits, 33 * sizeof(float)) == 0);
+        }
+        /* next_token: I32 rank 0, idx I32 [3] */
+        json_t *nt = json_object_get(h, "next_token");
+        ck_assert_str_eq(json_string_value(json_object_get(nt, "dtype")), "I32");
+        ck_assert_int_eq(json_array_size(json_object_get(nt, "shape")), 0);
+        json_t *ix = json_object_get(h, "idx");
+        off = (size_t)json_integer_value(json_array_get(json_object_get(ix, "data_offsets"), 0));
+        ck_assert_int_eq((int)le64(data + off) & 0xffff, 4); /* idx[0] = 4, idx[1] = 4 */
+        /* top-k maps: values and indices, [3 layers][2 heads][3][k] */
+        json_t *av = json_object_get(h, "attn_weights.values");
+        json_t *ai = json_object_get(h, "attn_weights.indices");
+        ck_assert_ptr_nonnull(av);
+        ck_assert_str_eq(json_string_value(json_object_get(ai, "dtype")), "I32");
+        ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(av, "shape"), 3)),
+                         pass == 2 ? 2 : 3);
+        ck_assert_ptr_nonnull(json_object_get(h, "hidden_states"));
+        ck_assert_ptr_nonnull(json_object_get(meta, "timing"));
+        json_decref(h);
+        api_buf_free(&rep.body);
+    }
+    /* float16 needs a binary format */
+    json_t *j = call("{" CFG ",\"init\":{\"seed\":7},\"idx\":[4],\"dtype\":\"float16\"}", 400);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "field")), "dtype");
+    json_decref(j);
+    run_free(&r);
+}
+END_TEST
+
+/* With defer_above (the server's inline path), a model that is more than a
+ * few thousand values is left for a worker: status 0, no body; a tiny one
+ * is answered. */
+START_TEST(deferred) {
+    api_limits lim = {.max_elements = 50000000, .defer_above = 16384};
+    api_reply rep;
+    const char *big = "{\"vocab_size\":500,\"block_size\":64,\"n_layer\":2,\"n_head\":2,"
+                      "\"n_embd\":32,\"init\":{\"seed\":1},\"idx\":[1,2,3]}";
+    ck_assert_int_eq(api_handle(API_EP_MODEL_GPT2, big, strlen(big), &lim, &rep), 0);
+    ck_assert_int_eq(rep.status, 0);
+    ck_assert_uint_eq(rep.body.len, 0);
+    api_buf_free(&rep.body);
+    const char *tiny = "{\"vocab_size\":10,\"block_size\":8,\"n_layer\":1,\"n_head\":2,"
+                       "\"n_embd\":4,\"init\":{\"seed\":1},\"idx\":[1,2,3]}";
+    ck_assert_int_eq(api_handle(API_EP_MODEL_GPT2, tiny, strlen(tiny), &lim, &rep), 200);
+    api_buf_free(&rep.body);
+}
+END_TEST
+
 /* n_layer 0 (or "layers": []): no maps, an empty list in every format */
 START_TEST(no_maps) {
     static const char *const formats[] = {"nested", "flat", "base64"};
@@ -328,7 +494,7 @@ static Suite *model_suite(void) {
     Suite *s = suite_create("api_model");
     const TTest *tests[] = {batched_every_output, unbatched_layers, state_dict_round_trip,
                             training_dropout, formats, no_maps, errors, document_example, path,
-                            NULL};
+                            selection, safetensors_reply, deferred, NULL};
     tcase_with(s, "gpt2", 30, tests);
     return s;
 }
