@@ -464,9 +464,17 @@ START_TEST(document_example) {
     json_error_t je;
     json_t *doc = json_loads(api_openapi_json(), 0, &je);
     ck_assert_ptr_nonnull(doc);
-    json_t *ex = json_object_get(json_object_get(json_object_get(json_object_get(json_object_get(
-        json_object_get(json_object_get(json_object_get(doc, "paths"), "/model/gpt2"), "post"),
-        "requestBody"), "content"), "application/json"), "examples"), "gpt2_seed");
+    /* the operation refers to components/requestBodies/Gpt2Request */
+    json_t *rb = json_object_get(json_object_get(json_object_get(json_object_get(doc, "paths"),
+                                                                 "/model/gpt2"), "post"),
+                                 "requestBody");
+    ck_assert_str_eq(json_string_value(json_object_get(rb, "$ref")),
+                     "#/components/requestBodies/Gpt2Request");
+    rb = json_object_get(json_object_get(json_object_get(doc, "components"), "requestBodies"),
+                         "Gpt2Request");
+    json_t *ex = json_object_get(json_object_get(json_object_get(json_object_get(rb, "content"),
+                                                                 "application/json"), "examples"),
+                                 "gpt2_seed");
     ck_assert_ptr_nonnull(ex);
     char *body = json_dumps(json_object_get(ex, "value"), JSON_COMPACT);
     json_t *j = call(body, 200);
