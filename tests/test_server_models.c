@@ -199,8 +199,10 @@ START_TEST(parameters_are_not_copied) {
     ck_assert_ptr_nonnull(f);
     fputs("5", f);
     ck_assert_int_eq(fclose(f), 0);
-    long before = status_kb(srv.pid, "VmRSS");
-    ck_assert_int_eq(status_kb(srv.pid, "VmHWM"), before);
+    /* the peak just after the reset: the resident memory then (an idle
+     * thread may have touched a page since, so not compared for equality) */
+    long before = status_kb(srv.pid, "VmHWM");
+    ck_assert_msg(before <= status_kb(srv.pid, "VmRSS") + 1024, "the peak was not reset");
     for (int i = 0; i < 16; i++) json_decref(post_json("/model/gpt2", body, 200));
     long peak = status_kb(srv.pid, "VmHWM");
     printf("resident %ld kB after loading a 64 MiB model; peak over 16 requests +%ld kB\n", before,
