@@ -9,17 +9,24 @@
 
 typedef struct {
     attn__linear_args a;
+    int cols;          /* the column block */
     long col_blocks;
 } linear_job;
+
+int attn__linear_cols(int out) {
+    int n = 2 * ((out + 1023) / 1024);
+    int w = (out + n - 1) / n;
+    return (w + 15) / 16 * 16;
+}
 
 static void linear_item(void *ctx, long item, int slot) {
     (void)slot;
     const linear_job *j = ctx;
     const attn__linear_args *a = &j->a;
     int r0 = (int)(item / j->col_blocks) * ATTN__LINEAR_ROWS;
-    int c0 = (int)(item % j->col_blocks) * ATTN__LINEAR_COLS;
+    int c0 = (int)(item % j->col_blocks) * j->cols;
     int rows = a->rows - r0 < ATTN__LINEAR_ROWS ? a->rows - r0 : ATTN__LINEAR_ROWS;
-    int cols = a->out - c0 < ATTN__LINEAR_COLS ? a->out - c0 : ATTN__LINEAR_COLS;
+    int cols = a->out - c0 < j->cols ? a->out - c0 : j->cols;
     float *y = a->y + (size_t)r0 * (size_t)a->ldy + (size_t)c0;
     float beta = 0.0f;
     if (a->bias) {
@@ -39,7 +46,8 @@ void attn__linear_run(attn_pool *pool, const attn__linear_args *args) {
     linear_job j = {.a = *args};
     if (j.a.ldy == 0) j.a.ldy = j.a.out;
     if (j.a.ldx == 0) j.a.ldx = j.a.in;
-    j.col_blocks = (j.a.out + ATTN__LINEAR_COLS - 1) / ATTN__LINEAR_COLS;
+    j.cols = attn__linear_cols(j.a.out);
+    j.col_blocks = (j.a.out + j.cols - 1) / j.cols;
     long items = (j.a.rows + ATTN__LINEAR_ROWS - 1) / ATTN__LINEAR_ROWS * j.col_blocks;
     double flops = 2.0 * j.a.rows * (double)j.a.in * j.a.out;
     attn__parallel(pool, items, flops > 4e6, linear_item, &j);

@@ -5,13 +5,19 @@
 
 #include "attention.h"
 
-/* An item is a block of at most ATTN__LINEAR_ROWS rows by ATTN__LINEAR_COLS
- * output columns: fixed, so the split never depends on the thread count.
- * Columns are split too so that one short sequence (T = 128: one row block)
- * still gives every thread work; each output element is one sgemm's dot
- * product over `in` either way. */
+/* An item is a block of at most ATTN__LINEAR_ROWS rows by attn__linear_cols
+ * output columns: fixed by the shapes, so the split never depends on the
+ * thread count. Columns are split too so that one short sequence (T = 128:
+ * one row block) still gives every thread work; each output element is one
+ * sgemm's dot product over `in` either way (OpenBLAS gives the same bits
+ * split or not). */
 #define ATTN__LINEAR_ROWS 128
-#define ATTN__LINEAR_COLS 128
+
+/* The column block of a product with `out` columns: an even number of
+ * blocks of at most about 512 columns (2 * ceil(out / 1024)), a multiple of
+ * 16 wide. Wider blocks pack the rows fewer times (OpenBLAS packs its A per
+ * call); an even count keeps two threads busy to the end. */
+int attn__linear_cols(int out);
 
 /* No activation after the product (attn__linear_args.gelu). */
 #define ATTN__NO_GELU (-1)

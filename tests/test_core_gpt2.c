@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "core/attention.h"
+#include "core/vexp.h"
 #include "tests/support/check_main.h"
 
 #include <cblas.h> /* openblas_set_num_threads */
@@ -435,9 +436,35 @@ START_TEST(no_layers) {
 }
 END_TEST
 
+/* The vectorised GELU against the formulas in double: F.gelu's erf form
+ * (Abramowitz and Stegun's erf, as PyTorch's kernel) and gelu_new's tanh,
+ * over [-12, 12] and a few extremes, within 2e-7 per unit of |x|. */
+START_TEST(gelu_forms) {
+    enum { N = 4801 + 6 };
+    static float x[N], y[N];
+    for (int i = 0; i < 4801; i++) x[i] = -12.0f + (float)i * 0.005f;
+    const float extreme[6] = {-1e30f, -100.0f, -1e-30f, 1e-30f, 100.0f, 1e30f};
+    for (int i = 0; i < 6; i++) x[4801 + i] = extreme[i];
+    for (int form = 0; form < 2; form++) {
+        memcpy(y, x, sizeof x);
+        attn__gelu_row(y, N, form);
+        for (int i = 0; i < N; i++) {
+            double v = x[i], want;
+            if (form == 0)
+                want = 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
+            else
+                want = 0.5 * v * (1.0 + tanh(sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+            double tol = 2e-7 * (fabs(v) > 1.0 ? fabs(v) : 1.0);
+            ck_assert_msg(isfinite(y[i]) && fabs(y[i] - want) <= tol,
+                          "form %d: gelu(%.9g) = %.9g, expected %.9g", form, v, (double)y[i], want);
+        }
+    }
+}
+END_TEST
+
 /* The compute pool changes which thread runs a block, never a bit: a model
- * big enough for every product to be split (rows over 128, columns over 128,
- * vocabulary over 128), every output, pools of 2 and 3 against none; eval,
+ * big enough for every product to be split (rows over 128, two column blocks
+ * at least), every output, pools of 2 and 3 against none; eval,
  * and training with dropout (the draws stay in order on the calling thread). */
 START_TEST(same_bits_any_pool) {
     attn_gpt2_config c = {.vocab_size = 700, .block_size = 160, .n_layer = 2, .n_head = 4,
@@ -517,6 +544,7 @@ static Suite *suite(void) {
     tcase_add_test(errors, forward_errors);
     tcase_add_test(errors, no_layers);
     tcase_add_test(errors, normal_small_cache);
+    tcase_add_test(errors, gelu_forms);
     tcase_add_loop_test(errors, same_bits_any_pool, 0, 4);
     suite_add_tcase(s, errors);
     return s;
