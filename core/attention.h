@@ -370,6 +370,10 @@ typedef struct {
     const uint8_t *key_padding_mask; /* [B][S]; 1 = padding, not attended */
     attn_pool *pool;       /* threads that may share the work (attn_pool_create);
                               NULL = the calling thread alone. Same results either way */
+    int params_checked;    /* 1: the caller knows params are finite (checked once for many
+                              calls, as GPT-2's blocks are): the O(n_params) check is
+                              skipped. A NaN would still make the result non-finite, which
+                              is an error either way */
 } attn_inputs;
 
 /* Where results go. Every pointer may be NULL (not wanted); the caller owns
@@ -483,7 +487,10 @@ typedef struct {
  * mode dropout draws from rng in forward order (drop, then per block
  * attn.resid_drop and mlp.drop); rng NULL means a fresh process's generator.
  * pool (may be NULL) shares the products with idle threads, split by fixed
- * blocks of rows and columns: the same bits whatever the pool.
+ * blocks of rows and columns: the same bits whatever the pool. params must
+ * be finite: made by attn_gpt2_params_init, or passed by
+ * attn_gpt2_params_check once (they are not checked again per block; a
+ * result beyond float32 is still an ATTN_ERR_NONFINITE).
  * One work-space allocation here (plus the attention call's own per block). */
 int attn_gpt2_forward(const attn_gpt2_plan *plan, const float *params, const int32_t *idx,
                       attn_pool *pool, attn_rng *rng, attn_gpt2_outputs *out, attn_error *err);

@@ -325,7 +325,9 @@ int attn_gpt2_forward(const attn_gpt2_plan *p, const float *params, const int32_
         if (out->hidden_states) memcpy(out->hidden_states + (size_t)l * BTC, x, BTC * sizeof *x);
         /* x = x + attn(ln_1(x)) */
         attn__layernorm(h, x, params + o.ln1_w, params + o.ln1_b, BT, p->C);
-        attn_inputs in = {.x = h, .params = params + o.attn, .pool = pool};
+        /* the attention's parameters are not checked per call: a NaN there
+         * reaches h, which is checked at the end */
+        attn_inputs in = {.x = h, .params = params + o.attn, .pool = pool, .params_checked = 1};
         attn_outputs ao = {.context = a, .context_heads = heads};
         if (out->attn_weights) ao.weights = out->attn_weights + (size_t)l * per_layer_attn;
         if ((rc = attn_forward(&p->attn, &p->attn_plan, &in, rng, &ao, err))) {
@@ -350,7 +352,6 @@ int attn_gpt2_forward(const attn_gpt2_plan *p, const float *params, const int32_
         attn__layernorm(h, x, ln_f, ln_f + C, BT, p->C);
         if (out->hidden_states)
             memcpy(out->hidden_states + (size_t)p->n_layer * BTC, h, BTC * sizeof *h);
-        size_t n_logits = out->last_only ? (size_t)p->B * (size_t)p->V : p->n_logits;
         /* lm_head (tied to wte); last_only: rows T-1, 2T-1, ... (stride T*C) */
         attn__linear_args head = {.y = out->logits, .x = h, .rows = rows, .in = p->C, .out = p->V,
                                   .w = wte, .gelu = ATTN__NO_GELU};
@@ -359,8 +360,10 @@ int attn_gpt2_forward(const attn_gpt2_plan *p, const float *params, const int32_
             head.ldx = p->T * p->C;
             head.rows = p->B;
         }
+        int bad_logits = 0; /* checked by the blocks of lm_head */
+        head.nonfinite = &bad_logits;
         if (out->logits) attn__linear_run(pool, &head);
-        if (!attn__all_finite(h, BTC) || (out->logits && !attn__all_finite(out->logits, n_logits)))
+        if (!attn__all_finite(h, BTC) || bad_logits)
             rc = attn__fail(err, ATTN_ERR_NONFINITE, "params",
                             "the result overflowed float32: parameters are too large");
     }

@@ -1,5 +1,6 @@
 /* linear.c - a projection as blocks of rows and columns, one cblas_sgemm per
  * block, with GPT-2's GELU applied to each block while it is in cache. */
+#include "internal.h"
 #include "linear.h"
 #include "parallel.h"
 #include "vexp.h"
@@ -40,6 +41,12 @@ static void linear_item(void *ctx, long item, int slot) {
                 a->w_is_in_out ? a->out : a->in, beta, y, a->ldy);
     if (a->gelu != ATTN__NO_GELU)
         for (int r = 0; r < rows; r++) attn__gelu_row(y + (size_t)r * (size_t)a->ldy, cols, a->gelu);
+    if (a->nonfinite)
+        for (int r = 0; r < rows; r++)
+            if (!attn__all_finite(y + (size_t)r * (size_t)a->ldy, (size_t)cols)) {
+                __atomic_store_n(a->nonfinite, 1, __ATOMIC_RELAXED);
+                break;
+            }
 }
 
 void attn__linear_run(attn_pool *pool, const attn__linear_args *args) {

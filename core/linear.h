@@ -32,6 +32,8 @@ typedef struct {
     int w_is_in_out;
     const float *bias;   /* [out] or NULL */
     int gelu;            /* ATTN__NO_GELU, or an attn_gelu applied to each result */
+    int *nonfinite;      /* if not NULL: set to 1 (atomically) when a result is NaN or
+                            infinite, checked block by block while in cache */
 } attn__linear_args;
 
 /* y = x · Wᵀ + b (then GELU), by items split over pool. */

@@ -408,6 +408,60 @@ START_TEST(forward_errors) {
 }
 END_TEST
 
+/* Results beyond float32 are errors, not NaN in the outputs: logits that
+ * overflow (found by lm_head's blocks), a NaN weight of the MLP (it reaches
+ * the hidden state); a NaN attention weight is attn_gpt2_params_check's to
+ * find (the forward does not check the parameters per block). */
+START_TEST(nonfinite_results) {
+    attn_gpt2_plan plan;
+    attn_error err = {0};
+    ck_assert_int_eq(attn_gpt2_plan_make(&SMALL, 1, 3, 0, &plan, &err), ATTN_OK);
+    float *params = malloc(plan.n_params * sizeof *params);
+    float *logits = malloc(plan.n_logits * sizeof *logits);
+    ck_assert(params && logits);
+    attn_rng rng;
+    attn_rng_seed(&rng, 4);
+    ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
+    int32_t idx[3] = {1, 2, 3};
+    attn_gpt2_outputs out = {.logits = logits};
+    /* wte x 1e20 and ln_f.weight 1e20: h about 1e20, logits about 1e40 */
+    size_t VC = (size_t)plan.V * (size_t)plan.C;
+    float *ln_f = params + plan.n_params - 2 * (size_t)plan.C;
+    for (int last = 0; last < 2; last++) {
+        out.last_only = last;
+        for (size_t i = 0; i < VC; i++) params[i] *= 1e20f;
+        for (int c = 0; c < plan.C; c++) ln_f[c] = 1e20f;
+        ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err),
+                         ATTN_ERR_NONFINITE);
+        for (size_t i = 0; i < VC; i++) params[i] /= 1e20f;
+        for (int c = 0; c < plan.C; c++) ln_f[c] = 1.0f;
+        ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_OK);
+    }
+    attn_param p;
+    for (int i = 0; i < plan.param_count; i++) {
+        attn_gpt2_param_get(&plan, i, &p);
+        if (strcmp(p.name, "h.0.attn.c_attn.weight") == 0) break;
+    }
+    ck_assert_str_eq(p.name, "h.0.attn.c_attn.weight");
+    /* a NaN weight is found by the check the forward's callers make once
+     * (attn_gpt2_params_check), named */
+    params[p.offset + 5] = NAN;
+    ck_assert_int_eq(attn_gpt2_params_check(&plan, params, &err), ATTN_ERR_NONFINITE);
+    ck_assert_str_eq(err.field, "state_dict.h.0.attn.c_attn.weight");
+    /* one in the MLP reaches the hidden state, which the forward checks */
+    params[p.offset + 5] = 0.5f;
+    for (int i = 0; i < plan.param_count; i++) {
+        attn_gpt2_param_get(&plan, i, &p);
+        if (strcmp(p.name, "h.1.mlp.fc.weight") == 0) break;
+    }
+    params[p.offset + 3] = NAN;
+    ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err),
+                     ATTN_ERR_NONFINITE);
+    free(params);
+    free(logits);
+}
+END_TEST
+
 /* n_layer 0 is a valid GPT2: embeddings, ln_f, tied head. */
 START_TEST(no_layers) {
     attn_gpt2_config c = SMALL;
@@ -543,6 +597,7 @@ static Suite *suite(void) {
     tcase_add_test(errors, plan_errors);
     tcase_add_test(errors, forward_errors);
     tcase_add_test(errors, no_layers);
+    tcase_add_test(errors, nonfinite_results);
     tcase_add_test(errors, normal_small_cache);
     tcase_add_test(errors, gelu_forms);
     tcase_add_loop_test(errors, same_bits_any_pool, 0, 4);
