@@ -320,6 +320,8 @@ void attn_rng_seed(attn_rng *rng, uint64_t seed);
 uint32_t attn_rng_u32(attn_rng *rng);
 /* torch.rand / Tensor.uniform_(from, to) for float32: one 32-bit draw. */
 float attn_rng_uniform(attn_rng *rng, float from, float to);
+/* n such draws into x, the same values as n calls (a block at a time). */
+void attn_rng_uniform_fill(attn_rng *rng, float *x, size_t n, float from, float to);
 /* One Bernoulli(keep_p) draw as nn.Dropout makes it: one 64-bit draw. */
 int attn_rng_bernoulli(attn_rng *rng, double keep_p);
 
