@@ -355,6 +355,15 @@ typedef struct attn_pool attn_pool;
 attn_pool *attn_pool_create(int threads);
 /* Joins the threads and frees the pool; no call may be using it. Accepts NULL. */
 void attn_pool_destroy(attn_pool *pool);
+/* How many threads may run one call's items at once (1 for NULL). */
+int attn_pool_width(const attn_pool *pool);
+/* The pool for work outside attention (a caller's serialisation, say): runs
+ * fn(ctx, item, slot) for every item in [0, n_items) on the calling thread
+ * and on idle pool threads, and returns when all are done. `slot`, below
+ * attn_pool_width, is private to the item while it runs. NULL pool: the
+ * items run in order on the calling thread. */
+void attn_pool_run(attn_pool *pool, long n_items, void (*fn)(void *ctx, long item, int slot),
+                   void *ctx);
 
 /* ==== Forward ============================================================ */
 
