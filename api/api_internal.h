@@ -100,6 +100,7 @@ typedef struct {
     int flat;       /* {"shape":[...],"data":[...]} instead of nested arrays */
     api_format format;
     int half;       /* "dtype": "float16" (binary formats only) */
+    struct attn_pool *pool; /* threads that may share the text of a large tensor; NULL = one */
 } api_fmt;
 
 #define API_MAX_RANK 4

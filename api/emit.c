@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* One row of floats: "v,v,...,v" without brackets. */
@@ -171,6 +172,95 @@ static int has_nan_or_inf(const float *x, size_t n) {
     return 0;
 }
 
+/* ---- large tensors as text, on several threads --------------------------
+ *
+ * Printing floats is most of the time of a large JSON reply. The rows are
+ * cut into pieces of about PIECE_VALUES values; a wave of pieces is printed
+ * by the pool's threads, each into its own buffer, and the walk then copies
+ * the rows in order. A wave is a few pieces per thread, so the extra memory
+ * stays around a megabyte whatever the tensor. The text is the same bytes
+ * as one thread writes. */
+
+#define PAR_MIN_VALUES 65536 /* below this, one thread prints the tensor */
+#define PIECE_VALUES 16384
+#define PIECES_PER_THREAD 4
+
+typedef struct {
+    api_buf text;   /* the piece's rows, one after another */
+    size_t *ends;   /* where each row's text ends */
+    int nonfinite;
+} piece;
+
+typedef struct {
+    const float *x;
+    const api_fmt *f;
+    size_t width, rows, rows_per_piece, n_pieces;
+    size_t first, count; /* the wave printed: pieces [first, first + count) */
+    size_t window;       /* pieces per wave */
+    piece *pieces;       /* [window] */
+    int *nonfinite;
+} par_ctx;
+
+static void print_piece(void *ctx, long item, int slot) {
+    (void)slot;
+    par_ctx *c = ctx;
+    piece *p = &c->pieces[item];
+    size_t r0 = (c->first + (size_t)item) * c->rows_per_piece;
+    size_t r1 = r0 + c->rows_per_piece < c->rows ? r0 + c->rows_per_piece : c->rows;
+    p->text.len = 0;
+    p->nonfinite = 0;
+    for (size_t r = r0; r < r1 && !p->text.failed; r++) {
+        floats_row(&p->text, c->x + r * c->width, c->width, c->f, &p->nonfinite);
+        p->ends[r - r0] = p->text.len;
+    }
+}
+
+static void par_row(api_buf *b, size_t row, size_t width, void *ctx) {
+    (void)width;
+    par_ctx *c = ctx;
+    size_t k = row / c->rows_per_piece;
+    if (k >= c->first + c->count) { /* the walk is past this wave: print the next */
+        c->first = k;
+        c->count = c->n_pieces - k < c->window ? c->n_pieces - k : c->window;
+        attn_pool_run(c->f->pool, (long)c->count, print_piece, c);
+    }
+    const piece *p = &c->pieces[k - c->first];
+    if (p->text.failed || p->nonfinite) {
+        if (p->nonfinite) *c->nonfinite = 1;
+        b->failed = 1;
+        return;
+    }
+    size_t j = row - k * c->rows_per_piece, start = j ? p->ends[j - 1] : 0;
+    api__buf_put(b, p->text.data + start, p->ends[j] - start);
+}
+
+/* 0 if the tensor was written on several threads; -1 if that is not worth it
+ * or its buffers cannot be had (the caller then prints it alone). */
+static int emit_floats_parallel(api_buf *b, const float *x, int rank, const int *shape,
+                                const api_fmt *f, int *nonfinite) {
+    int threads = attn_pool_width(f->pool);
+    if (threads < 2 || rank == 0) return -1;
+    par_ctx c = {.x = x, .f = f, .width = (size_t)shape[rank - 1], .rows = 1,
+                 .nonfinite = nonfinite};
+    for (int d = 0; d + 1 < rank; d++) c.rows *= (size_t)shape[d];
+    if (c.width == 0 || c.rows * c.width < PAR_MIN_VALUES) return -1;
+    c.rows_per_piece = c.width >= PIECE_VALUES ? 1 : PIECE_VALUES / c.width;
+    c.n_pieces = (c.rows + c.rows_per_piece - 1) / c.rows_per_piece;
+    c.window = (size_t)threads * PIECES_PER_THREAD;
+    if (c.window > c.n_pieces) c.window = c.n_pieces;
+    c.pieces = calloc(c.window, sizeof *c.pieces);
+    int ok = c.pieces != NULL;
+    for (size_t i = 0; ok && i < c.window; i++)
+        ok = (c.pieces[i].ends = malloc(c.rows_per_piece * sizeof *c.pieces[i].ends)) != NULL;
+    if (ok) walk(b, rank, shape, f, par_row, &c);
+    for (size_t i = 0; c.pieces && i < c.window; i++) {
+        free(c.pieces[i].ends);
+        api_buf_free(&c.pieces[i].text);
+    }
+    free(c.pieces);
+    return ok ? 0 : -1;
+}
+
 void api__emit_floats(api_buf *b, const float *x, int rank, const int *shape, const api_fmt *f,
                       int *nonfinite) {
     if (f->format == API_FORMAT_BASE64 || f->format == API_FORMAT_SAFETENSORS) {
@@ -184,6 +274,7 @@ void api__emit_floats(api_buf *b, const float *x, int rank, const int *shape, co
         return;
     }
     int dummy = 0;
+    if (emit_floats_parallel(b, x, rank, shape, f, nonfinite ? nonfinite : &dummy) == 0) return;
     row_ctx c = {.x = x, .f = f, .nonfinite = nonfinite ? nonfinite : &dummy};
     walk(b, rank, shape, f, float_row, &c);
 }

@@ -246,6 +246,7 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
         goto done;
     }
     if (api__request_parse(ep, root, lim, &rq, &e)) goto done;
+    rq.fmt.pool = lim ? lim->compute : NULL; /* large tensors' text on several threads */
 
     attn_plan plan;
     attn_error ae = {0};

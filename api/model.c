@@ -365,6 +365,7 @@ static int read_options(const json_t *root, const api_limits *lim, model_rq *rq,
         return -1;
     if (get(root, "output_format") == NULL && lim && lim->prefer_safetensors)
         format = API_FORMAT_SAFETENSORS;
+    rq->fmt.pool = lim ? lim->compute : NULL; /* a large tensor's text over the pool */
     rq->fmt.format = (api_format)format;
     rq->fmt.flat = format == API_FORMAT_FLAT;
     rq->fmt.half = half;

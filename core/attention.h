@@ -320,6 +320,8 @@ void attn_rng_seed(attn_rng *rng, uint64_t seed);
 uint32_t attn_rng_u32(attn_rng *rng);
 /* torch.rand / Tensor.uniform_(from, to) for float32: one 32-bit draw. */
 float attn_rng_uniform(attn_rng *rng, float from, float to);
+/* n such draws into x, the same values as n calls (a block at a time). */
+void attn_rng_uniform_fill(attn_rng *rng, float *x, size_t n, float from, float to);
 /* One Bernoulli(keep_p) draw as nn.Dropout makes it: one 64-bit draw. */
 int attn_rng_bernoulli(attn_rng *rng, double keep_p);
 
@@ -353,6 +355,15 @@ typedef struct attn_pool attn_pool;
 attn_pool *attn_pool_create(int threads);
 /* Joins the threads and frees the pool; no call may be using it. Accepts NULL. */
 void attn_pool_destroy(attn_pool *pool);
+/* How many threads may run one call's items at once (1 for NULL). */
+int attn_pool_width(const attn_pool *pool);
+/* The pool for work outside attention (a caller's serialisation, say): runs
+ * fn(ctx, item, slot) for every item in [0, n_items) on the calling thread
+ * and on idle pool threads, and returns when all are done. `slot`, below
+ * attn_pool_width, is private to the item while it runs. NULL pool: the
+ * items run in order on the calling thread. */
+void attn_pool_run(attn_pool *pool, long n_items, void (*fn)(void *ctx, long item, int slot),
+                   void *ctx);
 
 /* ==== Forward ============================================================ */
 

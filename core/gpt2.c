@@ -211,29 +211,15 @@ static void fill(float *x, size_t n, float v) {
     for (size_t i = 0; i < n; i++) x[i] = v;
 }
 
-/* Tensor.uniform_(from, to) on n floats: attn_rng_uniform's draws, in one
- * loop the compiler may give the FMA instruction (two versions, the loader
- * picks; fmaf is exact either way, so the bits are the same). */
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-__attribute__((target_clones("fma", "default")))
-#endif
-static void uniform_fill(float *x, size_t n, float from, float to, attn_rng *rng) {
-    float span = to - from;
-    for (size_t i = 0; i < n; i++) {
-        float u = (float)(attn_rng_u32(rng) & ((1u << 24) - 1)) * (1.0f / (float)(1u << 24));
-        x[i] = fmaf(u, span, from);
-    }
-}
-
 /* nn.Linear(in, out)'s reset_parameters: kaiming_uniform_(a=sqrt(5)) on
  * [out][in], then (if bias) U(-1/sqrt(in), 1/sqrt(in)); bounds in double as
  * Python computes them. */
 static void init_linear(float *w, float *b, int in, int out, attn_rng *rng) {
     double gain = sqrt(2.0 / (1.0 + 5.0)), bound = sqrt(3.0) * gain / sqrt((double)in);
-    uniform_fill(w, (size_t)out * (size_t)in, (float)-bound, (float)bound, rng);
+    attn_rng_uniform_fill(rng, w, (size_t)out * (size_t)in, (float)-bound, (float)bound);
     if (b == NULL) return;
     double bb = 1.0 / sqrt((double)in);
-    uniform_fill(b, (size_t)out, (float)-bb, (float)bb, rng);
+    attn_rng_uniform_fill(rng, b, (size_t)out, (float)-bb, (float)bb);
 }
 
 int attn_gpt2_params_init(const attn_gpt2_plan *p, float *params, attn_rng *rng,

@@ -148,3 +148,10 @@ void attn_pool_destroy(attn_pool *p) {
     free(p->threads);
     free(p);
 }
+
+int attn_pool_width(const attn_pool *pool) { return attn__pool_width(pool); }
+
+void attn_pool_run(attn_pool *pool, long n_items, void (*fn)(void *ctx, long item, int slot),
+                   void *ctx) {
+    attn__parallel(pool, n_items, 1, fn, ctx);
+}

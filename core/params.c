@@ -222,8 +222,7 @@ void attn_param_buffer_fill(const attn_param *p, float *x) {
 /* ---- initialisation --------------------------------------------------- */
 
 static void fill_uniform(float *x, size_t n, attn_rng *rng, double bound) {
-    float from = (float)-bound, to = (float)bound;
-    for (size_t i = 0; i < n; i++) x[i] = attn_rng_uniform(rng, from, to);
+    attn_rng_uniform_fill(rng, x, n, (float)-bound, (float)bound);
 }
 
 /* One entry, drawing exactly what torch.nn.init draws (in double, as Python). */
@@ -231,7 +230,7 @@ static void init_entry(float *x, const entry *e, attn_rng *rng) {
     size_t n = entry_count(e);
     switch (e->init) {
     case INIT_RAND:
-        for (size_t i = 0; i < n; i++) x[i] = attn_rng_uniform(rng, 0.0f, 1.0f);
+        attn_rng_uniform_fill(rng, x, n, 0.0f, 1.0f);
         break;
     case INIT_KAIMING: {
         double a = sqrt(5.0);

@@ -21,12 +21,25 @@ void attn_rng_seed(attn_rng *rng, uint64_t seed) {
     rng->index = MT_N; /* regenerate on the first draw */
 }
 
-/* The standard twist, split so that no index wraps inside a loop. */
-static uint32_t mt_mix(uint32_t a, uint32_t b, uint32_t m) {
+/* fmaf is a library call unless the compiler may emit the instruction, and
+ * the block loops vectorise best with AVX2: the twist and the float draws come
+ * in two versions, the loader picks the x86-64-v3 one (AVX2, FMA) where the
+ * CPU has it. Both round once, so the bits are the same. ("arch=haswell"
+ * would test for that CPU model, not its features, and miss every AMD CPU.) */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define ATTN_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define ATTN_SIMD_CLONES
+#endif
+
+/* The standard twist, split so that no index wraps inside a loop (the loops
+ * then vectorise). */
+static inline uint32_t mt_mix(uint32_t a, uint32_t b, uint32_t m) {
     uint32_t y = (a & 0x80000000u) | (b & 0x7fffffffu);
-    return m ^ (y >> 1) ^ ((y & 1u) ? 0x9908b0dfu : 0u);
+    return m ^ (y >> 1) ^ ((0u - (y & 1u)) & 0x9908b0dfu);
 }
 
+ATTN_SIMD_CLONES
 static void mt_twist(attn_rng *rng) {
     uint32_t *s = rng->state;
     int i = 0;
@@ -36,9 +49,7 @@ static void mt_twist(attn_rng *rng) {
     rng->index = 0;
 }
 
-uint32_t attn_rng_u32(attn_rng *rng) {
-    if (rng->index >= MT_N) mt_twist(rng);
-    uint32_t y = rng->state[rng->index++];
+static inline uint32_t mt_temper(uint32_t y) {
     y ^= y >> 11;
     y ^= (y << 7) & 0x9d2c5680u;
     y ^= (y << 15) & 0xefc60000u;
@@ -46,16 +57,39 @@ uint32_t attn_rng_u32(attn_rng *rng) {
     return y;
 }
 
-/* fmaf is a library call unless the compiler may emit the instruction: two
- * versions, the loader picks the FMA one where the CPU has it (same bits). */
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-__attribute__((target_clones("fma", "default")))
-#endif
-float attn_rng_uniform(attn_rng *rng, float from, float to) {
-    float x = (float)(attn_rng_u32(rng) & ((1u << 24) - 1)) * (1.0f / (float)(1u << 24));
-    float span = to - from;
-    /* PyTorch's kernel is compiled with FMA contraction: one rounding, not two. */
+uint32_t attn_rng_u32(attn_rng *rng) {
+    if (rng->index >= MT_N) mt_twist(rng);
+    return mt_temper(rng->state[rng->index++]);
+}
+
+
+/* PyTorch's uniform_ keeps 24 bits of one draw; its kernel is compiled with
+ * FMA contraction: x * span + from rounded once, not twice. */
+static inline float uniform_of(uint32_t y, float span, float from) {
+    float x = (float)(y & ((1u << 24) - 1)) * (1.0f / (float)(1u << 24));
     return fmaf(x, span, from);
+}
+
+ATTN_SIMD_CLONES
+float attn_rng_uniform(attn_rng *rng, float from, float to) {
+    return uniform_of(attn_rng_u32(rng), to - from, from);
+}
+
+/* The same draws as n calls of attn_rng_uniform, a state block at a time:
+ * the temper and the conversion vectorise. */
+ATTN_SIMD_CLONES
+void attn_rng_uniform_fill(attn_rng *rng, float *x, size_t n, float from, float to) {
+    float span = to - from;
+    while (n > 0) {
+        if (rng->index >= MT_N) mt_twist(rng);
+        size_t m = (size_t)(MT_N - rng->index);
+        if (m > n) m = n;
+        const uint32_t *s = rng->state + rng->index;
+        for (size_t i = 0; i < m; i++) x[i] = uniform_of(mt_temper(s[i]), span, from);
+        rng->index += (int)m;
+        x += m;
+        n -= m;
+    }
 }
 
 int attn_rng_bernoulli(attn_rng *rng, double keep_p) {

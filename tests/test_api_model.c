@@ -364,6 +364,32 @@ START_TEST(safetensors_reply) {
 }
 END_TEST
 
+/* The compute pool (the server's --threads) shares the forward and the
+ * text of large tensors: the reply's bytes are the same without it. */
+START_TEST(pool_same_bytes) {
+    char body[512], idx[64 * 5 + 8] = "[";
+    for (int t = 0; t < 64; t++)
+        snprintf(idx + strlen(idx), sizeof idx - strlen(idx), t ? ",%d" : "%d", (t * 37) % 500);
+    strcat(idx, "]");
+    snprintf(body, sizeof body, "{\"vocab_size\":500,\"block_size\":64,\"n_layer\":2,\"n_head\":2,"
+             "\"n_embd\":32,\"init\":{\"seed\":3},\"idx\":%s,\"return\":[\"logits\","
+             "\"attn_weights\",\"hidden_states\"]}", idx);
+    attn_pool *pool = attn_pool_create(3);
+    ck_assert_ptr_nonnull(pool);
+    api_reply a, b;
+    api_limits lim = {.max_elements = 50000000};
+    ck_assert_int_eq(api_handle(API_EP_MODEL_GPT2, body, strlen(body), &lim, &a), 200);
+    lim.compute = pool;
+    ck_assert_int_eq(api_handle(API_EP_MODEL_GPT2, body, strlen(body), &lim, &b), 200);
+    ck_assert_uint_gt(a.body.len, 64 * 500 * 8);
+    ck_assert_uint_eq(a.body.len, b.body.len);
+    ck_assert(memcmp(a.body.data, b.body.data, a.body.len) == 0);
+    api_buf_free(&a.body);
+    api_buf_free(&b.body);
+    attn_pool_destroy(pool);
+}
+END_TEST
+
 /* With defer_above (the server's inline path), a model that is more than a
  * few thousand values is left for a worker: status 0, no body; a tiny one
  * is answered. */
@@ -502,7 +528,7 @@ static Suite *model_suite(void) {
     Suite *s = suite_create("api_model");
     const TTest *tests[] = {batched_every_output, unbatched_layers, state_dict_round_trip,
                             training_dropout, formats, no_maps, errors, document_example, path,
-                            selection, safetensors_reply, deferred, NULL};
+                            selection, safetensors_reply, deferred, pool_same_bytes, NULL};
     tcase_with(s, "gpt2", 30, tests);
     return s;
 }

@@ -287,6 +287,53 @@ START_TEST(test_large_tensor_parses_back) {
 }
 END_TEST
 
+/* A large tensor printed by a pool's threads is the same text as printed by
+ * one, in every text format, for row widths below and above a piece; a NaN
+ * anywhere (here in the last piece) fails it the same way. */
+START_TEST(test_pool_prints_the_same_text) {
+    static const int shapes[][3] = {{3, 300, 257}, {2, 40000, 3}, {1, 4, 70001}, {1, 1, 200000}};
+    attn_pool *pool = attn_pool_create(3);
+    ck_assert_ptr_nonnull(pool);
+    int compared = 0;
+    for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
+        size_t n = (size_t)shapes[k][0] * (size_t)shapes[k][1] * (size_t)shapes[k][2];
+        float *x = malloc(n * sizeof *x);
+        ck_assert_ptr_nonnull(x);
+        for (size_t i = 0; i < n; i++) {
+            float v;
+            do v = from_bits(next_u32()); while (isnan(v) || v == INFINITY);
+            x[i] = i % 101 == 7 ? -INFINITY : v;
+        }
+        for (int variant = 0; variant < 4; variant++) {
+            api_fmt one = {.flat = variant & 1, .precision = variant & 2 ? 4 : 0};
+            api_fmt many = one;
+            many.pool = pool;
+            api_buf a = {0}, b = {0};
+            int nfa = 0, nfb = 0;
+            api__emit_floats(&a, x, 3, shapes[k], &one, &nfa);
+            api__emit_floats(&b, x, 3, shapes[k], &many, &nfb);
+            ck_assert(!a.failed && !b.failed);
+            ck_assert_uint_eq(a.len, b.len);
+            ck_assert_msg(memcmp(a.data, b.data, a.len) == 0, "shape %zu variant %d differs", k, variant);
+            api_buf_free(&a);
+            api_buf_free(&b);
+            compared++;
+        }
+        x[n - 2] = NAN;
+        api_fmt many = {.pool = pool};
+        api_buf b = {0};
+        int nf = 0;
+        api__emit_floats(&b, x, 3, shapes[k], &many, &nf);
+        ck_assert(b.failed);
+        ck_assert_int_eq(nf, 1);
+        api_buf_free(&b);
+        free(x);
+    }
+    ck_assert_int_eq(compared, 16);
+    attn_pool_destroy(pool);
+}
+END_TEST
+
 /* ==== strings and errors ===================================================== */
 
 START_TEST(test_json_string_escaping) {
@@ -386,6 +433,7 @@ static Suite *serialise_suite(void) {
         test_special_values, test_random_bits_round_trip, test_subnormals_round_trip,
         test_typical_values_round_trip, test_shortest, test_precision, test_nested_and_flat,
         test_neg_inf_null_and_nan, test_bytes, test_large_tensor_parses_back,
+        test_pool_prints_the_same_text,
         test_json_string_escaping, test_json_string_invalid_utf8, test_error_body, test_echo,
         test_handle_precision_and_flat, NULL};
     tcase_with(s, "serialise", 120, tests);

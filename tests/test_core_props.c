@@ -508,6 +508,34 @@ START_TEST(test_reentrant_threads) {
 }
 END_TEST
 
+/* The block fill draws what one call per value draws, whatever the lengths
+ * and however they straddle the generator's 624-word blocks. */
+START_TEST(test_uniform_fill_equals_draws) {
+    static const size_t lengths[] = {1, 7, 8, 9, 623, 624, 625, 1000, 1248, 5000};
+    float *a = malloc(5000 * sizeof *a), *b = malloc(5000 * sizeof *b);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    attn_rng one, fill;
+    attn_rng_seed(&one, 123);
+    fill = one;
+    int checked = 0;
+    for (int round = 0; round < 3; round++) {
+        for (size_t k = 0; k < sizeof lengths / sizeof *lengths; k++) {
+            size_t n = lengths[k];
+            float from = round == 1 ? 0.0f : -0.0360844f, to = round == 1 ? 1.0f : 0.0360844f;
+            for (size_t i = 0; i < n; i++) a[i] = attn_rng_uniform(&one, from, to);
+            attn_rng_uniform_fill(&fill, b, n, from, to);
+            ck_assert_msg(memcmp(a, b, n * sizeof *a) == 0, "fill of %zu differs (round %d)", n, round);
+            checked++;
+        }
+    }
+    ck_assert_uint_eq(attn_rng_u32(&one), attn_rng_u32(&fill)); /* the same state after */
+    ck_assert_int_eq(checked, 30);
+    free(a);
+    free(b);
+}
+END_TEST
+
 static Suite *props_suite(void) {
     Suite *s = suite_create("props");
     const TTest *weights[] = {test_causal_upper_zero, test_mask_methods_agree, NULL};
@@ -517,6 +545,8 @@ static Suite *props_suite(void) {
     TCase *e = tcase_with(s, "equivalences", 0, equivalences);
     tcase_add_loop_test(e, test_batch_equals_sequences, 0, ATTN_MODULE_COUNT);
     const TTest *threads[] = {test_openblas_threads_agree, test_reentrant_threads, NULL};
+    const TTest *rng[] = {test_uniform_fill_equals_draws, NULL};
+    tcase_with(s, "rng", 0, rng);
     tcase_with(s, "threads", 60, threads);
     return s;
 }
