@@ -141,9 +141,10 @@ $(BUILD)/tests/%: tests/%.c $(LIBTEST) $(LIBAPI) $(LIBCORE)
 # The server's small modules, compiled into their unit test from source.
 $(BUILD)/tests/test_server_units: server/budget.c server/cors.c server/encoding.c server/etag.c server/*.h
 
-# The allocation-failure test routes the malloc calls of core/ and api/
-# through its own wrappers (tests/test_api_chaos.c).
+# The allocation-failure tests route the malloc calls of core/ and api/
+# through their own wrappers (tests/test_api_chaos.c, tests/test_api_bpe_chaos.c).
 $(BUILD)/tests/test_api_chaos: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
+$(BUILD)/tests/test_api_bpe_chaos: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 
 # Every test program, each must run at least one check and fail none.
 test: deps
@@ -170,10 +171,16 @@ $(BUILD)/bench/bench_serialise: bench/bench_serialise.c $(LIBAPI) $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
+$(BUILD)/bench/bench_gpt2: bench/bench_gpt2.c $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
+
 bench: deps
-	@$(MAKE) --no-print-directory build-all $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise
+	@$(MAKE) --no-print-directory build-all $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise \
+	  $(BUILD)/bench/bench_gpt2
 	$(call apt_install,python3-torch python3-fastapi python3-uvicorn wrk nginx-light)
 	bench/run.sh $(BUILD)/bench/bench_core
+	bench/run_gpt2.sh $(BUILD)/bench/bench_gpt2
 	$(BUILD)/bench/bench_serialise
 	/usr/bin/python3 bench/e2e.py $(SERVER)
 	bench/http_small.sh $(SERVER)
@@ -182,6 +189,8 @@ bench: deps
 golden:
 	$(call apt_install,python3-torch)
 	/usr/bin/python3 tests/golden/generate.py tests/golden
+	/usr/bin/python3 tests/golden/generate_gpt2.py tests/golden/gpt2
+	/usr/bin/python3 tests/golden/generate_checkpoint.py tests/golden/ckpt
 
 CONTAINER_CHECK ?= ../shared/tools/container-check
 

@@ -17,7 +17,9 @@ typedef enum {
     API_EP_CAUSAL,     /* POST /attention/causal */
     API_EP_MULTIHEAD,  /* POST /attention/multihead */
     API_EP_SDPA,       /* POST /attention/sdpa */
-    API_EP_COUNT
+    API_EP_COUNT,      /* the attention endpoints above (one module table each); not an id */
+    API_EP_MODEL_GPT2, /* POST /model/gpt2: seed 003's whole GPT2 (api/model.c) */
+    API_EP_END         /* one past every endpoint */
 } api_endpoint;
 
 /* "/attention/simple" ... ; NULL for an out-of-range id */
@@ -34,10 +36,45 @@ typedef struct {
 
 void api_buf_free(api_buf *b);          /* accepts a zeroed or freed buffer */
 
+/* GPT-2's byte-level BPE tokenizer (api/bpe.c; encoding and decoding in
+ * api/bpe.h). A loaded one is read-only and shared by every thread. */
+typedef struct api_bpe api_bpe;
+
+/* Loads dir/vocab.json + dir/merges.txt (Hugging Face's names) or
+ * dir/encoder.json + dir/vocab.bpe (OpenAI's). Returns 0, or a negative code
+ * with *out NULL and err (err_size bytes) naming the file and the fault. */
+int api_bpe_load(const char *dir, api_bpe **out, char *err, size_t err_size);
+void api_bpe_free(api_bpe *t); /* NULL is fine */
+size_t api_bpe_vocab_size(const api_bpe *t);
+
+/* A tokenizer the server loaded (--tokenizer NAME=DIR): requests name it in
+ * their "tokenizer" field. */
+typedef struct {
+    const char *name;
+    const api_bpe *bpe;
+} api_tokenizer;
+
+/* The checkpoints loaded at start (api/checkpoint.c): POST /model/gpt2 with
+ * "model": NAME runs one of them. Read-only once loaded; shared by every
+ * worker thread. */
+typedef struct api_models api_models;
+
+/* Loads a Hugging Face GPT-2 model.safetensors as model NAME from spec
+ * "NAME=FILE[:heads=N]", validated in full, into *models (created when
+ * NULL). Returns 0, or -1 with the reason (naming the file and the problem)
+ * in why. Call before any thread reads *models. */
+int api_models_load(api_models **models, const char *spec, char *why, size_t why_size);
+/* Accepts NULL. */
+void api_models_free(api_models *models);
+
 struct attn_pool;
 
 typedef struct {
     size_t max_elements;  /* most floats one request may make the server hold */
+    /* The loaded tokenizers (NULL, 0: none): /model/gpt2 takes "text". */
+    const api_tokenizer *tokenizers;
+    size_t n_tokenizers;
+    const api_models *models; /* loaded checkpoints, or NULL for none */
     int prefer_safetensors; /* the client's Accept asks for application/octet-stream:
                                safetensors unless the request names an output_format */
     size_t defer_above;   /* nonzero: a request that would hold more elements than this is
@@ -71,6 +108,10 @@ typedef struct {
  * no body when lim->defer_above says the request is too big to run here. */
 int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *lim,
                api_reply *reply);
+
+/* GET /models: {"models": [{"name", "file", "module", "config", ...}]} into
+ * out (models may be NULL: an empty list). 0, or -1 when memory ran out. */
+int api_models_json(const api_models *models, api_buf *out);
 
 /* Every error a reply can carry, api/'s and the server's alike, in the order
  * the OpenAPI document lists them: XX(ID, HTTP status, code, description).

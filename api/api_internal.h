@@ -11,6 +11,11 @@
  *   handle.c     api_handle: parse, limits, compute, serialise
  *   outputs.c    the output table: where each output is and its shape
  *   tables.c     the module, output and error tables as JSON (for the document)
+ *   model.c      POST /model/gpt2: the whole GPT2 of seed 003 (core's attn_gpt2_*)
+ *   bpe.c        GPT-2's byte-level BPE tokenizer (api/bpe.h); bpe_split.c its
+ *                pre-tokenizer, bpe_unicode.c its Unicode classes (generated)
+ *   st_read.c    safetensors files read and validated (checkpoint.h)
+ *   checkpoint.c Hugging Face GPT-2 checkpoints loaded at start (--model), GET /models
  *   openapi_doc.S  embeds build/gen/openapi.json (made from tables.c's JSON)
  *   maps.c       selection (heads, query_rows), head averaging and top-k of the maps
  *   topk.c       the k largest entries of each row
@@ -60,6 +65,8 @@ void api__buf_puts(api_buf *b, const char *s);
 void api__buf_printf(api_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A JSON string: quoted, escaped; NULL writes null. */
 void api__buf_json_string(api_buf *b, const char *s);
+/* The same for n bytes that may hold NUL (written \u0000); s[n] must be NUL. */
+void api__buf_json_stringn(api_buf *b, const char *s, size_t n);
 
 /* ==== Floats ============================================================== */
 
@@ -360,6 +367,28 @@ int api__respond(api_buf *b, const api_result *r, const api_reply *timing_so_far
 /* The same as one safetensors file (safetensors.c). */
 int api__respond_safetensors(api_buf *b, const api_result *r, const api_reply *timing_so_far,
                              double t_serialise_start, api_err *e);
+
+/* One tensor of a safetensors file. */
+typedef enum { API_ST_FLOAT, API_ST_BYTES, API_ST_INT32 } api_st_kind;
+#define API_ST_OUT_RANK 6
+typedef struct {
+    char name[ATTN_PARAM_NAME_MAX + 16];
+    const void *data;     /* float (F32, or F16 with half), uint8_t (BOOL), int32_t (I32) */
+    api_st_kind kind;
+    int rank;
+    int shape[API_ST_OUT_RANK];
+    size_t count;         /* filled by api__safetensors_write */
+} api_st_entry;
+/* A __metadata__ entry: JSON text stored as a string. */
+typedef struct {
+    const char *key;
+    const api_buf *json;
+} api_st_meta;
+/* Writes the n tensors of t (reordered: 4-byte elements first) as one
+ * safetensors file into b, with "format": "pt", "module" and the metadata.
+ * 0, or -1 with e filled (allocation, NaN or infinity). */
+int api__safetensors_write(api_buf *b, api_st_entry *t, int n, int half, const char *module,
+                           const api_st_meta *metas, int n_meta, api_err *e);
 /* The axes of tensor output k as the reply gives them (no batch axis when the
  * inputs had none, no head axis for single-head requests) into shape; its
  * data (float or uint8_t) into *data. Returns the rank. */
@@ -367,6 +396,16 @@ int api__out_dims(const api_result *r, api_out k, int *shape, const void **data)
 /* The reply's "shape" object, and its "tokens" array (null if none). */
 void api__shape_json(api_buf *b, const attn_plan *p);
 void api__tokens_json(api_buf *b, const api_request *rq);
+
+/* ==== Models ============================================================== */
+
+/* POST /model/gpt2 (model.c): the parsed body *root_ref to the 200 reply in
+ * reply->body (and its timings and content type; t0 is when the request
+ * started). Frees the tree and sets *root_ref to NULL before computing.
+ * Returns 0, 1 when lim->defer_above says the request is too big to run
+ * here (nothing computed, no body), or -1 with e filled. */
+int api__model_gpt2(json_t **root_ref, const api_limits *lim, api_reply *reply, double t0,
+                    api_err *e);
 
 /* ==== The document ======================================================== */
 

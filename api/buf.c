@@ -97,11 +97,14 @@ void api__buf_json_string(api_buf *b, const char *s) {
         api__buf_put(b, "null", 4);
         return;
     }
-    size_t n = strlen(s);
+    api__buf_json_stringn(b, s, strlen(s));
+}
+
+void api__buf_json_stringn(api_buf *b, const char *s, size_t n) {
     if (api__buf_reserve(b, n * 6 + 2)) return;
     char *o = b->data + b->len;
     *o++ = '"';
-    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    for (const unsigned char *p = (const unsigned char *)s, *end = p + n; p < end;) {
         unsigned char c = *p;
         if (c == '"' || c == '\\') {
             *o++ = '\\';

@@ -7,23 +7,24 @@
 
 #include <string.h>
 
-static const char *const paths[API_EP_COUNT] = {
+static const char *const paths[API_EP_END] = {
     [API_EP_SIMPLE] = "/attention/simple",
     [API_EP_SELF] = "/attention/self",
     [API_EP_CAUSAL] = "/attention/causal",
     [API_EP_MULTIHEAD] = "/attention/multihead",
     [API_EP_SDPA] = "/attention/sdpa",
+    [API_EP_MODEL_GPT2] = "/model/gpt2",
 };
 
 const char *api_endpoint_path(api_endpoint ep) {
-    if ((int)ep < 0 || ep >= API_EP_COUNT) return NULL;
+    if ((int)ep < 0 || ep >= API_EP_END) return NULL; /* API_EP_COUNT's slot is NULL */
     return paths[ep];
 }
 
 int api_endpoint_from_path(const char *path, api_endpoint *ep) {
     if (path == NULL) return -1;
-    for (int i = 0; i < API_EP_COUNT; i++) {
-        if (strcmp(path, paths[i]) == 0) {
+    for (int i = 0; i < API_EP_END; i++) {
+        if (paths[i] && strcmp(path, paths[i]) == 0) {
             if (ep) *ep = (api_endpoint)i;
             return 0;
         }

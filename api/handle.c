@@ -239,6 +239,12 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
                   je.line, je.column, api__echo(text, sizeof text, je.text));
         goto done;
     }
+    if (ep == API_EP_MODEL_GPT2) { /* a whole model, not a module: api/model.c */
+        int rc = api__model_gpt2(&root, lim, reply, t0, &e);
+        ok = rc == 0;
+        deferred = rc == 1;
+        goto done;
+    }
     if (api__request_parse(ep, root, lim, &rq, &e)) goto done;
     rq.fmt.pool = lim ? lim->compute : NULL; /* large tensors' text on several threads */
 

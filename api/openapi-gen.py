@@ -190,8 +190,8 @@ def output_schema(o):
 def tensor_schemas():
     """The request and reply tensor schemas of components/schemas. None has a
     `default`: openapi-typescript makes a property with a default required."""
-    shape = {"type": "array", "minItems": 1, "maxItems": MAX_RANK, "items": INT1,
-             "description": "The sizes of the axes, outermost first."}
+    shape = {"type": "array", "minItems": 1, "maxItems": MAX_RANK + 1, "items": INT1,
+             "description": "The sizes of the axes, outermost first (at most 4 in requests; 5 for GPT-2's attn_weights [layers][B][n_head][T][T])."}
     mask_value = {"oneOf": [{"type": "number"}, {"type": "boolean"}, {"type": "string", "enum": ["-inf", "-Infinity"]},
                             {"type": "null"}]}
     padding_value = {"oneOf": [{"type": "boolean"}, {"type": "integer", "enum": [0, 1]}]}
@@ -255,6 +255,114 @@ def error_schema(errors):
         "required": ["error"], "additionalProperties": False}
 
 
+GPT2_EXAMPLE = {"vocab_size": 50, "block_size": 16, "n_layer": 2, "n_head": 2, "n_embd": 8,
+                "init": {"seed": 0}, "idx": [3, 14, 15, 9], "return": ["next_token", "attn_weights"],
+                "layers": [1], "precision": 3}
+
+
+def model_gpt2(paths, schemas, bodies):
+    """POST /model/gpt2 (api/model.c): seed 003's whole GPT2, not a module of the
+    tables. Its request is under components/requestBodies like the others (its
+    defaults stay optional); its tensors are the per-rank schemas, up to rank 5
+    for attn_weights [layers][B][n_head][T][T]."""
+    def size(desc, default=None, minimum=1):
+        s = {"type": "integer", "minimum": minimum, "maximum": 2147483647, "description": desc}
+        if default is not None:
+            s["default"] = default
+        return s
+
+    def field(name, **extra):
+        s = dict(FIELDS[name][0])
+        s.update(extra)
+        s.setdefault("description", FIELDS[name][1])
+        return s
+    request = {
+        "type": "object",
+        "description": "GPTConfig's fields and the parameters (init or state_dict), or instead the name of a checkpoint loaded at start (model); the token ids (idx) or text, and the outputs wanted. Any other field is a 400 unknown_field; null is the same as absent.",
+        "properties": {
+            "model": {"type": "string", "description": "A checkpoint the server loaded at start (--model NAME=FILE.safetensors, a Hugging Face GPT-2 model.safetensors; GET /models lists them): it brings the config (gelu_new, dropout 0.1) and the parameters, so vocab_size, block_size, n_layer, n_head, n_embd, dropout, activation, init and state_dict must be left out (400 naming the field). An unknown name is a 400 invalid_argument with field model."},
+            "vocab_size": size("GPTConfig.vocab_size: rows of wte (and of the tied lm_head). Required without model."),
+            "block_size": size("GPTConfig.block_size: rows of wpe, side of each attn.bias buffer; T must not exceed it. Required without model."),
+            "n_layer": size("Blocks.", 12, 0),
+            "n_head": size("Heads; must divide n_embd.", 12),
+            "n_embd": size("Width.", 768),
+            "dropout": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.1, "description": "p of drop, attn.resid_drop and mlp.drop (active only with training)."},
+            "activation": {"type": "string", "enum": ["gelu", "gelu_new"], "default": "gelu", "description": "gelu: F.gelu (erf), the seed's. gelu_new: the tanh approximation of the released GPT-2 checkpoints."},
+            "init": {"type": "object", "properties": {"seed": {"type": "integer"}}, "required": ["seed"], "additionalProperties": False,
+                     "description": "torch.manual_seed(seed); GPT2(config): the parameters bit for bit (nn.Embedding's normal_, nn.Linear's kaiming-uniform weights and uniform biases, lm_head's draws before it is tied). Exactly one of init and state_dict (or model)."},
+            "state_dict": {"type": "object", "additionalProperties": numbers(1, MAX_RANK),
+                           "description": "gpt2_min.py's state_dict names: wte.weight, wpe.weight, h.N.ln_1.weight, h.N.attn.c_attn.weight, h.N.attn.c_proj.bias, h.N.mlp.fc.weight, h.N.mlp.proj.weight, ln_f.bias, ... The h.N.attn.bias buffers may be left out; lm_head.weight may be left out (it is wte.weight) or given with the same values."},
+            "idx": dict(numbers(1, 2), description="Token ids: [T] (replies then have no batch axis) or [B][T], integers in [0, vocab_size), T <= block_size. Exactly one of idx and text."),
+            "text": {"type": "string", "description": "Text instead of idx: GPT-2's byte-level BPE of it (exactly as OpenAI's encoder.py and tiktoken's r50k_base; <|endoftext|> is plain text) by a tokenizer the server loaded at start (--tokenizer NAME=DIR) becomes idx [T]. A 400 naming text when it is empty, over block_size tokens, has a token id >= vocab_size, or the server has no tokenizer. The reply then returns idx and tokens by default."},
+            "tokenizer": {"type": "string", "description": "The name of a loaded tokenizer (--tokenizer NAME=DIR) for text and the tokens output; may be left out when exactly one is loaded. An unknown name is a 400 naming tokenizer."},
+            "training": {"type": "boolean", "default": False, "description": "model.train(): dropout draws as PyTorch's do, from the generator left by init (or dropout_seed)."},
+            "dropout_seed": {"type": "integer", "description": "torch.manual_seed(dropout_seed) right before the forward call."},
+            "return": {"type": "array", "items": {"type": "string", "enum": ["idx", "tokens", "logits", "next_token", "attn_weights", "hidden_states", "timing"]},
+                       "description": "Outputs to include (default [\"logits\", \"next_token\"], plus \"idx\" and \"tokens\" with text). tokens needs a tokenizer (named, or the only one loaded). next_token without logits computes the last position's logits only."},
+            "layers": {"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "Increasing layer indices whose maps attn_weights returns (default: every layer)."},
+            "heads": field("heads", description="attn_weights keeps only these heads of each layer, in this order (distinct; each below n_head)."),
+            "query_rows": field("query_rows", description="[start, stop]: attn_weights keeps only the query rows start..stop-1 (0 <= start < stop <= T)."),
+            "top_k": field("top_k", description="attn_weights becomes, for every query row, its k largest weights: {\"indices\": [...], \"values\": [...]}, each shaped like the maps with the last axis k; larger values first, ties to the lower index; keys after the query (masked) are never chosen, so row i has i + 1 candidates and is padded with index -1 and value 0. In safetensors: attn_weights.indices (I32) and attn_weights.values. Applied after layers, heads and query_rows."),
+            "precision": field("precision"),
+            "output_format": {"type": "string", "enum": ["nested", "flat", "base64", "safetensors"], "default": "nested",
+                              "description": "Tensors as nested arrays, {\"shape\", \"data\"} flat row-major, {\"shape\", \"dtype\", \"base64\"} binary, or the whole reply as one safetensors file (application/octet-stream; also the default when the request's Accept header prefers application/octet-stream): idx and next_token I32, logits, attn_weights and hidden_states F32 (or F16), config, shape, layers, model, tokens and timing as JSON strings in __metadata__. No images here."},
+            "dtype": field("dtype"),
+        },
+        "anyOf": [{"required": ["model"]}, {"required": ["vocab_size", "block_size"]}],
+        "additionalProperties": False,
+    }
+    bodies["Gpt2Request"] = {"description": "The /model/gpt2 request.", "required": True, "content": {"application/json": {
+        "schema": request, "examples": {"gpt2_seed": {"value": GPT2_EXAMPLE}}}}}
+    schemas["Numbers5"] = dict(nested(5, {"type": "number"}), description="A tensor of rank 5 as nested arrays of numbers (GPT-2's attn_weights with a batch axis).")
+    schemas["Gpt2Tensor"] = one_of(["Numbers%d" % r for r in range(2, 6)] + ["FlatTensor", "BinaryReply"],
+                                   "A /model/gpt2 tensor: nested arrays of numbers with output_format nested (the rank depends on the batch axis of idx), FlatTensor with flat, BinaryReply with base64.")
+    schemas["Gpt2Indices"] = one_of(["Numbers4", "Numbers5", "FlatTensor", "BinaryIndices"],
+                                    "top_k indices of the maps: nested arrays, FlatTensor or BinaryIndices, by output_format.")
+    schemas["Gpt2TopK"] = {"type": "object", "description": "attn_weights with top_k: per query row the key indices of the k largest weights (-1 = padding) and the weights, each shaped like the maps with the last axis k.",
+                           "properties": {"indices": {"oneOf": [ref("Gpt2Indices"), ref("NoMaps")]}, "values": {"oneOf": [ref("Gpt2Tensor"), ref("NoMaps")]}},
+                           "required": ["indices", "values"], "additionalProperties": False}
+    schemas["NoMaps"] = {"type": "array", "maxItems": 0, "items": {"type": "number"}, "description": "No layer's maps (n_layer 0, or \"layers\": []): an empty list in every format."}
+    schemas["Gpt2Response"] = {
+        "type": "object",
+        "description": "Every tensor loses its batch axis when idx was [T]. Floats are the shortest decimals that read back as the same float32, or `precision` digits.",
+        "properties": {
+            "module": {"type": "string", "enum": ["GPT2"]},
+            "model": {"type": "string", "description": "The loaded checkpoint's name, when the request named one."},
+            "config": {"type": "object", "description": "The GPTConfig used, and the activation.",
+                       "properties": {**{k: {"type": "integer", "minimum": 0} for k in ["vocab_size", "block_size", "n_layer", "n_head", "n_embd"]},
+                                      "dropout": {"type": "number"}, "activation": {"type": "string", "enum": ["gelu", "gelu_new"]}},
+                       "required": ["vocab_size", "block_size", "n_layer", "n_head", "n_embd", "dropout", "activation"], "additionalProperties": False},
+            "shape": {"type": "object", "properties": {k: {"type": "integer", "minimum": 1} for k in ["batch", "tokens", "head_dim"]},
+                      "required": ["batch", "tokens", "head_dim"], "additionalProperties": False},
+            "idx": {"oneOf": [ref("Numbers1"), ref("Numbers2")], "description": "The token ids, [T] or [B][T] (nested in every JSON format)."},
+            "tokens": {"type": "array", "description": "[B][T] (or [T]) token texts as BertViz shows them: each token's bytes as UTF-8, a piece of a character split over tokens shown as U+FFFD (as tiktoken's decode of one token); \" journey\" keeps its leading space.",
+                       "items": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}},
+            "logits": dict(ref("Gpt2Tensor"), description="[B][T][vocab_size]."),
+            "next_token": {"description": "argmax of the last position's logits (the first on ties), per sequence: [B] or one integer.",
+                           "oneOf": [{"type": "integer"}, {"type": "array", "items": {"type": "integer"}}]},
+            "layers": {"type": "array", "items": {"type": "integer"}, "description": "The layers of attn_weights."},
+            "attn_weights": {"oneOf": [ref("Gpt2Tensor"), ref("Gpt2TopK"), ref("NoMaps")], "description": "[layers][B][n_head][T][T] softmax weights of each block (before resid_drop, which acts on the output), after heads and query_rows; Gpt2TopK with top_k."},
+            "hidden_states": dict(ref("Gpt2Tensor"), description="[n_layer + 1][B][T][n_embd] as Hugging Face's output_hidden_states: each block's input (first: embeddings after drop), last the output of ln_f."),
+            "timing": {"type": "object", "properties": {k: {"type": "number", "minimum": 0} for k in ["parse_ms", "compute_ms"]},
+                       "required": ["parse_ms", "compute_ms"], "additionalProperties": False},
+        },
+        "required": ["module", "config", "shape"], "additionalProperties": False}
+    responses = {"200": {"description": "The requested outputs: JSON, or with output_format safetensors one safetensors file. Replies over --gzip-min-size are gzip when the request's Accept-Encoding takes it.",
+                         "content": {"application/json": {"schema": ref("Gpt2Response")},
+                                     "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}}
+    for st, desc in ERROR_STATUSES.items():
+        if st != "404":
+            responses[st] = error_response(desc)
+    paths["/model/gpt2"] = {"post": {
+        "operationId": "model_gpt2",
+        "tags": ["models"],
+        "summary": "Seed 003's whole GPT2 (gpt2_min.py): logits, next token, every layer's attention maps and hidden states, PyTorch-exact; or a GPT-2 checkpoint loaded at start.",
+        "description": "x = wte(idx) + wpe(pos), drop, n_layer blocks (x + attn(ln_1(x)), x + mlp(ln_2(x))), ln_f, lm_head tied to wte; each block's attention is GPT2CausalSelfAttention of /attention/multihead. The content type is not checked: the body is parsed as JSON. A body sent with Content-Encoding: gzip is inflated first.",
+        "requestBody": {"$ref": "#/components/requestBodies/Gpt2Request"},
+        "responses": responses,
+    }}
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -293,6 +401,7 @@ def main():
             "requestBody": {"$ref": "#/components/requestBodies/" + cname},
             "responses": responses,
         }}
+    model_gpt2(paths, schemas, bodies)
     status_ok = {"description": "OK", "content": {"application/json": {"schema": {
         "type": "object", "properties": {"status": {"type": "string", "enum": ["ok"]}}, "required": ["status"], "additionalProperties": False}}}}
     paths["/healthz"] = {"get": {"operationId": "healthz", "tags": ["operations"], "summary": "Liveness.", "responses": {"200": status_ok}}}
@@ -307,6 +416,24 @@ def main():
             "openblas": {"type": "object", "properties": {"core": {"type": "string"}, "threads": {"type": "integer", "minimum": 1}, "config": {"type": "string"}},
                          "required": ["core", "threads", "config"], "additionalProperties": False}},
             "required": ["name", "version", "build", "openblas"], "additionalProperties": False}}}}}}}
+    paths["/models"] = {"get": {"operationId": "models", "tags": ["models"], "summary": "The checkpoints loaded at start (--model NAME=FILE.safetensors) that POST /model/gpt2 runs with {\"model\": NAME}, with their config.",
+        "responses": {"200": {"description": "The loaded models, in the order of the --model options (an empty list when none).",
+            "content": {"application/json": {"schema": {"type": "object", "properties": {"models": {"type": "array", "items": {
+                "type": "object", "properties": {
+                    "name": {"type": "string"},
+                    "file": {"type": "string", "description": "The file's base name."},
+                    "module": {"type": "string", "enum": ["GPT2"]},
+                    "config": {"type": "object", "description": "From the tensor shapes: vocab_size and n_embd (wte), block_size (wpe, n_positions), n_layer (the h.N blocks); n_head; dropout 0.1 and activation gelu_new, GPT-2's.",
+                               "properties": {**{k: {"type": "integer", "minimum": 0} for k in ["vocab_size", "block_size", "n_layer", "n_head", "n_embd"]},
+                                              "dropout": {"type": "number"}, "activation": {"type": "string", "enum": ["gelu_new"]}},
+                               "required": ["vocab_size", "block_size", "n_layer", "n_head", "n_embd", "dropout", "activation"], "additionalProperties": False},
+                    "n_head_from": {"type": "string", "enum": ["option", "metadata", "n_embd/64"], "description": "Where n_head came from (no shape says it): FILE:heads=N, the file's __metadata__ n_head, or n_embd / 64 (GPT-2's head width)."},
+                    "dtype": {"type": "string", "description": "The file's weights: F32, F16 or BF16 (held as float32), or mixed."},
+                    "parameters": {"type": "integer", "minimum": 0, "description": "Weights in the file (lm_head.weight and buffers excluded)."},
+                    "transformer_prefix": {"type": "boolean", "description": "The names started with transformer. (GPT2LMHeadModel)."},
+                    "lm_head": {"type": "string"}},
+                "required": ["name", "file", "module", "config", "n_head_from", "dtype", "parameters", "transformer_prefix", "lm_head"], "additionalProperties": False}}},
+                "required": ["models"], "additionalProperties": False}}}}}}}
     paths["/"] = {"get": {"operationId": "viewer", "tags": ["operations"], "summary": "The attention map viewer: one HTML page with its script inline, embedded in the binary (ETag and Cache-Control: no-cache as /openapi.json).", "responses": {"200": {
         "description": "The page", "content": {"text/html": {"schema": {"type": "string"}}}}}}}
     etag = {"ETag": {"description": "A strong tag of this document; send it back in If-None-Match.", "schema": {"type": "string"}}}
@@ -339,6 +466,7 @@ def main():
         "servers": [{"url": "/", "description": "The server that serves this document at /openapi.json (by default http://127.0.0.1:8080)."}],
         "security": [],
         "tags": [{"name": "attention", "description": "The attention modules: one endpoint per family, the module chosen by the request's module field."},
+                 {"name": "models", "description": "Whole models: seed 003's GPT2 from a seed or a state_dict, and GPT-2 checkpoints loaded at start."},
                  {"name": "operations", "description": "Probes, metrics, version and this document."}],
         "paths": paths,
         "components": {"schemas": schemas, "requestBodies": bodies},

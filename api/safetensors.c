@@ -20,16 +20,11 @@
 #include <math.h>
 #include <string.h>
 
-typedef enum { E_FLOAT, E_BYTES, E_INT32 } entry_kind;
-
-typedef struct {
-    char name[ATTN_PARAM_NAME_MAX + 16];
-    const void *data;
-    entry_kind kind;
-    int rank;
-    int shape[API_MAX_RANK];
-    size_t count;
-} entry;
+typedef api_st_entry entry;
+typedef api_st_kind entry_kind;
+#define E_FLOAT API_ST_FLOAT
+#define E_BYTES API_ST_BYTES
+#define E_INT32 API_ST_INT32
 
 #define MAX_ENTRIES (2 * API_OUT_COUNT + 64)
 
@@ -76,18 +71,6 @@ static int collect(const api_result *r, entry *t) {
             memcpy(e->shape, p.shape, sizeof e->shape);
         }
     }
-    for (int i = 0; i < n; i++) {
-        t[i].count = 1;
-        for (int d = 0; d < t[i].rank; d++) t[i].count *= (size_t)t[i].shape[d];
-    }
-    /* stable: larger elements first (an insertion sort of a few entries) */
-    int half = rq->fmt.half;
-    for (int i = 1; i < n; i++) {
-        entry x = t[i];
-        int j = i;
-        for (; j > 0 && item_size(&t[j - 1], half) < item_size(&x, half); j--) t[j] = t[j - 1];
-        t[j] = x;
-    }
     return n;
 }
 
@@ -110,34 +93,26 @@ static int nonfinite(const entry *t) {
     return 0;
 }
 
-int api__respond_safetensors(api_buf *b, const api_result *r, const api_reply *timing_so_far,
-                             double t_serialise_start, api_err *e) {
-    const api_request *rq = r->rq;
-    entry t[MAX_ENTRIES];
-    int n = collect(r, t);
-    if (n < 0) return api__fail(e, API_E_INTERNAL_ERROR, NULL, "too many parameter tensors");
-    int half = rq->fmt.half;
+int api__safetensors_write(api_buf *b, entry *t, int n, int half, const char *module,
+                           const api_st_meta *metas, int n_meta, api_err *e) {
+    for (int i = 0; i < n; i++) {
+        t[i].count = 1;
+        for (int d = 0; d < t[i].rank; d++) t[i].count *= (size_t)t[i].shape[d];
+    }
+    /* stable: larger elements first (an insertion sort of a few entries) */
+    for (int i = 1; i < n; i++) {
+        entry x = t[i];
+        int j = i;
+        for (; j > 0 && item_size(&t[j - 1], half) < item_size(&x, half); j--) t[j] = t[j - 1];
+        t[j] = x;
+    }
 
     /* the header, after 8 bytes kept for its length */
-    api_buf h = {0}, v = {0};
+    api_buf h = {0};
     api__buf_put(&h, "{\"__metadata__\":{\"format\":\"pt\"", 30);
     api__buf_put(&h, ",\"module\":", 10);
-    api__buf_json_string(&h, attn_module_name(rq->cfg.module));
-    api__shape_json(&v, r->plan);
-    meta(&h, "shape", &v);
-    api_buf_free(&v);
-    if (rq->returns & 1u << API_OUT_TOKENS) {
-        api__tokens_json(&v, rq);
-        meta(&h, "tokens", &v);
-        api_buf_free(&v);
-    }
-    if (rq->returns & 1u << API_OUT_TIMING) {
-        api__buf_printf(&v, "{\"parse_ms\":%.3f,\"compute_ms\":%.3f,\"serialise_ms\":%.3f}",
-                        timing_so_far->ms_parse, timing_so_far->ms_compute,
-                        api__now_ms() - t_serialise_start);
-        meta(&h, "timing", &v);
-        api_buf_free(&v);
-    }
+    api__buf_json_string(&h, module);
+    for (int i = 0; i < n_meta; i++) meta(&h, metas[i].key, metas[i].json);
     api__buf_put(&h, "}", 1);
     size_t offset = 0;
     for (int i = 0; i < n; i++) {
@@ -187,4 +162,31 @@ int api__respond_safetensors(api_buf *b, const api_result *r, const api_reply *t
     b->data[b->len] = '\0';
     api_buf_free(&h);
     return 0;
+}
+
+int api__respond_safetensors(api_buf *b, const api_result *r, const api_reply *timing_so_far,
+                             double t_serialise_start, api_err *e) {
+    const api_request *rq = r->rq;
+    entry t[MAX_ENTRIES];
+    int n = collect(r, t);
+    if (n < 0) return api__fail(e, API_E_INTERNAL_ERROR, NULL, "too many parameter tensors");
+    api_buf v[3] = {{0}};
+    api_st_meta m[3];
+    int n_meta = 0;
+    api__shape_json(&v[0], r->plan);
+    m[n_meta++] = (api_st_meta){"shape", &v[0]};
+    if (rq->returns & 1u << API_OUT_TOKENS) {
+        api__tokens_json(&v[1], rq);
+        m[n_meta++] = (api_st_meta){"tokens", &v[1]};
+    }
+    if (rq->returns & 1u << API_OUT_TIMING) {
+        api__buf_printf(&v[2], "{\"parse_ms\":%.3f,\"compute_ms\":%.3f,\"serialise_ms\":%.3f}",
+                        timing_so_far->ms_parse, timing_so_far->ms_compute,
+                        api__now_ms() - t_serialise_start);
+        m[n_meta++] = (api_st_meta){"timing", &v[2]};
+    }
+    int rc = api__safetensors_write(b, t, n, rq->fmt.half, attn_module_name(rq->cfg.module), m,
+                                    n_meta, e);
+    for (int i = 0; i < 3; i++) api_buf_free(&v[i]);
+    return rc;
 }

@@ -381,6 +381,10 @@ typedef struct {
     const uint8_t *key_padding_mask; /* [B][S]; 1 = padding, not attended */
     attn_pool *pool;       /* threads that may share the work (attn_pool_create);
                               NULL = the calling thread alone. Same results either way */
+    int params_checked;    /* 1: the caller knows params are finite (checked once for many
+                              calls, as GPT-2's blocks are): the O(n_params) check is
+                              skipped. A NaN would still make the result non-finite, which
+                              is an error either way */
 } attn_inputs;
 
 /* Where results go. Every pointer may be NULL (not wanted); the caller owns
@@ -404,5 +408,102 @@ typedef struct {
  * reseeded with cfg->dropout_seed. One allocation for the work space. */
 int attn_forward(const attn_config *cfg, const attn_plan *plan, const attn_inputs *in,
                  attn_rng *rng, attn_outputs *out, attn_error *err);
+
+/* ==== GPT-2 of seed 003 (gpt2_min.py) =================================== */
+
+/* The generator's cached second normal sample (PyTorch keeps it in the
+ * generator; torch.manual_seed clears it): start from {0}. */
+typedef struct {
+    int has_next;
+    double next;
+} attn_normal_cache;
+
+/* Tensor.normal_(mean, std) on a contiguous float32 tensor of n elements,
+ * draw for draw as PyTorch 1.13's CPU kernel (normal_fill_AVX2 in blocks of
+ * 16 when n >= 16, element by element in double below). */
+void attn_rng_normal_fill(attn_rng *rng, attn_normal_cache *cache, float *x, size_t n,
+                          double mean, double std);
+
+typedef enum {
+    ATTN_GELU_ERF = 0,  /* F.gelu(x): x/2 (1 + erf(x/sqrt 2)), the seed's */
+    ATTN_GELU_TANH = 1, /* gelu_new of the real GPT-2 checkpoints (tanh approximation) */
+} attn_gelu;
+
+/* GPTConfig, and the activation. */
+typedef struct {
+    int vocab_size;
+    int block_size;
+    int n_layer;     /* may be 0 */
+    int n_head;
+    int n_embd;      /* a multiple of n_head */
+    double dropout;  /* p of drop, resid_drop and mlp.drop */
+    attn_gelu gelu;
+} attn_gpt2_config;
+
+/* Every size of one forward pass of GPT2(cfg) on idx [B][T]. */
+typedef struct {
+    attn_gpt2_config cfg;
+    int B, T, C, H, V, n_layer;
+    int training;
+    int dropout_active;   /* training && 0 < p */
+    int param_count;      /* state_dict entries, buffers included, lm_head.weight excluded */
+    size_t n_params;      /* floats of the parameter buffer, in state_dict order */
+    size_t n_layer_params;/* floats of one block h.<l> */
+    size_t n_logits;      /* B * T * V */
+    size_t n_hidden;      /* (n_layer + 1) * B * T * C */
+    size_t n_attn;        /* n_layer * B * H * T * T */
+    size_t total_elements;/* an upper bound on every float of the call, outputs included */
+    attn_config attn;     /* one block's CausalSelfAttention call (ATTN_GPT2) */
+    attn_plan attn_plan;
+} attn_gpt2_plan;
+
+/* Validates cfg (sizes >= 1, n_embd % n_head, dropout in [0, 1],
+ * tokens <= block_size) and sizes everything, overflow-checked. */
+int attn_gpt2_plan_make(const attn_gpt2_config *cfg, int batch, int tokens, int training,
+                        attn_gpt2_plan *plan, attn_error *err);
+
+/* The index-th entry of GPT2's state_dict, in PyTorch's order:
+ *   wte.weight [V][C], wpe.weight [block_size][C], then per block l
+ *   h.l.ln_1.weight, h.l.ln_1.bias, h.l.attn.bias [1][1][block_size][block_size]
+ *   (the tril buffer), h.l.attn.c_attn.weight [3C][C], h.l.attn.c_attn.bias,
+ *   h.l.attn.c_proj.weight [C][C], h.l.attn.c_proj.bias, h.l.ln_2.weight,
+ *   h.l.ln_2.bias, h.l.mlp.fc.weight [4C][C], h.l.mlp.fc.bias,
+ *   h.l.mlp.proj.weight [C][4C], h.l.mlp.proj.bias; ln_f.weight, ln_f.bias.
+ * lm_head.weight is wte.weight (tied) and has no entry of its own. */
+int attn_gpt2_param_get(const attn_gpt2_plan *plan, int index, attn_param *out);
+
+/* torch.manual_seed(s); GPT2(cfg): fills params (plan->n_params floats) bit
+ * for bit, wte and wpe by normal_, the Linear layers by kaiming-uniform and
+ * uniform biases, LayerNorms with ones and zeros, then draws lm_head's own
+ * weight (discarded: it is tied). rng must be freshly seeded (normal cache
+ * empty) as torch.manual_seed leaves it; it is left where PyTorch's is. */
+int attn_gpt2_params_init(const attn_gpt2_plan *plan, float *params, attn_rng *rng,
+                          attn_error *err);
+
+/* Checks given parameters: finite, and the attn.bias buffers equal to tril. */
+int attn_gpt2_params_check(const attn_gpt2_plan *plan, const float *params, attn_error *err);
+
+/* Where results go; every pointer may be NULL (not wanted). */
+typedef struct {
+    float *logits;        /* [B][T][V], or [B][V] with last_only */
+    int last_only;        /* logits of the last position only (what next-token
+                             prediction reads): 1/T of lm_head's work */
+    float *hidden_states; /* [n_layer + 1][B][T][C] as Hugging Face's output_hidden_states:
+                             the input of each block (entry 0: embeddings after drop),
+                             and last the output of ln_f */
+    float *attn_weights;  /* [n_layer][B][H][T][T] softmax weights of every block */
+} attn_gpt2_outputs;
+
+/* model(idx) of gpt2_min.py: idx [B][T] token ids in [0, V). In training
+ * mode dropout draws from rng in forward order (drop, then per block
+ * attn.resid_drop and mlp.drop); rng NULL means a fresh process's generator.
+ * pool (may be NULL) shares the products with idle threads, split by fixed
+ * blocks of rows and columns: the same bits whatever the pool. params must
+ * be finite: made by attn_gpt2_params_init, or passed by
+ * attn_gpt2_params_check once (they are not checked again per block; a
+ * result beyond float32 is still an ATTN_ERR_NONFINITE).
+ * One work-space allocation here (plus the attention call's own per block). */
+int attn_gpt2_forward(const attn_gpt2_plan *plan, const float *params, const int32_t *idx,
+                      attn_pool *pool, attn_rng *rng, attn_gpt2_outputs *out, attn_error *err);
 
 #endif

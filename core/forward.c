@@ -172,7 +172,7 @@ static int check_inputs(const attn_config *cfg, const attn_plan *p, const attn_i
     }
     if (p->n_params) {
         if (!in->params) return attn__fail(err, ATTN_ERR_ARG, "params", "parameters are required");
-        if (!attn__all_finite(in->params, p->n_params))
+        if (!in->params_checked && !attn__all_finite(in->params, p->n_params))
             return attn__fail(err, ATTN_ERR_NONFINITE, "params", "parameters hold NaN or infinity");
     }
     if (in->attn_mask_add) {

@@ -1,36 +1,68 @@
-/* linear.c - a projection as blocks of rows, one cblas_sgemm per block. */
+/* linear.c - a projection as blocks of rows and columns, one cblas_sgemm per
+ * block, with GPT-2's GELU applied to each block while it is in cache. */
+#include "internal.h"
 #include "linear.h"
 #include "parallel.h"
+#include "vexp.h"
 
 #include <cblas.h>
 #include <string.h>
 
 typedef struct {
-    float *y;
-    const float *x, *w, *bias;
-    int rows, in, out, w_is_in_out;
+    attn__linear_args a;
+    int cols;          /* the column block */
+    long col_blocks;
 } linear_job;
+
+int attn__linear_cols(int out) {
+    int n = 2 * ((out + 1023) / 1024);
+    int w = (out + n - 1) / n;
+    return (w + 15) / 16 * 16;
+}
 
 static void linear_item(void *ctx, long item, int slot) {
     (void)slot;
     const linear_job *j = ctx;
-    int r0 = (int)item * ATTN__LINEAR_ROWS;
-    int rows = j->rows - r0 < ATTN__LINEAR_ROWS ? j->rows - r0 : ATTN__LINEAR_ROWS;
-    float *y = j->y + (size_t)r0 * j->out;
+    const attn__linear_args *a = &j->a;
+    int r0 = (int)(item / j->col_blocks) * ATTN__LINEAR_ROWS;
+    int c0 = (int)(item % j->col_blocks) * j->cols;
+    int rows = a->rows - r0 < ATTN__LINEAR_ROWS ? a->rows - r0 : ATTN__LINEAR_ROWS;
+    int cols = a->out - c0 < j->cols ? a->out - c0 : j->cols;
+    float *y = a->y + (size_t)r0 * (size_t)a->ldy + (size_t)c0;
     float beta = 0.0f;
-    if (j->bias) {
-        for (int r = 0; r < rows; r++) memcpy(y + (size_t)r * j->out, j->bias, (size_t)j->out * sizeof *y);
+    if (a->bias) {
+        for (int r = 0; r < rows; r++)
+            memcpy(y + (size_t)r * (size_t)a->ldy, a->bias + c0, (size_t)cols * sizeof *y);
         beta = 1.0f;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, j->w_is_in_out ? CblasNoTrans : CblasTrans, rows,
-                j->out, j->in, 1.0f, j->x + (size_t)r0 * j->in, j->in, j->w,
-                j->w_is_in_out ? j->out : j->in, beta, y, j->out);
+    const float *w = a->w_is_in_out ? a->w + c0 : a->w + (size_t)c0 * (size_t)a->in;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, a->w_is_in_out ? CblasNoTrans : CblasTrans, rows,
+                cols, a->in, 1.0f, a->x + (size_t)r0 * (size_t)a->ldx, a->ldx, w,
+                a->w_is_in_out ? a->out : a->in, beta, y, a->ldy);
+    if (a->gelu != ATTN__NO_GELU)
+        for (int r = 0; r < rows; r++) attn__gelu_row(y + (size_t)r * (size_t)a->ldy, cols, a->gelu);
+    if (a->nonfinite)
+        for (int r = 0; r < rows; r++)
+            if (!attn__all_finite(y + (size_t)r * (size_t)a->ldy, (size_t)cols)) {
+                __atomic_store_n(a->nonfinite, 1, __ATOMIC_RELAXED);
+                break;
+            }
+}
+
+void attn__linear_run(attn_pool *pool, const attn__linear_args *args) {
+    linear_job j = {.a = *args};
+    if (j.a.ldy == 0) j.a.ldy = j.a.out;
+    if (j.a.ldx == 0) j.a.ldx = j.a.in;
+    j.cols = attn__linear_cols(j.a.out);
+    j.col_blocks = (j.a.out + j.cols - 1) / j.cols;
+    long items = (j.a.rows + ATTN__LINEAR_ROWS - 1) / ATTN__LINEAR_ROWS * j.col_blocks;
+    double flops = 2.0 * j.a.rows * (double)j.a.in * j.a.out;
+    attn__parallel(pool, items, flops > 4e6, linear_item, &j);
 }
 
 void attn__linear(attn_pool *pool, float *y, const float *x, int rows, int in, int out,
                   const float *w, int w_is_in_out, const float *bias) {
-    linear_job j = {y, x, w, bias, rows, in, out, w_is_in_out};
-    long items = (rows + ATTN__LINEAR_ROWS - 1) / ATTN__LINEAR_ROWS;
-    double flops = 2.0 * rows * (double)in * out;
-    attn__parallel(pool, items, flops > 4e6, linear_item, &j);
+    attn__linear_args a = {.y = y, .x = x, .rows = rows, .in = in, .out = out, .w = w,
+                           .w_is_in_out = w_is_in_out, .bias = bias, .gelu = ATTN__NO_GELU};
+    attn__linear_run(pool, &a);
 }

@@ -5,12 +5,43 @@
 
 #include "attention.h"
 
-/* Rows per item: fixed, so the split never depends on the thread count. */
+/* An item is a block of at most ATTN__LINEAR_ROWS rows by attn__linear_cols
+ * output columns: fixed by the shapes, so the split never depends on the
+ * thread count. Columns are split too so that one short sequence (T = 128:
+ * one row block) still gives every thread work; each output element is one
+ * sgemm's dot product over `in` either way (OpenBLAS gives the same bits
+ * split or not). */
 #define ATTN__LINEAR_ROWS 128
+
+/* The column block of a product with `out` columns: an even number of
+ * blocks of at most about 512 columns (2 * ceil(out / 1024)), a multiple of
+ * 16 wide. Wider blocks pack the rows fewer times (OpenBLAS packs its A per
+ * call); an even count keeps two threads busy to the end. */
+int attn__linear_cols(int out);
+
+/* No activation after the product (attn__linear_args.gelu). */
+#define ATTN__NO_GELU (-1)
+
+typedef struct {
+    float *y;            /* [rows][ldy], columns [0, out) written */
+    int ldy;             /* 0: out */
+    const float *x;      /* [rows][ldx] */
+    int ldx;             /* 0: in */
+    int rows, in, out;
+    const float *w;      /* [out][in] as nn.Linear stores it, or [in][out] with w_is_in_out */
+    int w_is_in_out;
+    const float *bias;   /* [out] or NULL */
+    int gelu;            /* ATTN__NO_GELU, or an attn_gelu applied to each result */
+    int *nonfinite;      /* if not NULL: set to 1 (atomically) when a result is NaN or
+                            infinite, checked block by block while in cache */
+} attn__linear_args;
+
+/* y = x · Wᵀ + b (then GELU), by items split over pool. */
+void attn__linear_run(attn_pool *pool, const attn__linear_args *a);
 
 /* y[rows][out] = x[rows][in] · Wᵀ + b, W as nn.Linear stores it: [out][in];
  * or x · W with W stored [in][out] (SelfAttention_v1) when w_is_in_out.
- * bias may be NULL. Blocks of ATTN__LINEAR_ROWS rows are split over pool. */
+ * bias may be NULL. */
 void attn__linear(attn_pool *pool, float *y, const float *x, int rows, int in, int out,
                   const float *w, int w_is_in_out, const float *bias);
 

@@ -1,4 +1,5 @@
-/* vexp.c - exp(x - shift) over a row, with its sum; row max; row scaling.
+/* vexp.c - exp(x - shift) over a row, with its sum; row max; row scaling;
+ * GPT-2's GELU (erf and tanh forms) over a row.
  *
  * Written as plain loops over blocks of LANES floats that GCC turns into
  * vector code; target_clones builds them for AVX-512, AVX2 and the baseline
@@ -75,4 +76,61 @@ CLONES float attn__exp_shifted(float *y, const float *x, float shift, int n) {
 
 CLONES void attn__scale_row(float *y, float a, int n) {
     for (int j = 0; j < n; j++) y[j] *= a;
+}
+
+/* exp(x) for x <= 0 as exp_nonpos, with x clamped at -87.34 instead of
+ * flushed to 0 (exp(-87.34) is 1.2e-38: GELU's sums cannot tell), so that
+ * the loops below have no branch and vectorise. NaN is not expected here
+ * (the inputs are finite). */
+static inline float exp_clamped(float x) {
+    x = x < -87.33654f ? -87.33654f : x;
+    float t = x * 1.44269504088896341f + 12582912.0f;
+    float n = t - 12582912.0f;
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    float y = p * (r * r) + r + 1.0f;
+    uint32_t e = (uint32_t)((int32_t)n + 127) << 23; /* n in [-126, 0] */
+    float scale;
+    memcpy(&scale, &e, sizeof scale);
+    return y * scale;
+}
+
+/* F.gelu(x) as PyTorch 1.13's vectorised CPU kernel computes it:
+ * x * 0.5 * (1 + erf(x / sqrt 2)), erf by Abramowitz and Stegun 7.1.26
+ * (|error| < 1.5e-7), the polynomial ATen's Vectorized<float>::erf uses. */
+static inline float gelu_erf(float v) {
+    float z = v * 0.70710678118654752f;
+    float a = fabsf(z);
+    float t = 1.0f / (0.3275911f * a + 1.0f);
+    float r = 1.061405429f;
+    r = r * t + -1.453152027f;
+    r = r * t + 1.421413741f;
+    r = r * t + -0.284496736f;
+    r = r * t + 0.254829592f;
+    float e = exp_clamped(-(z * z));
+    float erf_abs = 1.0f - (e * t) * r;
+    return v * 0.5f * (1.0f + copysignf(erf_abs, z));
+}
+
+/* gelu_new (Hugging Face's NewGELUActivation):
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), tanh(u) as
+ * sign(u) (1 - e) / (1 + e) with e = exp(-2|u|). */
+static inline float gelu_tanh(float v) {
+    float u = 0.7978845608028654f * (v + 0.044715f * (v * v * v));
+    float e = exp_clamped(-2.0f * fabsf(u));
+    float th = copysignf((1.0f - e) / (1.0f + e), u);
+    return 0.5f * v * (1.0f + th);
+}
+
+CLONES void attn__gelu_row(float *x, int n, int tanh_form) {
+    if (tanh_form)
+        for (int j = 0; j < n; j++) x[j] = gelu_tanh(x[j]);
+    else
+        for (int j = 0; j < n; j++) x[j] = gelu_erf(x[j]);
 }

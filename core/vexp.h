@@ -1,5 +1,5 @@
-/* vexp.h - vectorised exponentials and row reductions for the softmax
- * (private).
+/* vexp.h - vectorised exponentials and row reductions for the softmax, and
+ * GPT-2's GELU (private).
  *
  * One implementation, chosen once per process by the CPU (AVX-512, AVX2+FMA
  * or SSE2 clones of the same C): every thread of a process computes the same
@@ -20,5 +20,9 @@ float attn__exp_shifted(float *y, const float *x, float shift, int n);
 
 /* y[j] *= a for j < n. */
 void attn__scale_row(float *y, float a, int n);
+
+/* x[j] = gelu(x[j]) for j < n, in place: F.gelu's erf form (tanh_form 0,
+ * ATTN_GELU_ERF) or gelu_new's tanh approximation (ATTN_GELU_TANH). */
+void attn__gelu_row(float *x, int n, int tanh_form);
 
 #endif

@@ -98,7 +98,7 @@ static enum MHD_Result respond_with(request *q, int status, const char *content_
     }
     /* One Vary header: what the reply depends on besides the URL. */
     int vary_origin = srv_cors_enabled(cors) && srv_cors_varies(cors);
-    int vary_coding = q->route <= SRV_R_SDPA && q->srv->opt->gzip_level > 0;
+    int vary_coding = q->route <= SRV_R_LAST_COMPUTE && q->srv->opt->gzip_level > 0;
     if (vary_origin || vary_coding)
         MHD_add_response_header(r, MHD_HTTP_HEADER_VARY,
                                 vary_origin && vary_coding ? "Origin, Accept-Encoding"
@@ -115,7 +115,7 @@ static enum MHD_Result respond_with(request *q, int status, const char *content_
         MHD_add_response_header(r, "Access-Control-Allow-Headers", "Content-Type");
         MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
     }
-    if (q->route <= SRV_R_SDPA && atomic_load(&q->ph) == PH_DONE && q->reply.status == 200) {
+    if (q->route <= SRV_R_LAST_COMPUTE && atomic_load(&q->ph) == PH_DONE && q->reply.status == 200) {
         char timing[192];
         int n = snprintf(timing, sizeof timing, "parse;dur=%.3f, compute;dur=%.3f, serialise;dur=%.3f",
                          q->reply.ms_parse, q->reply.ms_compute, q->reply.ms_serialise);
@@ -222,6 +222,11 @@ static enum MHD_Result answer_get(request *q) {
         char *v = srv_info_version_json(&len);
         if (!v) return respond(q, 500, "application/json", (char *)oom_body, sizeof oom_body - 1, 0);
         return respond(q, 200, "application/json", v, len, 1);
+    }
+    case SRV_R_MODELS: { /* the checkpoints loaded at start (--model) */
+        api_buf b = {0};
+        api_models_json(s->limits.models, &b); /* respond_json answers 500 if it failed */
+        return respond_json(q, 200, &b);
     }
     case SRV_R_OPENAPI:
         return answer_static(q, "application/json", api_openapi_json(), s->openapi_etag);
@@ -380,7 +385,7 @@ static void compute_job(void *arg) {
 static enum MHD_Result answer(request *q) {
     srv_http *s = q->srv;
     if (strcmp(q->method, "OPTIONS") == 0) return respond(q, 204, NULL, (char *)"", 0, 0);
-    if (q->route > SRV_R_SDPA) return answer_get(q);
+    if (q->route > SRV_R_LAST_COMPUTE) return answer_get(q);
 
     if (atomic_load(&q->ph) == PH_DONE) {
         int status = q->reply.status ? q->reply.status : 500;
@@ -456,7 +461,7 @@ static enum MHD_Result begin(srv_http *s, struct MHD_Connection *conn, const cha
     srv_conns_head_done(s->conns, conn);
     srv_metrics_in_flight_add(1);
 
-    if (q->route > SRV_R_SDPA || strcmp(method, "POST") != 0) return MHD_YES;
+    if (q->route > SRV_R_LAST_COMPUTE || strcmp(method, "POST") != 0) return MHD_YES;
     /* Read and dropped like an oversized body; 415 once it is in. */
     srv_coding coding = srv_content_coding(
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING));
@@ -498,7 +503,7 @@ static enum MHD_Result begin(srv_http *s, struct MHD_Connection *conn, const cha
 static enum MHD_Result take_chunk(request *q, const char *data, size_t size) {
     size_t max = q->srv->opt->max_body;
     q->bytes_in += size;
-    int keep = q->route <= SRV_R_SDPA && strcmp(q->method, "POST") == 0 && !q->bad_encoding;
+    int keep = q->route <= SRV_R_LAST_COMPUTE && strcmp(q->method, "POST") == 0 && !q->bad_encoding;
     if (keep && !q->too_large && !q->no_memory) {
         if (size > max - q->len) {
             q->too_large = 1;
@@ -545,7 +550,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (q->route == SRV_R_UNKNOWN)
         return respond_error(q, API_E_NOT_FOUND, NULL,
                              "no such path: %.200s (POST /attention/{simple,self,causal,"
-                             "multihead,sdpa}; GET /healthz /readyz /metrics /version "
+                             "multihead,sdpa}, /model/gpt2; GET /healthz /readyz /metrics /version "
                              "/openapi.json)", q->path);
     if (!srv_route_allows(q->route, q->method))
         return respond_error(q, API_E_METHOD_NOT_ALLOWED, NULL, "%.15s is not allowed on %s; allowed: %s",
@@ -602,12 +607,16 @@ static void stop_helpers(srv_http *s) {
     s->budget = NULL;
 }
 
-int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_pool *compute) {
+int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_pool *compute,
+                   const api_models *models) {
     memset(s, 0, sizeof *s);
     s->opt = opt;
     s->pool = pool;
     s->limits.max_elements = opt->max_elements;
     s->limits.compute = compute;
+    s->limits.tokenizers = opt->loaded_tokenizers;
+    s->limits.n_tokenizers = (size_t)opt->n_tokenizers;
+    s->limits.models = models;
     atomic_init(&s->draining, 0);
     char why[160];
     if (srv_cors_parse(&s->cors, opt->cors_origin, why, sizeof why) != 0) {

@@ -44,8 +44,11 @@ typedef struct {
 
 /* Binds opt->host:opt->port and starts the I/O threads. The pool must be
  * running; compute (may be NULL) is the core's thread pool that requests
- * share their work with. Returns 0, or -1 with the reason logged. */
-int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_pool *compute);
+ * share their work with; models (may be NULL) are the checkpoints loaded at
+ * start, read by requests until srv_http_stop. Returns 0, or -1 with the
+ * reason logged. */
+int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_pool *compute,
+                   const api_models *models);
 
 /* Closes the listening socket (new connections are refused) and marks the
  * server not ready; connections already open are still served (with

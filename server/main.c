@@ -92,9 +92,23 @@ static int serve(const srv_options *opt) {
         srv_log("cannot install signal handlers: %s", strerror(errno));
         return 1;
     }
+    /* The checkpoints, validated in full before the port is bound: a bad
+     * file stops the server (exit 2) before it reports ready. */
+    api_models *models = NULL;
+    for (int i = 0; i < opt->n_models; i++) {
+        char why[768];
+        double t0 = now_s();
+        if (api_models_load(&models, opt->models[i], why, sizeof why) != 0) {
+            srv_log("--model %.200s: %s", opt->models[i], why);
+            api_models_free(models);
+            return 2;
+        }
+        srv_log("--model %.200s: loaded in %.2f s", opt->models[i], now_s() - t0);
+    }
     srv_pool *pool = srv_pool_create(opt->threads, opt->max_queue);
     if (!pool) {
         srv_log("cannot start %d worker threads", opt->threads);
+        api_models_free(models);
         return 1;
     }
     /* The core's threads, shared by every request: one large request on an
@@ -104,12 +118,14 @@ static int serve(const srv_options *opt) {
     if (!compute) {
         srv_log("cannot start %d compute threads", opt->threads - 1);
         srv_pool_destroy(pool);
+        api_models_free(models);
         return 1;
     }
     srv_http http;
-    if (srv_http_start(&http, opt, pool, compute) != 0) {
+    if (srv_http_start(&http, opt, pool, compute, models) != 0) {
         srv_pool_destroy(pool);
         attn_pool_destroy(compute);
+        api_models_free(models);
         return 1;
     }
     srv_log("%s listening on %s port %d: %d workers, %d I/O threads, max-queue %d, "
@@ -143,9 +159,29 @@ static int serve(const srv_options *opt) {
     srv_http_stop(&http);
     srv_pool_destroy(pool);
     attn_pool_destroy(compute); /* no worker is left to use it */
+    api_models_free(models);
     srv_log("stopped%s", left > 0 ? " (some requests were cut off)" : "");
     close(signal_pipe[0]);
     close(signal_pipe[1]);
+    return 0;
+}
+
+/* --tokenizer: every one loaded before the server listens; a bad directory
+ * stops the start with the file and the fault. Returns 0 or -1. */
+static int load_tokenizers(srv_options *opt, api_tokenizer *out) {
+    for (int i = 0; i < opt->n_tokenizers; i++) {
+        const srv_tokenizer_opt *t = &opt->tokenizers[i];
+        api_bpe *bpe = NULL;
+        char err[512];
+        if (api_bpe_load(t->dir, &bpe, err, sizeof err) != 0) {
+            srv_log("--tokenizer %s=%s: %s", t->name, t->dir, err);
+            while (i-- > 0) api_bpe_free((api_bpe *)out[i].bpe);
+            return -1;
+        }
+        out[i] = (api_tokenizer){.name = t->name, .bpe = bpe};
+        srv_log("tokenizer %s: %zu tokens from %s", t->name, api_bpe_vocab_size(bpe), t->dir);
+    }
+    opt->loaded_tokenizers = out;
     return 0;
 }
 
@@ -164,5 +200,9 @@ int main(int argc, char **argv) {
     case SRV_MODE_SERVE:
         break;
     }
-    return serve(&opt);
+    api_tokenizer tokenizers[SRV_MAX_TOKENIZERS];
+    if (load_tokenizers(&opt, tokenizers) != 0) return 1;
+    int rc = serve(&opt);
+    for (int i = 0; i < opt.n_tokenizers; i++) api_bpe_free((api_bpe *)tokenizers[i].bpe);
+    return rc;
 }

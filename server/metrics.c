@@ -78,14 +78,14 @@ long srv_metrics_in_flight(void) { return atomic_load(&in_flight); }
 static int method_known(srv_route r, srv_method m) {
     if (r == SRV_R_UNKNOWN) return m == SRV_M_GET || m == SRV_M_POST;
     if (m == SRV_M_OPTIONS) return 1;
-    if (r <= SRV_R_SDPA) return m == SRV_M_POST;
+    if (r <= SRV_R_LAST_COMPUTE) return m == SRV_M_POST;
     return m == SRV_M_GET || m == SRV_M_HEAD;
 }
 
 /* The method a route is there for: its histogram is shown from the start
  * (the others' once they have been asked). */
 static int method_main(srv_route r, srv_method m) {
-    return r <= SRV_R_SDPA ? m == SRV_M_POST : m == SRV_M_GET;
+    return r <= SRV_R_LAST_COMPUTE ? m == SRV_M_POST : m == SRV_M_GET;
 }
 
 /* The statuses a route gives to a method it answers. */
@@ -93,7 +93,7 @@ static int status_known(srv_route r, srv_method m, int status) {
     if (!method_known(r, m)) return 0;
     if (r == SRV_R_UNKNOWN) return status == 404;
     if (m == SRV_M_OPTIONS) return status == 204;
-    if (r <= SRV_R_SDPA)
+    if (r <= SRV_R_LAST_COMPUTE)
         return status == 200 || status == 400 || status == 413 || status == 415 ||
                status == 500 || status == 503;
     if (r == SRV_R_READYZ) return status == 200 || status == 503;

@@ -59,7 +59,8 @@ void srv_options_usage(FILE *f, const char *argv0) {
         "       %s --probe URL | --healthcheck [--host H] [--port P]\n"
         "\n"
         "Serves the attention modules over HTTP (POST /attention/{simple,self,causal,\n"
-        "multihead,sdpa}; GET /healthz /readyz /metrics /version /openapi.json).\n"
+        "multihead,sdpa}, POST /model/gpt2; GET /healthz /readyz /metrics /version /models\n"
+        "/openapi.json).\n"
         "Every option can also be set by the environment variable shown; the flag wins.\n"
         "\n"
         "  --host ADDR            ATTN_HOST             address to bind (127.0.0.1; 0.0.0.0 or ::\n"
@@ -89,6 +90,17 @@ void srv_options_usage(FILE *f, const char *argv0) {
         "  --gzip-level N         ATTN_GZIP_LEVEL       gzip replies for clients that accept it at\n"
         "                                               this level, 1 (fastest) to 12; 0 = never (1)\n"
         "  --gzip-min-size SIZE   ATTN_GZIP_MIN_SIZE    smaller replies are sent as they are (1k)\n"
+        "  --tokenizer NAME=DIR   ATTN_TOKENIZER        GPT-2's BPE files in DIR (vocab.json +\n"
+        "                                               merges.txt, or encoder.json + vocab.bpe),\n"
+        "                                               loaded at start; /model/gpt2 requests then\n"
+        "                                               send \"text\" (and \"tokenizer\": NAME when\n"
+        "                                               more than one is loaded); repeatable; the\n"
+        "                                               variable takes NAME=DIR,NAME=DIR\n"
+        "  --model NAME=FILE      ATTN_MODELS           load a Hugging Face GPT-2 model.safetensors\n"
+        "                                               at start for POST /model/gpt2 {\"model\": NAME};\n"
+        "                                               repeatable (the variable: comma-separated);\n"
+        "                                               FILE:heads=N sets n_head (else the file's\n"
+        "                                               __metadata__ n_head, else n_embd/64)\n"
         "  --probe URL                                  GET URL, exit 0 on 2xx, 1 otherwise\n"
         "  --healthcheck                                probe http://HOST:PORT/healthz\n"
         "  --version                                    print the version and exit\n"
@@ -163,6 +175,41 @@ static int set_value(srv_options *o, const opt_def *d, const char *value, const 
     return ok ? 0 : -1;
 }
 
+/* Adds NAME=DIR (n bytes of s) to o->tokenizers; prints what is wrong and
+ * returns -1. NAME: letters, digits, '.', '_', '-'; each name once. */
+static int add_tokenizer(srv_options *o, const char *s, size_t n, const char *from) {
+    const char *eq = memchr(s, '=', n);
+    size_t name_len = eq ? (size_t)(eq - s) : 0, dir_len = eq ? n - name_len - 1 : 0;
+    srv_tokenizer_opt *t = &o->tokenizers[o->n_tokenizers];
+    int ok = eq && name_len > 0 && name_len < sizeof t->name && dir_len > 0 &&
+             dir_len < sizeof t->dir;
+    for (size_t i = 0; ok && i < name_len; i++)
+        ok = isalnum((unsigned char)s[i]) || s[i] == '.' || s[i] == '_' || s[i] == '-';
+    if (!ok) {
+        fprintf(stderr, "attention-server: %s: '%.*s' is not NAME=DIR (NAME: letters, digits, "
+                "'.', '_', '-')\n", from, (int)(n < 200 ? n : 200), s);
+        return -1;
+    }
+    for (int i = 0; i < o->n_tokenizers; i++)
+        if (strlen(o->tokenizers[i].name) == name_len &&
+            strncmp(o->tokenizers[i].name, s, name_len) == 0) {
+            fprintf(stderr, "attention-server: %s: the tokenizer name '%.*s' is given twice\n",
+                    from, (int)name_len, s);
+            return -1;
+        }
+    if (o->n_tokenizers == SRV_MAX_TOKENIZERS) {
+        fprintf(stderr, "attention-server: %s: more than %d tokenizers\n", from,
+                SRV_MAX_TOKENIZERS);
+        return -1;
+    }
+    memcpy(t->name, s, name_len);
+    t->name[name_len] = '\0';
+    memcpy(t->dir, eq + 1, dir_len);
+    t->dir[dir_len] = '\0';
+    o->n_tokenizers++;
+    return 0;
+}
+
 static int cpu_count(void) {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
@@ -193,14 +240,47 @@ static int fail(const char *argv0) {
     return -1;
 }
 
+/* One --model spec; -1 when there are too many. */
+static int add_model(srv_options *o, const char *spec) {
+    if (o->n_models == SRV_MAX_MODELS) {
+        fprintf(stderr, "attention-server: at most %d models (--model)\n", SRV_MAX_MODELS);
+        return -1;
+    }
+    o->models[o->n_models++] = spec;
+    return 0;
+}
+
+/* ATTN_MODELS: specs separated by commas, split in o->models_env. */
+static int models_from_env(srv_options *o) {
+    const char *v = getenv("ATTN_MODELS");
+    if (!v || !*v) return 0;
+    if (strlen(v) >= sizeof o->models_env) {
+        fprintf(stderr, "attention-server: ATTN_MODELS: value too long\n");
+        return -1;
+    }
+    strcpy(o->models_env, v);
+    for (char *save = NULL, *tok = strtok_r(o->models_env, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save))
+        if (add_model(o, tok) != 0) return -1;
+    return 0;
+}
+
 int srv_options_parse(srv_options *o, int argc, char **argv) {
     const char *argv0 = argc > 0 ? argv[0] : "attention-server";
     set_defaults(o);
+    if (models_from_env(o) != 0) return fail(argv0);
+    int model_flags = 0;
     for (size_t i = 0; i < N_DEFS; i++) {
         const char *v = getenv(defs[i].env);
         if (v && *v && set_value(o, &defs[i], v, defs[i].env) != 0) return fail(argv0);
     }
-    int healthcheck = 0;
+    const char *tokenizers = getenv("ATTN_TOKENIZER");
+    for (const char *p = tokenizers; p && *p;) {
+        size_t n = strcspn(p, ",");
+        if (add_tokenizer(o, p, n, "ATTN_TOKENIZER") != 0) return fail(argv0);
+        p += n + (p[n] == ',');
+    }
+    int healthcheck = 0, tokenizer_flags = 0;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) { o->mode = SRV_MODE_HELP; return 0; }
@@ -218,6 +298,26 @@ int srv_options_parse(srv_options *o, int argc, char **argv) {
             }
             strcpy(o->probe_url, value);
             o->mode = SRV_MODE_PROBE;
+            continue;
+        }
+        if (name_len == 11 && strncmp(arg, "--tokenizer", 11) == 0) {
+            value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!value) {
+                fprintf(stderr, "attention-server: --tokenizer needs NAME=DIR\n");
+                return fail(argv0);
+            }
+            if (tokenizer_flags++ == 0) o->n_tokenizers = 0; /* the flags replace the variable */
+            if (add_tokenizer(o, value, strlen(value), "--tokenizer") != 0) return fail(argv0);
+            continue;
+        }
+        if (name_len == 7 && strncmp(arg, "--model", 7) == 0) {
+            value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!value || !*value) {
+                fprintf(stderr, "attention-server: --model needs NAME=FILE.safetensors\n");
+                return fail(argv0);
+            }
+            if (!model_flags++) o->n_models = 0; /* the flags win over ATTN_MODELS */
+            if (add_model(o, value) != 0) return fail(argv0);
             continue;
         }
         const opt_def *d = NULL;

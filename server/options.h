@@ -10,12 +10,23 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "api/api.h"
+#define SRV_MAX_MODELS 16
+
 typedef enum {
     SRV_MODE_SERVE,        /* run the server */
     SRV_MODE_HELP,         /* --help: usage on stdout, exit 0 */
     SRV_MODE_VERSION,      /* --version: one line on stdout, exit 0 */
     SRV_MODE_PROBE,        /* --probe URL / --healthcheck: GET it, exit 0 on 2xx */
 } srv_mode;
+
+#define SRV_MAX_TOKENIZERS 16
+
+/* --tokenizer NAME=DIR: GPT-2's BPE files in DIR, named NAME in requests. */
+typedef struct {
+    char name[64];
+    char dir[1024];
+} srv_tokenizer_opt;
 
 typedef struct {
     srv_mode mode;
@@ -37,6 +48,14 @@ typedef struct {
     int gzip_level;        /* --gzip-level, ATTN_GZIP_LEVEL: 0 = never compress replies, 1-12 */
     size_t gzip_min_size;  /* --gzip-min-size, ATTN_GZIP_MIN_SIZE: smaller replies go as they are */
     char probe_url[1024];  /* --probe URL; --healthcheck builds it from host and port */
+    srv_tokenizer_opt tokenizers[SRV_MAX_TOKENIZERS]; /* --tokenizer NAME=DIR (repeatable),
+                            * ATTN_TOKENIZER (NAME=DIR[,NAME=DIR...]) */
+    int n_tokenizers;
+    const api_tokenizer *loaded_tokenizers; /* [n_tokenizers], loaded by main at start */
+    const char *models[SRV_MAX_MODELS]; /* --model NAME=FILE[:heads=N], repeatable (into argv),
+                            * or ATTN_MODELS, comma-separated (into models_env) */
+    int n_models;
+    char models_env[4096];
 } srv_options;
 
 /* Fills *o from the environment and argv. Returns 0, or -1 after printing

@@ -84,6 +84,19 @@ static const request requests[] = {
                        "\"query_rows\":[2,6],\"output_format\":\"png\",\"color_scale\":\"row\"}"},
     {API_EP_SELF, "{\"d_out\":2,\"init\":{\"seed\":1},\"inputs\":[[1,2],[3]]}"},   /* a 400 */
     {API_EP_SELF, "{\"d_out\":2,"},                                                 /* bad JSON */
+    {API_EP_MODEL_GPT2, "{\"vocab_size\":7,\"block_size\":4,\"n_layer\":2,\"n_head\":2,\"n_embd\":4,"
+                        "\"init\":{\"seed\":1},\"training\":true,\"idx\":[[1,2,3],[4,5,6]],\"return\":"
+                        "[\"idx\",\"logits\",\"next_token\",\"attn_weights\",\"hidden_states\",\"timing\"]}"},
+    {API_EP_MODEL_GPT2, "{\"vocab_size\":2,\"block_size\":2,\"n_layer\":0,\"n_head\":1,\"n_embd\":1,"
+                        "\"state_dict\":{\"wte.weight\":[[1],[2]],\"wpe.weight\":[[0],[1]],"
+                        "\"ln_f.weight\":[1],\"ln_f.bias\":[0]},\"idx\":[1]}"},
+    {API_EP_MODEL_GPT2, "{\"vocab_size\":7,\"block_size\":4,\"n_layer\":2,\"n_head\":2,\"n_embd\":4,"
+                        "\"init\":{\"seed\":1},\"idx\":[[1,2,3],[4,5,6]],\"heads\":[1],\"query_rows\":[1,3],"
+                        "\"top_k\":2,\"output_format\":\"safetensors\",\"return\":"
+                        "[\"idx\",\"logits\",\"next_token\",\"attn_weights\",\"hidden_states\",\"timing\"]}"},
+    {API_EP_MODEL_GPT2, "{\"vocab_size\":7,\"block_size\":4,\"n_layer\":2,\"n_head\":2,\"n_embd\":4,"
+                        "\"init\":{\"seed\":1},\"idx\":[1,2,3],\"heads\":[0],\"output_format\":\"base64\","
+                        "\"return\":[\"attn_weights\"]}"},
 };
 #define N_REQUESTS (int)(sizeof requests / sizeof requests[0])
 

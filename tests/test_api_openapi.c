@@ -119,10 +119,13 @@ START_TEST(test_every_endpoint) {
         ck_assert_ptr_eq(deref(json_object_get(err, "schema")),
                          json_object_get(json_object_get(json_object_get(g_doc, "components"), "schemas"), "Error"));
     }
-    static const char *const gets[] = {"/healthz", "/readyz", "/metrics", "/version", "/openapi.json", "/"};
+    static const char *const gets[] = {"/healthz", "/readyz", "/metrics", "/version", "/models",
+                                       "/openapi.json", "/"};
     for (size_t i = 0; i < sizeof gets / sizeof gets[0]; i++)
         ck_assert_msg(json_object_get(json_object_get(paths, gets[i]), "get") != NULL, "no GET %s", gets[i]);
-    ck_assert_int_eq(json_object_size(paths), API_EP_COUNT + 6);
+    /* the attention endpoints, POST /model/gpt2 and the seven GETs */
+    ck_assert_msg(post_of("/model/gpt2") != NULL, "no POST /model/gpt2");
+    ck_assert_int_eq(json_object_size(paths), API_EP_COUNT + 8);
 }
 END_TEST
 

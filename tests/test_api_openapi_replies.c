@@ -6,7 +6,7 @@
  * error status it can produce) is validated against the document's schema
  * for its path and status with the small validator of tests/support/jschema.c;
  * the validator is first shown to fail on bad instances. The real server's
- * GET endpoints (/healthz, /readyz, /version, /metrics, /openapi.json) and
+ * GET endpoints (/healthz, /readyz, /version, /models, /metrics, /openapi.json) and
  * its 404 and 405 are checked the same way.
  */
 #include <check.h>
@@ -18,6 +18,7 @@
 
 #include "api/api_internal.h"
 #include "support/check_main.h"
+#include "support/ckpt_files.h"
 #include "support/files.h"
 #include "support/jschema.h"
 #include "support/openapi_doc.h"
@@ -378,6 +379,44 @@ START_TEST(t_examples) {
 }
 END_TEST
 
+/* /model/gpt2 replies against Gpt2Response: [T] and [B][T] idx, every
+ * output, each JSON format, with and without heads, query_rows and top_k,
+ * no layer at all; the request bodies against Gpt2Request. */
+START_TEST(t_model_replies) {
+    static const char *const idx[] = {"[3,1,4]", "[[3,1,4],[1,5,9]]"};
+    static const char *const formats[] = {"nested", "flat", "base64"};
+    static const char *const sel[] = {"", ",\"heads\":[1],\"query_rows\":[1,3]", ",\"top_k\":2",
+                                      ",\"layers\":[]", ",\"layers\":[],\"top_k\":2"};
+    const json_t *rq_schema = json_object_get(json_object_get(json_object_get(json_object_get(
+        json_object_get(json_object_get(g_doc, "components"), "requestBodies"), "Gpt2Request"),
+        "content"), "application/json"), "schema");
+    ck_assert_ptr_nonnull(rq_schema);
+    tally t = {0};
+    for (size_t i = 0; i < 2; i++)
+        for (size_t f = 0; f < 3; f++)
+            for (size_t k = 0; k < sizeof sel / sizeof sel[0]; k++) {
+                char body[512], what[64];
+                snprintf(body, sizeof body,
+                         "{\"vocab_size\":10,\"block_size\":8,\"n_layer\":2,\"n_head\":2,\"n_embd\":4,"
+                         "\"init\":{\"seed\":0},\"idx\":%s,\"output_format\":\"%s\"%s,\"return\":"
+                         "[\"idx\",\"logits\",\"next_token\",\"attn_weights\",\"hidden_states\","
+                         "\"timing\"]}",
+                         idx[i], formats[f], sel[k]);
+                snprintf(what, sizeof what, "gpt2 %zu %s %zu", i, formats[f], k);
+                json_t *req = json_loads(body, 0, NULL);
+                ck_assert_ptr_nonnull(req);
+                jschema_error e;
+                ck_assert_msg(jschema_validate(g_doc, rq_schema, req, &e) == JSCHEMA_VALID,
+                              "%s: request at %s: %s", what, e.path, e.message);
+                run_json(&t, what, API_EP_MODEL_GPT2, req, 200);
+                json_decref(req);
+            }
+    ck_assert_msg(t.failures == 0, "%d of %d replies disagree with the document (details above)",
+                  t.failures, t.replies);
+    ck_assert_int_eq(t.replies, 2 * 3 * 5);
+}
+END_TEST
+
 /* One small request per module; inputs are [T][d] (no batch axis). */
 typedef struct {
     api_endpoint ep;
@@ -641,8 +680,13 @@ static void media_type(const srvt_reply *r, char *out, size_t cap) {
 }
 
 START_TEST(t_server_get_endpoints) {
-    ck_assert_msg(srvt_start(&srv, NULL, NULL) == 0, "cannot start %s", srvt_binary());
-    static const char *const json_paths[] = {"/healthz", "/readyz", "/version", "/openapi.json"};
+    /* with a checkpoint loaded, so that GET /models lists one */
+    char ckpt[512], spec[600];
+    snprintf(spec, sizeof spec, "tiny=%s", ckf_golden(ckpt, sizeof ckpt, "tiny_f32.safetensors"));
+    const char *args[] = {"--model", spec, NULL};
+    ck_assert_msg(srvt_start(&srv, args, NULL) == 0, "cannot start %s", srvt_binary());
+    static const char *const json_paths[] = {"/healthz", "/readyz", "/version", "/models",
+                                             "/openapi.json"};
     for (size_t i = 0; i < sizeof json_paths / sizeof json_paths[0]; i++) {
         srvt_reply r;
         ck_assert_int_eq(srvt_get(&srv, json_paths[i], &r), 0);
@@ -678,6 +722,10 @@ START_TEST(t_server_get_endpoints) {
     ck_assert_str_eq(mt, "application/json");
     ck_assert_int_eq(check_body("server", "post", "/attention/multihead", 200, r.body, r.len), 0);
     srvt_reply_free(&r);
+    ck_assert_int_eq(srvt_post(&srv, "/model/gpt2", "{\"model\":\"tiny\",\"idx\":[1,2]}", &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq(check_body("server", "post", "/model/gpt2", 200, r.body, r.len), 0);
+    srvt_reply_free(&r);
 
     ck_assert_int_eq(srvt_get(&srv, "/attention/simple", &r), 0);
     ck_assert_int_eq(r.status, 405);
@@ -706,7 +754,7 @@ static Suite *replies_suite(void) {
                                 t_validator_combinators_refs, t_validator_fails_loudly,
                                 t_document_schemas_understood, NULL};
     tcase_add_checked_fixture(tcase_with(s, "validator", 0, validator), load_doc, free_doc);
-    const TTest *replies[] = {t_examples, t_every_return_name, t_options_and_shapes,
+    const TTest *replies[] = {t_examples, t_model_replies, t_every_return_name, t_options_and_shapes,
                               t_every_error_status, t_error_bodies, NULL};
     tcase_add_checked_fixture(tcase_with(s, "replies", 120, replies), load_doc, free_doc);
     const TTest *server[] = {t_server_get_endpoints, NULL};

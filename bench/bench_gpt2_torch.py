@@ -1,0 +1,53 @@
+"""Times seed 003's GPT2 (gpt2_min.py, the classes of
+tests/golden/generate_gpt2.py) in PyTorch on bench_gpt2.c's cases: 124M
+shape, eval mode, batch 1, torch.no_grad(), the given number of threads
+(argument, default 1). "logits+maps" also keeps every attention map, as a
+caller wanting them would (F.softmax outputs recorded); "next_token" is the
+same call (argmax of the last row costs nothing), where core computes the
+last position's logits only. Prints "name ms"."""
+import os, sys, time
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "golden"))
+from generate_gpt2 import GPT2, GPTConfig  # noqa: E402
+
+torch.set_num_threads(int(sys.argv[1]) if len(sys.argv) > 1 else 1)
+t0 = time.perf_counter()
+torch.manual_seed(0)
+model = GPT2(GPTConfig(50257, 1024, 12, 12, 768, 0.1)).eval()
+print(f"gpt2_124m_init {(time.perf_counter() - t0) * 1e3:.3f}")
+
+
+def bench(name, T, maps, iters):
+    idx = torch.tensor([[(t * 7919) % 50257 for t in range(T)]])
+    kept = []
+    softmax = F.softmax
+
+    def recording(*a, **k):
+        out = softmax(*a, **k)
+        kept.append(out)
+        return out
+
+    best = 1e30
+    with torch.no_grad():
+        model(idx)  # warm up
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                kept.clear()
+                if maps:
+                    F.softmax = recording
+                try:
+                    model(idx)
+                finally:
+                    F.softmax = softmax
+            best = min(best, (time.perf_counter() - t0) * 1e3 / iters)
+    print(f"{name} {best:.3f}")
+
+
+bench("gpt2_124m_t128_logits", 128, False, 2)
+bench("gpt2_124m_t128_logits+maps", 128, True, 2)
+bench("gpt2_124m_t128_next_token", 128, False, 2)  # the seed's model computes every position's logits
+bench("gpt2_124m_t512_logits", 512, False, 1)
+bench("gpt2_124m_t512_logits+maps", 512, True, 1)

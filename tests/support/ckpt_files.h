@@ -1,0 +1,34 @@
+/* ckpt_files.h - safetensors files for the checkpoint tests: variants of the
+ * golden checkpoints (tests/golden/ckpt/) with a broken header or missing
+ * tensors, and random GPT-2 checkpoints of any size. */
+#ifndef TESTS_SUPPORT_CKPT_FILES_H
+#define TESTS_SUPPORT_CKPT_FILES_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* Writes len bytes to path. 0 or -1. */
+int ckf_write(const char *path, const void *data, size_t len);
+
+/* A safetensors file from a header text (padded to 8 bytes here) and data. */
+int ckf_write_raw(const char *path, const char *header, const void *data, size_t data_len);
+
+/* Copies src to dst with edit applied to its parsed header (which may be
+ * NULL: no change). With recompute, data_offsets are laid out again from
+ * the edited header (tensors removed from it lose their bytes; others keep
+ * their bytes, whatever their new shape or dtype says): a consistent file.
+ * Without, the header is written as edited and the data as it was. */
+int ckf_variant(const char *src, const char *dst, void (*edit)(json_t *hdr, void *arg), void *arg,
+                int recompute);
+
+/* Overwrites the float32 value at index i of tensor name in the file. */
+int ckf_patch_f32(const char *path, const char *name, size_t i, float v);
+
+/* A random GPT-2 checkpoint in the Hugging Face layout, F32, no prefix,
+ * __metadata__ n_head: vocab V, n_positions P, L blocks, width C, H heads. */
+int ckf_write_random(const char *path, int V, int P, int L, int C, int H, unsigned seed);
+
+/* The golden checkpoint file rel ("tiny_f32.safetensors") as a path into out. */
+char *ckf_golden(char *out, size_t size, const char *rel);
+
+#endif

@@ -1,0 +1,613 @@
+/* test_core_gpt2.c - core's GPT-2 (attn_gpt2_*) against seed 003's
+ * gpt2_min.py run by PyTorch: every file of tests/golden/gpt2/ (written by
+ * tests/golden/generate_gpt2.py), plus the errors.
+ *
+ * Per golden file:
+ *   "state_dict": attn_gpt2_param_get's names, in order, and the float count
+ *      equal PyTorch's state_dict (lm_head.weight excepted, it is tied);
+ *   "init": attn_gpt2_params_init from the file's seed gives PyTorch's
+ *      parameters bit for bit (memcmp);
+ *   "forward": attn_gpt2_forward with PyTorch's parameters and the generator
+ *      left by the init (training files draw their dropout from it): logits,
+ *      hidden states and every attention map within
+ *      |got - want| <= 1e-4 + 1e-3 |want|. In training mode a single
+ *      dropout draw out of place changes whole rows, far beyond that.
+ * Set GOLDEN_GPT2_DIR to use another directory; run from the repository root.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/attention.h"
+#include "core/vexp.h"
+#include "tests/support/check_main.h"
+
+#include <cblas.h> /* openblas_set_num_threads */
+
+#define ATOL 1e-4
+#define RTOL 1e-3
+
+/* ==== The golden file ===================================================== */
+
+typedef struct {
+    char name[128];
+    attn_gpt2_config cfg;
+    unsigned long long seed;
+    int training, B, T;
+    char *names;        /* space-separated state_dict names */
+    int32_t *idx;
+    float *params, *logits, *hidden, *attn;
+    size_t n_idx, n_params, n_logits, n_hidden, n_attn;
+} gcase;
+
+static void gcase_free(gcase *g) {
+    free(g->names);
+    free(g->idx);
+    free(g->params);
+    free(g->logits);
+    free(g->hidden);
+    free(g->attn);
+}
+
+/* Reads one *.gpt2 file; 0 on success, else -1 with a reason. */
+static int gcase_load(const char *path, gcase *g, char *why, size_t len) {
+    *g = (gcase){0};
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(why, len, "cannot open %s", path);
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    while (getline(&line, &cap, f) > 0) {
+        line[strcspn(line, "\n")] = 0;
+        char key[32], tname[32], dtype[8];
+        size_t count;
+        if (sscanf(line, "tensor %31s %7s %zu", tname, dtype, &count) == 3) {
+            void *data = malloc(count ? count * 4 : 4);
+            if (!data || fread(data, 4, count, f) != count || fgetc(f) != '\n') {
+                snprintf(why, len, "%s: truncated tensor %s", path, tname);
+                free(data);
+                rc = -1;
+                break;
+            }
+            if (!strcmp(tname, "idx")) g->idx = data, g->n_idx = count;
+            else if (!strcmp(tname, "params")) g->params = data, g->n_params = count;
+            else if (!strcmp(tname, "logits")) g->logits = data, g->n_logits = count;
+            else if (!strcmp(tname, "hidden")) g->hidden = data, g->n_hidden = count;
+            else if (!strcmp(tname, "attn")) g->attn = data, g->n_attn = count;
+            else free(data);
+            continue;
+        }
+        if (sscanf(line, "%31s", key) != 1) continue;
+        const char *val = line + strlen(key) + (line[strlen(key)] ? 1 : 0);
+        if (!strcmp(key, "case")) snprintf(g->name, sizeof g->name, "%s", val);
+        else if (!strcmp(key, "vocab_size")) g->cfg.vocab_size = atoi(val);
+        else if (!strcmp(key, "block_size")) g->cfg.block_size = atoi(val);
+        else if (!strcmp(key, "n_layer")) g->cfg.n_layer = atoi(val);
+        else if (!strcmp(key, "n_head")) g->cfg.n_head = atoi(val);
+        else if (!strcmp(key, "n_embd")) g->cfg.n_embd = atoi(val);
+        else if (!strcmp(key, "dropout")) g->cfg.dropout = strtod(val, NULL);
+        else if (!strcmp(key, "seed")) g->seed = strtoull(val, NULL, 10);
+        else if (!strcmp(key, "training")) g->training = atoi(val);
+        else if (!strcmp(key, "B")) g->B = atoi(val);
+        else if (!strcmp(key, "T")) g->T = atoi(val);
+        else if (!strcmp(key, "names")) g->names = strdup(val);
+        else if (!strcmp(key, "activation"))
+            g->cfg.gelu = strcmp(val, "gelu_new") == 0 ? ATTN_GELU_TANH : ATTN_GELU_ERF;
+    }
+    free(line);
+    fclose(f);
+    if (rc == 0 && (!g->idx || !g->params || !g->logits || !g->hidden || !g->attn || !g->names)) {
+        snprintf(why, len, "%s: a tensor or the names line is missing", path);
+        rc = -1;
+    }
+    if (rc) gcase_free(g);
+    return rc;
+}
+
+/* Compares n floats; returns the index of the first failure or -1, and
+ * writes a description. */
+static long compare(const char *what, const float *got, const float *want, size_t n, char *why,
+                    size_t len) {
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - (double)want[i]);
+        if (!(d <= ATOL + RTOL * fabs((double)want[i]))) {
+            snprintf(why, len, "%s[%zu]: core %.9g, PyTorch %.9g", what, i, (double)got[i],
+                     (double)want[i]);
+            return (long)i;
+        }
+        if (d > worst) worst = d;
+    }
+    snprintf(why, len, "%s: max abs diff %.3g", what, worst);
+    return -1;
+}
+
+/* ==== The files =========================================================== */
+
+static char **g_paths;
+static int g_n;
+
+static const char *golden_dir(void) {
+    const char *d = getenv("GOLDEN_GPT2_DIR");
+    return d ? d : "tests/golden/gpt2";
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void list_files(void) {
+    DIR *d = opendir(golden_dir());
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        if (l < 6 || strcmp(e->d_name + l - 5, ".gpt2") != 0) continue;
+        char **grown = realloc(g_paths, (size_t)(g_n + 1) * sizeof *g_paths);
+        if (!grown) break;
+        g_paths = grown;
+        size_t n = strlen(golden_dir()) + l + 2;
+        g_paths[g_n] = malloc(n);
+        if (!g_paths[g_n]) break;
+        snprintf(g_paths[g_n++], n, "%s/%s", golden_dir(), e->d_name);
+    }
+    closedir(d);
+    qsort(g_paths, (size_t)g_n, sizeof *g_paths, cmp_str);
+}
+
+START_TEST(golden_files_exist) {
+    ck_assert_msg(g_n >= 10, "expected the golden files of %s (found %d)", golden_dir(), g_n);
+}
+END_TEST
+
+/* state_dict names, order and sizes. */
+START_TEST(golden_state_dict) {
+    gcase g;
+    char why[512];
+    ck_assert_msg(gcase_load(g_paths[_i], &g, why, sizeof why) == 0, "%s", why);
+    attn_gpt2_plan plan;
+    attn_error err = {0};
+    ck_assert_msg(attn_gpt2_plan_make(&g.cfg, g.B, g.T, g.training, &plan, &err) == ATTN_OK,
+                  "%s: %s", g.name, err.message);
+    ck_assert_uint_eq(plan.n_params, g.n_params);
+    char *save = NULL, *names = strdup(g.names);
+    ck_assert_ptr_nonnull(names);
+    int i = 0;
+    size_t next_offset = 0;
+    for (char *tok = strtok_r(names, " ", &save); tok; tok = strtok_r(NULL, " ", &save), i++) {
+        attn_param p;
+        ck_assert_msg(i < plan.param_count, "%s: PyTorch has more entries than core (%s)", g.name,
+                      tok);
+        ck_assert_int_eq(attn_gpt2_param_get(&plan, i, &p), ATTN_OK);
+        ck_assert_msg(strcmp(p.name, tok) == 0, "%s: entry %d is %s in core, %s in PyTorch",
+                      g.name, i, p.name, tok);
+        ck_assert_msg(p.offset == next_offset, "%s: %s not contiguous", g.name, p.name);
+        next_offset += p.count;
+    }
+    ck_assert_int_eq(i, plan.param_count);
+    ck_assert_uint_eq(next_offset, plan.n_params);
+    free(names);
+    gcase_free(&g);
+}
+END_TEST
+
+/* Initialisation from the seed: bit-identical to PyTorch's. */
+START_TEST(golden_init) {
+    gcase g;
+    char why[512];
+    ck_assert_msg(gcase_load(g_paths[_i], &g, why, sizeof why) == 0, "%s", why);
+    attn_gpt2_plan plan;
+    attn_error err = {0};
+    ck_assert_int_eq(attn_gpt2_plan_make(&g.cfg, g.B, g.T, g.training, &plan, &err), ATTN_OK);
+    float *params = malloc(plan.n_params * sizeof *params);
+    ck_assert_ptr_nonnull(params);
+    attn_rng rng;
+    attn_rng_seed(&rng, g.seed);
+    ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
+    size_t diff = 0, first = 0;
+    for (size_t i = 0; i < plan.n_params; i++)
+        if (memcmp(&params[i], &g.params[i], sizeof(float)) != 0 && diff++ == 0) first = i;
+    ck_assert_msg(diff == 0, "%s: %zu of %zu parameters differ from PyTorch, first at %zu "
+                  "(core %.9g, PyTorch %.9g)", g.name, diff, plan.n_params, first,
+                  (double)params[first], (double)g.params[first]);
+    ck_assert_int_eq(attn_gpt2_params_check(&plan, g.params, &err), ATTN_OK);
+    printf("%-28s init: %zu parameters bit-identical\n", g.name, plan.n_params);
+    free(params);
+    gcase_free(&g);
+}
+END_TEST
+
+/* The forward pass against PyTorch's logits, hidden states and maps. */
+START_TEST(golden_forward) {
+    gcase g;
+    char why[512];
+    ck_assert_msg(gcase_load(g_paths[_i], &g, why, sizeof why) == 0, "%s", why);
+    attn_gpt2_plan plan;
+    attn_error err = {0};
+    ck_assert_int_eq(attn_gpt2_plan_make(&g.cfg, g.B, g.T, g.training, &plan, &err), ATTN_OK);
+    ck_assert_uint_eq(plan.n_logits, g.n_logits);
+    ck_assert_uint_eq(plan.n_hidden, g.n_hidden);
+    ck_assert_uint_eq(plan.n_attn, g.n_attn);
+    /* the generator as PyTorch's after the constructor */
+    float *params = malloc(plan.n_params * sizeof *params);
+    ck_assert_ptr_nonnull(params);
+    attn_rng rng;
+    attn_rng_seed(&rng, g.seed);
+    ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
+    free(params);
+
+    float *logits = malloc(plan.n_logits * sizeof(float));
+    float *hidden = malloc(plan.n_hidden * sizeof(float));
+    float *attn = malloc((plan.n_attn ? plan.n_attn : 1) * sizeof(float));
+    ck_assert(logits && hidden && attn);
+    attn_gpt2_outputs out = {.logits = logits, .hidden_states = hidden, .attn_weights = attn};
+    int rc = attn_gpt2_forward(&plan, g.params, g.idx, NULL, &rng, &out, &err);
+    ck_assert_msg(rc == ATTN_OK, "%s: %s (%s)", g.name, err.message, err.field);
+    char r1[256], r2[256], r3[256];
+    long bad_l = compare("logits", logits, g.logits, plan.n_logits, r1, sizeof r1);
+    long bad_h = compare("hidden", hidden, g.hidden, plan.n_hidden, r2, sizeof r2);
+    long bad_a = compare("attn", attn, g.attn, plan.n_attn, r3, sizeof r3);
+    printf("%-28s %s; %s; %s\n", g.name, r1, r2, r3);
+    ck_assert_msg(bad_l < 0 && bad_h < 0 && bad_a < 0, "%s: %s; %s; %s", g.name, r1, r2, r3);
+    /* logits only: the same numbers without the other outputs */
+    float *logits2 = malloc(plan.n_logits * sizeof(float));
+    ck_assert_ptr_nonnull(logits2);
+    if (!g.training) {
+        attn_gpt2_outputs only = {.logits = logits2};
+        ck_assert_int_eq(attn_gpt2_forward(&plan, g.params, g.idx, NULL, NULL, &only, &err), ATTN_OK);
+        /* without maps the attention takes its fused path: float rounding apart */
+        char why1[256];
+        ck_assert_msg(compare("logits only", logits2, logits, plan.n_logits, why1, sizeof why1) < 0,
+                      "%s: %s", g.name, why1);
+        /* last_only: the last position's rows, within float rounding (another sgemm shape) */
+        attn_gpt2_outputs last = {.logits = logits2, .last_only = 1};
+        ck_assert_int_eq(attn_gpt2_forward(&plan, g.params, g.idx, NULL, NULL, &last, &err), ATTN_OK);
+        for (int b = 0; b < g.B; b++) {
+            const float *want = logits + ((size_t)b * g.T + (size_t)(g.T - 1)) * plan.V;
+            char why2[256];
+            ck_assert_msg(compare("last_only", logits2 + (size_t)b * plan.V, want, plan.V, why2,
+                                  sizeof why2) < 0, "%s: %s", g.name, why2);
+        }
+    }
+    free(logits2);
+    free(logits);
+    free(hidden);
+    free(attn);
+    gcase_free(&g);
+}
+END_TEST
+
+/* Larger inits, checked through a hash of the whole state_dict (and one
+ * draw after the constructor: lm_head's draws consumed) from
+ * tests/golden/gpt2/init_hashes.txt. */
+static uint64_t fnv1a64(const float *x, size_t n) {
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    const unsigned char *p = (const unsigned char *)x;
+    for (size_t i = 0; i < n * sizeof *x; i++) h = (h ^ p[i]) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+START_TEST(golden_init_hashes) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/init_hashes.txt", golden_dir());
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    char line[512];
+    int cases = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#') continue;
+        attn_gpt2_config c = {0};
+        unsigned long long seed, hash;
+        size_t n;
+        double after;
+        ck_assert_int_eq(sscanf(line, "%d %d %d %d %d %lf %llu %zu %llx %lf", &c.vocab_size,
+                                &c.block_size, &c.n_layer, &c.n_head, &c.n_embd, &c.dropout, &seed,
+                                &n, &hash, &after), 10);
+        attn_gpt2_plan plan;
+        attn_error err;
+        ck_assert_int_eq(attn_gpt2_plan_make(&c, 1, 1, 0, &plan, &err), ATTN_OK);
+        ck_assert_uint_eq(plan.n_params, n);
+        float *params = malloc(n * sizeof *params);
+        ck_assert_ptr_nonnull(params);
+        attn_rng rng;
+        attn_rng_seed(&rng, seed);
+        ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
+        uint64_t got = fnv1a64(params, n);
+        ck_assert_msg(got == hash, "GPTConfig(%d, %d, %d, %d, %d), seed %llu: hash %016llx, "
+                      "PyTorch's %016llx", c.vocab_size, c.block_size, c.n_layer, c.n_head,
+                      c.n_embd, seed, (unsigned long long)got, hash);
+        ck_assert_double_eq(attn_rng_uniform(&rng, 0.0f, 1.0f), (float)after);
+        printf("init hash GPTConfig(%d, %d, %d, %d, %d) seed %llu: %zu parameters bit-identical\n",
+               c.vocab_size, c.block_size, c.n_layer, c.n_head, c.n_embd, seed, n);
+        free(params);
+        cases++;
+    }
+    fclose(f);
+    ck_assert_int_ge(cases, 3);
+}
+END_TEST
+
+/* ==== Errors ============================================================== */
+
+static const attn_gpt2_config SMALL = {.vocab_size = 10, .block_size = 6, .n_layer = 2,
+                                       .n_head = 2, .n_embd = 8, .dropout = 0.1};
+
+static void expect_plan_error(attn_gpt2_config c, int B, int T, int code, const char *field) {
+    attn_gpt2_plan plan;
+    attn_error err = {0};
+    int rc = attn_gpt2_plan_make(&c, B, T, 0, &plan, &err);
+    ck_assert_msg(rc == code, "expected %s, got %s (%s)", attn_status_name(code),
+                  attn_status_name(rc), err.message);
+    ck_assert_str_eq(err.field, field);
+}
+
+START_TEST(plan_errors) {
+    attn_gpt2_config c = SMALL;
+    expect_plan_error(c, 1, 7, ATTN_ERR_SHAPE, "idx"); /* T > block_size */
+    c.n_head = 3;
+    expect_plan_error(c, 1, 2, ATTN_ERR_SHAPE, "n_head");
+    c = SMALL, c.vocab_size = 0;
+    expect_plan_error(c, 1, 2, ATTN_ERR_ARG, "vocab_size");
+    c = SMALL, c.dropout = 1.5;
+    expect_plan_error(c, 1, 2, ATTN_ERR_ARG, "dropout");
+    c = SMALL, c.n_layer = -1;
+    expect_plan_error(c, 1, 2, ATTN_ERR_ARG, "n_layer");
+    c = SMALL;
+    expect_plan_error(c, 0, 2, ATTN_ERR_ARG, "batch");
+    c = SMALL, c.vocab_size = 1 << 30, c.n_embd = 1 << 30, c.n_head = 1;
+    expect_plan_error(c, 1, 2, ATTN_ERR_RANGE, "vocab_size");
+    c = SMALL, c.n_embd = 1 << 20, c.n_head = 1;
+    expect_plan_error(c, 1, 2, ATTN_ERR_RANGE, "n_embd");
+    c = SMALL, c.block_size = 1 << 19, c.n_layer = 1 << 10;
+    expect_plan_error(c, 1, 2, ATTN_ERR_RANGE, "n_embd");
+}
+END_TEST
+
+START_TEST(forward_errors) {
+    attn_gpt2_plan plan;
+    attn_error err = {0};
+    ck_assert_int_eq(attn_gpt2_plan_make(&SMALL, 1, 3, 0, &plan, &err), ATTN_OK);
+    float *params = malloc(plan.n_params * sizeof *params);
+    ck_assert_ptr_nonnull(params);
+    attn_rng rng;
+    attn_rng_seed(&rng, 1);
+    ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
+    float logits[3 * 10];
+    attn_gpt2_outputs out = {.logits = logits};
+    int32_t idx[3] = {1, 10, 2};
+    ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_ERR_ARG);
+    ck_assert_str_eq(err.field, "idx");
+    ck_assert_ptr_nonnull(strstr(err.message, "idx[0][1] is 10"));
+    idx[1] = -1;
+    ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_ERR_ARG);
+    idx[1] = 9;
+    ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_OK);
+    /* a tril buffer that is not tril, and a NaN, are named */
+    attn_param p;
+    int found = 0;
+    for (int i = 0; i < plan.param_count && !found; i++) {
+        attn_gpt2_param_get(&plan, i, &p);
+        found = strcmp(p.name, "h.1.attn.bias") == 0;
+    }
+    ck_assert(found && p.buffer == ATTN_BUFFER_TRIL && p.count == 36);
+    params[p.offset + 1] = 1.0f; /* [0][1]: above the diagonal */
+    ck_assert_int_eq(attn_gpt2_params_check(&plan, params, &err), ATTN_ERR_ARG);
+    ck_assert_str_eq(err.field, "state_dict.h.1.attn.bias");
+    params[p.offset + 1] = 0.0f;
+    ck_assert_int_eq(attn_gpt2_params_check(&plan, params, &err), ATTN_OK);
+    params[plan.n_params - 1] = NAN;
+    ck_assert_int_eq(attn_gpt2_params_check(&plan, params, &err), ATTN_ERR_NONFINITE);
+    ck_assert_str_eq(err.field, "state_dict.ln_f.bias");
+    free(params);
+}
+END_TEST
+
+/* Results beyond float32 are errors, not NaN in the outputs: logits that
+ * overflow (found by lm_head's blocks), a NaN weight of the MLP (it reaches
+ * the hidden state); a NaN attention weight is attn_gpt2_params_check's to
+ * find (the forward does not check the parameters per block). */
+START_TEST(nonfinite_results) {
+    attn_gpt2_plan plan;
+    attn_error err = {0};
+    ck_assert_int_eq(attn_gpt2_plan_make(&SMALL, 1, 3, 0, &plan, &err), ATTN_OK);
+    float *params = malloc(plan.n_params * sizeof *params);
+    float *logits = malloc(plan.n_logits * sizeof *logits);
+    ck_assert(params && logits);
+    attn_rng rng;
+    attn_rng_seed(&rng, 4);
+    ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
+    int32_t idx[3] = {1, 2, 3};
+    attn_gpt2_outputs out = {.logits = logits};
+    /* wte x 1e20 and ln_f.weight 1e20: h about 1e20, logits about 1e40 */
+    size_t VC = (size_t)plan.V * (size_t)plan.C;
+    float *ln_f = params + plan.n_params - 2 * (size_t)plan.C;
+    for (int last = 0; last < 2; last++) {
+        out.last_only = last;
+        for (size_t i = 0; i < VC; i++) params[i] *= 1e20f;
+        for (int c = 0; c < plan.C; c++) ln_f[c] = 1e20f;
+        ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err),
+                         ATTN_ERR_NONFINITE);
+        for (size_t i = 0; i < VC; i++) params[i] /= 1e20f;
+        for (int c = 0; c < plan.C; c++) ln_f[c] = 1.0f;
+        ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_OK);
+    }
+    attn_param p;
+    for (int i = 0; i < plan.param_count; i++) {
+        attn_gpt2_param_get(&plan, i, &p);
+        if (strcmp(p.name, "h.0.attn.c_attn.weight") == 0) break;
+    }
+    ck_assert_str_eq(p.name, "h.0.attn.c_attn.weight");
+    /* a NaN weight is found by the check the forward's callers make once
+     * (attn_gpt2_params_check), named */
+    params[p.offset + 5] = NAN;
+    ck_assert_int_eq(attn_gpt2_params_check(&plan, params, &err), ATTN_ERR_NONFINITE);
+    ck_assert_str_eq(err.field, "state_dict.h.0.attn.c_attn.weight");
+    /* one in the MLP reaches the hidden state, which the forward checks */
+    params[p.offset + 5] = 0.5f;
+    for (int i = 0; i < plan.param_count; i++) {
+        attn_gpt2_param_get(&plan, i, &p);
+        if (strcmp(p.name, "h.1.mlp.fc.weight") == 0) break;
+    }
+    params[p.offset + 3] = NAN;
+    ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err),
+                     ATTN_ERR_NONFINITE);
+    free(params);
+    free(logits);
+}
+END_TEST
+
+/* n_layer 0 is a valid GPT2: embeddings, ln_f, tied head. */
+START_TEST(no_layers) {
+    attn_gpt2_config c = SMALL;
+    c.n_layer = 0;
+    attn_gpt2_plan plan;
+    attn_error err = {0};
+    ck_assert_int_eq(attn_gpt2_plan_make(&c, 1, 2, 0, &plan, &err), ATTN_OK);
+    ck_assert_int_eq(plan.param_count, 4);
+    ck_assert_uint_eq(plan.n_attn, 0);
+    float *params = malloc(plan.n_params * sizeof *params);
+    ck_assert_ptr_nonnull(params);
+    attn_rng rng;
+    attn_rng_seed(&rng, 2);
+    ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
+    float logits[2 * 10], hidden[2 * 8];
+    int32_t idx[2] = {3, 4};
+    attn_gpt2_outputs out = {.logits = logits, .hidden_states = hidden};
+    ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_OK);
+    /* logits[t][v] = ln_f(x[t]) · wte[v] */
+    for (int t = 0; t < 2; t++) {
+        double dot = 0.0;
+        for (int k = 0; k < 8; k++) dot += (double)hidden[t * 8 + k] * params[5 * 8 + k];
+        ck_assert_double_eq_tol(logits[t * 10 + 5], dot, 1e-5);
+    }
+    free(params);
+}
+END_TEST
+
+/* The vectorised GELU against the formulas in double: F.gelu's erf form
+ * (Abramowitz and Stegun's erf, as PyTorch's kernel) and gelu_new's tanh,
+ * over [-12, 12] and a few extremes, within 2e-7 per unit of |x|. */
+START_TEST(gelu_forms) {
+    enum { N = 4801 + 6 };
+    static float x[N], y[N];
+    for (int i = 0; i < 4801; i++) x[i] = -12.0f + (float)i * 0.005f;
+    const float extreme[6] = {-1e30f, -100.0f, -1e-30f, 1e-30f, 100.0f, 1e30f};
+    for (int i = 0; i < 6; i++) x[4801 + i] = extreme[i];
+    for (int form = 0; form < 2; form++) {
+        memcpy(y, x, sizeof x);
+        attn__gelu_row(y, N, form);
+        for (int i = 0; i < N; i++) {
+            double v = x[i], want;
+            if (form == 0)
+                want = 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
+            else
+                want = 0.5 * v * (1.0 + tanh(sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+            double tol = 2e-7 * (fabs(v) > 1.0 ? fabs(v) : 1.0);
+            ck_assert_msg(isfinite(y[i]) && fabs(y[i] - want) <= tol,
+                          "form %d: gelu(%.9g) = %.9g, expected %.9g", form, v, (double)y[i], want);
+        }
+    }
+}
+END_TEST
+
+/* The compute pool changes which thread runs a block, never a bit: a model
+ * big enough for every product to be split (rows over 128, two column blocks
+ * at least), every output, pools of 2 and 3 against none; eval,
+ * and training with dropout (the draws stay in order on the calling thread). */
+START_TEST(same_bits_any_pool) {
+    attn_gpt2_config c = {.vocab_size = 700, .block_size = 160, .n_layer = 2, .n_head = 4,
+                          .n_embd = 96, .dropout = 0.2, .gelu = (attn_gelu)(_i & 1)};
+    int training = _i >= 2, B = 2, T = 150;
+    attn_gpt2_plan plan;
+    attn_error err = {0};
+    ck_assert_int_eq(attn_gpt2_plan_make(&c, B, T, training, &plan, &err), ATTN_OK);
+    float *params = malloc(plan.n_params * sizeof(float));
+    int32_t *idx = malloc((size_t)B * T * sizeof *idx);
+    ck_assert(params && idx);
+    attn_rng rng;
+    attn_rng_seed(&rng, 11);
+    ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
+    for (int i = 0; i < B * T; i++) idx[i] = (int32_t)((i * 7919u) % 700u);
+    size_t n = plan.n_logits + plan.n_hidden + plan.n_attn;
+    float *want = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+    float *want_only = malloc(plan.n_logits * sizeof(float));
+    ck_assert(want && got && want_only);
+    for (int width = 1; width <= 3; width++) {
+        attn_pool *pool = width > 1 ? attn_pool_create(width) : NULL;
+        float *dst = width == 1 ? want : got;
+        attn_gpt2_outputs out = {.logits = dst, .hidden_states = dst + plan.n_logits,
+                                 .attn_weights = dst + plan.n_logits + plan.n_hidden};
+        attn_rng r;
+        attn_rng_seed(&r, 5);
+        ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, pool, &r, &out, &err), ATTN_OK);
+        if (width > 1) ck_assert_msg(memcmp(want, got, n * sizeof(float)) == 0, "pool of %d", width);
+        /* logits alone (the fused attention path) */
+        attn_gpt2_outputs only = {.logits = width == 1 ? want_only : got};
+        attn_rng_seed(&r, 5);
+        ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, pool, &r, &only, &err), ATTN_OK);
+        if (width > 1)
+            ck_assert_msg(memcmp(want_only, got, plan.n_logits * sizeof(float)) == 0,
+                          "logits only, pool of %d", width);
+        attn_pool_destroy(pool);
+    }
+    free(want_only);
+    free(want), free(got), free(params), free(idx);
+}
+END_TEST
+
+/* normal_ below 16 elements caches the sine half across calls, as PyTorch's
+ * generator does: 3 + 3 draws equal one draw of 6 element by element. */
+START_TEST(normal_small_cache) {
+    attn_rng a, b;
+    attn_rng_seed(&a, 9);
+    attn_rng_seed(&b, 9);
+    attn_normal_cache ca = {0}, cb = {0};
+    float x[6], y[6];
+    attn_rng_normal_fill(&a, &ca, x, 3, 0.0, 1.0);
+    attn_rng_normal_fill(&a, &ca, x + 3, 3, 0.0, 1.0);
+    attn_rng_normal_fill(&b, &cb, y, 6, 0.0, 1.0);
+    ck_assert(memcmp(x, y, sizeof x) == 0);
+    ck_assert(ca.has_next == 0 && cb.has_next == 0);
+}
+END_TEST
+
+static Suite *suite(void) {
+    /* Bits depend on OpenBLAS's thread count (attention.h): one thread, as
+     * attn_pool_create and the server set it. */
+    openblas_set_num_threads(1);
+    list_files();
+    Suite *s = suite_create("core_gpt2");
+    TCase *files = tcase_create("golden");
+    tcase_set_timeout(files, 30);
+    tcase_add_test(files, golden_files_exist);
+    tcase_add_test(files, golden_init_hashes);
+    if (g_n > 0) {
+        tcase_add_loop_test(files, golden_state_dict, 0, g_n);
+        tcase_add_loop_test(files, golden_init, 0, g_n);
+        tcase_add_loop_test(files, golden_forward, 0, g_n);
+    }
+    suite_add_tcase(s, files);
+    TCase *errors = tcase_create("errors");
+    tcase_add_test(errors, plan_errors);
+    tcase_add_test(errors, forward_errors);
+    tcase_add_test(errors, no_layers);
+    tcase_add_test(errors, nonfinite_results);
+    tcase_add_test(errors, normal_small_cache);
+    tcase_add_test(errors, gelu_forms);
+    tcase_add_loop_test(errors, same_bits_any_pool, 0, 4);
+    suite_add_tcase(s, errors);
+    return s;
+}
+
+static void free_files(void) {
+    for (int i = 0; i < g_n; i++) free(g_paths[i]);
+    free(g_paths);
+}
+
+const test_program TEST_PROGRAM = {.suites = {suite}, .after = free_files};
