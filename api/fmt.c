@@ -52,15 +52,20 @@ static inline uint64_t round_odd(uint64_t g, uint64_t cp) {
     return (x >> 32) | ((x & 0xffffffffu) != 0);
 }
 
+/* cond ? a : b as a conditional move: the cases alternate at random, and a
+ * compiler turns ?: into branches that then mispredict */
+static inline uint64_t pick(int cond, uint64_t a, uint64_t b) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    __asm__("test %2, %2\n\tcmovne %1, %0" : "+r"(b) : "r"(a), "r"(cond) : "cc");
+    return b;
+#else
+    return b ^ ((a ^ b) & (0 - (uint64_t)(cond != 0)));
+#endif
+}
+
 /* The shortest decimal f 10^*e10 in the rounding interval of v = c 2^q
  * (c > 0), the nearest to v among those. */
 static inline uint32_t shortest(uint32_t c, int q, int *e10) {
-    /* integers below 2^24 are their own shortest decimal (the interval is
-     * at most 1 wide and holds no other multiple of 10) */
-    if (q < 0 && q > -24 && (c & ((1u << -q) - 1)) == 0) {
-        *e10 = 0;
-        return c >> -q;
-    }
     uint64_t out = c & 1; /* odd c: the interval is open */
     uint64_t cb = (uint64_t)c << 2, cbr = cb + 2, cbl;
     int k;
@@ -75,18 +80,19 @@ static inline uint32_t shortest(uint32_t c, int q, int *e10) {
     uint64_t g = api__pow10_g[-k - API_G_MIN];
     uint64_t vb = round_odd(g, cb << h), vbl = round_odd(g, cbl << h), vbr = round_odd(g, cbr << h);
     *e10 = k;
+    /* written to select without branches (the cases alternate at random) */
     uint64_t s = vb >> 2; /* floor(v / 10^k) */
-    if (s >= 10) {
-        uint64_t sp10 = s / 10 * 10, tp10 = sp10 + 10;
-        int upin = vbl + out <= sp10 << 2, wpin = (tp10 << 2) + out <= vbr;
-        if (upin != wpin) return (uint32_t)(upin ? sp10 : tp10);
-    }
+    uint64_t sp10 = s / 10 * 10, tp10 = sp10 + 10;
+    int upin = vbl + out <= sp10 << 2, wpin = (tp10 << 2) + out <= vbr;
     uint64_t t = s + 1;
     int uin = vbl + out <= s << 2, win = (t << 2) + out <= vbr;
-    if (uin != win) return (uint32_t)(uin ? s : t);
-    /* both: the nearer, an even one on a tie */
-    uint64_t mid = (s + t) << 1;
-    return (uint32_t)(vb < mid || (vb == mid && (s & 1) == 0) ? s : t);
+    uint64_t mid = (s + t) << 1; /* both in: the nearer, an even one on a tie */
+    uint64_t r = pick((vb < mid) | ((vb == mid) & ((s & 1) == 0)), s, t);
+    r = pick(uin != win, pick(uin, s, t), r);
+    /* a multiple of 10^(k+1) alone in the interval is shorter (below 10 it
+     * is not: 10^(k+1) has as many digits as s 10^k) */
+    r = pick((upin != wpin) & (s >= 10), pick(upin, sp10, tp10), r);
+    return (uint32_t)r;
 }
 
 /* Is 2 c 2^q 10^-k an integer? */
@@ -110,16 +116,15 @@ static inline uint64_t twice_floor(uint32_t c, int q, int k) {
     return y;
 }
 
-/* c 2^q (c > 0) to p significant digits, halves up: f 10^*e10. */
-static inline uint32_t rounded(uint32_t c, int q, int p, int *e10) {
-    static const uint64_t P10[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
-                                     100000000, 1000000000};
-    int b2 = q + 31 - __builtin_clz(c);  /* 2^b2 <= v < 2^(b2+1) */
-    int k = flog10_pow2(b2) - p + 1;     /* 10^(k+p-1) <= v < 10^(k+p+1) */
-    uint64_t y = twice_floor(c, q, k);
-    if (y >= 2 * P10[p]) y = twice_floor(c, q, ++k);
+/* v = c 2^q (c > 0; a: its bits) to p significant digits, halves up:
+ * f 10^*e10. */
+static inline uint32_t rounded(uint32_t a, uint32_t c, int q, int p, int *e10) {
+    int b2 = q + 31 - __builtin_clz(c); /* 2^b2 <= v < 2^(b2+1) */
+    int E = flog10_pow2(b2);            /* 10^E <= v < 10^(E+2) */
+    E += a >= api__float_pow10[E + 1 + 45];
+    int k = E - p + 1;
     *e10 = k;
-    return (uint32_t)((y + 1) >> 1);
+    return (uint32_t)((twice_floor(c, q, k) + 1) >> 1);
 }
 
 /* ==== Text ================================================================ */
@@ -138,72 +143,82 @@ static inline void store64(char *p, uint64_t v) { memcpy(p, &v, 8); }
 
 #define ASCII_ZEROS 0x3030303030303030ull
 
-/* Writes f 10^e10 (0 < f < 2^32), sign first: plain notation for exponents
+/* Writes f 10^e10 (0 < f <= 10^9), sign first: plain notation for exponents
  * -7..15 of the first digit, else d.ddde-N (integers of 17 digits and more
- * overflow int64 readers such as jansson, which read a number without '.' or
- * 'e' as an integer). Trailing zeros are dropped. Writes at most 25 bytes
- * (API_FLOAT_MAX + 1). Returns the length. */
+ * overflow int64 readers such as jansson, which read a number without '.'
+ * or 'e' as an integer). Trailing zeros are dropped. Returns the length; may
+ * write up to 28 bytes (within API_FLOAT_MAX + API_FLOAT_SLACK).
+ *
+ * The plain forms are written without branches (0.0ddd and d.ddd alternate
+ * at random in a tensor): the digits are scaled to exactly nine, the first
+ * in hi and the other eight in one word, and fixed stores at computed
+ * offsets lay out the text; what one form does not need lands past its end. */
 static inline int write_decimal(char *out, int neg, uint32_t f, int e10) {
-    if (f >= 1000000000u) {
-        f /= 10; /* 10^9 (precision 9 rounding up): the digit dropped is 0 */
+    static const uint32_t P10[11] = {1,      10,      100,      1000,      10000,     100000,
+                                     1000000, 10000000, 100000000, 1000000000, UINT32_MAX};
+    if (f >= 1000000000u) { /* 10^9 (precision 9 rounding up): drop a zero */
+        f /= 10;
         e10++;
     }
-    /* sd: the significant digits from sd[0], '0' after them up to 16 */
-    char sd[16];
-    int nd, sig;
+    int nd = ((32 - __builtin_clz(f)) * 1233) >> 12; /* digits of f, or one less */
+    nd += f >= P10[nd];
+    f *= P10[9 - nd]; /* nine digits, the first not 0 */
     uint32_t hi = f / 100000000u;
-    uint64_t d = digits8(f % 100000000u);
-    if (hi) {
-        sd[0] = (char)('0' + hi);
-        store64(sd + 1, d | ASCII_ZEROS);
-        memset(sd + 9, '0', 7);
-        nd = 9;
-        sig = d ? 9 - (__builtin_clzll(d) >> 3) : 1;
-    } else {
-        int lead = __builtin_ctzll(d) >> 3; /* f > 0: d != 0 */
-        d >>= 8 * lead;
-        store64(sd, d | ASCII_ZEROS);
-        store64(sd + 8, ASCII_ZEROS);
-        nd = 8 - lead;
-        sig = 8 - (__builtin_clzll(d) >> 3);
-    }
+    uint64_t d = digits8(f - hi * 100000000u);
+    int sig = d ? 9 - (__builtin_clzll(d) >> 3) : 1; /* without trailing zeros */
+    d |= ASCII_ZEROS;
+    char first = (char)('0' + hi);
+    int E = nd - 1 + e10; /* exponent of the first digit */
     char *o = out;
     *o = '-';
     o += neg;
-    int E = nd - 1 + e10; /* exponent of the first digit */
-    if (E >= 0 && E < 16) {
-        if (sig > E + 1) { /* ddd.ddd: at most 8 digits after the point */
-            memcpy(o, sd, 8);
-            o[E + 1] = '.';
-            memcpy(o + E + 2, sd + E + 1, 8);
-            return (int)(o + sig + 1 - out);
-        }
-        memcpy(o, sd, 16); /* ddd000 */
-        return (int)(o + E + 1 - out);
+    if (__builtin_expect(E < -7 || E > 15, 0)) { /* d.ddde-N */
+        o[0] = first;
+        o[1] = '.';
+        store64(o + 2, d);
+        o += sig > 1 ? sig + 1 : 1;
+        *o++ = 'e';
+        *o = '-';
+        o += E < 0;
+        E = E < 0 ? -E : E;
+        *o = (char)('0' + E / 10);
+        o += E >= 10;
+        *o++ = (char)('0' + E % 10);
+        return (int)(o - out);
     }
-    if (E < 0 && E >= -7) { /* 0.000ddd */
-        store64(o, 0x3030303030302e30ull); /* "0.000000" */
-        o += 1 - E;
-        memcpy(o, sd, 16);
-        return (int)(o + sig - out);
+    int neg_e = E >> 31;          /* -1 when E < 0 (arithmetic shift) */
+    int lz = -E & neg_e;          /* 0.000ddd: zeros from the point to the digits */
+    int at = (lz + 1) & neg_e;    /* where the first digit goes */
+    store64(o, 0x3030303030302e30ull); /* "0.000000" */
+    store64(o + 8, ASCII_ZEROS);       /* an integer's zeros */
+    o[at] = first;
+    store64(o + at + 1, d);
+    /* ddd.ddd: the point after E + 1 digits, then the digits after it
+     * (at most 8 after the point: E <= 7 here) */
+    int len = (int)pick(sig > E + 1, (uint64_t)sig + 1, (uint64_t)E + 1);
+    len = (int)pick(E < 0, (uint64_t)(lz + 1 + sig), (uint64_t)len);
+    int pt = (int)pick(E < 0, (uint64_t)len, (uint64_t)E + 1); /* past the text without a point */
+    o[pt] = '.';
+    store64(o + pt + 1, d >> ((8 * E) & 63));
+    return (int)(o - out) + len;
+}
+
+/* The decimal of a finite nonzero |v| (bits a): f 10^*e10. */
+static inline uint32_t decimal_of(uint32_t a, int precision, int *e10) {
+    uint32_t c = a & 0x7fffffu;
+    int q = -149;
+    if (a >= 0x00800000u) {
+        c |= 0x800000u;
+        q = (int)(a >> 23) - 150;
     }
-    *o++ = sd[0];
-    if (sig > 1) {
-        *o++ = '.';
-        memcpy(o, sd + 1, 8);
-        o += sig - 1;
-    }
-    *o++ = 'e';
-    if (E < 0) {
-        *o++ = '-';
-        E = -E;
-    }
-    if (E >= 10) {
-        *o++ = (char)('0' + E / 10);
-        E %= 10;
-    }
-    *o++ = (char)('0' + E);
-    return (int)(o - out);
+    return precision >= 1 && precision <= 9 ? rounded(a, c, q, precision, e10)
+                                            : shortest(c, q, e10);
+}
+
+static inline int write_zero(char *out, int neg) {
+    memcpy(out, "-0", 2);
+    out[0] = neg ? '-' : '0';
+    return 1 + neg;
 }
 
 int api__format_float(char *out, float v, int precision) {
@@ -212,20 +227,30 @@ int api__format_float(char *out, float v, int precision) {
     int neg = (int)(u >> 31);
     uint32_t a = u & 0x7fffffffu;
     if (a >= 0x7f800000u) return 0; /* NaN, inf */
-    if (a == 0) {
-        memcpy(out, "-0", 2);
-        if (neg) return 2;
-        out[0] = '0';
-        return 1;
-    }
-    uint32_t c = a & 0x7fffffu;
-    int q = -149;
-    if (a >= 0x00800000u) {
-        c |= 0x800000u;
-        q = (int)(a >> 23) - 150;
-    }
+    if (a == 0) return write_zero(out, neg);
     int e10;
-    uint32_t f = precision >= 1 && precision <= 9 ? rounded(c, q, precision, &e10)
-                                                   : shortest(c, q, &e10);
+    uint32_t f = decimal_of(a, precision, &e10);
     return write_decimal(out, neg, f, e10);
+}
+
+size_t api__format_row(char *out, const float *x, size_t n, int precision, size_t *done) {
+    char *o = out;
+    size_t i = 0;
+    for (; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], sizeof u);
+        uint32_t a = u & 0x7fffffffu;
+        if (a >= 0x7f800000u) break;
+        *o = ',';
+        o += i > 0;
+        int neg = (int)(u >> 31), e10;
+        if (a == 0) {
+            o += write_zero(o, neg);
+            continue;
+        }
+        uint32_t f = decimal_of(a, precision, &e10);
+        o += write_decimal(o, neg, f, e10);
+    }
+    *done = i;
+    return (size_t)(o - out);
 }

@@ -6,6 +6,8 @@ integer arithmetic:
   api__pow10_g[e - API_G_MIN]  for e in [API_G_MIN, API_G_MAX]: 10^e rounded
       up to 64 bits, g = floor(10^e * 2^-b) + 1 with b = floor(log2 10^e) - 63,
       so 2^63 < g <= 2^64 - 1 and 10^e < g * 2^b <= 10^e + 2^b.
+  api__float_pow10[n + 45]  for n in [-45, 39]: the bits of the smallest
+      float32 >= 10^n (those of +inf for 10^39).
   api__pow5_128[2 * (q - API_P5_MIN)], [... + 1]  for q in [API_P5_MIN,
       API_P5_MAX]: high and low 64 bits of 5^q normalised to [2^127, 2^128),
       truncated for q >= 0, rounded up for q < 0 (the Eisel-Lemire table).
@@ -59,6 +61,25 @@ def p5_entry(q):
     return c
 
 
+def float_at_least_pow10(n):
+    """bits of the smallest float32 >= 10^n (+inf's when none)"""
+    from fractions import Fraction
+    x = Fraction(10) ** n
+    if x > Fraction((2 ** 24 - 1) * 2 ** 104):
+        return 0x7f800000
+    if x < Fraction(2) ** -126:
+        return -(-x // Fraction(2) ** -149)          # subnormal: ceil(x / 2^-149)
+    e = 0
+    while Fraction(2) ** (e + 1) <= x:
+        e += 1
+    while Fraction(2) ** e > x:
+        e -= 1
+    m = -(-x // Fraction(2) ** (e - 23))
+    if m == 2 ** 24:
+        m, e = 2 ** 23, e + 1
+    return ((e + 127) << 23) | (m - 2 ** 23)
+
+
 def main():
     # the shift formulas fmt.c and numscan.c use, checked here over the ranges
     for e in range(-400, 400):
@@ -92,6 +113,12 @@ def main():
     print("static const uint64_t api__pow10_g[%d] = {" % (G_MAX - G_MIN + 1))
     for e in range(G_MIN, G_MAX + 1):
         print("    0x%016xu, /* %d */" % (g_entry(e), e))
+    print("};")
+    print()
+    print("/* bits of the smallest float32 >= 10^n, n = -45..39 (10^39: inf) */")
+    print("static const uint32_t api__float_pow10[85] = {")
+    for n in range(-45, 40):
+        print("    0x%08xu, /* 1e%d */" % (float_at_least_pow10(n), n))
     print("};")
     print()
     print("#define API_P5_MIN (%d)" % P5_MIN)
