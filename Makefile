@@ -161,7 +161,7 @@ run: all
 	$(SERVER) --host 127.0.0.1 --port 8080
 
 # Core against PyTorch (python3-torch) on the same shapes, in the same run,
-# then the reply's float printer against snprintf and jansson.
+# then JSON numbers out (the float printer) and in (the tensor scanner).
 $(BUILD)/bench/bench_core: bench/bench_core.c $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
