@@ -57,7 +57,7 @@ LIBS_API    = -ljansson -ldeflate -lspng
 LIBS_SERVER = -lmicrohttpd
 LIBS_TEST   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck) -lcurl -lmicrohttpd -lz
 
-.PHONY: all deps test asan run clean golden bench container-check fuzz fuzz-merge
+.PHONY: all deps test asan run clean golden bench container-check fuzz fuzz-merge fmt-all
 .DEFAULT_GOAL := all
 
 all: deps
@@ -162,14 +162,25 @@ run: all
 	$(SERVER) --host 127.0.0.1 --port 8080
 
 # Core against PyTorch (python3-torch) on the same shapes, in the same run,
-# then the reply's float printer against snprintf and jansson.
+# then JSON numbers out (the float printer) and in (the tensor scanner).
 $(BUILD)/bench/bench_core: bench/bench_core.c $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
 
-$(BUILD)/bench/bench_serialise: bench/bench_serialise.c $(LIBAPI) $(LIBCORE)
+$(BUILD)/bench/bench_serialise: bench/bench_serialise.c bench/fmt_old.c $(LIBAPI) $(LIBCORE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $< $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
+	$(CC) $(CFLAGS) $< bench/fmt_old.c $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
+
+# The float printer on all 2^32 bit patterns (minutes on two cores; not in
+# `make test`): shortest round trip, and FMT_ALL_MODE=precision for 1..9 digits.
+FMT_ALL_MODE ?= shortest
+$(BUILD)/bench/fmt_all: bench/fmt_all.c bench/fmt_old.c $(LIBAPI) $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< bench/fmt_old.c $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
+
+fmt-all: deps
+	@$(MAKE) --no-print-directory $(BUILD)/bench/fmt_all
+	$(BUILD)/bench/fmt_all 2 $(FMT_ALL_MODE)
 
 $(BUILD)/bench/bench_gpt2: bench/bench_gpt2.c $(LIBCORE)
 	@mkdir -p $(dir $@)

@@ -82,6 +82,11 @@ void api__buf_json_stringn(api_buf *b, const char *s, size_t n);
  * significant digits, trailing zeros dropped. Returns 0 for
  * NaN or infinity (not representable in JSON). */
 int api__format_float(char *out, float v, int precision);
+/* The floats x[0..n) as "v,v,...,v" (as api__format_float writes them) into
+ * out, which has room for n * (API_FLOAT_MAX + 1) + API_FLOAT_SLACK bytes;
+ * stops before the first NaN or infinity. *done: the floats written (n when
+ * all were finite). Returns the length. */
+size_t api__format_row(char *out, const float *x, size_t n, int precision, size_t *done);
 
 /* ==== Tensors out ========================================================= */
 

@@ -8,24 +8,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One row of floats: "v,v,...,v" without brackets. */
+/* One row of floats: "v,v,...,v" without brackets; -inf is null. */
 static void floats_row(api_buf *b, const float *x, size_t n, const api_fmt *f, int *nonfinite) {
     if (api__buf_reserve(b, n * (API_FLOAT_MAX + 1) + API_FLOAT_SLACK)) return;
     char *o = b->data + b->len;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n;) {
+        size_t done;
         if (i) *o++ = ',';
-        int len = api__format_float(o, x[i], f->precision);
-        if (len == 0) {
-            if (x[i] == -INFINITY) {
-                memcpy(o, "null", 4);
-                len = 4;
-            } else {
-                *nonfinite = 1;
-                b->failed = 1;
-                return;
-            }
+        o += api__format_row(o, x + i, n - i, f->precision, &done);
+        i += done;
+        if (i == n) break;
+        if (x[i] != -INFINITY) {
+            *nonfinite = 1;
+            b->failed = 1;
+            return;
         }
-        o += len;
+        if (done) *o++ = ',';
+        memcpy(o, "null", 4);
+        o += 4;
+        i++;
     }
     b->len = (size_t)(o - b->data);
     b->data[b->len] = '\0';

@@ -1,144 +1,224 @@
 /* fmt.c - the float printer: float32 to JSON number text, without printf.
  *
  * Default: the shortest decimal (fewest significant digits) that strtof reads
- * back as the same float. A float converted to double is exact, and so are the
- * midpoints to its neighbours, which bound the decimals that round to it. For
- * p = 1, 2, ... digits the value is scaled by 10^k in double (relative error
- * below 2^-52) and rounded to an integer n; n is accepted when it lies inside
- * the scaled interval by a clear margin. When it lies within the margin of an
- * end (ties, or rounding noise), the candidate is printed and checked with
- * strtof, so the result is exact in every case.
+ * back as the same float, the nearest to it among those of that length (ties
+ * to an even last digit), after Giulietti's Schubfach. A float is v = c 2^q.
+ * The decimals that read back as v are those in the rounding interval
+ * [c - 1/2, c + 1/2] 2^q (closed when c is even, as round-to-even then
+ * chooses v; the lower half is 1/4 at a power of two). With
+ * k = floor(log10 2^q) the interval is at least 10^k wide and less than
+ * 10^(k+1), so it holds at most one multiple of 10^(k+1) — if it does, that
+ * one is the shortest — and else one or two of the multiples of 10^k around
+ * v, of which the nearest is taken. The test "is s 10^k in the interval"
+ * needs 4v / 10^k, 4(v - half ulp) / 10^k and 4(v + half ulp) / 10^k to
+ * the integer, and whether they are integers: one 64 x 64-bit product of the
+ * scaled significand with 10^-k rounded up to 64 bits (api/pow10_tables.h)
+ * gives them with 32 fraction bits, more than the error of the table (under
+ * 2^-34 of a unit) needs. Every one of the 2^32 floats is checked against the
+ * printer this replaced (bench/fmt_all.c, `make fmt-all`).
+ *
+ * precision 1..9: v rounded to that many significant digits, halves away
+ * from zero: floor(2v / 10^k) from the same product, corrected by one where
+ * the product's fraction bits are zero but 2v / 10^k is not an integer
+ * (decided exactly from c, q and k).
+ *
+ * The digits are written eight at a time (SWAR: one 64-bit word, a byte per
+ * digit), trailing zeros counted from the same word.
  */
 #include "api/api_internal.h"
+#include "api/pow10_tables.h"
 
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-static const double P10[] = {
-    1e-46, 1e-45, 1e-44, 1e-43, 1e-42, 1e-41, 1e-40, 1e-39, 1e-38, 1e-37,
-    1e-36, 1e-35, 1e-34, 1e-33, 1e-32, 1e-31, 1e-30, 1e-29, 1e-28, 1e-27,
-    1e-26, 1e-25, 1e-24, 1e-23, 1e-22, 1e-21, 1e-20, 1e-19, 1e-18, 1e-17,
-    1e-16, 1e-15, 1e-14, 1e-13, 1e-12, 1e-11, 1e-10, 1e-9, 1e-8, 1e-7,
-    1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1e0, 1e1, 1e2, 1e3,
-    1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13,
-    1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22, 1e23,
-    1e24, 1e25, 1e26, 1e27, 1e28, 1e29, 1e30, 1e31, 1e32, 1e33,
-    1e34, 1e35, 1e36, 1e37, 1e38, 1e39, 1e40, 1e41, 1e42, 1e43,
-    1e44, 1e45, 1e46, 1e47, 1e48, 1e49, 1e50, 1e51, 1e52, 1e53,
-    1e54, 1e55,
-};
-#define POW10(k) P10[(k) + 46]
+/* ==== Arithmetic ========================================================== */
 
-/* x * 10^k, k in [-46, 55]: exact powers (|k| <= 22) divide rather than
- * multiply by an inexact reciprocal. */
-static inline double scale10(double x, int k) { return k >= 0 ? x * POW10(k) : x / POW10(-k); }
-
-/* "00" to "99", for writing two digits at a time. */
-static const char DIGIT_PAIRS[201] =
-    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-    "8081828384858687888990919293949596979899";
-
-/* The decimal digits of n into d, most significant first; returns their
- * count. The digits of a float32 fit in 32 bits (at most 9 significant). */
-static int digits_of(char *d, uint64_t n) {
-    static const uint64_t P10U[20] = {
-        1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
-        100000000ull, 1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull,
-        10000000000000ull, 100000000000000ull, 1000000000000000ull, 10000000000000000ull,
-        100000000000000000ull, 1000000000000000000ull, 10000000000000000000ull,
-    };
-    /* bits to digits: 1233/4096 is just above log10(2) */
-    int bits = 64 - __builtin_clzll(n | 1);
-    int nd = (bits * 1233 >> 12) + 1;
-    if (nd < 20 && n >= P10U[nd]) nd++;
-    if (n < P10U[nd - 1]) nd--;
-    char *o = d + nd;
-    if (n <= UINT32_MAX) {
-        uint32_t m = (uint32_t)n;
-        while (m >= 100) {
-            memcpy(o -= 2, DIGIT_PAIRS + 2 * (m % 100), 2);
-            m /= 100;
-        }
-        if (m >= 10) memcpy(o -= 2, DIGIT_PAIRS + 2 * m, 2);
-        else *--o = (char)('0' + m);
-        return nd;
-    }
-    while (n >= 100) {
-        memcpy(o -= 2, DIGIT_PAIRS + 2 * (n % 100), 2);
-        n /= 100;
-    }
-    if (n >= 10) memcpy(o -= 2, DIGIT_PAIRS + 2 * n, 2);
-    else *--o = (char)('0' + n);
-    return nd;
+static inline uint64_t mul_hi64(uint64_t a, uint64_t b) {
+    return (uint64_t)(((unsigned __int128)a * b) >> 64);
 }
 
-/* Writes n * 10^x (n > 0), sign first: plain notation for exponents -7..15,
- * else d.ddde-N (integers of 17 digits and more overflow int64 readers such
- * as jansson, which read a number without '.' or 'e' as an integer).
- * Returns the length. Copies are of fixed sizes (16 bytes), so out must have
- * API_FLOAT_SLACK bytes of room past the text. */
-static int write_decimal(char *out, int neg, uint64_t n, int x) {
-    while (n % 10 == 0 && n >= 10) {
-        n /= 10;
-        x++;
+/* floor(q log10 2), floor(log10(3/4 2^q)), floor(e log2 10) for the ranges
+ * used here (checked exactly by api/tools/gen-pow10.py). */
+static inline int flog10_pow2(int q) { return (int)(((int64_t)q * 661971961083) >> 41); }
+static inline int flog10_3q_pow2(int q) {
+    return (int)(((int64_t)q * 661971961083 - 274743187321) >> 41);
+}
+static inline int flog2_pow10(int e) { return (int)(((int64_t)e * 913124641741) >> 38); }
+
+/* floor(x) | (x is not an integer), x = cp 2^-h 2^q 10^-k given as the 64-bit
+ * product with g = 10^-k rounded up: 32 fraction bits (h = q + flog2_pow10(-k)
+ * + 33 puts them there). */
+static inline uint64_t round_odd(uint64_t g, uint64_t cp) {
+    uint64_t x = mul_hi64(g, cp);
+    return (x >> 32) | ((x & 0xffffffffu) != 0);
+}
+
+/* cond ? a : b as a conditional move: the cases alternate at random, and a
+ * compiler turns ?: into branches that then mispredict */
+static inline uint64_t pick(int cond, uint64_t a, uint64_t b) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    __asm__("test %2, %2\n\tcmovne %1, %0" : "+r"(b) : "r"(a), "r"(cond) : "cc");
+    return b;
+#else
+    return b ^ ((a ^ b) & (0 - (uint64_t)(cond != 0)));
+#endif
+}
+
+/* The shortest decimal f 10^*e10 in the rounding interval of v = c 2^q
+ * (c > 0), the nearest to v among those. */
+static inline uint32_t shortest(uint32_t c, int q, int *e10) {
+    uint64_t out = c & 1; /* odd c: the interval is open */
+    uint64_t cb = (uint64_t)c << 2, cbr = cb + 2, cbl;
+    int k;
+    if (c != (1u << 23) || q == -149) {
+        cbl = cb - 2;
+        k = flog10_pow2(q);
+    } else { /* a power of two: the lower half of the interval is half as wide */
+        cbl = cb - 1;
+        k = flog10_3q_pow2(q);
     }
-    char d[40];
-    int nd = digits_of(d, n);
+    int h = q + flog2_pow10(-k) + 33;
+    uint64_t g = api__pow10_g[-k - API_G_MIN];
+    uint64_t vb = round_odd(g, cb << h), vbl = round_odd(g, cbl << h), vbr = round_odd(g, cbr << h);
+    *e10 = k;
+    /* written to select without branches (the cases alternate at random) */
+    uint64_t s = vb >> 2; /* floor(v / 10^k) */
+    uint64_t sp10 = s / 10 * 10, tp10 = sp10 + 10;
+    int upin = vbl + out <= sp10 << 2, wpin = (tp10 << 2) + out <= vbr;
+    uint64_t t = s + 1;
+    int uin = vbl + out <= s << 2, win = (t << 2) + out <= vbr;
+    uint64_t mid = (s + t) << 1; /* both in: the nearer, an even one on a tie */
+    uint64_t r = pick((vb < mid) | ((vb == mid) & ((s & 1) == 0)), s, t);
+    r = pick(uin != win, pick(uin, s, t), r);
+    /* a multiple of 10^(k+1) alone in the interval is shorter (below 10 it
+     * is not: 10^(k+1) has as many digits as s 10^k) */
+    r = pick((upin != wpin) & (s >= 10), pick(upin, sp10, tp10), r);
+    return (uint32_t)r;
+}
+
+/* Is 2 c 2^q 10^-k an integer? */
+static int twice_is_integer(uint32_t c, int q, int k) {
+    static const uint32_t P5[11] = {1, 5, 25, 125, 625, 3125, 15625, 78125, 390625, 1953125, 9765625};
+    int tz = __builtin_ctz(c);
+    if (k <= 0) return q + 1 - k + tz >= 0;
+    return k <= 10 && c % P5[k] == 0 && q + 1 - k + tz >= 0;
+}
+
+/* floor(2 c 2^q 10^-k) for 2 c 2^q 10^-k < 2^32, exactly. */
+static inline uint64_t twice_floor(uint32_t c, int q, int k) {
+    uint64_t c2 = (uint64_t)c << 1;
+    int s = __builtin_clzll(c2) - 1; /* c2 << s in [2^62, 2^63) */
+    uint64_t x = mul_hi64(api__pow10_g[-k - API_G_MIN], c2 << s);
+    int f = s - q - flog2_pow10(-k) - 1; /* fraction bits of x */
+    uint64_t y = x >> f;
+    /* x is floor(2^f y') or one more: when that carried into the integer
+     * part, the fraction bits are all zero although y' is not an integer */
+    if ((x & ((UINT64_C(1) << f) - 1)) == 0 && !twice_is_integer(c, q, k)) y--;
+    return y;
+}
+
+/* v = c 2^q (c > 0; a: its bits) to p significant digits, halves up:
+ * f 10^*e10. */
+static inline uint32_t rounded(uint32_t a, uint32_t c, int q, int p, int *e10) {
+    int b2 = q + 31 - __builtin_clz(c); /* 2^b2 <= v < 2^(b2+1) */
+    int E = flog10_pow2(b2);            /* 10^E <= v < 10^(E+2) */
+    E += a >= api__float_pow10[E + 1 + 45];
+    int k = E - p + 1;
+    *e10 = k;
+    return (uint32_t)((twice_floor(c, q, k) + 1) >> 1);
+}
+
+/* ==== Text ================================================================ */
+
+/* The eight decimal digits of n < 10^8, one per byte (0..9), the first in the
+ * lowest byte (memory order on little-endian machines). */
+static inline uint64_t digits8(uint32_t n) {
+    uint64_t x = (uint64_t)(n / 10000) | ((uint64_t)(n % 10000) << 32);
+    uint64_t y = ((x * 5243) >> 19) & 0x0000007f0000007full; /* /100 per 32-bit lane */
+    x = y | ((x - 100 * y) << 16);
+    y = ((x * 103) >> 10) & 0x000f000f000f000full; /* /10 per 16-bit lane */
+    return y | ((x - 10 * y) << 8);
+}
+
+static inline void store64(char *p, uint64_t v) { memcpy(p, &v, 8); }
+
+#define ASCII_ZEROS 0x3030303030303030ull
+
+/* Writes f 10^e10 (0 < f <= 10^9), sign first: plain notation for exponents
+ * -7..15 of the first digit, else d.ddde-N (integers of 17 digits and more
+ * overflow int64 readers such as jansson, which read a number without '.'
+ * or 'e' as an integer). Trailing zeros are dropped. Returns the length; may
+ * write up to 28 bytes (within API_FLOAT_MAX + API_FLOAT_SLACK).
+ *
+ * The plain forms are written without branches (0.0ddd and d.ddd alternate
+ * at random in a tensor): the digits are scaled to exactly nine, the first
+ * in hi and the other eight in one word, and fixed stores at computed
+ * offsets lay out the text; what one form does not need lands past its end. */
+static inline int write_decimal(char *out, int neg, uint32_t f, int e10) {
+    static const uint32_t P10[11] = {1,      10,      100,      1000,      10000,     100000,
+                                     1000000, 10000000, 100000000, 1000000000, UINT32_MAX};
+    if (f >= 1000000000u) { /* 10^9 (precision 9 rounding up): drop a zero */
+        f /= 10;
+        e10++;
+    }
+    int nd = ((32 - __builtin_clz(f)) * 1233) >> 12; /* digits of f, or one less */
+    nd += f >= P10[nd];
+    f *= P10[9 - nd]; /* nine digits, the first not 0 */
+    uint32_t hi = f / 100000000u;
+    uint64_t d = digits8(f - hi * 100000000u);
+    int sig = d ? 9 - (__builtin_clzll(d) >> 3) : 1; /* without trailing zeros */
+    d |= ASCII_ZEROS;
+    char first = (char)('0' + hi);
+    int E = nd - 1 + e10; /* exponent of the first digit */
     char *o = out;
-    if (neg) *o++ = '-';
-    int E = nd - 1 + x; /* exponent of the first digit */
-    if (E >= 0 && E < 16) {
-        if (nd > E + 1) { /* ddd.ddd (at most 9 digits: nd <= 16 here) */
-            memcpy(o, d, 16);
-            o[E + 1] = '.';
-            memcpy(o + E + 2, d + E + 1, 16);
-            o += nd + 1;
-        } else { /* ddd000 */
-            memcpy(o, d, 16);
-            memset(o + nd, '0', 16);
-            o += E + 1;
-        }
-    } else if (E < 0 && E >= -7) { /* 0.000ddd */
-        memcpy(o, "0.0000000", 8);
-        o += 1 - E;
-        memcpy(o, d, 16);
-        o += nd;
-    } else {
-        *o++ = d[0];
-        if (nd > 1) {
-            *o++ = '.';
-            memcpy(o, d + 1, (size_t)nd - 1);
-            o += nd - 1;
-        }
+    *o = '-';
+    o += neg;
+    if (__builtin_expect(E < -7 || E > 15, 0)) { /* d.ddde-N */
+        o[0] = first;
+        o[1] = '.';
+        store64(o + 2, d);
+        o += sig > 1 ? sig + 1 : 1;
         *o++ = 'e';
-        if (E < 0) {
-            *o++ = '-';
-            E = -E;
-        }
-        if (E >= 10) *o++ = (char)('0' + E / 10);
+        *o = '-';
+        o += E < 0;
+        E = E < 0 ? -E : E;
+        *o = (char)('0' + E / 10);
+        o += E >= 10;
         *o++ = (char)('0' + E % 10);
+        return (int)(o - out);
     }
-    return (int)(o - out);
+    int neg_e = E >> 31;          /* -1 when E < 0 (arithmetic shift) */
+    int lz = -E & neg_e;          /* 0.000ddd: zeros from the point to the digits */
+    int at = (lz + 1) & neg_e;    /* where the first digit goes */
+    store64(o, 0x3030303030302e30ull); /* "0.000000" */
+    store64(o + 8, ASCII_ZEROS);       /* an integer's zeros */
+    o[at] = first;
+    store64(o + at + 1, d);
+    /* ddd.ddd: the point after E + 1 digits, then the digits after it
+     * (at most 8 after the point: E <= 7 here) */
+    int len = (int)pick(sig > E + 1, (uint64_t)sig + 1, (uint64_t)E + 1);
+    len = (int)pick(E < 0, (uint64_t)(lz + 1 + sig), (uint64_t)len);
+    int pt = (int)pick(E < 0, (uint64_t)len, (uint64_t)E + 1); /* past the text without a point */
+    o[pt] = '.';
+    store64(o + pt + 1, d >> ((8 * E) & 63));
+    return (int)(o - out) + len;
 }
 
-/* 1 if the text of n * 10^x reads back as v (the slow, exact check) */
-static int reads_back(float v, uint64_t n, int x) {
-    char s[API_FLOAT_MAX + API_FLOAT_SLACK];
-    int len = write_decimal(s, v < 0, n, x);
-    s[len] = '\0';
-    float r = strtof(s, NULL);
-    return memcmp(&r, &v, sizeof r) == 0;
+/* The decimal of a finite nonzero |v| (bits a): f 10^*e10. */
+static inline uint32_t decimal_of(uint32_t a, int precision, int *e10) {
+    uint32_t c = a & 0x7fffffu;
+    int q = -149;
+    if (a >= 0x00800000u) {
+        c |= 0x800000u;
+        q = (int)(a >> 23) - 150;
+    }
+    return precision >= 1 && precision <= 9 ? rounded(a, c, q, precision, e10)
+                                            : shortest(c, q, e10);
 }
 
-/* 1 inside (lo, hi), 0 outside, -1 too close to an end to tell */
-static inline int inside(double c, double lo, double hi) {
-    double m = hi * 0x1p-46;
-    if (c > lo + m && c < hi - m) return 1;
-    if (c < lo - m || c > hi + m) return 0;
-    return -1;
+static inline int write_zero(char *out, int neg) {
+    memcpy(out, "-0", 2);
+    out[0] = neg ? '-' : '0';
+    return 1 + neg;
 }
 
 int api__format_float(char *out, float v, int precision) {
@@ -147,97 +227,30 @@ int api__format_float(char *out, float v, int precision) {
     int neg = (int)(u >> 31);
     uint32_t a = u & 0x7fffffffu;
     if (a >= 0x7f800000u) return 0; /* NaN, inf */
-    if (a == 0) {
-        if (neg) {
-            memcpy(out, "-0", 2);
-            return 2;
+    if (a == 0) return write_zero(out, neg);
+    int e10;
+    uint32_t f = decimal_of(a, precision, &e10);
+    return write_decimal(out, neg, f, e10);
+}
+
+size_t api__format_row(char *out, const float *x, size_t n, int precision, size_t *done) {
+    char *o = out;
+    size_t i = 0;
+    for (; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], sizeof u);
+        uint32_t a = u & 0x7fffffffu;
+        if (a >= 0x7f800000u) break;
+        *o = ',';
+        o += i > 0;
+        int neg = (int)(u >> 31), e10;
+        if (a == 0) {
+            o += write_zero(o, neg);
+            continue;
         }
-        out[0] = '0';
-        return 1;
+        uint32_t f = decimal_of(a, precision, &e10);
+        o += write_decimal(o, neg, f, e10);
     }
-    float av;
-    memcpy(&av, &a, sizeof av);
-    double vd = (double)av;
-
-    /* decimal exponent: 10^e10 <= vd < 10^(e10+1) (exact compares: no float
-     * lies within 2^-52 of a power of ten without being equal to it) */
-    int e2;
-    if (a >= 0x00800000u)
-        e2 = (int)(a >> 23) - 126;
-    else
-        frexp(vd, &e2);
-    int e10 = ((e2 - 1) * 78913) >> 18; /* about floor((e2 - 1) * log10(2)) */
-    while (e10 < 38 && vd >= POW10(e10 + 1)) e10++;
-    while (e10 > -46 && vd < POW10(e10)) e10--;
-
-    if (precision >= 1 && precision <= 9) {
-        int k = precision - 1 - e10;
-        uint64_t n = (uint64_t)(scale10(vd, k) + 0.5);
-        if (n == 0) n = 1; /* only with a wrong e10; keeps the output a number */
-        return write_decimal(out, neg, n, -k);
-    }
-
-    /* the decimals that round to v lie in (lo, hi) */
-    uint32_t up_bits = a + 1, down_bits = a - 1;
-    float up, down;
-    memcpy(&up, &up_bits, sizeof up);
-    memcpy(&down, &down_bits, sizeof down);
-    double lo = (vd + (double)down) / 2;
-    double hi = a == 0x7f7fffffu ? vd + (vd - (double)down) / 2 : (vd + (double)up) / 2;
-
-    /* Fast path: at 9 significant digits, the integers strictly inside the
-     * scaled interval, [L, H], are exactly the 9-digit decimals that read back
-     * as v, unless an end lies too close to an integer to tell. The shortest
-     * decimals are the multiples of the largest 10^j in [L, H]; take the one
-     * nearest to v. */
-    {
-        int k = 8 - e10;
-        double s = scale10(vd, k), ls = scale10(lo, k), hs = scale10(hi, k);
-        double m = hs * 0x1p-46;
-        /* floor and ceil by conversion: both ends are positive */
-        double fh = hs < 4e9 ? (double)(uint32_t)hs : 4e9;
-        double cl = ls < 4e9 ? (double)(uint32_t)ls : 4e9;
-        cl += cl < ls;
-        if (cl - ls > m && hs - fh > m && cl <= fh && fh < 4e9) {
-            uint32_t L = (uint32_t)cl, H = (uint32_t)fh, P = 1;
-            /* j grows while a multiple of 10^(j+1) lies in [L, H]:
-             * floor(H / 10^(j+1)) >= ceil(L / 10^(j+1)) */
-            uint32_t hq = H, lq = L;
-            int j = 0;
-            while (j < 9 && hq / 10 >= (lq + 9) / 10) {
-                hq /= 10;
-                lq = (lq + 9) / 10;
-                P *= 10;
-                j++;
-            }
-            uint32_t c = (uint32_t)(s / P + 0.5) * P;
-            if (c < L) c += P;
-            if (c > H) c -= P;
-            return write_decimal(out, neg, c / P, j - k);
-        }
-    }
-
-    /* Slow path: p = 1, 2, ... digits, each candidate checked with margins,
-     * and with strtof where the margins cannot tell. */
-    for (int p = 1; p <= 9; p++) {
-        int k = p - 1 - e10;
-        double s = scale10(vd, k);
-        double ls = scale10(lo, k), hs = scale10(hi, k);
-        uint64_t n = (uint64_t)(s + 0.5);
-        /* the nearest p-digit decimal, then its neighbour on the other side
-         * (the interval is lopsided at powers of two) */
-        uint64_t cand[2] = {n, (double)n <= s ? n + 1 : n - 1};
-        for (int c = 0; c < 2; c++) {
-            if (cand[c] == 0) continue;
-            int in = inside((double)cand[c], ls, hs);
-            if (in == 1 || (in == -1 && reads_back(v, cand[c], -k)))
-                return write_decimal(out, neg, cand[c], -k);
-        }
-    }
-    /* not reached (9 digits always round-trip); stay correct regardless */
-    char s[64];
-    int len = snprintf(s, sizeof s, "%.9g", (double)v);
-    if (len <= 0 || len > API_FLOAT_MAX) return 0;
-    memcpy(out, s, (size_t)len);
-    return len;
+    *done = i;
+    return (size_t)(o - out);
 }

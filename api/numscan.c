@@ -1,6 +1,7 @@
 /* numscan.c - tensor arrays of a request body into floats, see numscan.h. */
 #include "api/numscan.h"
 #include "api/codec.h"
+#include "api/pow10_tables.h"
 
 #include <errno.h>
 #include <float.h>
@@ -19,6 +20,9 @@ static const double pow10_exact[23] = {
     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 };
 
+static const uint64_t pow10_u64[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                      100000000};
+
 /* strtod on a copy: the body is not NUL-terminated. */
 static size_t slow_number(const char *p, size_t n, double *out) {
     char buf[64];
@@ -34,7 +38,91 @@ static size_t slow_number(const char *p, size_t n, double *out) {
     return n;
 }
 
-size_t api__scan_number(const char *p, const char *end, double *out) {
+/* Eight characters as one little-endian word (the first in the low byte). */
+static inline uint64_t load8(const char *p) {
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* How many of the eight characters of w, from the first, are digits. */
+static inline int digit_run(uint64_t w) {
+    uint64_t x = w ^ 0x3030303030303030ull; /* digits become 0..9 */
+    /* bit 7 of a byte is set where x >= 10 (a carry out of a non-digit can
+     * only reach the later bytes) */
+    uint64_t non = ((x + 0x7676767676767676ull) | x) & 0x8080808080808080ull;
+    return non ? __builtin_ctzll(non) >> 3 : 8;
+}
+
+/* The value of the n (1..8) digits that start w. */
+static inline uint64_t digits_value(uint64_t w, int n) {
+    uint64_t x = (w ^ 0x3030303030303030ull) << (8 * (8 - n)); /* leading zero bytes */
+    x = x * 10 + (x >> 8); /* byte pairs */
+    x = ((x & 0x000000ff000000ffull) * (100 + (1000000ull << 32)) +
+         ((x >> 16) & 0x000000ff000000ffull) * (1 + (10000ull << 32))) >> 32;
+    return x;
+}
+
+/* Eisel and Lemire's algorithm (Lemire, "Number parsing at a gigabyte per
+ * second", 2021): w 10^q (w > 0, q in the table's range) to the nearest
+ * double, from the 128-bit 5^q of api/pow10_tables.h. Returns 0 when the
+ * product cannot decide (left to strtod). The range keeps every result a
+ * normal double. */
+static int eisel_lemire(uint64_t w, int q, double *out) {
+    int lz = __builtin_clzll(w);
+    w <<= lz;
+    const uint64_t *t = api__pow5_128 + 2 * (q - API_P5_MIN);
+    unsigned __int128 p = (unsigned __int128)w * t[0];
+    uint64_t hi = (uint64_t)(p >> 64), lo = (uint64_t)p;
+    if ((hi & 0x1ff) == 0x1ff) { /* the 54 bits may still change: the lower half */
+        uint64_t p2 = (uint64_t)(((unsigned __int128)w * t[1]) >> 64);
+        lo += p2;
+        hi += p2 > lo;
+        if ((hi & 0x1ff) == 0x1ff && lo == UINT64_MAX) return 0;
+    }
+    int upper = (int)(hi >> 63);
+    uint64_t mant = hi >> (upper + 9);
+    int power2 = ((217706 * q) >> 16) + 63 + upper - lz + 1023;
+    /* exactly halfway between two doubles (only 5^q exact in 128 bits can
+     * be): round to even */
+    if (lo <= 1 && q >= -4 && q <= 23 && (mant & 3) == 1 && (mant << (upper + 9)) == hi)
+        mant &= ~(uint64_t)1;
+    mant += mant & 1;
+    mant >>= 1;
+    if (mant >= (UINT64_C(2) << 52)) {
+        mant = UINT64_C(1) << 52;
+        power2++;
+    }
+    if (power2 <= 0 || power2 >= 0x7ff) return 0;
+    uint64_t bits = (mant & ~(UINT64_C(1) << 52)) | (uint64_t)power2 << 52;
+    memcpy(out, &bits, sizeof bits);
+    return 1;
+}
+
+/* Appends the digit run of n digits starting with word w (fraction: each
+ * digit taken lowers the exponent). */
+#define TAKE_RUN(w, n, frac)                                                                   \
+    do {                                                                                       \
+        if (digits + (n) <= 19) {                                                              \
+            m = m * pow10_u64[(n)] + digits_value((w), (n));                                    \
+            digits += (n);                                                                     \
+            if (frac) exp10 -= (n);                                                            \
+        } else {                                                                               \
+            for (int i_ = 0; i_ < (n); i_++) {                                                 \
+                char ch_ = (char)((w) >> (8 * i_));                                           \
+                if (digits < 19) {                                                             \
+                    m = m * 10 + (uint64_t)(ch_ - '0');                                        \
+                    digits++;                                                                  \
+                    if (frac) exp10--;                                                         \
+                } else {                                                                       \
+                    if (!(frac)) exp10++;                                                      \
+                    inexact |= ch_ != '0';                                                     \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+    } while (0)
+
+static inline size_t scan_number(const char *p, const char *end, double *out) {
     const char *s = p;
     int neg = 0;
     if (s < end && *s == '-') {
@@ -44,20 +132,27 @@ size_t api__scan_number(const char *p, const char *end, double *out) {
     if (s == end || !is_digit(*s)) return 0;
 
     /* Up to 19 significant digits in m; dropped digits raise the exponent
-     * (or, after the point, are only checked for being zero). */
+     * (or, after the point, are only checked for being zero). Eight
+     * characters at a time while eight remain. */
     uint64_t m = 0;
     int digits = 0, exp10 = 0, inexact = 0;
     if (*s == '0') {
         s++;
         if (s < end && is_digit(*s)) return 0; /* leading zero: invalid JSON */
     } else {
-        for (; s < end && is_digit(*s); s++) {
-            if (digits < 19) {
-                m = m * 10 + (uint64_t)(*s - '0');
-                digits++;
+        for (;;) {
+            if (end - s >= 8) {
+                uint64_t w = load8(s);
+                int n = digit_run(w);
+                if (n == 0) break;
+                TAKE_RUN(w, n, 0);
+                s += n;
+                if (n < 8) break;
             } else {
-                exp10++;
-                inexact |= *s != '0';
+                if (s == end || !is_digit(*s)) break;
+                uint64_t w = (uint64_t)(unsigned char)*s;
+                TAKE_RUN(w, 1, 0);
+                s++;
             }
         }
     }
@@ -66,15 +161,21 @@ size_t api__scan_number(const char *p, const char *end, double *out) {
         is_real = 1;
         s++;
         if (s == end || !is_digit(*s)) return 0;
-        for (; s < end && is_digit(*s); s++) {
-            if (m == 0 && *s == '0') {
-                exp10--; /* leading zeros of 0.000123 are not significant */
-            } else if (digits < 19) {
-                m = m * 10 + (uint64_t)(*s - '0');
-                digits++;
-                exp10--;
+        if (m == 0) /* leading zeros of 0.000123 are not significant */
+            for (; s < end && *s == '0'; s++) exp10--;
+        for (;;) {
+            if (end - s >= 8) {
+                uint64_t w = load8(s);
+                int n = digit_run(w);
+                if (n == 0) break;
+                TAKE_RUN(w, n, 1);
+                s += n;
+                if (n < 8) break;
             } else {
-                inexact |= *s != '0';
+                if (s == end || !is_digit(*s)) break;
+                uint64_t w = (uint64_t)(unsigned char)*s;
+                TAKE_RUN(w, 1, 1);
+                s++;
             }
         }
     }
@@ -90,6 +191,7 @@ size_t api__scan_number(const char *p, const char *end, double *out) {
         exp10 += eneg ? -e : e;
     }
     size_t n = (size_t)(s - p);
+    if (n > 63) return 0; /* as strtod on a copy would */
 
     if (!is_real) {
         /* jansson keeps integers as int64 and refuses larger ones; Python's
@@ -103,15 +205,27 @@ size_t api__scan_number(const char *p, const char *end, double *out) {
         *out = neg ? -0.0 : 0.0;
         return n;
     }
+    double d;
     /* Clinger's fast path: both operands exact, so one IEEE operation
      * rounds correctly. */
     if (!inexact && m <= (UINT64_C(1) << 53) && exp10 >= -22 && exp10 <= 22) {
-        double d = (double)m;
+        d = (double)m;
         d = exp10 < 0 ? d / pow10_exact[-exp10] : d * pow10_exact[exp10];
-        *out = neg ? -d : d;
-        return n;
+    } else if (exp10 >= API_P5_MIN && exp10 <= API_P5_MAX && eisel_lemire(m, exp10, &d)) {
+        /* with digits dropped the value lies between m and m + 1 units: both
+         * ends must round to the same double */
+        double d1;
+        if (inexact && (!eisel_lemire(m + 1, exp10, &d1) || d1 != d))
+            return slow_number(p, n, out);
+    } else {
+        return slow_number(p, n, out);
     }
-    return slow_number(p, n, out);
+    *out = neg ? -d : d;
+    return n;
+}
+
+size_t api__scan_number(const char *p, const char *end, double *out) {
+    return scan_number(p, end, out);
 }
 
 /* ==== Arrays ============================================================== */

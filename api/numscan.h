@@ -16,8 +16,13 @@
  * messages and field paths they always gave.
  *
  * Numbers are rounded as Python's json and torch.tensor round them: decimal
- * to the nearest double (an exact fast path when the digits and the power of
- * ten are exact doubles, strtod otherwise), then to float32.
+ * to the nearest double, then to float32 (which is not always strtof's
+ * float: the double may be a float midpoint that then rounds to even). The
+ * digits are read eight at a time; the double is exact by Clinger's fast
+ * path (digits and power of ten exact doubles), else by Eisel and Lemire's
+ * 128-bit product (api/pow10_tables.h), else, for the rare cases the product
+ * cannot decide, numbers past 19 digits whose two ends round apart and
+ * exponents outside the table, by strtod.
  */
 #ifndef API_NUMSCAN_H
 #define API_NUMSCAN_H

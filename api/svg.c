@@ -81,7 +81,7 @@ static void panel(api_buf *b, const svg_ctx *c, int p, int x0, int y0) {
     int rows = c->m.rows, cols = c->m.cols, cell = c->cell;
     int r0 = rq->sel.has_rows ? rq->sel.row_start : 0;
     int gx = x0 + c->label_w, gy = y0 + TITLE_H + c->label_w;
-    char tmp[16], num[API_FLOAT_MAX + 1];
+    char tmp[16], num[API_FLOAT_MAX + API_FLOAT_SLACK];
     api__buf_printf(b, "<g class=\"panel\"><text class=\"title\" x=\"%d\" y=\"%d\">", gx, y0 + 15);
     panel_title(b, c, p);
     api__buf_puts(b, "</text>\n");

@@ -1,13 +1,28 @@
-/* bench_serialise.c - the reply float printer against snprintf("%.9g") and
- * jansson's json_dumps on the same 1M floats, in one run. Built and run by
+/* bench_serialise.c - JSON numbers out and in, on one core, in one run.
+ *
+ * Out: 1M floats (uniform in [-2, 2], like weights and activations) through
+ * the reply writer (api__emit_floats), shortest and with precision 4, against
+ * the printer api/fmt.c had before (bench/fmt_old.c) in the same loop,
+ * snprintf("%.9g") and jansson (json_real + json_dumps).
+ * In: request bodies of 1M numbers read by the tensor scanner
+ * (api__scan_body) against strtod then (float) over the same text: our own
+ * shortest replies, and a mix as Python's json.dumps writes it
+ * ("-0.123456789, 0.0015, 0.0001234, ...").
+ * Best of ROUNDS each; MB/s = bytes of text / time. Built and run by
  * `make bench` (build/bench/bench_serialise). */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "api/api_internal.h"
+#include "api/numscan.h"
+
+int bench_old_format_float(char *out, float v, int precision);
+
+enum { N = 1000000, ROUNDS = 7 };
 
 static double now(void) {
     struct timespec ts;
@@ -15,29 +30,58 @@ static double now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-int main(void) {
-    enum { N = 1000000, ROUNDS = 5 };
-    float *x = malloc(N * sizeof *x);
-    uint64_t s = 42;
-    for (int i = 0; i < N; i++) { /* softmax-like weights and activations in [-2, 2] */
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        x[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 4.0 - 2.0);
-    }
-    double best[3] = {1e9, 1e9, 1e9};
-    size_t bytes[3] = {0};
-    for (int r = 0; r < ROUNDS; r++) {
-        api_buf b = {0};
-        api_fmt f = {0};
-        double t = now();
-        api__emit_floats(&b, x, 1, (int[]){N}, &f, NULL);
-        t = now() - t;
-        if (t < best[0]) best[0] = t;
-        bytes[0] = b.len;
-        api_buf_free(&b);
+static uint64_t rng = 42;
+static double uniform(void) { /* [0, 1) */
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
 
-        char *out = malloc((size_t)N * 18 + 2);
+/* The old printer in the loop api__emit_floats runs (one flat row). */
+static size_t old_row(char *out, const float *x, size_t n, int precision) {
+    char *o = out;
+    *o++ = '[';
+    for (size_t i = 0; i < n; i++) {
+        if (i) *o++ = ',';
+        o += bench_old_format_float(o, x[i], precision);
+    }
+    *o++ = ']';
+    return (size_t)(o - out);
+}
+
+static void report(const char *what, double t, size_t bytes, double base) {
+    printf("  %-40s %7.1f ms %7.0f MB/s", what, t * 1e3, (double)bytes / t / 1e6);
+    if (base > 0) printf("  %5.2fx", base / t);
+    printf("\n");
+}
+
+/* ==== Out ================================================================= */
+
+static void bench_out(const float *x) {
+    double best[6] = {1e9, 1e9, 1e9, 1e9, 1e9, 1e9};
+    size_t bytes[6] = {0};
+    char *out = malloc((size_t)N * (API_FLOAT_MAX + 1) + API_FLOAT_SLACK + 2);
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int p = 0; p < 2; p++) {
+            api_buf b = {0};
+            api_fmt f = {.precision = p ? 4 : 0};
+            /* the buffer grows once, before the clock starts */
+            api__buf_reserve(&b, (size_t)N * (API_FLOAT_MAX + 1) + API_FLOAT_SLACK + 16);
+            double t = now();
+            api__emit_floats(&b, x, 1, (int[]){N}, &f, NULL);
+            t = now() - t;
+            if (t < best[2 * p]) best[2 * p] = t;
+            bytes[2 * p] = b.len;
+            api_buf_free(&b);
+
+            t = now();
+            size_t len = old_row(out, x, N, p ? 4 : 0);
+            t = now() - t;
+            if (t < best[2 * p + 1]) best[2 * p + 1] = t;
+            bytes[2 * p + 1] = len;
+        }
+
         size_t len = 0;
-        t = now();
+        double t = now();
         out[len++] = '[';
         for (int i = 0; i < N; i++) {
             if (i) out[len++] = ',';
@@ -45,26 +89,114 @@ int main(void) {
         }
         out[len++] = ']';
         t = now() - t;
-        if (t < best[1]) best[1] = t;
-        bytes[1] = len;
-        free(out);
+        if (t < best[4]) best[4] = t;
+        bytes[4] = len;
+
+        if (r < 2) { /* slow: two rounds */
+            t = now();
+            json_t *a = json_array();
+            for (int i = 0; i < N; i++) json_array_append_new(a, json_real(x[i]));
+            char *d = json_dumps(a, JSON_COMPACT);
+            json_decref(a);
+            t = now() - t;
+            if (t < best[5]) best[5] = t;
+            bytes[5] = strlen(d);
+            free(d);
+        }
+    }
+    free(out);
+    printf("JSON out, 1M floats in [-2, 2], best of %d (x = speed against the old printer):\n", ROUNDS);
+    report("api__emit_floats, shortest", best[0], bytes[0], best[1]);
+    report("old printer, shortest", best[1], bytes[1], best[1]);
+    report("api__emit_floats, precision 4", best[2], bytes[2], best[3]);
+    report("old printer, precision 4", best[3], bytes[3], best[3]);
+    report("snprintf %.9g", best[4], bytes[4], best[1]);
+    report("jansson json_real + json_dumps", best[5], bytes[5], best[1]);
+}
+
+/* ==== In ================================================================== */
+
+/* strtod then (float) over every number of the text, as a reference. */
+static float strtod_all(const char *text, size_t *count) {
+    const char *p = text;
+    float sum = 0;
+    size_t n = 0;
+    while (*p) {
+        if ((*p >= '0' && *p <= '9') || *p == '-') {
+            char *stop;
+            sum += (float)strtod(p, &stop);
+            p = stop;
+            n++;
+        } else {
+            p++;
+        }
+    }
+    *count = n;
+    return sum;
+}
+
+static void bench_in_text(const char *name, const char *body, size_t len) {
+    double best[2] = {1e9, 1e9};
+    size_t taken = 0, count = 0;
+    float sink = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+        api_scan s;
+        double t = now();
+        int rc = api__scan_body(body, len, (size_t)N * 2, &s);
+        t = now() - t;
+        if (t < best[0]) best[0] = t;
+        taken = rc == 0 ? s.elements : 0;
+        api__scan_free(&s);
 
         t = now();
-        json_t *a = json_array();
-        for (int i = 0; i < N; i++) json_array_append_new(a, json_real(x[i]));
-        char *d = json_dumps(a, JSON_COMPACT);
-        json_decref(a);
+        sink += strtod_all(body, &count);
         t = now() - t;
-        if (t < best[2]) best[2] = t;
-        bytes[2] = strlen(d);
-        free(d);
+        if (t < best[1]) best[1] = t;
     }
-    printf("1M floats, best of %d:\n", ROUNDS);
-    printf("  api printer (shortest round-trip): %7.1f ms  %zu bytes\n", best[0] * 1e3, bytes[0]);
-    printf("  snprintf %%.9g:                     %7.1f ms  %zu bytes  (%.1fx slower)\n", best[1] * 1e3,
-           bytes[1], best[1] / best[0]);
-    printf("  jansson json_real + json_dumps:    %7.1f ms  %zu bytes  (%.1fx slower)\n", best[2] * 1e3,
-           bytes[2], best[2] / best[0]);
+    printf("JSON in, %s (%.1f MB, %zu numbers, %zu read by the scanner), best of %d:\n", name,
+           (double)len / 1e6, count, taken, ROUNDS);
+    report("api__scan_body (tensor scanner)", best[0], len, best[1]);
+    report("strtod + (float), same text", best[1], len, best[1]);
+    if (sink == 12345.0f) printf(" \n"); /* keeps the reference loop */
+}
+
+static void bench_in(const float *x) {
+    size_t cap = (size_t)N * 24 + 64;
+    char *body = malloc(cap);
+    /* our replies: shortest floats, 1000 rows of 1000 */
+    size_t len = (size_t)sprintf(body, "{\"inputs\":[");
+    for (int i = 0; i < N; i++) {
+        if (i % 1000 == 0) len += (size_t)sprintf(body + len, i ? "],[" : "[");
+        else body[len++] = ',';
+        len += (size_t)api__format_float(body + len, x[i], 0);
+    }
+    len += (size_t)sprintf(body + len, "]]}");
+    bench_in_text("shortest floats as replies print them", body, len);
+
+    /* Python json.dumps of a mix: 9 decimals, small values with 4 digits,
+     * exponents */
+    len = (size_t)sprintf(body, "{\"inputs\": [");
+    for (int i = 0; i < N; i++) {
+        if (i % 1000 == 0) len += (size_t)sprintf(body + len, i ? "], [" : "[");
+        else len += (size_t)sprintf(body + len, ", ");
+        double u = uniform();
+        switch (i % 4) {
+        case 0: len += (size_t)sprintf(body + len, "%.9f", u * 2 - 1); break;
+        case 1: len += (size_t)sprintf(body + len, "%.1fe-%d", 1 + 8 * u, 1 + i % 7); break;
+        case 2: len += (size_t)sprintf(body + len, "%.7f", u * 0.001); break;
+        default: len += (size_t)sprintf(body + len, "%.17g", u * 4 - 2); break;
+        }
+    }
+    len += (size_t)sprintf(body + len, "]]}");
+    bench_in_text("a mix as Python writes it (-0.123456789, 4.5e-3, 0.0001234, 17 digits)", body, len);
+    free(body);
+}
+
+int main(void) {
+    float *x = malloc(N * sizeof *x);
+    for (int i = 0; i < N; i++) x[i] = (float)(uniform() * 4.0 - 2.0);
+    bench_out(x);
+    bench_in(x);
     free(x);
     return 0;
 }

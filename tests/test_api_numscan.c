@@ -142,6 +142,110 @@ START_TEST(test_random_decimals) {
 }
 END_TEST
 
+/* Hard cases for the double rounding of decimal -> double -> float: decimals
+ * at and next to the midpoint between two floats (where strtof and
+ * (float)strtod can differ), and next to the midpoints between doubles. */
+START_TEST(test_midpoints) {
+    char s[96];
+    int differ = 0;
+    for (int i = 0; i < 400000; i++) {
+        uint32_t u = (uint32_t)next_u64() & 0x7f7fffffu;
+        float f, g;
+        memcpy(&f, &u, sizeof f);
+        g = nextafterf(f, INFINITY);
+        if (!isfinite(g)) continue;
+        double mid = ((double)f + (double)g) / 2; /* exact in double */
+        snprintf(s, sizeof s, "%.17g", mid);
+        expect_same(s);
+        snprintf(s, sizeof s, "%.40e", mid); /* exact digits, cut at 41 */
+        expect_same(s);
+        snprintf(s, sizeof s, "%.17g", nextafter(mid, 0));
+        expect_same(s);
+        snprintf(s, sizeof s, "%.17g", nextafter(mid, INFINITY));
+        expect_same(s);
+        /* the decimal a hair above the float midpoint: strtof rounds it up,
+         * while its double may be the midpoint itself, which rounds to even */
+        snprintf(s, sizeof s, "%.30e", mid);
+        size_t n = strlen(s);
+        char *e = strchr(s, 'e');
+        memmove(e + 1, e, n - (size_t)(e - s) + 1);
+        *e = '1';
+        expect_same(s);
+        double d = strtod(s, NULL);
+        differ += (float)d != strtof(s, NULL);
+    }
+    /* the double rounding is really exercised */
+    ck_assert_int_gt(differ, 0);
+}
+END_TEST
+
+/* Long mantissas (past 19 digits, up to the 63 characters taken), 17
+ * significant digits, subnormal float decimals, exponents at and past the
+ * ends of the table and of float32. */
+START_TEST(test_long_and_extreme) {
+    char s[96];
+    for (int i = 0; i < 1000000; i++) {
+        int n = 0, digits = 17 + rnd(40);
+        if (rnd(2)) s[n++] = '-';
+        int point = 1 + rnd(digits);
+        s[n++] = (char)('1' + rnd(9));
+        for (int d = 1; d < digits; d++) {
+            if (d == point) s[n++] = '.';
+            /* runs of 0 and 9 after a few digits: values next to a short decimal */
+            int kind = rnd(4);
+            s[n++] = (char)(d > 9 && kind == 0 ? '0' : d > 9 && kind == 1 ? '9' : '0' + rnd(10));
+        }
+        int e = rnd(3) == 0 ? rnd(221) - 140 : -point - rnd(40) + 20;
+        n += snprintf(s + n, sizeof s - (size_t)n, "e%d", e);
+        s[n] = '\0';
+        if (n > 63) continue; /* left to jansson (test_left_to_jansson) */
+        expect_same(s);
+    }
+    static const char *const edges[] = {
+        "1e-80", "1e-81", "9.999999999999999999e-81", "1e40", "1e41", "1.5e-45", "7.0064923e-46",
+        "7.006492321624086e-46", "1.4012984643248170e-45", "1.1754942e-38", "1.17549421e-38",
+        "3.40282356e38", "3.4028235677973366e38", "3.4028235677973367e38", "3.40282357e38",
+        "-0.0", "-0e0", "-0.000e-7", "0.0e+99999", "1e-99999", "123456789012345678901234567890",
+        "0.1234567890123456789012345678901234567890123456789012", "4.94065645841246544e-324",
+        "2.47032822920623272e-324", "8.98846567431157854e307",
+    };
+    for (size_t i = 0; i < sizeof edges / sizeof *edges; i++) {
+        double d;
+        const char *t = edges[i];
+        size_t n = api__scan_number(t, t + strlen(t), &d);
+        if (strchr(t, '.') == NULL && strpbrk(t, "eE") == NULL) {
+            ck_assert_uint_eq(n, 0); /* an integer past int64: jansson's error */
+            continue;
+        }
+        expect_same(t);
+    }
+}
+END_TEST
+
+/* Beyond float32 stays an error: the array is left to jansson, which
+ * reports the number; FLT_MAX itself is taken. */
+START_TEST(test_float_overflow_left) {
+    static const char *const bodies[] = {
+        "{\"inputs\": [[3.5e38, 1]]}", "{\"inputs\": [[1, -3.41e38]]}",
+        "{\"inputs\": [[1e39, 1]]}", "{\"inputs\": [[1, 1.7976931348623157e308]]}",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {
+        api_scan s;
+        ck_assert_int_eq(api__scan_body(bodies[i], strlen(bodies[i]), 100, &s), 0);
+        ck_assert_msg(s.n == 0, "%s: taken", bodies[i]);
+        api__scan_free(&s);
+    }
+    const char *ok = "{\"inputs\": [[3.4028234663852886e38, -3.4028234663852886e38, 1.4e-45, -0.0]]}";
+    api_scan s;
+    ck_assert_int_eq(api__scan_body(ok, strlen(ok), 100, &s), 0);
+    ck_assert_int_eq(s.n, 1);
+    ck_assert(s.arrays[0].data[0] == FLT_MAX && s.arrays[0].data[1] == -FLT_MAX);
+    ck_assert(s.arrays[0].data[2] == FLT_TRUE_MIN);
+    ck_assert(s.arrays[0].data[3] == 0.0f && signbit(s.arrays[0].data[3]));
+    api__scan_free(&s);
+}
+END_TEST
+
 static api_scan scan_text(const char *body, size_t budget) {
     api_scan s;
     ck_assert_int_eq(api__scan_body(body, strlen(body), budget, &s), 0);
@@ -358,7 +462,7 @@ END_TEST
 
 static Suite *numscan_suite(void) {
     Suite *s = suite_create("api_numscan");
-    const TTest *tests[] = {test_edge_cases, test_integer_minus_zero_is_zero, test_left_to_jansson, test_random_floats, test_random_decimals, test_body_arrays_taken, test_body_arrays_left, test_body_budget, test_corpus_same_replies, test_errors_same_replies, test_large_same_replies, NULL};
+    const TTest *tests[] = {test_edge_cases, test_integer_minus_zero_is_zero, test_left_to_jansson, test_random_floats, test_random_decimals, test_midpoints, test_long_and_extreme, test_float_overflow_left, test_body_arrays_taken, test_body_arrays_left, test_body_budget, test_corpus_same_replies, test_errors_same_replies, test_large_same_replies, NULL};
     tcase_with(s, "numscan", 120, tests);
     return s;
 }

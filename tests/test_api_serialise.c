@@ -186,6 +186,156 @@ START_TEST(test_precision) {
 }
 END_TEST
 
+/* ==== against exact references =============================================== */
+
+/* The shortest decimal that reads back, nearest to v, ties to an even digit,
+ * found the slow way: glibc's %.*e is exact (ties to even), and where the
+ * interval is narrower below (powers of two) the next p-digit decimal above
+ * is tried too. Its value as a double (distinct decimals of at most 9 digits
+ * are distinct doubles). */
+static double ref_shortest(float v) {
+    char s[64];
+    float a = fabsf(v);
+    uint32_t u;
+    memcpy(&u, &a, sizeof u);
+    int pow2 = (u & 0x7fffffu) == 0 && u >= 0x00800000u;
+    for (int p = 1; p <= 9; p++) {
+        snprintf(s, sizeof s, "%.*e", p - 1, (double)a);
+        if (strtof(s, NULL) == a) return strtod(s, NULL);
+        if (pow2 && strtod(s, NULL) < (double)a) {
+            char digits[16];
+            int nd = 0;
+            const char *t = s;
+            for (; *t != 'e'; t++)
+                if (*t >= '0' && *t <= '9') digits[nd++] = *t;
+            digits[nd] = '\0';
+            snprintf(s, sizeof s, "%llue%d", strtoull(digits, NULL, 10) + 1, atoi(t + 1) - (nd - 1));
+            if (strtof(s, NULL) == a) return strtod(s, NULL);
+        }
+    }
+    ck_abort_msg("no decimal of 9 digits reads back as %a", (double)v);
+    return 0;
+}
+
+/* v to p digits, halves away from zero, from its exact expansion. */
+static double ref_rounded(float v, int p) {
+    char s[200], r[64], digits[140];
+    snprintf(s, sizeof s, "%.120e", fabs((double)v)); /* every float: exact */
+    int nd = 0;
+    const char *t = s;
+    for (; *t != 'e'; t++)
+        if (*t >= '0' && *t <= '9') digits[nd++] = *t;
+    unsigned long long m = 0;
+    for (int i = 0; i < p; i++) m = m * 10 + (unsigned long long)(digits[i] - '0');
+    m += digits[p] >= '5';
+    snprintf(r, sizeof r, "%llue%d", m, atoi(t + 1) - (p - 1));
+    return strtod(r, NULL);
+}
+
+static void expect_shortest(float v) {
+    char s[API_FLOAT_MAX + API_FLOAT_SLACK];
+    int n = api__format_float(s, v, 0);
+    s[n] = '\0';
+    double want = ref_shortest(v);
+    ck_assert_msg(strtod(s, NULL) == (v < 0 ? -want : want), "%a: \"%s\", want %.9g", (double)v, s,
+                  want);
+}
+
+START_TEST(test_shortest_exact) {
+    for (int i = 0; i < 1000000; i++) {
+        float v = from_bits(next_u32());
+        if (isfinite(v) && v != 0.0f) expect_shortest(v);
+    }
+    /* subnormals, the ends of the range, powers of two and ten and their
+     * neighbours */
+    for (uint32_t u = 1; u < 3000; u++) expect_shortest(from_bits(u));
+    for (uint32_t u = 0x00800000u - 3000; u < 0x00800000u + 3000; u++) expect_shortest(from_bits(u));
+    for (uint32_t u = 0x7f7fffffu - 3000; u <= 0x7f7fffffu; u++) expect_shortest(from_bits(u));
+    for (int e = -149; e <= 127; e++) {
+        float p = ldexpf(1.0f, e);
+        expect_shortest(p);
+        expect_shortest(-nextafterf(p, 0.0f));
+        if (e < 127) expect_shortest(nextafterf(p, INFINITY));
+    }
+    for (int k = -45; k <= 38; k++) {
+        float p = (float)pow(10.0, k);
+        expect_shortest(p);
+        expect_shortest(nextafterf(p, 0.0f));
+        expect_shortest(nextafterf(p, INFINITY));
+    }
+    /* the text of some, pinned: ties go to the even digit (as numpy and
+     * Python print float32), 9-digit ones, integers, exponents */
+    static const format_case cases[] = {
+        {0x1p-12f, 0, "0.00024414062"},  /* 0.000244140625: a tie at 8 digits */
+        {0x1.1p-6f, 0, "0.016601562"},   /* 0.0166015625 */
+        {3000000.25f, 0, "3000000.2"},
+        {FLT_MAX, 0, "3.4028235e38"},
+        {FLT_MIN, 0, "1.1754944e-38"},
+        {FLT_TRUE_MIN, 0, "1e-45"},
+        {-FLT_TRUE_MIN * 3, 0, "-4e-45"},
+        {123456789.0f, 0, "123456790"},
+        {16777216.0f, 0, "16777216"},
+        {0.3190183f, 0, "0.3190183"},
+        {1.0f / 3.0f, 0, "0.33333334"},
+        {0.1f + 0.2f, 0, "0.3"},
+        {1e-7f, 0, "0.0000001"},
+        {1.2345e-8f, 0, "1.2345e-8"},
+        {1e16f, 0, "1e16"},
+        {123456e10f, 0, "1234560000000000"},
+        {-2.5f, 0, "-2.5"},
+        {100.0f, 0, "100"},
+        {7.038531e-26f, 0, "7.038531e-26"},
+    };
+    expect_formats(cases, sizeof cases / sizeof *cases);
+}
+END_TEST
+
+START_TEST(test_precision_exact) {
+    char s[API_FLOAT_MAX + API_FLOAT_SLACK];
+    for (int i = 0; i < 150000; i++) {
+        float v = from_bits(next_u32());
+        if (i % 3 == 0) v = ((float)next_u32() / 4294967296.0f) * 4.0f - 2.0f;
+        if (!isfinite(v) || v == 0.0f) continue;
+        for (int p = 1; p <= 9; p++) {
+            int n = api__format_float(s, v, p);
+            s[n] = '\0';
+            double want = ref_rounded(v, p);
+            ck_assert_msg(strtod(s, NULL) == (v < 0 ? -want : want), "%a to %d digits: \"%s\", want %.17g",
+                          (double)v, p, s, want);
+        }
+    }
+    /* exact halves round away from zero; floats just below a half do not */
+    static const format_case cases[] = {
+        {0.125f, 2, "0.13"},   {-0.125f, 2, "-0.13"}, {2.5f, 1, "3"},      {1.5f, 1, "2"},
+        {0.25f, 1, "0.3"},     {1.25f, 2, "1.3"},     {0.375f, 2, "0.38"}, {1e-45f, 1, "1e-45"},
+        {0.35f, 1, "0.3"}, /* 0.3499999940395355 */   {0.45f, 1, "0.4"}, /* 0.4499999881 */
+        {0.55f, 1, "0.6"}, /* 0.5500000119 */
+        {999999.5f, 6, "1000000"}, {99.96f, 3, "100"}, {FLT_MAX, 1, "3e38"},
+        {FLT_MAX, 9, "3.40282347e38"}, {123456789.0f, 9, "123456792"}, {1.0f, 9, "1"},
+        {0.5f, 4, "0.5"}, {-0.0f, 3, "-0"},
+    };
+    expect_formats(cases, sizeof cases / sizeof *cases);
+}
+END_TEST
+
+START_TEST(test_format_row) {
+    const float x[] = {1.5f, -0.0f, 0.1f, 1e-40f, NAN, 2.0f};
+    char s[16 * (API_FLOAT_MAX + 1) + API_FLOAT_SLACK];
+    size_t done;
+    size_t n = api__format_row(s, x, 6, 0, &done);
+    s[n] = '\0';
+    ck_assert_uint_eq(done, 4); /* stops before NaN */
+    ck_assert_str_eq(s, "1.5,-0,0.1,1e-40");
+    n = api__format_row(s, x + 5, 1, 2, &done);
+    s[n] = '\0';
+    ck_assert_uint_eq(done, 1);
+    ck_assert_str_eq(s, "2");
+    n = api__format_row(s, x + 4, 2, 0, &done);
+    ck_assert_uint_eq(done, 0);
+    ck_assert_uint_eq(n, 0);
+}
+END_TEST
+
 /* ==== tensors ================================================================ */
 
 static char *emit(const float *x, int rank, const int *shape, int flat, int precision,
@@ -431,7 +581,8 @@ static Suite *serialise_suite(void) {
     Suite *s = suite_create("api_serialise");
     const TTest *tests[] = {
         test_special_values, test_random_bits_round_trip, test_subnormals_round_trip,
-        test_typical_values_round_trip, test_shortest, test_precision, test_nested_and_flat,
+        test_typical_values_round_trip, test_shortest, test_precision, test_shortest_exact,
+        test_precision_exact, test_format_row, test_nested_and_flat,
         test_neg_inf_null_and_nan, test_bytes, test_large_tensor_parses_back,
         test_pool_prints_the_same_text,
         test_json_string_escaping, test_json_string_invalid_utf8, test_error_body, test_echo,
