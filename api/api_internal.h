@@ -245,6 +245,15 @@ typedef struct {
 /* Reads "heads", "query_rows", "top_k", "cell" and "color_scale" (parse.c
  * calls it); their ranges are checked against the plan by api__select_check. */
 int api__select_parse(const json_t *root, api_select *sel, api_err *e);
+/* Where a trainable module's parameters come from: "init": {"seed": N} or
+ * "state_dict" (left in the tree), never both; `what` names the module in
+ * the message when both are missing ("the module", "GPT2(config)"). */
+typedef struct {
+    const json_t *state_dict;
+    int has_init;
+    uint64_t seed;
+} api_params_source;
+int api__params_source(const json_t *root, const char *what, api_params_source *out, api_err *e);
 void api__select_free(api_select *sel);
 
 /* ==== Requests ============================================================ */

@@ -382,25 +382,12 @@ static int read_options(const json_t *root, const api_limits *lim, model_rq *rq,
 }
 
 static int read_params_source(const json_t *root, model_rq *rq, api_err *e) {
-    const json_t *init = get(root, "init"), *sd = get(root, "state_dict");
-    if (init && sd)
-        return api__fail(e, API_E_INVALID_ARGUMENT, "state_dict",
-                         "give either init or state_dict, not both");
-    if (sd) {
-        if (!json_is_object(sd))
-            return wrong_type(e, "state_dict", sd, "an object of tensors (name: nested array)");
-        rq->state_dict = sd;
-        return 0;
-    }
-    if (init == NULL)
-        return api__fail(e, API_E_MISSING_FIELD, "init",
-                         "the parameters are missing: give \"init\": {\"seed\": N} to build "
-                         "GPT2(config) after torch.manual_seed(N), or \"state_dict\"");
-    if (!json_is_object(init)) return wrong_type(e, "init", init, "an object {\"seed\": N}");
-    if (json_object_size(init) != 1 || get(init, "seed") == NULL)
-        return api__fail(e, API_E_INVALID_ARGUMENT, "init", "init takes exactly {\"seed\": N}");
-    rq->has_init = 1;
-    return get_seed(get(init, "seed"), "init.seed", &rq->seed, e);
+    api_params_source src;
+    if (api__params_source(root, "GPT2(config)", &src, e)) return -1;
+    rq->state_dict = src.state_dict;
+    rq->has_init = src.has_init;
+    rq->seed = src.seed;
+    return 0;
 }
 
 /* "model": a loaded checkpoint, which brings the config and the parameters. */

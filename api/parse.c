@@ -311,7 +311,8 @@ static int read_return(const json_t *root, api_request *rq, api_err *e) {
     return 0;
 }
 
-static int read_params_source(const json_t *root, api_request *rq, api_err *e) {
+int api__params_source(const json_t *root, const char *what, api_params_source *out, api_err *e) {
+    *out = (api_params_source){0};
     const json_t *init = get(root, "init"), *sd = get(root, "state_dict");
     if (init && sd)
         return api__fail(e, API_E_INVALID_ARGUMENT, "state_dict",
@@ -319,14 +320,15 @@ static int read_params_source(const json_t *root, api_request *rq, api_err *e) {
     if (sd) {
         if (!json_is_object(sd))
             return wrong_type(e, "state_dict", sd, "an object of tensors (name: nested array)");
-        rq->state_dict = sd;
+        out->state_dict = sd;
         return 0;
     }
     if (init == NULL)
         return api__fail(e, API_E_MISSING_FIELD, "init",
                          "the parameters are missing: give \"init\": {\"seed\": N} to construct "
-                         "the module after torch.manual_seed(N), or \"state_dict\": {name: tensor} "
-                         "with the module's own parameters");
+                         "%s after torch.manual_seed(N), or \"state_dict\": {name: tensor} "
+                         "with its own parameters",
+                         what);
     if (!json_is_object(init)) return wrong_type(e, "init", init, "an object {\"seed\": N}");
     const char *key;
     const json_t *v;
@@ -341,8 +343,17 @@ static int read_params_source(const json_t *root, api_request *rq, api_err *e) {
     v = get(init, "seed");
     if (v == NULL) return api__fail(e, API_E_MISSING_FIELD, "init.seed", "init needs a \"seed\"");
     if (!json_is_integer(v)) return wrong_type(e, "init.seed", v, "an integer");
-    rq->has_init = 1;
-    rq->init_seed = (uint64_t)json_integer_value(v); /* negative seeds wrap, as torch's */
+    out->has_init = 1;
+    out->seed = (uint64_t)json_integer_value(v); /* negative seeds wrap, as torch's */
+    return 0;
+}
+
+static int read_params_source(const json_t *root, api_request *rq, api_err *e) {
+    api_params_source src;
+    if (api__params_source(root, "the module", &src, e)) return -1;
+    rq->state_dict = src.state_dict;
+    rq->has_init = src.has_init;
+    rq->init_seed = src.seed;
     return 0;
 }
 

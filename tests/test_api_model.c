@@ -460,6 +460,12 @@ START_TEST(errors) {
                  "idx");
     expect_error("{" CFG ",\"init\":{\"seed\":1}}", 400, "missing_field", "idx");
     expect_error("{" CFG ",\"idx\":[1]}", 400, "missing_field", "init");
+    /* the parameters' source is read as on every other endpoint */
+    expect_error("{" CFG ",\"init\":{\"seed\":1,\"sed\":2},\"idx\":[1]}", 400, "unknown_field",
+                 "init.sed");
+    expect_error("{" CFG ",\"init\":{},\"idx\":[1]}", 400, "missing_field", "init.seed");
+    expect_error("{" CFG ",\"init\":{\"seed\":1},\"state_dict\":{},\"idx\":[1]}", 400,
+                 "invalid_argument", "state_dict");
     expect_error("{\"block_size\":8,\"init\":{\"seed\":1},\"idx\":[1]}", 400, "missing_field",
                  "vocab_size");
     expect_error("{" CFG ",\"init\":{\"seed\":1},\"idx\":[1],\"inputs\":[1]}", 400, "unknown_field",
