@@ -1,6 +1,7 @@
 /* budget.c - see budget.h. One mutex and one condition variable. */
 #include "budget.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@ struct srv_budget {
     int waiting, growers_waiting;
     size_t held_by_waiters;   /* what the waiting requests hold already */
     unsigned long long waits, refused[4];
+    unsigned long long trims; /* free arena memory given back to keep within the limit */
 };
 
 srv_budget *srv_budget_create(size_t limit) {
@@ -49,6 +51,27 @@ static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+void srv_budget_tune_malloc(size_t limit, int threads) {
+    size_t top = limit / 2 / (size_t)(threads > 0 ? threads : 1);
+    if (top > (size_t)64 << 20) top = (size_t)64 << 20;
+    if (top < (size_t)128 << 10) top = (size_t)128 << 10;
+    mallopt(M_ARENA_MAX, threads);
+    mallopt(M_TRIM_THRESHOLD, (int)top);
+}
+
+/* Freed memory stays in malloc's arenas, mapped and warm, for the next
+ * request (server/main.c): no page faults when it is reused. What the budget
+ * has granted plus what sits free in the arenas must stay within the limit,
+ * else the arenas give their free pages back to the system first. Called
+ * with the mutex held, after a grant. */
+static void keep_warm_within_limit(srv_budget *b) {
+    struct mallinfo2 mi = mallinfo2();
+    if (mi.fordblks > b->limit - b->reserved) {
+        malloc_trim(0);
+        b->trims++;
+    }
 }
 
 srv_budget_result srv_budget_reserve(srv_budget *b, size_t *held, size_t bytes, double deadline) {
@@ -86,6 +109,7 @@ srv_budget_result srv_budget_reserve(srv_budget *b, size_t *held, size_t bytes, 
     b->reserved += bytes;
     *held += bytes;
     if (b->reserved > b->peak) b->peak = b->reserved;
+    keep_warm_within_limit(b);
 out:
     b->waits += waited;
     if (r != SRV_BUDGET_OK) b->refused[r]++;
@@ -107,6 +131,7 @@ void srv_budget_get_stats(srv_budget *b, srv_budget_stats *st) {
     st->limit = b->limit;
     st->reserved = b->reserved;
     st->peak = b->peak;
+    st->trims = b->trims;
     st->waiting = b->waiting;
     st->waits = b->waits;
     memcpy(st->refused, b->refused, sizeof st->refused);

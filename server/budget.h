@@ -24,6 +24,20 @@ typedef enum {
 
 typedef struct srv_budget srv_budget;
 
+/* Lets freed memory stay mapped for the next request, within a budget of
+ * `limit` bytes for a process of `threads` threads that allocate.
+ *
+ * A fresh mapping for each large array costs a page fault per 4 KiB: about
+ * a third of the time of a GPT-2-layer request at T=256. So arrays below 32
+ * MiB come from malloc's arenas (main.c), one per thread (up to `threads`:
+ * one shared arena would make small requests wait on its lock), and each
+ * arena keeps a free top of up to limit / 2 / threads (at most 64 MiB,
+ * M_TRIM_THRESHOLD) when a request frees its arrays. Free memory in the
+ * arenas' bins and the main arena's top is given back (malloc_trim) when
+ * a reservation would leave less room than it holds. Call before the
+ * threads allocate. */
+void srv_budget_tune_malloc(size_t limit, int threads);
+
 /* A budget of `limit` bytes; NULL on OOM. */
 srv_budget *srv_budget_create(size_t limit);
 /* Accepts NULL. Every reservation must have been released. */
@@ -42,6 +56,7 @@ typedef struct {
     int waiting;                    /* requests waiting for memory now */
     unsigned long long waits;       /* reservations that had to wait */
     unsigned long long refused[4];  /* by srv_budget_result (OK unused) */
+    unsigned long long trims;       /* times free arena memory was given back to the system */
 } srv_budget_stats;
 
 void srv_budget_get_stats(srv_budget *b, srv_budget_stats *st);

@@ -632,6 +632,8 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
     /* The lingering close reads up to 4 bodies' worth (at least 16 MiB). */
     size_t linger_bytes = opt->max_body > SIZE_MAX / 4 ? SIZE_MAX : opt->max_body * 4;
     if (linger_bytes < ((size_t)16 << 20)) linger_bytes = (size_t)16 << 20;
+    /* workers, their compute helpers, I/O threads, the acceptor and main */
+    srv_budget_tune_malloc(budget, 2 * opt->threads + opt->io_threads + 2);
     s->budget = srv_budget_create(budget);
     s->linger = srv_linger_start(linger_bytes, opt->max_connections < 1024 ? opt->max_connections : 1024);
     s->conns = srv_conns_start(opt->timeout);

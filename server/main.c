@@ -81,13 +81,9 @@ static int serve(const srv_options *opt) {
     /* jansson seeds its hash function on first use; doing it here, before
      * any thread exists, avoids a race between the first requests. */
     json_object_seed(0);
-    /* glibc raises its mmap threshold after each large free (up to 32 MiB),
-     * after which the large arrays of a request come from the worker's own
-     * arena and stay resident when freed: the memory budget (--max-memory)
-     * would then bound what is reserved but not what is resident. A fixed
-     * threshold keeps every allocation of 256 KiB or more in its own mapping,
-     * returned to the system on free. */
-    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+    /* Large arrays come from malloc's arenas and stay warm for the next
+     * request, within the memory budget: see srv_budget_tune_malloc. */
+    mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
     if (install_signals() != 0) {
         srv_log("cannot install signal handlers: %s", strerror(errno));
         return 1;

@@ -206,6 +206,9 @@ static void render_memory(text *t, const srv_budget_stats *m) {
         m->waiting);
     put(t, "# HELP attn_memory_waits_total Requests that had to wait for memory.\n"
            "# TYPE attn_memory_waits_total counter\nattn_memory_waits_total %llu\n", m->waits);
+    put(t, "# HELP attn_memory_trims_total Times freed memory kept warm for reuse was given back "
+           "to the system to stay within the budget.\n"
+           "# TYPE attn_memory_trims_total counter\nattn_memory_trims_total %llu\n", m->trims);
     put(t, "# HELP attn_memory_refused_total Requests refused (503) by the memory budget, by "
            "reason.\n# TYPE attn_memory_refused_total counter\n"
            "attn_memory_refused_total{reason=\"never_fits\"} %llu\n"
