@@ -142,7 +142,7 @@ $(BUILD)/tests/%: tests/%.c $(LIBTEST) $(LIBAPI) $(LIBCORE)
 $(BUILD)/tests/test_server_units: server/budget.c server/cors.c server/encoding.c server/etag.c server/*.h
 
 # The allocation-failure tests route the malloc calls of core/ and api/
-# through their own wrappers (tests/test_api_chaos.c, tests/test_api_bpe_chaos.c).
+# through the wrappers of tests/support/fail_alloc.c (test_api_chaos, test_api_bpe_chaos).
 $(BUILD)/tests/test_api_chaos: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 $(BUILD)/tests/test_api_bpe_chaos: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 

@@ -5,7 +5,7 @@
  * missing data; under `make asan` never a leak either.
  *
  * Linked with -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc (Makefile),
- * which routes the calls of the static libraries through the wrappers below.
+ * which routes the calls of the static libraries through tests/support/fail_alloc.c.
  */
 #include <check.h>
 #include <jansson.h>
@@ -16,26 +16,9 @@
 #include "api/bpe.h"
 #include "support/files.h"
 #include "tests/support/check_main.h"
+#include "tests/support/fail_alloc.h"
 #include "tests/support/reply_check.h"
 
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-
-static long calls;        /* allocations counted since the last reset */
-static long fail_at = -1; /* the one to fail, counting from 0; -1: none */
-static int failed;        /* it was reached */
-
-static int should_fail(void) {
-    if (fail_at < 0) return 0;
-    if (calls++ != fail_at) return 0;
-    failed = 1;
-    return 1;
-}
-
-void *__wrap_malloc(size_t n) { return should_fail() ? NULL : __real_malloc(n); }
-void *__wrap_calloc(size_t n, size_t size) { return should_fail() ? NULL : __real_calloc(n, size); }
-void *__wrap_realloc(void *p, size_t n) { return should_fail() ? NULL : __real_realloc(p, n); }
 
 static char g_dir[1024];
 
@@ -83,23 +66,19 @@ static void write_small(void) {
 /* Runs op once counting, then once per allocation with that one failing;
  * op returns 0 on success and must return nonzero whenever one failed. */
 static void each_fails(const char *what, int (*op)(void)) {
-    calls = 0;
     g_wrong[0] = '\0';
-    fail_at = 1L << 60;
+    fail_alloc_count();
     int rc = op();
-    long total = calls;
-    fail_at = -1;
+    long total = fail_alloc_stop();
     ck_assert_msg(rc == 0 && !g_wrong[0], "%s fails without a failing allocation: %s", what,
                   g_wrong);
     ck_assert_msg(total > 0, "%s made no allocation through the wrappers", what);
     for (long k = 0; k < total; k++) {
-        calls = 0;
-        failed = 0;
-        fail_at = k;
+        fail_alloc_at(k);
         rc = op();
-        fail_at = -1;
+        fail_alloc_stop();
         ck_assert_msg(!g_wrong[0], "%s, allocation %ld failing: %s", what, k, g_wrong);
-        ck_assert_msg(failed, "%s: allocation %ld of %ld was never made", what, k, total);
+        ck_assert_msg(fail_alloc_reached(), "%s: allocation %ld of %ld was never made", what, k, total);
         ck_assert_msg(rc != 0, "%s succeeded although allocation %ld failed", what, k);
     }
     fprintf(stderr, "bpe chaos: %s survived each of its %ld allocations failing\n", what, total);
@@ -152,8 +131,7 @@ static int op_request(void) {
     api_limits lim = {.max_elements = 1 << 20, .tokenizers = &tok, .n_tokenizers = 1};
     api_reply reply;
     int status = api_handle(API_EP_MODEL_GPT2, body, strlen(body), &lim, &reply);
-    long armed = fail_at;
-    fail_at = -1; /* reply_check allocates */
+    fail_alloc_pause(1); /* reply_check allocates */
     if (reply.body.data == NULL) {
         if (status != 503) wrong("no body and not 503");
     } else {
@@ -162,7 +140,7 @@ static int op_request(void) {
         if (status != 200 && status != 503) wrong(reply.body.data);
         if (status == 200 && !strstr(reply.body.data, "\"tokens\":[\"ab\",\"ab\"")) wrong(reply.body.data);
     }
-    fail_at = armed;
+    fail_alloc_pause(0);
     api_buf_free(&reply.body);
     return status == 200 ? 0 : -1;
 }

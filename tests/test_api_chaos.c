@@ -4,7 +4,7 @@
  * api_handle call makes, then run it again once per allocation with that
  * one failing. The allocations are those of api/ and core/ (this program is
  * linked with -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc, which routes
- * the calls of the static libraries through the wrappers below), jansson's
+ * the calls of the static libraries through tests/support/fail_alloc.c), jansson's
  * included (api/ gives jansson an allocator of its own). Each call must still give a well-formed
  * reply: an error with its JSON body (503 out_of_memory), or, when even the
  * error body cannot be had, status 503 and no body, which the server answers
@@ -19,26 +19,9 @@
 
 #include "api/api.h"
 #include "tests/support/check_main.h"
+#include "tests/support/fail_alloc.h"
 #include "tests/support/reply_check.h"
 
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-
-static long calls;        /* allocations counted since the last reset */
-static long fail_at = -1; /* the one to fail, counting from 0; -1: none */
-static int failed;        /* it was reached */
-
-static int should_fail(void) {
-    if (fail_at < 0) return 0;
-    if (calls++ != fail_at) return 0;
-    failed = 1;
-    return 1;
-}
-
-void *__wrap_malloc(size_t n) { return should_fail() ? NULL : __real_malloc(n); }
-void *__wrap_calloc(size_t n, size_t size) { return should_fail() ? NULL : __real_calloc(n, size); }
-void *__wrap_realloc(void *p, size_t n) { return should_fail() ? NULL : __real_realloc(p, n); }
 
 typedef struct {
     api_endpoint ep;
@@ -108,21 +91,17 @@ static int run(const request *rq, api_reply *reply) {
 START_TEST(each_allocation_fails) {
     const request *rq = &requests[_i];
     api_reply reply;
-    calls = 0;
-    fail_at = 1L << 60;   /* count, fail none */
+    fail_alloc_count();
     int want = run(rq, &reply);
-    long total = calls;
-    fail_at = -1;
+    long total = fail_alloc_stop();
     api_buf_free(&reply.body);
     ck_assert_msg(total > 0, "request %d made no allocation through the wrappers", _i);
 
     for (long k = 0; k < total; k++) {
-        calls = 0;
-        failed = 0;
-        fail_at = k;
+        fail_alloc_at(k);
         int status = run(rq, &reply);
-        fail_at = -1;
-        ck_assert_msg(failed, "request %d: allocation %ld of %ld was never made", _i, k, total);
+        fail_alloc_stop();
+        ck_assert_msg(fail_alloc_reached(), "request %d: allocation %ld of %ld was never made", _i, k, total);
         if (reply.body.data == NULL) {
             ck_assert_msg(status == 503, "request %d, allocation %ld failed: status %d and no body",
                           _i, k, status);
