@@ -16,13 +16,9 @@
 #define LANES 16
 #define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
-/* exp(x) for x <= 0 (Cephes expf): x = n ln2 + r, |r| <= ln2/2, exp(r) by a
- * degree-6 polynomial, 2^n put in the exponent bits. Below -87.3 (and for
- * -inf) the result is 0, as for a masked score; NaN stays NaN. */
-static inline float exp_nonpos(float x) {
-    const float lo = -87.33654f;
-    int under = x < lo;
-    x = under ? lo : x;
+/* The reduction and polynomial shared by both forms: x in [-87.34, 0] (or
+ * NaN) gives y = exp(r) and *n, with exp(x) = y * 2^n. */
+static inline float exp_poly(float x, float *n_out) {
     /* n = round(x / ln2) with the 1.5 * 2^23 trick: no rounding call */
     float t = x * 1.44269504088896341f + 12582912.0f;
     float n = t - 12582912.0f;
@@ -34,7 +30,18 @@ static inline float exp_nonpos(float x) {
     p = p * r + 4.1665795894e-2f;
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
-    float y = p * (r * r) + r + 1.0f;
+    *n_out = n;
+    return p * (r * r) + r + 1.0f;
+}
+
+/* exp(x) for x <= 0 (Cephes expf): x = n ln2 + r, |r| <= ln2/2, exp(r) by a
+ * degree-6 polynomial, 2^n put in the exponent bits. Below -87.3 (and for
+ * -inf) the result is 0, as for a masked score; NaN stays NaN. */
+static inline float exp_nonpos(float x) {
+    const float lo = -87.33654f;
+    int under = x < lo;
+    x = under ? lo : x;
+    float n, y = exp_poly(x, &n);
     /* n is in [-126, 0]; NaN (from an infinite score) gives NaN through y */
     uint32_t e = (uint32_t)((n >= -126.0f && n <= 0.0f ? (int32_t)n : 0) + 127) << 23;
     float scale;
@@ -84,17 +91,7 @@ CLONES void attn__scale_row(float *y, float a, int n) {
  * (the inputs are finite). */
 static inline float exp_clamped(float x) {
     x = x < -87.33654f ? -87.33654f : x;
-    float t = x * 1.44269504088896341f + 12582912.0f;
-    float n = t - 12582912.0f;
-    float r = x - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    float y = p * (r * r) + r + 1.0f;
+    float n, y = exp_poly(x, &n);
     uint32_t e = (uint32_t)((int32_t)n + 127) << 23; /* n in [-126, 0] */
     float scale;
     memcpy(&scale, &e, sizeof scale);
