@@ -43,15 +43,6 @@ struct api_models {
 
 #define MAX_LAYERS 100000
 
-static int fail(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *why, size_t size, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    if (why && size) vsnprintf(why, size, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* ==== Names =============================================================== */
 
 static const char *const block_names[] = {
@@ -94,7 +85,7 @@ static int check_names(const api_st_file *f, const char *prefix, int *n_layer, c
                     !strcmp(rest, "ln_f.weight") || !strcmp(rest, "ln_f.bias");
         }
         if (!known)
-            return fail(why, size, "tensor \"%.64s\" is not part of GPT-2's layout (wte, wpe, "
+            return api__ckpt_fail(why, size, "tensor \"%.64s\" is not part of GPT-2's layout (wte, wpe, "
                                    "h.N.{ln_1,attn,ln_2,mlp}.*, ln_f, lm_head%s)",
                         name, pl ? ", with the prefix \"transformer.\"" : "");
     next:;
@@ -134,14 +125,14 @@ static int pick_heads(const api_st_file *f, int spec_heads, int C, api_model *m,
         char *end;
         long v = strtol(s, &end, 10);
         if (end == s || *end || v < 1 || v > C)
-            return fail(why, size, "__metadata__.n_head \"%.32s\" is not a head count in [1, %d]",
+            return api__ckpt_fail(why, size, "__metadata__.n_head \"%.32s\" is not a head count in [1, %d]",
                         s, C);
         m->cfg.n_head = (int)v;
         m->n_head_from = "metadata";
         return 0;
     }
     if (C % 64)
-        return fail(why, size, "n_head is not in the file and n_embd %d is not a multiple of 64 "
+        return api__ckpt_fail(why, size, "n_head is not in the file and n_embd %d is not a multiple of 64 "
                                "(GPT-2's head width): give it as NAME=FILE:heads=N", C);
     m->cfg.n_head = C / 64;
     m->n_head_from = "n_embd/64";
@@ -162,7 +153,7 @@ static int fill_params(const api_st_file *f, const char *prefix, const attn_gpt2
         char name[ATTN_PARAM_NAME_MAX + 32], want[96], got[96];
         hf_name(name, sizeof name, prefix, p.name);
         const api_st_tensor *t = api__st_find(f, name);
-        if (!t) return fail(why, size, "tensor \"%s\" is missing", name);
+        if (!t) return api__ckpt_fail(why, size, "tensor \"%s\" is missing", name);
         /* Conv1D: every rank-2 weight but the embeddings is [in][out] */
         int conv = p.rank == 2 && strcmp(p.name, "wte.weight") && strcmp(p.name, "wpe.weight");
         size_t shape[2] = {(size_t)p.shape[conv ? 1 : 0], (size_t)p.shape[conv ? 0 : 1]};
@@ -171,11 +162,11 @@ static int fill_params(const api_st_file *f, const char *prefix, const attn_gpt2
         if (!ok) {
             shape_text(want, sizeof want, p.rank, shape);
             shape_text(got, sizeof got, t->rank, t->shape);
-            return fail(why, size, "tensor \"%s\" has shape %s, GPT-2 with n_embd %d needs %s%s",
+            return api__ckpt_fail(why, size, "tensor \"%s\" has shape %s, GPT-2 with n_embd %d needs %s%s",
                         name, got, plan->C, want, conv ? " (Conv1D: [in][out])" : "");
         }
         if (api__st_to_f32(t, m->params + p.offset, conv))
-            return fail(why, size, "tensor \"%s\" has dtype %s: weights must be F32, F16 or BF16",
+            return api__ckpt_fail(why, size, "tensor \"%s\" has dtype %s: weights must be F32, F16 or BF16",
                         name, t->dtype);
         if (!m->dtype[0]) snprintf(m->dtype, sizeof m->dtype, "%s", t->dtype);
         else if (strcmp(m->dtype, t->dtype)) snprintf(m->dtype, sizeof m->dtype, "mixed");
@@ -187,7 +178,7 @@ static int fill_params(const api_st_file *f, const char *prefix, const attn_gpt2
 static int load_file(api_model *m, const char *path, int spec_heads, char *why, size_t size) {
     api_st_file f;
     char inner[400];
-    if (api__st_open(&f, path, inner, sizeof inner)) return fail(why, size, "%s", inner);
+    if (api__st_open(&f, path, inner, sizeof inner)) return api__ckpt_fail(why, size, "%s", inner);
     int rc = -1;
     /* GPT2LMHeadModel's names start with "transformer." (but lm_head), GPT2Model's do not */
     const char *prefix = "";
@@ -201,16 +192,16 @@ static int load_file(api_model *m, const char *path, int spec_heads, char *why, 
     wpe = api__st_find(&f, name);
     int n_layer;
     if (prefix[0] && api__st_find(&f, "wte.weight")) {
-        fail(why, size, "both wte.weight and transformer.wte.weight: two models in one file?");
+        api__ckpt_fail(why, size, "both wte.weight and transformer.wte.weight: two models in one file?");
     } else if (check_names(&f, prefix, &n_layer, inner, sizeof inner)) {
-        fail(why, size, "%s", inner);
+        api__ckpt_fail(why, size, "%s", inner);
     } else if (!wte || wte->rank != 2 || wte->shape[0] < 1 || wte->shape[1] < 1 ||
                wte->shape[0] > INT32_MAX || wte->shape[1] > INT32_MAX) {
-        fail(why, size, wte ? "tensor \"%swte.weight\" must be [vocab_size][n_embd]"
+        api__ckpt_fail(why, size, wte ? "tensor \"%swte.weight\" must be [vocab_size][n_embd]"
                             : "tensor \"%swte.weight\" is missing", prefix);
     } else if (!wpe || wpe->rank != 2 || wpe->shape[1] != wte->shape[1] || wpe->shape[0] < 1 ||
                wpe->shape[0] > INT32_MAX) {
-        fail(why, size, wpe ? "tensor \"%swpe.weight\" must be [n_positions][n_embd] with "
+        api__ckpt_fail(why, size, wpe ? "tensor \"%swpe.weight\" must be [n_positions][n_embd] with "
                               "wte.weight's n_embd"
                             : "tensor \"%swpe.weight\" is missing", prefix);
     } else {
@@ -223,10 +214,10 @@ static int load_file(api_model *m, const char *path, int spec_heads, char *why, 
         attn_error ae = {0};
         if (pick_heads(&f, spec_heads, C, m, inner, sizeof inner) == 0) {
             if (attn_gpt2_plan_make(&m->cfg, 1, 1, 0, &plan, &ae) != ATTN_OK) {
-                fail(inner, sizeof inner, "the config from its shapes is not a GPT-2 (%s)",
+                api__ckpt_fail(inner, sizeof inner, "the config from its shapes is not a GPT-2 (%s)",
                      ae.message);
             } else if ((m->params = malloc(plan.n_params * sizeof *m->params)) == NULL) {
-                fail(inner, sizeof inner, "cannot allocate %zu bytes for its parameters",
+                api__ckpt_fail(inner, sizeof inner, "cannot allocate %zu bytes for its parameters",
                      plan.n_params * sizeof *m->params);
             } else if (fill_params(&f, prefix, &plan, m, inner, sizeof inner) == 0) {
                 m->n_params = plan.n_params;
@@ -235,15 +226,15 @@ static int load_file(api_model *m, const char *path, int spec_heads, char *why, 
                 if (head && !(head->rank == 2 && head->shape[0] == wte->shape[0] &&
                               head->shape[1] == wte->shape[1] &&
                               api__st_equals_f32(head, m->params)))
-                    fail(inner, sizeof inner, "lm_head.weight differs from wte.weight: GPT-2 "
+                    api__ckpt_fail(inner, sizeof inner, "lm_head.weight differs from wte.weight: GPT-2 "
                                               "ties them (leave it out or make it equal)");
                 else if (attn_gpt2_params_check(&plan, m->params, &ae) != ATTN_OK)
-                    fail(inner, sizeof inner, "%s", ae.message);
+                    api__ckpt_fail(inner, sizeof inner, "%s", ae.message);
                 else
                     rc = 0;
             }
         }
-        if (rc) fail(why, size, "%s", inner);
+        if (rc) api__ckpt_fail(why, size, "%s", inner);
     }
     api__st_close(&f);
     return rc;
@@ -255,11 +246,11 @@ static int parse_spec(const char *spec, char *name, size_t name_size, char *path
     const char *eq = strchr(spec, '=');
     size_t nl = eq ? (size_t)(eq - spec) : 0;
     if (!eq || nl == 0 || nl >= name_size)
-        return fail(why, size, "expected NAME=FILE.safetensors[:heads=N] (NAME of 1 to %zu "
+        return api__ckpt_fail(why, size, "expected NAME=FILE.safetensors[:heads=N] (NAME of 1 to %zu "
                                "characters)", name_size - 1);
     for (size_t i = 0; i < nl; i++)
         if (!isalnum((unsigned char)spec[i]) && !strchr("._-", spec[i]))
-            return fail(why, size, "NAME may hold letters, digits, '.', '_' and '-' only");
+            return api__ckpt_fail(why, size, "NAME may hold letters, digits, '.', '_' and '-' only");
     memcpy(name, spec, nl);
     name[nl] = '\0';
     const char *file = eq + 1, *suffix = strstr(file, ":heads=");
@@ -269,11 +260,11 @@ static int parse_spec(const char *spec, char *name, size_t name_size, char *path
         char *end;
         long h = strtol(suffix + 7, &end, 10);
         if (end == suffix + 7 || *end || h < 1 || h > INT32_MAX)
-            return fail(why, size, "\":heads=\" must end the spec with a positive integer");
+            return api__ckpt_fail(why, size, "\":heads=\" must end the spec with a positive integer");
         *heads = (int)h;
         fl = (size_t)(suffix - file);
     }
-    if (fl == 0 || fl >= path_size) return fail(why, size, "FILE is empty or too long");
+    if (fl == 0 || fl >= path_size) return api__ckpt_fail(why, size, "FILE is empty or too long");
     memcpy(path, file, fl);
     path[fl] = '\0';
     return 0;
@@ -285,11 +276,11 @@ int api_models_load(api_models **models, const char *spec, char *why, size_t siz
     int heads = 0;
     if (parse_spec(spec, m.name, sizeof m.name, path, sizeof path, &heads, why, size)) return -1;
     if (*models && api__models_find(*models, m.name))
-        return fail(why, size, "model \"%s\" is loaded already", m.name);
+        return api__ckpt_fail(why, size, "model \"%s\" is loaded already", m.name);
     char inner[512];
     if (load_file(&m, path, heads, inner, sizeof inner)) {
         free(m.params);
-        return fail(why, size, "%s: %s", path, inner);
+        return api__ckpt_fail(why, size, "%s: %s", path, inner);
     }
     const char *base = strrchr(path, '/');
     snprintf(m.file, sizeof m.file, "%.255s", base ? base + 1 : path);
@@ -298,7 +289,7 @@ int api_models_load(api_models **models, const char *spec, char *why, size_t siz
     if (!items) {
         if (!*models) free(r);
         free(m.params);
-        return fail(why, size, "out of memory");
+        return api__ckpt_fail(why, size, "out of memory");
     }
     items[r->count++] = m;
     r->items = items;

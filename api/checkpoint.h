@@ -18,6 +18,10 @@
 
 /* ==== safetensors (st_read.c) ============================================= */
 
+/* Writes the message into why (size bytes, when given) and returns -1: how
+ * the loaders below say what is wrong with a file. */
+int api__ckpt_fail(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #define API_ST_MAX_RANK 8
 /* Largest header accepted (the Rust safetensors crate's limit too). */
 #define API_ST_MAX_HEADER ((size_t)100 << 20)

@@ -31,8 +31,7 @@
 #error "st_read.c reads little-endian tensor bytes in place: a little-endian host is assumed"
 #endif
 
-static int fail(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *why, size_t size, const char *fmt, ...) {
+int api__ckpt_fail(char *why, size_t size, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     if (why && size) vsnprintf(why, size, fmt, ap);
@@ -66,44 +65,44 @@ static int get_size(const json_t *v, size_t max, size_t *out) {
 static int read_entry(const char *name, const json_t *v, size_t data_len, api_st_tensor *t,
                       char *why, size_t size) {
     if (!json_is_object(v))
-        return fail(why, size, "tensor \"%.64s\": its header entry is not an object", name);
+        return api__ckpt_fail(why, size, "tensor \"%.64s\": its header entry is not an object", name);
     const char *key;
     const json_t *x;
     json_object_foreach((json_t *)v, key, x) {
         if (strcmp(key, "dtype") && strcmp(key, "shape") && strcmp(key, "data_offsets"))
-            return fail(why, size, "tensor \"%.64s\": unknown header key \"%.32s\"", name, key);
+            return api__ckpt_fail(why, size, "tensor \"%.64s\": unknown header key \"%.32s\"", name, key);
     }
     const json_t *dt = json_object_get(v, "dtype"), *sh = json_object_get(v, "shape"),
                  *off = json_object_get(v, "data_offsets");
     if (!json_is_string(dt) || !json_is_array(sh) || !json_is_array(off))
-        return fail(why, size, "tensor \"%.64s\": needs a dtype string, a shape array and a "
+        return api__ckpt_fail(why, size, "tensor \"%.64s\": needs a dtype string, a shape array and a "
                                "data_offsets array", name);
     *t = (api_st_tensor){.name = name, .dtype = json_string_value(dt)};
     if ((t->elem_size = dtype_size(t->dtype)) == 0)
-        return fail(why, size, "tensor \"%.64s\": unknown dtype \"%.16s\"", name, t->dtype);
+        return api__ckpt_fail(why, size, "tensor \"%.64s\": unknown dtype \"%.16s\"", name, t->dtype);
     size_t rank = json_array_size(sh);
     if (rank > API_ST_MAX_RANK)
-        return fail(why, size, "tensor \"%.64s\": rank %zu is over %d", name, rank, API_ST_MAX_RANK);
+        return api__ckpt_fail(why, size, "tensor \"%.64s\": rank %zu is over %d", name, rank, API_ST_MAX_RANK);
     t->rank = (int)rank;
     t->count = 1;
     for (size_t d = 0; d < rank; d++) {
         if (get_size(json_array_get(sh, d), SIZE_MAX, &t->shape[d]))
-            return fail(why, size, "tensor \"%.64s\": shape[%zu] is not a size", name, d);
+            return api__ckpt_fail(why, size, "tensor \"%.64s\": shape[%zu] is not a size", name, d);
         if (t->shape[d] && t->count > SIZE_MAX / t->shape[d])
-            return fail(why, size, "tensor \"%.64s\": its shape overflows", name);
+            return api__ckpt_fail(why, size, "tensor \"%.64s\": its shape overflows", name);
         t->count *= t->shape[d];
     }
     if (json_array_size(off) != 2 || get_size(json_array_get(off, 0), SIZE_MAX, &t->begin) ||
         get_size(json_array_get(off, 1), SIZE_MAX, &t->end) || t->begin > t->end)
-        return fail(why, size, "tensor \"%.64s\": data_offsets must be [begin, end], two sizes "
+        return api__ckpt_fail(why, size, "tensor \"%.64s\": data_offsets must be [begin, end], two sizes "
                                "with begin <= end", name);
     if (t->end > data_len)
-        return fail(why, size,
+        return api__ckpt_fail(why, size,
                     "tensor \"%.64s\": data_offsets [%zu, %zu] run past the end of the data "
                     "(%zu bytes after the header): the file is truncated or its header is wrong",
                     name, t->begin, t->end, data_len);
     if (t->count > SIZE_MAX / t->elem_size || t->count * t->elem_size != t->end - t->begin)
-        return fail(why, size,
+        return api__ckpt_fail(why, size,
                     "tensor \"%.64s\": data_offsets [%zu, %zu] hold %zu bytes, its shape and "
                     "dtype %s need %zu x %zu", name, t->begin, t->end, t->end - t->begin, t->dtype,
                     t->count, t->elem_size);
@@ -119,22 +118,22 @@ static int by_offset(const void *a, const void *b) {
 /* Sorted by offset, the tensors must tile [0, data_len) with no gap and no overlap. */
 static int check_tiling(api_st_file *f, size_t data_len, char *why, size_t size) {
     const api_st_tensor **order = malloc((f->count ? f->count : 1) * sizeof *order);
-    if (!order) return fail(why, size, "out of memory");
+    if (!order) return api__ckpt_fail(why, size, "out of memory");
     for (size_t i = 0; i < f->count; i++) order[i] = &f->tensors[i];
     qsort(order, f->count, sizeof *order, by_offset);
     size_t at = 0;
     int rc = 0;
     for (size_t i = 0; i < f->count && rc == 0; i++) {
         if (order[i]->begin < at)
-            rc = fail(why, size, "tensor \"%.64s\" at [%zu, %zu] overlaps \"%.64s\"",
+            rc = api__ckpt_fail(why, size, "tensor \"%.64s\" at [%zu, %zu] overlaps \"%.64s\"",
                       order[i]->name, order[i]->begin, order[i]->end, order[i - 1]->name);
         else if (order[i]->begin > at)
-            rc = fail(why, size, "bytes [%zu, %zu) of the data belong to no tensor (before "
+            rc = api__ckpt_fail(why, size, "bytes [%zu, %zu) of the data belong to no tensor (before "
                                  "\"%.64s\")", at, order[i]->begin, order[i]->name);
         at = order[i]->end;
     }
     if (rc == 0 && at != data_len)
-        rc = fail(why, size, "the tensors end at byte %zu of the data, the file holds %zu", at,
+        rc = api__ckpt_fail(why, size, "the tensors end at byte %zu of the data, the file holds %zu", at,
                   data_len);
     free(order);
     return rc;
@@ -145,22 +144,22 @@ static int parse_header(api_st_file *f, const char *text, size_t len, size_t dat
     json_error_t je;
     f->header = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!f->header)
-        return fail(why, size, "the header is not JSON: %.120s (line %d, column %d)", je.text,
+        return api__ckpt_fail(why, size, "the header is not JSON: %.120s (line %d, column %d)", je.text,
                     je.line, je.column);
-    if (!json_is_object(f->header)) return fail(why, size, "the header is not a JSON object");
+    if (!json_is_object(f->header)) return api__ckpt_fail(why, size, "the header is not a JSON object");
     size_t n = json_object_size(f->header);
     f->tensors = calloc(n ? n : 1, sizeof *f->tensors);
-    if (!f->tensors) return fail(why, size, "out of memory");
+    if (!f->tensors) return api__ckpt_fail(why, size, "out of memory");
     const char *key;
     const json_t *v;
     json_object_foreach(f->header, key, v) {
         if (strcmp(key, "__metadata__") == 0) {
-            if (!json_is_object(v)) return fail(why, size, "__metadata__ is not an object");
+            if (!json_is_object(v)) return api__ckpt_fail(why, size, "__metadata__ is not an object");
             const char *k;
             const json_t *s;
             json_object_foreach((json_t *)v, k, s) {
                 if (!json_is_string(s))
-                    return fail(why, size, "__metadata__.%.64s is not a string", k);
+                    return api__ckpt_fail(why, size, "__metadata__.%.64s is not a string", k);
             }
             f->metadata = v;
             continue;
@@ -174,15 +173,15 @@ static int parse_header(api_st_file *f, const char *text, size_t len, size_t dat
 int api__st_open(api_st_file *f, const char *path, char *why, size_t size) {
     *f = (api_st_file){0};
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail(why, size, "cannot open: %s", strerror(errno));
+    if (fd < 0) return api__ckpt_fail(why, size, "cannot open: %s", strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return fail(why, size, "not a regular file");
+        return api__ckpt_fail(why, size, "not a regular file");
     }
     if (st.st_size < 8) {
         close(fd);
-        return fail(why, size, "%lld bytes: too short for a safetensors file (8-byte header "
+        return api__ckpt_fail(why, size, "%lld bytes: too short for a safetensors file (8-byte header "
                                "length first)", (long long)st.st_size);
     }
     f->size = (size_t)st.st_size;
@@ -190,17 +189,17 @@ int api__st_open(api_st_file *f, const char *path, char *why, size_t size) {
     close(fd);
     if (f->map == MAP_FAILED) {
         f->map = NULL;
-        return fail(why, size, "cannot map: %s", strerror(errno));
+        return api__ckpt_fail(why, size, "cannot map: %s", strerror(errno));
     }
     const uint8_t *b = f->map;
     uint64_t n = 0;
     for (int k = 7; k >= 0; k--) n = n << 8 | b[k];
     int rc;
     if (n > f->size - 8)
-        rc = fail(why, size, "the header length %llu runs past the end of the file (%zu bytes): "
+        rc = api__ckpt_fail(why, size, "the header length %llu runs past the end of the file (%zu bytes): "
                              "truncated, or not a safetensors file", (unsigned long long)n, f->size);
     else if (n > API_ST_MAX_HEADER)
-        rc = fail(why, size, "the header length %llu is over %zu bytes", (unsigned long long)n,
+        rc = api__ckpt_fail(why, size, "the header length %llu is over %zu bytes", (unsigned long long)n,
                   API_ST_MAX_HEADER);
     else
         rc = parse_header(f, (const char *)b + 8, (size_t)n, f->size - 8 - (size_t)n, why, size);
