@@ -31,7 +31,6 @@
 #include "api/api_internal.h"
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
