@@ -142,6 +142,8 @@ static int compute(const api_request *rq, const attn_plan *plan, const float *pa
 
     attn_inputs in = {
         .params = plan->n_params ? params : NULL,
+        /* drawn by attn_params_init from finite bounds: nothing to check */
+        .params_checked = rq->has_init && !rq->state_dict,
         .key_padding_mask = rq->kpm_bool,
         .pool = pool,
     };
