@@ -301,8 +301,13 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
     double t2 = api__now_ms();
     reply->ms_compute = t2 - t1;
 
-    /* a PNG is a small fraction of its pixels: its buffer grows as written */
-    size_t reserve = rq.fmt.format == API_FORMAT_PNG ? 4096 : out_values * 10 + 512;
+    /* JSON text: about 10 bytes a value; base64 5.4 (float32); a PNG is a
+     * small fraction of its pixels and grows as written; safetensors sizes
+     * its own buffer exactly */
+    api_format f = rq.fmt.format;
+    size_t reserve = f == API_FORMAT_PNG || f == API_FORMAT_SAFETENSORS ? 4096
+                     : f == API_FORMAT_BASE64                           ? out_values * 6 + 4096
+                                                                        : out_values * 10 + 512;
     if (api__buf_reserve(&reply->body, reserve) == 0 &&
         api__respond(&reply->body, &res, reply, t2, &e) == 0)
         ok = 1;

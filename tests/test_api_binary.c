@@ -59,6 +59,8 @@ START_TEST(test_b64_rejects) {
 }
 END_TEST
 
+#define B64_ALPHABET "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
 START_TEST(test_b64_random_round_trips) {
     uint8_t in[300], back[300];
     char text[404];
@@ -67,6 +69,14 @@ START_TEST(test_b64_random_round_trips) {
         for (size_t k = 0; k < n; k++) in[k] = (uint8_t)next_u64();
         size_t m = api__b64_encode(in, n, text);
         ck_assert_uint_eq(m, api__b64_encoded_size(n));
+        for (size_t k = 0; k < n; k += 3) { /* against the definition, a group at a time */
+            uint32_t w = (uint32_t)in[k] << 16 | (k + 1 < n ? (uint32_t)in[k + 1] << 8 : 0) |
+                         (k + 2 < n ? in[k + 2] : 0);
+            for (int c = 0; c < 4; c++) {
+                char want = c > 1 && k + (size_t)c > n ? '=' : B64_ALPHABET[w >> (18 - 6 * c) & 63];
+                ck_assert_int_eq(text[k / 3 * 4 + (size_t)c], want);
+            }
+        }
         ck_assert_uint_eq(api__b64_decoded_size(text, m), n);
         ck_assert_uint_eq(api__b64_decode(text, m, back), 0);
         ck_assert_int_eq(memcmp(in, back, n), 0);
@@ -79,7 +89,7 @@ END_TEST
  * table lookup says, anything else is reported at its own position, and
  * nothing is written past the decoded size. */
 START_TEST(test_b64_every_byte_everywhere) {
-    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    static const char alphabet[] = B64_ALPHABET;
     char text[100];
     for (size_t k = 0; k < sizeof text; k++) text[k] = alphabet[next_u64() % 64];
     uint8_t out[75 + 8], want[75];
