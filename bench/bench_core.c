@@ -107,7 +107,8 @@ static void run_case(const bench_case *bc, int threads, attn_pool *pool) {
     attn_rng_seed(&rng, 123);
     attn_params_init(&cfg, &plan, params, &rng, &err);
     for (size_t i = 0; i < plan.n_inputs; i++) x[i] = attn_rng_uniform(&rng, -1.0f, 1.0f);
-    attn_inputs in = {.x = x, .params = params, .pool = pool};
+    /* drawn by attn_params_init: finite, as the server knows for init.seed */
+    attn_inputs in = {.x = x, .params = params, .params_checked = 1, .pool = pool};
     if (cfg.module == ATTN_SDPA) {
         in.query = x;
         in.key = x + plan.n_queries;
