@@ -152,6 +152,25 @@ void api__tensor_free(api_tensor *t);
 /* "[2, 3]" into out. */
 void api__shape_str(char *out, size_t size, int rank, const int *shape);
 
+/* ==== Typed fields of a request object (fields.c) ========================= */
+
+/* A JSON null is the same as an absent field (Python's None). The getters
+ * return 1 when the field is there and read into *out, 0 when it is absent
+ * (*out untouched), -1 after filling e (wrong type, out of range). */
+const json_t *api__field(const json_t *root, const char *name);
+/* "NAME must be WANT, got a string" (invalid_type); returns -1. */
+int api__field_wrong_type(api_err *e, const char *name, const json_t *v, const char *want);
+int api__field_int(const json_t *root, const char *name, long long min, long long max, int *out,
+                   api_err *e);
+/* As api__field_int, absent being an error (missing_field): 0 or -1. */
+int api__field_required_int(const json_t *root, const char *name, long long min, long long max,
+                            int *out, api_err *e);
+int api__field_bool(const json_t *root, const char *name, int *out, api_err *e);
+int api__field_number(const json_t *root, const char *name, double *out, api_err *e);
+/* One of the NULL-terminated choices; *out is its index. */
+int api__field_choice(const json_t *root, const char *name, const char *const *choices, int *out,
+                      api_err *e);
+
 /* ==== Endpoints and fields ================================================ */
 
 /* Modules an endpoint accepts, into mods, the first being its default;

@@ -28,11 +28,6 @@
 
 /* ==== Parsing ============================================================= */
 
-static const json_t *get(const json_t *root, const char *name) {
-    const json_t *v = json_object_get(root, name);
-    return json_is_null(v) ? NULL : v;
-}
-
 static int want_int(api_err *e, const char *name, const json_t *v, long long min, long long max,
                     int *out) {
     if (!json_is_integer(v))
@@ -85,11 +80,11 @@ static int read_rows(const json_t *v, api_select *sel, api_err *e) {
 
 int api__select_parse(const json_t *root, api_select *sel, api_err *e) {
     const json_t *v;
-    if ((v = get(root, "heads")) && read_heads(v, sel, e)) return -1;
-    if ((v = get(root, "query_rows")) && read_rows(v, sel, e)) return -1;
-    if ((v = get(root, "top_k")) && want_int(e, "top_k", v, 1, MAX_TOP_K, &sel->top_k)) return -1;
-    if ((v = get(root, "cell")) && want_int(e, "cell", v, 1, MAX_CELL, &sel->cell)) return -1;
-    if ((v = get(root, "color_scale"))) {
+    if ((v = api__field(root, "heads")) && read_heads(v, sel, e)) return -1;
+    if ((v = api__field(root, "query_rows")) && read_rows(v, sel, e)) return -1;
+    if ((v = api__field(root, "top_k")) && want_int(e, "top_k", v, 1, MAX_TOP_K, &sel->top_k)) return -1;
+    if ((v = api__field(root, "cell")) && want_int(e, "cell", v, 1, MAX_CELL, &sel->cell)) return -1;
+    if ((v = api__field(root, "color_scale"))) {
         static const char *const names[] = {"unit", "row", "max"};
         const char *s = json_string_value(v);
         for (int i = 0; s && i < 3; i++)

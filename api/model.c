@@ -81,55 +81,10 @@ static void model_rq_free(model_rq *rq) {
 
 /* ==== Fields ============================================================== */
 
-static const json_t *get(const json_t *root, const char *name) {
-    const json_t *v = json_object_get(root, name);
-    return json_is_null(v) ? NULL : v;
-}
-
-static int wrong_type(api_err *e, const char *name, const json_t *v, const char *want) {
-    static const char *const names[] = {"an object", "an array", "a string", "an integer",
-                                        "a number", "true", "false", "null"};
-    return api__fail(e, API_E_INVALID_TYPE, name, "%s must be %s, got %s", name, want,
-                     names[json_typeof(v)]);
-}
-
-static int get_int(const json_t *root, const char *name, long long min, long long max, int *out,
-                   int required, api_err *e) {
-    const json_t *v = get(root, name);
-    if (v == NULL)
-        return required ? api__fail(e, API_E_MISSING_FIELD, name, "%s is required", name) : 0;
-    if (!json_is_integer(v)) return wrong_type(e, name, v, "an integer");
-    long long x = json_integer_value(v);
-    if (x < min || x > max)
-        return api__fail(e, API_E_INVALID_ARGUMENT, name, "%s must be from %lld to %lld, got %lld",
-                         name, min, max, x);
-    *out = (int)x;
-    return 0;
-}
-
 static int get_seed(const json_t *v, const char *name, uint64_t *out, api_err *e) {
-    if (!json_is_integer(v)) return wrong_type(e, name, v, "an integer");
+    if (!json_is_integer(v)) return api__field_wrong_type(e, name, v, "an integer");
     *out = (uint64_t)json_integer_value(v); /* negative seeds wrap, as torch's */
     return 0;
-}
-
-static int get_choice(const json_t *root, const char *name, const char *const *choices, int *out,
-                      api_err *e) {
-    const json_t *v = get(root, name);
-    if (v == NULL) return 0;
-    if (!json_is_string(v)) return wrong_type(e, name, v, "a string");
-    for (int i = 0; choices[i]; i++)
-        if (strcmp(json_string_value(v), choices[i]) == 0) {
-            *out = i;
-            return 0;
-        }
-    char echo[API_ECHO_MAX + 4], list[160] = "";
-    for (int i = 0; choices[i]; i++) {
-        size_t n = strlen(list);
-        snprintf(list + n, sizeof list - n, "%s\"%s\"", i ? ", " : "", choices[i]);
-    }
-    return api__fail(e, API_E_INVALID_ARGUMENT, name, "%s \"%s\" is not one of %s", name,
-                     api__echo(echo, sizeof echo, json_string_value(v)), list);
 }
 
 static int check_fields(const json_t *root, api_err *e) {
@@ -153,17 +108,17 @@ static int read_config(const json_t *root, model_rq *rq, api_err *e) {
     *c = (attn_gpt2_config){.n_layer = 12, .n_head = 12, .n_embd = 768, .dropout = 0.1};
     static const char *const acts[] = {"gelu", "gelu_new", NULL};
     int act = 0;
-    if (get_int(root, "vocab_size", 1, INT32_MAX, &c->vocab_size, 1, e) ||
-        get_int(root, "block_size", 1, INT32_MAX, &c->block_size, 1, e) ||
-        get_int(root, "n_layer", 0, INT32_MAX, &c->n_layer, 0, e) ||
-        get_int(root, "n_head", 1, INT32_MAX, &c->n_head, 0, e) ||
-        get_int(root, "n_embd", 1, INT32_MAX, &c->n_embd, 0, e) ||
-        get_choice(root, "activation", acts, &act, e))
+    if (api__field_required_int(root, "vocab_size", 1, INT32_MAX, &c->vocab_size, e) ||
+        api__field_required_int(root, "block_size", 1, INT32_MAX, &c->block_size, e) ||
+        api__field_int(root, "n_layer", 0, INT32_MAX, &c->n_layer, e) < 0 ||
+        api__field_int(root, "n_head", 1, INT32_MAX, &c->n_head, e) < 0 ||
+        api__field_int(root, "n_embd", 1, INT32_MAX, &c->n_embd, e) < 0 ||
+        api__field_choice(root, "activation", acts, &act, e) < 0)
         return -1;
     c->gelu = act ? ATTN_GELU_TANH : ATTN_GELU_ERF;
-    const json_t *p = get(root, "dropout");
+    const json_t *p = api__field(root, "dropout");
     if (p) {
-        if (!json_is_number(p)) return wrong_type(e, "dropout", p, "a number");
+        if (!json_is_number(p)) return api__field_wrong_type(e, "dropout", p, "a number");
         c->dropout = json_number_value(p);
         if (!(c->dropout >= 0.0 && c->dropout <= 1.0))
             return api__fail(e, API_E_INVALID_ARGUMENT, "dropout", "dropout must be in [0, 1]");
@@ -177,7 +132,7 @@ static int read_config(const json_t *root, model_rq *rq, api_err *e) {
 
 /* idx: [T] or [B][T] integers in [0, vocab_size), T <= block_size. */
 static int read_idx(const json_t *root, model_rq *rq, size_t *budget, api_err *e) {
-    const json_t *v = get(root, "idx");
+    const json_t *v = api__field(root, "idx");
     if (v == NULL)
         return api__fail(e, API_E_MISSING_FIELD, "idx", "idx is required: token ids [T] or [B][T]");
     api_tensor t;
@@ -217,12 +172,12 @@ static int read_idx(const json_t *root, model_rq *rq, size_t *budget, api_err *e
  * loaded (if exactly one is). */
 static int read_tokenizer(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
     size_t n = lim ? lim->n_tokenizers : 0;
-    const json_t *v = get(root, "tokenizer");
+    const json_t *v = api__field(root, "tokenizer");
     if (v == NULL) {
         if (n == 1) rq->tok = &lim->tokenizers[0];
         return 0;
     }
-    if (!json_is_string(v)) return wrong_type(e, "tokenizer", v, "a string");
+    if (!json_is_string(v)) return api__field_wrong_type(e, "tokenizer", v, "a string");
     for (size_t i = 0; i < n; i++)
         if (strcmp(lim->tokenizers[i].name, json_string_value(v)) == 0) {
             rq->tok = &lim->tokenizers[i];
@@ -252,10 +207,10 @@ static int no_tokenizer(const api_limits *lim, const char *field, api_err *e) {
 
 /* text: one string, GPT-2's BPE tokens of it become idx [T]. */
 static int read_text(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
-    const json_t *v = get(root, "text");
-    if (get(root, "idx"))
+    const json_t *v = api__field(root, "text");
+    if (api__field(root, "idx"))
         return api__fail(e, API_E_INVALID_ARGUMENT, "text", "give either text or idx, not both");
-    if (!json_is_string(v)) return wrong_type(e, "text", v, "a string");
+    if (!json_is_string(v)) return api__field_wrong_type(e, "text", v, "a string");
     if (rq->tok == NULL) return no_tokenizer(lim, "text", e);
     const api_bpe *bpe = rq->tok->bpe;
     size_t len = json_string_length(v), most = api_bpe_max_token_bytes(bpe);
@@ -290,18 +245,18 @@ static int read_text(const json_t *root, const api_limits *lim, model_rq *rq, ap
 }
 
 static int read_return(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
-    const json_t *v = get(root, "return");
+    const json_t *v = api__field(root, "return");
     if (v == NULL) { /* with text: its idx and tokens too */
         rq->returns = 1u << M_OUT_LOGITS | 1u << M_OUT_NEXT_TOKEN;
         if (rq->from_text) rq->returns |= 1u << M_OUT_IDX | 1u << M_OUT_TOKENS;
         return 0;
     }
-    if (!json_is_array(v)) return wrong_type(e, "return", v, "an array of strings");
+    if (!json_is_array(v)) return api__field_wrong_type(e, "return", v, "an array of strings");
     for (size_t i = 0; i < json_array_size(v); i++) {
         const json_t *s = json_array_get(v, i);
         char name[48];
         snprintf(name, sizeof name, "return[%zu]", i);
-        if (!json_is_string(s)) return wrong_type(e, name, s, "a string");
+        if (!json_is_string(s)) return api__field_wrong_type(e, name, s, "a string");
         int k = 0;
         while (k < M_OUT_COUNT && strcmp(out_names[k], json_string_value(s)) != 0) k++;
         if (k == M_OUT_COUNT) {
@@ -319,10 +274,10 @@ static int read_return(const json_t *root, const api_limits *lim, model_rq *rq, 
 
 /* layers: increasing layer indices whose maps attn_weights returns (all by default). */
 static int read_layers(const json_t *root, model_rq *rq, api_err *e) {
-    const json_t *v = get(root, "layers");
+    const json_t *v = api__field(root, "layers");
     int L = rq->cfg.n_layer;
     size_t n = v ? json_array_size(v) : (size_t)L;
-    if (v && !json_is_array(v)) return wrong_type(e, "layers", v, "an array of layer indices");
+    if (v && !json_is_array(v)) return api__field_wrong_type(e, "layers", v, "an array of layer indices");
     if (n > (size_t)L)
         return api__fail(e, API_E_INVALID_ARGUMENT, "layers", "layers lists more than n_layer %d", L);
     rq->layers = malloc((n ? n : 1) * sizeof *rq->layers);
@@ -336,7 +291,7 @@ static int read_layers(const json_t *root, model_rq *rq, api_err *e) {
         const json_t *x = json_array_get(v, i);
         char name[48];
         snprintf(name, sizeof name, "layers[%zu]", i);
-        if (!json_is_integer(x)) return wrong_type(e, name, x, "an integer");
+        if (!json_is_integer(x)) return api__field_wrong_type(e, name, x, "an integer");
         long long l = json_integer_value(x);
         if (l < 0 || l >= L || (i > 0 && l <= rq->layers[i - 1]))
             return api__fail(e, API_E_INVALID_ARGUMENT, name,
@@ -354,16 +309,16 @@ static int read_options(const json_t *root, const api_limits *lim, model_rq *rq,
     static const char *const formats[] = {"nested", "flat", "base64", "safetensors", NULL};
     static const char *const dtypes[] = {"float32", "float16", NULL};
     int format = 0, half = 0;
-    const json_t *tr = get(root, "training");
+    const json_t *tr = api__field(root, "training");
     if (tr) {
-        if (!json_is_boolean(tr)) return wrong_type(e, "training", tr, "true or false");
+        if (!json_is_boolean(tr)) return api__field_wrong_type(e, "training", tr, "true or false");
         rq->training = json_is_true(tr);
     }
-    if (get_choice(root, "output_format", formats, &format, e) ||
-        get_choice(root, "dtype", dtypes, &half, e) ||
-        get_int(root, "precision", 1, 9, &rq->fmt.precision, 0, e))
+    if (api__field_choice(root, "output_format", formats, &format, e) < 0 ||
+        api__field_choice(root, "dtype", dtypes, &half, e) < 0 ||
+        api__field_int(root, "precision", 1, 9, &rq->fmt.precision, e) < 0)
         return -1;
-    if (get(root, "output_format") == NULL && lim && lim->prefer_safetensors)
+    if (api__field(root, "output_format") == NULL && lim && lim->prefer_safetensors)
         format = API_FORMAT_SAFETENSORS;
     rq->fmt.pool = lim ? lim->compute : NULL; /* a large tensor's text over the pool */
     rq->fmt.format = (api_format)format;
@@ -373,7 +328,7 @@ static int read_options(const json_t *root, const api_limits *lim, model_rq *rq,
         return api__fail(e, API_E_INVALID_ARGUMENT, "dtype",
                          "dtype float16 is for binary replies: set output_format to \"base64\" "
                          "or \"safetensors\"");
-    const json_t *ds = get(root, "dropout_seed");
+    const json_t *ds = api__field(root, "dropout_seed");
     if (ds) {
         if (get_seed(ds, "dropout_seed", &rq->dropout_seed, e)) return -1;
         rq->has_dropout_seed = 1;
@@ -395,7 +350,7 @@ static int read_model(const json_t *root, const json_t *v, const api_limits *lim
                       api_err *e) {
     static const char *const own[] = {"vocab_size", "block_size", "n_layer", "n_head", "n_embd",
                                       "dropout", "activation", "init", "state_dict", NULL};
-    if (!json_is_string(v)) return wrong_type(e, "model", v, "a string (a loaded model's name)");
+    if (!json_is_string(v)) return api__field_wrong_type(e, "model", v, "a string (a loaded model's name)");
     const api_models *models = lim ? lim->models : NULL;
     rq->model = api__models_find(models, json_string_value(v));
     if (!rq->model) {
@@ -407,7 +362,7 @@ static int read_model(const json_t *root, const json_t *v, const api_limits *lim
                          api__echo(echo, sizeof echo, json_string_value(v)), names);
     }
     for (int i = 0; own[i]; i++)
-        if (get(root, own[i]))
+        if (api__field(root, own[i]))
             return api__fail(e, API_E_INVALID_ARGUMENT, own[i],
                              "model \"%s\" brings its config and parameters: leave %s out",
                              rq->model->name, own[i]);
@@ -419,11 +374,11 @@ static int parse(const json_t *root, const api_limits *lim, model_rq *rq, api_er
     if (!json_is_object(root))
         return api__fail(e, API_E_INVALID_TYPE, NULL, "the request body must be a JSON object");
     size_t budget = lim && lim->max_elements ? lim->max_elements : ATTN_MAX_ELEMENTS;
-    const json_t *model = get(root, "model");
+    const json_t *model = api__field(root, "model");
     if (check_fields(root, e) ||
         (model ? read_model(root, model, lim, rq, e) : read_config(root, rq, e)) ||
         read_tokenizer(root, lim, rq, e) ||
-        (get(root, "text") ? read_text(root, lim, rq, e) : read_idx(root, rq, &budget, e)) ||
+        (api__field(root, "text") ? read_text(root, lim, rq, e) : read_idx(root, rq, &budget, e)) ||
         read_return(root, lim, rq, e) || read_layers(root, rq, e) || read_options(root, lim, rq, e) ||
         (!model && read_params_source(root, rq, e)))
         return -1;

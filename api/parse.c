@@ -7,82 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ==== Typed fields ======================================================== */
-
-static const json_t *get(const json_t *root, const char *name) {
-    const json_t *v = json_object_get(root, name);
-    return json_is_null(v) ? NULL : v;
-}
-
-static int wrong_type(api_err *e, const char *name, const json_t *v, const char *want) {
-    static const char *const names[] = {"an object", "an array", "a string", "an integer",
-                                        "a number", "true", "false", "null"};
-    return api__fail(e, API_E_INVALID_TYPE, name, "%s must be %s, got %s", name, want,
-                     names[json_typeof(v)]);
-}
-
-/* *out stays untouched when absent; returns 1 present, 0 absent, -1 error */
-static int get_int(const json_t *root, const char *name, long long min, long long max, int *out,
-                   api_err *e) {
-    const json_t *v = get(root, name);
-    if (v == NULL) return 0;
-    if (!json_is_integer(v)) return wrong_type(e, name, v, "an integer");
-    long long x = json_integer_value(v);
-    if (x < min || x > max)
-        return api__fail(e, API_E_INVALID_ARGUMENT, name, "%s must be from %lld to %lld, got %lld",
-                         name, min, max, x);
-    *out = (int)x;
-    return 1;
-}
-
-static int get_bool(const json_t *root, const char *name, int *out, api_err *e) {
-    const json_t *v = get(root, name);
-    if (v == NULL) return 0;
-    if (!json_is_boolean(v)) return wrong_type(e, name, v, "true or false");
-    *out = json_is_true(v);
-    return 1;
-}
-
-static int get_number(const json_t *root, const char *name, double *out, api_err *e) {
-    const json_t *v = get(root, name);
-    if (v == NULL) return 0;
-    if (!json_is_number(v)) return wrong_type(e, name, v, "a number");
-    *out = json_number_value(v);
-    return 1;
-}
-
-/* One of the NULL-terminated choices; *out is its index. */
-static int get_choice(const json_t *root, const char *name, const char *const *choices, int *out,
-                      api_err *e) {
-    const json_t *v = get(root, name);
-    if (v == NULL) return 0;
-    if (!json_is_string(v)) return wrong_type(e, name, v, "a string");
-    char list[256] = "";
-    for (int i = 0; choices[i]; i++) {
-        if (strcmp(json_string_value(v), choices[i]) == 0) {
-            *out = i;
-            return 1;
-        }
-        size_t n = strlen(list);
-        snprintf(list + n, sizeof list - n, "%s\"%s\"", i ? ", " : "", choices[i]);
-    }
-    char echo[API_ECHO_MAX + 4];
-    return api__fail(e, API_E_INVALID_ARGUMENT, name, "%s \"%s\" is not one of %s", name,
-                     api__echo(echo, sizeof echo, json_string_value(v)), list);
-}
-
 /* ==== Module and field names ============================================== */
 
 static int pick_module(api_endpoint ep, const json_t *root, attn_module *m, api_err *e) {
     attn_module mods[ATTN_MODULE_COUNT];
     int n = api__endpoint_modules(ep, mods);
     if (n == 0) return api__fail(e, API_E_NOT_FOUND, NULL, "unknown endpoint %d", (int)ep);
-    const json_t *v = get(root, "module");
+    const json_t *v = api__field(root, "module");
     if (v == NULL) {
         *m = mods[0];
         return 0;
     }
-    if (!json_is_string(v)) return wrong_type(e, "module", v, "a string");
+    if (!json_is_string(v)) return api__field_wrong_type(e, "module", v, "a string");
     attn_module want;
     if (attn_module_from_name(json_string_value(v), &want) == ATTN_OK)
         for (int i = 0; i < n; i++)
@@ -120,7 +56,7 @@ static int check_fields(const json_t *root, attn_module m, api_err *e) {
 
 /* inputs: [T][d_in] or [B][T][d_in] */
 static int read_inputs(const json_t *root, api_request *rq, size_t *budget, api_err *e) {
-    const json_t *v = get(root, "inputs");
+    const json_t *v = api__field(root, "inputs");
     if (v == NULL)
         return api__fail(e, API_E_MISSING_FIELD, "inputs",
                          "inputs are required: [T][d_in] or [B][T][d_in] token embeddings");
@@ -135,7 +71,7 @@ static int read_inputs(const json_t *root, api_request *rq, size_t *budget, api_
 
 /* torch.nn.MultiheadAttention cross-attention: key [B][S][kdim], value [B][S][vdim] */
 static int read_kv_inputs(const json_t *root, api_request *rq, size_t *budget, api_err *e) {
-    const json_t *k = get(root, "key"), *v = get(root, "value");
+    const json_t *k = api__field(root, "key"), *v = api__field(root, "value");
     if (v && !k)
         return api__fail(e, API_E_MISSING_FIELD, "key", "value needs key (the keys' inputs)");
     int r = rq->x.rank;
@@ -169,7 +105,7 @@ static int read_qkv(const json_t *root, api_request *rq, size_t *budget, api_err
     static const char *const names[3] = {"query", "key", "value"};
     api_tensor *t[3] = {&rq->query, &rq->key, &rq->value};
     for (int i = 0; i < 3; i++) {
-        const json_t *v = get(root, names[i]);
+        const json_t *v = api__field(root, names[i]);
         if (v == NULL)
             return api__fail(e, API_E_MISSING_FIELD, names[i],
                              "query, key and value are required: [B][H][L][E], [B][Hkv][S][E], "
@@ -207,7 +143,7 @@ static int read_qkv(const json_t *root, api_request *rq, size_t *budget, api_err
 
 /* attn_mask [L][S] or [B][L][S]: booleans/0-1 (1 = masked out) or additive */
 static int read_attn_mask(const json_t *root, api_request *rq, size_t *budget, api_err *e) {
-    const json_t *v = get(root, "attn_mask");
+    const json_t *v = api__field(root, "attn_mask");
     if (v == NULL) return 0;
     api_tensor *t = &rq->attn_mask;
     if (api__tensor_read(v, "attn_mask", 2, 3, API_VAL_MASK, budget, t, e)) return -1;
@@ -231,7 +167,7 @@ static int read_attn_mask(const json_t *root, api_request *rq, size_t *budget, a
 
 /* key_padding_mask [B][S], or [S] for every sequence */
 static int read_kpm(const json_t *root, api_request *rq, size_t *budget, api_err *e) {
-    const json_t *v = get(root, "key_padding_mask");
+    const json_t *v = api__field(root, "key_padding_mask");
     if (v == NULL) return 0;
     api_tensor *t = &rq->kpm;
     if (api__tensor_read(v, "key_padding_mask", 1, 2, API_VAL_BOOL, budget, t, e)) return -1;
@@ -253,9 +189,9 @@ static int read_kpm(const json_t *root, api_request *rq, size_t *budget, api_err
 /* ==== Options ============================================================== */
 
 static int read_tokens(const json_t *root, api_request *rq, api_err *e) {
-    const json_t *v = get(root, "tokens");
+    const json_t *v = api__field(root, "tokens");
     if (v == NULL) return 0;
-    if (!json_is_array(v)) return wrong_type(e, "tokens", v, "an array of strings");
+    if (!json_is_array(v)) return api__field_wrong_type(e, "tokens", v, "an array of strings");
     size_t n = json_array_size(v), bytes = 1;
     if (n != (size_t)rq->cfg.tokens)
         return api__fail(e, API_E_INVALID_SHAPE, "tokens", "tokens has %zu labels, the %s have %d tokens",
@@ -266,7 +202,7 @@ static int read_tokens(const json_t *root, api_request *rq, api_err *e) {
         if (!json_is_string(s)) {
             char name[48];
             snprintf(name, sizeof name, "tokens[%zu]", i);
-            return wrong_type(e, name, s, "a string");
+            return api__field_wrong_type(e, name, s, "a string");
         }
         bytes += strlen(json_string_value(s)) + 1;
     }
@@ -284,18 +220,18 @@ static int read_tokens(const json_t *root, api_request *rq, api_err *e) {
 }
 
 static int read_return(const json_t *root, api_request *rq, api_err *e) {
-    const json_t *v = get(root, "return");
+    const json_t *v = api__field(root, "return");
     if (v == NULL) {
         rq->returns = 1u << API_OUT_CONTEXT | 1u << API_OUT_ATTN_WEIGHTS;
         if (rq->tokens) rq->returns |= 1u << API_OUT_TOKENS;
         return 0;
     }
-    if (!json_is_array(v)) return wrong_type(e, "return", v, "an array of strings");
+    if (!json_is_array(v)) return api__field_wrong_type(e, "return", v, "an array of strings");
     for (size_t i = 0; i < json_array_size(v); i++) {
         const json_t *s = json_array_get(v, i);
         char name[48];
         snprintf(name, sizeof name, "return[%zu]", i);
-        if (!json_is_string(s)) return wrong_type(e, name, s, "a string");
+        if (!json_is_string(s)) return api__field_wrong_type(e, name, s, "a string");
         int k = api__out_find(json_string_value(s));
         if (k < 0) {
             char echo[API_ECHO_MAX + 4], list[API_OUT_COUNT * 24] = "";
@@ -313,13 +249,13 @@ static int read_return(const json_t *root, api_request *rq, api_err *e) {
 
 int api__params_source(const json_t *root, const char *what, api_params_source *out, api_err *e) {
     *out = (api_params_source){0};
-    const json_t *init = get(root, "init"), *sd = get(root, "state_dict");
+    const json_t *init = api__field(root, "init"), *sd = api__field(root, "state_dict");
     if (init && sd)
         return api__fail(e, API_E_INVALID_ARGUMENT, "state_dict",
                          "give either init or state_dict, not both");
     if (sd) {
         if (!json_is_object(sd))
-            return wrong_type(e, "state_dict", sd, "an object of tensors (name: nested array)");
+            return api__field_wrong_type(e, "state_dict", sd, "an object of tensors (name: nested array)");
         out->state_dict = sd;
         return 0;
     }
@@ -329,7 +265,7 @@ int api__params_source(const json_t *root, const char *what, api_params_source *
                          "%s after torch.manual_seed(N), or \"state_dict\": {name: tensor} "
                          "with its own parameters",
                          what);
-    if (!json_is_object(init)) return wrong_type(e, "init", init, "an object {\"seed\": N}");
+    if (!json_is_object(init)) return api__field_wrong_type(e, "init", init, "an object {\"seed\": N}");
     const char *key;
     const json_t *v;
     json_object_foreach((json_t *)init, key, v) {
@@ -340,9 +276,9 @@ int api__params_source(const json_t *root, const char *what, api_params_source *
                              field);
         }
     }
-    v = get(init, "seed");
+    v = api__field(init, "seed");
     if (v == NULL) return api__fail(e, API_E_MISSING_FIELD, "init.seed", "init needs a \"seed\"");
-    if (!json_is_integer(v)) return wrong_type(e, "init.seed", v, "an integer");
+    if (!json_is_integer(v)) return api__field_wrong_type(e, "init.seed", v, "an integer");
     out->has_init = 1;
     out->seed = (uint64_t)json_integer_value(v); /* negative seeds wrap, as torch's */
     return 0;
@@ -361,7 +297,7 @@ static int read_params_source(const json_t *root, api_request *rq, api_err *e) {
 
 static int width_matches(const json_t *root, const char *name, int width, api_err *e) {
     int given = 0;
-    int rc = get_int(root, name, 1, INT32_MAX, &given, e);
+    int rc = api__field_int(root, name, 1, INT32_MAX, &given, e);
     if (rc < 0) return -1;
     if (rc == 1 && given != width)
         return api__fail(e, API_E_INVALID_SHAPE, name, "%s is %d, the inputs have width %d", name,
@@ -369,15 +305,9 @@ static int width_matches(const json_t *root, const char *name, int width, api_er
     return 0;
 }
 
-static int required_int(const json_t *root, const char *name, int *out, api_err *e) {
-    int rc = get_int(root, name, 1, INT32_MAX, out, e);
-    if (rc == 0) return api__fail(e, API_E_MISSING_FIELD, name, "%s is required", name);
-    return rc < 0 ? -1 : 0;
-}
-
 static int read_dropout(const json_t *root, attn_config *c, api_err *e) {
     double p = 0.0;
-    if (get_number(root, "dropout", &p, e) < 0) return -1;
+    if (api__field_number(root, "dropout", &p, e) < 0) return -1;
     if (!(p >= 0.0 && p <= 1.0))
         return api__fail(e, API_E_INVALID_ARGUMENT, "dropout", "dropout must be in [0, 1], got %g", p);
     c->dropout = p;
@@ -394,14 +324,14 @@ static int read_constructor(const json_t *root, api_request *rq, api_err *e) {
     if (mod->flags & ATTN_MOD_FUNCTIONAL) c->training = 1;
     if (mod->flags & ATTN_MOD_BIAS) c->bias = 1;
     if ((mod->flags & ATTN_MOD_PROJECTED) && width_matches(root, mod->in_name, c->d_in, e)) return -1;
-    if (mod->out_name && required_int(root, mod->out_name, &c->d_out, e)) return -1;
-    if (mod->heads_name && required_int(root, mod->heads_name, &c->num_heads, e)) return -1;
-    if (mod->bias_name && get_bool(root, mod->bias_name, &c->bias, e) < 0) return -1;
+    if (mod->out_name && api__field_required_int(root, mod->out_name, 1, INT32_MAX, &c->d_out, e)) return -1;
+    if (mod->heads_name && api__field_required_int(root, mod->heads_name, 1, INT32_MAX, &c->num_heads, e)) return -1;
+    if (mod->bias_name && api__field_bool(root, mod->bias_name, &c->bias, e) < 0) return -1;
     if (mod->context_name &&
-        get_int(root, mod->context_name, 1, INT32_MAX, &c->context_length, e) < 0)
+        api__field_int(root, mod->context_name, 1, INT32_MAX, &c->context_length, e) < 0)
         return -1;
-    if ((mod->flags & ATTN_MOD_CROSS) && (get_int(root, "kdim", 1, INT32_MAX, &c->kdim, e) < 0 ||
-                                          get_int(root, "vdim", 1, INT32_MAX, &c->vdim, e) < 0))
+    if ((mod->flags & ATTN_MOD_CROSS) && (api__field_int(root, "kdim", 1, INT32_MAX, &c->kdim, e) < 0 ||
+                                          api__field_int(root, "vdim", 1, INT32_MAX, &c->vdim, e) < 0))
         return -1;
     return read_dropout(root, c, e);
 }
@@ -417,13 +347,13 @@ static int read_options(const json_t *root, api_request *rq, api_err *e) {
     int norm = 0, method = 0, format = rq->fmt.format, half = 0;
     double scale = 0.0;
     c->causal = attn_module_has(m, ATTN_MOD_CAUSAL);
-    if (get_bool(root, "causal", &c->causal, e) < 0 || get_bool(root, "training", &c->training, e) < 0 ||
-        get_choice(root, "normalization", norms, &norm, e) < 0 ||
-        get_choice(root, "mask_method", methods, &method, e) < 0 ||
-        get_choice(root, "output_format", formats, &format, e) < 0 ||
-        get_choice(root, "dtype", dtypes, &half, e) < 0 ||
-        get_bool(root, "average_attn_weights", &rq->average, e) < 0 ||
-        get_int(root, "precision", 1, 9, &rq->fmt.precision, e) < 0 ||
+    if (api__field_bool(root, "causal", &c->causal, e) < 0 || api__field_bool(root, "training", &c->training, e) < 0 ||
+        api__field_choice(root, "normalization", norms, &norm, e) < 0 ||
+        api__field_choice(root, "mask_method", methods, &method, e) < 0 ||
+        api__field_choice(root, "output_format", formats, &format, e) < 0 ||
+        api__field_choice(root, "dtype", dtypes, &half, e) < 0 ||
+        api__field_bool(root, "average_attn_weights", &rq->average, e) < 0 ||
+        api__field_int(root, "precision", 1, 9, &rq->fmt.precision, e) < 0 ||
         api__select_parse(root, &rq->sel, e) < 0)
         return -1;
     c->normalization = (attn_norm)norm;
@@ -435,7 +365,7 @@ static int read_options(const json_t *root, api_request *rq, api_err *e) {
         return api__fail(e, API_E_INVALID_ARGUMENT, "dtype",
                          "dtype float16 is for binary replies: set output_format to \"base64\" "
                          "or \"safetensors\"");
-    int rc = get_number(root, "scale", &scale, e);
+    int rc = api__field_number(root, "scale", &scale, e);
     if (rc < 0) return -1;
     if (rc == 1) {
         if (!(scale >= -3.4e38 && scale <= 3.4e38))
@@ -443,9 +373,9 @@ static int read_options(const json_t *root, api_request *rq, api_err *e) {
         c->has_scale = 1;
         c->scale = (float)scale;
     }
-    const json_t *ds = get(root, "dropout_seed");
+    const json_t *ds = api__field(root, "dropout_seed");
     if (ds) {
-        if (!json_is_integer(ds)) return wrong_type(e, "dropout_seed", ds, "an integer");
+        if (!json_is_integer(ds)) return api__field_wrong_type(e, "dropout_seed", ds, "an integer");
         c->has_dropout_seed = 1;
         c->dropout_seed = (uint64_t)json_integer_value(ds);
     }
