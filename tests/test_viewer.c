@@ -32,6 +32,7 @@
 #include "api/api_internal.h"
 #include "support/check_main.h"
 #include "support/files.h"
+#include "support/npm.h"
 #include "support/procs.h"
 #include "support/server_harness.h"
 
@@ -63,18 +64,11 @@ static void seed_weights(float w[2][6][6]) {
 /* Installs the npm package spec (NAME@VERSION) under the prefix rel once;
  * returns its node_modules in dir. */
 static int ensure_npm(const char *rel, const char *spec, char *dir, size_t size) {
+    const char *const specs[] = {spec, NULL};
     char root[512];
-    tfile_path(root, sizeof root, rel);
+    if (!npm_ensure(rel, specs, root, sizeof root)) return 0;
     snprintf(dir, size, "%s/node_modules", root);
-    char pkg[800];
-    snprintf(pkg, sizeof pkg, "%.600s/%.*s/package.json", dir, (int)(strrchr(spec, '@') - spec), spec);
-    if (access(pkg, R_OK) == 0) return 1;
-    if (!procs_ensure_package("/usr/bin/npm", "npm")) return 0;
-    char cmd[1400];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s && npm install --prefix %s --no-audit --no-fund --no-save %s >&2",
-             root, root, spec);
-    fprintf(stderr, "viewer: installing %s from npm into %s\n", spec, root);
-    return system(cmd) == 0 && access(pkg, R_OK) == 0;
+    return 1;
 }
 
 /* playwright-core under build/npm; returns its node_modules. */
