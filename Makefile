@@ -163,9 +163,9 @@ run: all
 
 # Core against PyTorch (python3-torch) on the same shapes, in the same run,
 # then JSON numbers out (the float printer) and in (the tensor scanner).
-$(BUILD)/bench/bench_core: bench/bench_core.c $(LIBCORE)
+$(BUILD)/bench/bench_core: bench/bench_core.c $(LIBAPI) $(LIBCORE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
 $(BUILD)/bench/bench_serialise: bench/bench_serialise.c bench/fmt_old.c $(LIBAPI) $(LIBCORE)
 	@mkdir -p $(dir $@)

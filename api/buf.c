@@ -6,6 +6,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+#define HUGE_PAGE ((uintptr_t)2 << 20)
+
+void api__huge_pages(void *p, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+    if (p == NULL || bytes < (size_t)32 << 20) return;
+    uintptr_t from = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    uintptr_t to = ((uintptr_t)p + bytes) & ~(HUGE_PAGE - 1);
+    if (to > from) madvise((void *)from, to - from, MADV_HUGEPAGE); /* advice: failure is harmless */
+#else
+    (void)p, (void)bytes;
+#endif
+}
 
 void api_buf_free(api_buf *b) {
     if (b == NULL) return;
@@ -34,6 +48,7 @@ int api__buf_reserve(api_buf *b, size_t extra) {
         b->failed = 1;
         return -1;
     }
+    api__huge_pages(p, cap);
     b->data = p;
     b->cap = cap;
     return 0;

@@ -1,5 +1,6 @@
 /* gzip.c - gzip request bodies and replies with libdeflate, see api.h. */
 #include "api/api.h"
+#include "api/api_internal.h"
 
 #include <libdeflate.h>
 #include <stdio.h>
@@ -67,6 +68,7 @@ int api_gzip(const void *in, size_t n, int level, api_buf *out) {
         return -1;
     }
     out->cap = bound + 1;
+    api__huge_pages(out->data, out->cap);
     out->len = libdeflate_gzip_compress(c, in, n, out->data, bound);
     libdeflate_free_compressor(c);
     if (out->len == 0) { /* cannot happen with the bound; stay safe */

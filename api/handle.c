@@ -96,6 +96,7 @@ static void *take(allocs *a, size_t count, size_t size) {
     void *p = a->n < (int)(sizeof a->p / sizeof a->p[0]) ? malloc(count ? count * size : 1) : NULL;
     if (p == NULL) a->failed = 1;
     else a->p[a->n++] = p;
+    api__huge_pages(p, count * size); /* the maps of long sequences */
     return p;
 }
 
@@ -283,6 +284,7 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
         }
     }
     params = malloc((plan.n_params ? plan.n_params : 1) * sizeof *params);
+    api__huge_pages(params, plan.n_params * sizeof *params);
     rng = malloc(sizeof *rng);
     if (params == NULL || rng == NULL) {
         api__fail(&e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the parameters");

@@ -847,6 +847,10 @@ int api__model_gpt2(json_t **root_ref, const api_limits *lim, api_reply *reply, 
         attn = malloc((plan.n_attn ? plan.n_attn : 1) * sizeof *attn);
     if (rq.returns & 1u << M_OUT_HIDDEN_STATES) hidden = malloc(plan.n_hidden * sizeof *hidden);
     next = malloc((size_t)plan.B * sizeof *next);
+    if (params) api__huge_pages(params, plan.n_params * sizeof *params);
+    api__huge_pages(logits, (last_only ? (size_t)plan.B * (size_t)plan.V : plan.n_logits) * sizeof *logits);
+    if (attn) api__huge_pages(attn, plan.n_attn * sizeof *attn);
+    if (hidden) api__huge_pages(hidden, plan.n_hidden * sizeof *hidden);
     if ((!rq.model && !params) || !logits || !next || ((rq.returns & 1u << M_OUT_ATTN_WEIGHTS) && !attn) ||
         ((rq.returns & 1u << M_OUT_HIDDEN_STATES) && !hidden)) {
         api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the model");

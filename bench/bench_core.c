@@ -10,11 +10,13 @@
  * first run). Memory is kept warm between runs as the server keeps it
  * (server/main.c and server/budget.c: arrays below 32 MiB come from malloc's
  * arenas, which keep freed memory), so only the first run takes the page
- * faults; each case returns its memory at the end (malloc_trim), so the
- * next starts cold again.
+ * faults, and outputs of 32 MiB and more ask for huge pages as api/ does
+ * (api__huge_pages); each case returns its memory at the end (malloc_trim),
+ * so the next starts cold again.
  * Run through `make bench` (bench/run.sh), which times PyTorch on the same
  * shapes in the same run and prints the ratios.
  */
+#include "api/api_internal.h"
 #include "core/attention.h"
 
 #include <cblas.h>
@@ -122,6 +124,7 @@ static void run_case(const bench_case *bc, int threads, attn_pool *pool) {
         /* outputs allocated per call, as the server does: they count */
         float *ctx = malloc(plan.n_context * sizeof(float));
         float *w = bc->weights ? malloc(plan.n_scores * sizeof(float)) : NULL;
+        api__huge_pages(w, bc->weights ? plan.n_scores * sizeof(float) : 0); /* as api/ asks */
         attn_outputs out = {.context = ctx, .weights = w};
         double t0 = now_ms();
         if (attn_forward(&cfg, &plan, &in, &rng, &out, &err)) {

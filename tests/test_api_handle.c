@@ -8,8 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/api.h"
+#include "api/api_internal.h"
 #include "support/check_main.h"
 #include "support/files.h"
 
@@ -361,12 +363,55 @@ START_TEST(test_endpoint_paths) {
 }
 END_TEST
 
+/* VmFlags of the mapping that holds p (/proc/self/smaps), or "" */
+static void vm_flags(const void *p, char *out, size_t size) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    ck_assert(f != NULL);
+    char line[512];
+    int inside = 0;
+    out[0] = '\0';
+    while (fgets(line, sizeof line, f)) {
+        unsigned long from, to;
+        if (sscanf(line, "%lx-%lx ", &from, &to) == 2 && strchr(line, '-') < strchr(line, ' '))
+            inside = (unsigned long)p >= from && (unsigned long)p < to;
+        else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+            snprintf(out, size, "%.200s", line + 8);
+            break;
+        }
+    }
+    fclose(f);
+}
+
+/* Outputs of 32 MiB and more ask for huge pages (api__huge_pages); smaller
+ * ones are left to malloc's arenas. */
+START_TEST(test_large_buffers_ask_for_huge_pages) {
+    char flags[256];
+    size_t big = (size_t)40 << 20;
+    char *p = malloc(big);
+    ck_assert(p != NULL);
+    api__huge_pages(p, big);
+    vm_flags(p + big / 2, flags, sizeof flags);
+    /* a kernel without transparent huge pages refuses the advice */
+    if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0)
+        ck_assert_msg(strstr(flags, " hg") != NULL, "a 40 MiB block: VmFlags%s", flags);
+    free(p);
+    size_t small = (size_t)16 << 20;
+    p = malloc(small);
+    ck_assert(p != NULL);
+    api__huge_pages(p, small);
+    vm_flags(p + small / 2, flags, sizeof flags);
+    ck_assert_msg(strstr(flags, " hg") == NULL, "a 16 MiB block: VmFlags%s", flags);
+    free(p);
+}
+END_TEST
+
 static Suite *handle_suite(void) {
     Suite *s = suite_create("api_handle");
     const TTest *tests[] = {
         test_seed_mha_example, test_seed_mha_unbatched, test_seed_v1, test_seed_causal_batch,
         test_state_dict_round_trip, test_state_dict_dropout_fresh_generator,
-        test_all_outputs_shapes, test_sdpa_shapes, test_every_example, test_endpoint_paths, NULL};
+        test_all_outputs_shapes, test_sdpa_shapes, test_every_example, test_endpoint_paths,
+        test_large_buffers_ask_for_huge_pages, NULL};
     tcase_with(s, "handle", 60, tests);
     return s;
 }
