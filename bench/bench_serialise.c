@@ -8,6 +8,8 @@
  * (api__scan_body) against strtod then (float) over the same text: our own
  * shortest replies, and a mix as Python's json.dumps writes it
  * ("-0.123456789, 0.0015, 0.0001234, ...").
+ * Base64: a tensor's 4 MB both ways through api/codec.c against the table
+ * loop it had before its AVX2 blocks.
  * Best of ROUNDS each; MB/s = bytes of text / time. Built and run by
  * `make bench` (build/bench/bench_serialise). */
 #include <jansson.h>
@@ -18,6 +20,7 @@
 #include <time.h>
 
 #include "api/api_internal.h"
+#include "api/codec.h"
 #include "api/numscan.h"
 
 int bench_old_format_float(char *out, float v, int precision);
@@ -192,11 +195,69 @@ static void bench_in(const float *x) {
     free(body);
 }
 
+/* ==== Base64 ============================================================== */
+
+/* The table loop api/codec.c had before its AVX2 blocks, as the baseline. */
+static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static void old_b64_encode(const uint8_t *in, size_t n, char *o) { /* n % 3 == 0 */
+    for (size_t i = 0; i < n; i += 3, o += 4) {
+        uint32_t w = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        o[0] = B64[w >> 18], o[1] = B64[w >> 12 & 63], o[2] = B64[w >> 6 & 63], o[3] = B64[w & 63];
+    }
+}
+
+static void old_b64_decode(const char *s, size_t m, uint8_t *out) { /* m % 4 == 0, valid */
+    uint8_t v[256];
+    for (int i = 0; i < 64; i++) v[(uint8_t)B64[i]] = (uint8_t)i;
+    for (size_t i = 0; i < m; i += 4, out += 3) {
+        uint32_t w = (uint32_t)v[(uint8_t)s[i]] << 18 | (uint32_t)v[(uint8_t)s[i + 1]] << 12 |
+                     (uint32_t)v[(uint8_t)s[i + 2]] << 6 | v[(uint8_t)s[i + 3]];
+        out[0] = (uint8_t)(w >> 16), out[1] = (uint8_t)(w >> 8), out[2] = (uint8_t)w;
+    }
+}
+
+/* A tensor's bytes as base64, both ways: N float32 values (4 MB, a
+ * T=1,024 GPT-2 layer's inputs are this size). */
+static void bench_base64(const float *x) {
+    size_t n = (size_t)N * 4 / 3 * 3, m = n / 3 * 4;
+    char *text = malloc(m);
+    uint8_t *back = malloc(n);
+    double best[4] = {1e9, 1e9, 1e9, 1e9};
+    for (int r = 0; r < ROUNDS; r++) {
+        double t = now();
+        api__b64_encode((const uint8_t *)x, n, text);
+        best[0] = fmin(best[0], now() - t);
+        t = now();
+        old_b64_encode((const uint8_t *)x, n, text);
+        best[1] = fmin(best[1], now() - t);
+        t = now();
+        size_t bad = api__b64_decode(text, m, back);
+        best[2] = fmin(best[2], now() - t);
+        t = now();
+        old_b64_decode(text, m, back);
+        best[3] = fmin(best[3], now() - t);
+        if (bad || memcmp(back, x, n) != 0) {
+            fprintf(stderr, "base64 round trip failed\n");
+            exit(1);
+        }
+    }
+    printf("Base64, %.1f MB of float32, best of %d (x = speed against the table loop):\n",
+           (double)n / 1e6, ROUNDS);
+    report("api__b64_encode", best[0], m, best[1]);
+    report("table loop, encode", best[1], m, best[1]);
+    report("api__b64_decode", best[2], m, best[3]);
+    report("table loop, decode", best[3], m, best[3]);
+    free(text);
+    free(back);
+}
+
 int main(void) {
     float *x = malloc(N * sizeof *x);
     for (int i = 0; i < N; i++) x[i] = (float)(uniform() * 4.0 - 2.0);
     bench_out(x);
     bench_in(x);
+    bench_base64(x);
     free(x);
     return 0;
 }
