@@ -44,14 +44,6 @@ static inline int flog10_3q_pow2(int q) {
 }
 static inline int flog2_pow10(int e) { return (int)(((int64_t)e * 913124641741) >> 38); }
 
-/* floor(x) | (x is not an integer), x = cp 2^-h 2^q 10^-k given as the 64-bit
- * product with g = 10^-k rounded up: 32 fraction bits (h = q + flog2_pow10(-k)
- * + 33 puts them there). */
-static inline uint64_t round_odd(uint64_t g, uint64_t cp) {
-    uint64_t x = mul_hi64(g, cp);
-    return (x >> 32) | ((x & 0xffffffffu) != 0);
-}
-
 /* cond ? a : b as a conditional move: the cases alternate at random, and a
  * compiler turns ?: into branches that then mispredict */
 static inline uint64_t pick(int cond, uint64_t a, uint64_t b) {
@@ -63,36 +55,56 @@ static inline uint64_t pick(int cond, uint64_t a, uint64_t b) {
 #endif
 }
 
+/* hi 2^64 + lo (written out, as a variable 128-bit shift compiles to a
+ * dozen instructions) */
+static inline unsigned __int128 wide(uint64_t hi, uint64_t lo) {
+    return (unsigned __int128)hi << 64 | lo;
+}
+
 /* The shortest decimal f 10^*e10 in the rounding interval of v = c 2^q
- * (c > 0), the nearest to v among those. */
-static inline uint32_t shortest(uint32_t c, int q, int *e10) {
-    uint64_t out = c & 1; /* odd c: the interval is open */
-    uint64_t cb = (uint64_t)c << 2, cbr = cb + 2, cbl;
-    int k;
-    if (c != (1u << 23) || q == -149) {
-        cbl = cb - 2;
-        k = flog10_pow2(q);
-    } else { /* a power of two: the lower half of the interval is half as wide */
-        cbl = cb - 1;
+ * (c > 0), the nearest to v among those.
+ *
+ * 4v / 10^k and the bounds 4(v -+ half ulp) / 10^k are wanted with 32
+ * fraction bits: the high words of g 4c 2^h and g (4c -+ 2) 2^h. One product
+ * gives the first; the bounds are it -+ g 2 2^h, added in 128 bits, so the
+ * three high words are those of three separate products. Let X be such a
+ * word and u an integer: u 10^k is at or above the lower bound when
+ * X <= u 2^34 (the interval is closed, c even) or X < u 2^34 (open), i.e.
+ * X + open <= u 2^34; at or below the upper bound when u 2^34 + open <= X.
+ * The lower bound is g (4c - 2) 2^h, or g (4c - 1) 2^h at a power of two. */
+static inline uint32_t shortest(uint32_t c, int b, int *e10) {
+    uint64_t open = c & 1;
+    /* k, h, g and the half interval g 2 2^h looked up by the biased
+     * exponent b */
+    int k = api__fmt_k[b], h = api__fmt_h[b];
+    uint64_t g = api__fmt_g[b], dh = api__fmt_d[2 * b], dl = api__fmt_d[2 * b + 1];
+    unsigned __int128 up = wide(dh, dl), down = up;
+    if (__builtin_expect(c == (1u << 23) && b > 1, 0)) {
+        /* a power of two: the lower half of the interval is half as wide */
+        int q = b - 150;
         k = flog10_3q_pow2(q);
+        h = q + flog2_pow10(-k) + 33;
+        g = api__pow10_g[-k - API_G_MIN];
+        up = (unsigned __int128)g << (h + 1);
+        down = up >> 1;
     }
-    int h = q + flog2_pow10(-k) + 33;
-    uint64_t g = api__pow10_g[-k - API_G_MIN];
-    uint64_t vb = round_odd(g, cb << h), vbl = round_odd(g, cbl << h), vbr = round_odd(g, cbr << h);
     *e10 = k;
+    unsigned __int128 p = (unsigned __int128)g * ((uint64_t)c << (h + 2));
+    uint64_t x = (uint64_t)(p >> 64);
+    uint64_t xl = (uint64_t)((p - down) >> 64), xr = (uint64_t)((p + up) >> 64);
+    /* the multiples of 10^k in the interval: umin 10^k .. umax 10^k */
+    uint64_t umin = (xl + open + ((UINT64_C(1) << 34) - 1)) >> 34, umax = (xr - open) >> 34;
     /* written to select without branches (the cases alternate at random) */
-    uint64_t s = vb >> 2; /* floor(v / 10^k) */
-    uint64_t sp10 = s / 10 * 10, tp10 = sp10 + 10;
-    int upin = vbl + out <= sp10 << 2, wpin = (tp10 << 2) + out <= vbr;
-    uint64_t t = s + 1;
-    int uin = vbl + out <= s << 2, win = (t << 2) + out <= vbr;
-    uint64_t mid = (s + t) << 1; /* both in: the nearer, an even one on a tie */
-    uint64_t r = pick((vb < mid) | ((vb == mid) & ((s & 1) == 0)), s, t);
-    r = pick(uin != win, pick(uin, s, t), r);
-    /* a multiple of 10^(k+1) alone in the interval is shorter (below 10 it
-     * is not: 10^(k+1) has as many digits as s 10^k) */
-    r = pick((upin != wpin) & (s >= 10), pick(upin, sp10, tp10), r);
-    return (uint32_t)r;
+    uint64_t s = x >> 34; /* floor(v / 10^k) */
+    /* the nearest multiple, an even one on a tie; if it is out of the
+     * interval, the other one (s or s + 1) is in */
+    uint64_t r = (x + ((UINT64_C(1) << 33) - 1) + (s & 1)) >> 34;
+    r = pick(r < umin, umin, r);
+    r = pick(r > umax, umax, r);
+    /* a multiple of 10^(k+1) in the interval (there is at most one) is
+     * shorter, unless it is 10 and s 9 (as many digits) */
+    uint64_t w = umax / 10 * 10;
+    return (uint32_t)pick((w >= umin) & (s >= 10), w, r);
 }
 
 /* Is 2 c 2^q 10^-k an integer? */
@@ -143,6 +155,47 @@ static inline void store64(char *p, uint64_t v) { memcpy(p, &v, 8); }
 
 #define ASCII_ZEROS 0x3030303030303030ull
 
+/* f in [2^i, 2^(i+1)) (i < 30) has n digits, or n + 1 from 10^n on; scale
+ * is 10^(9 - n) and 10^(8 - n), which make it nine digits. */
+struct digits {
+    uint32_t from, scale[2];
+    int n;
+};
+#define P10(n)                                                                                \
+    ((n) == 0 ? 1u : (n) == 1 ? 10u : (n) == 2 ? 100u : (n) == 3 ? 1000u : (n) == 4 ? 10000u  \
+     : (n) == 5 ? 100000u : (n) == 6 ? 1000000u : (n) == 7 ? 10000000u                       \
+     : (n) == 8 ? 100000000u : (n) == 9 ? 1000000000u : 0u)
+#define DIGITS_N(i) ((((i) * 1233) >> 12) + 1) /* digits of 2^i: floor(i log10 2) + 1 */
+#define DIGITS(i) { P10(DIGITS_N(i)), {P10(9 - DIGITS_N(i)), P10(8 - DIGITS_N(i))}, DIGITS_N(i) }
+static const struct digits DIGITS[30] = {
+    DIGITS(0),  DIGITS(1),  DIGITS(2),  DIGITS(3),  DIGITS(4),  DIGITS(5),  DIGITS(6),  DIGITS(7),
+    DIGITS(8),  DIGITS(9),  DIGITS(10), DIGITS(11), DIGITS(12), DIGITS(13), DIGITS(14), DIGITS(15),
+    DIGITS(16), DIGITS(17), DIGITS(18), DIGITS(19), DIGITS(20), DIGITS(21), DIGITS(22), DIGITS(23),
+    DIGITS(24), DIGITS(25), DIGITS(26), DIGITS(27), DIGITS(28), DIGITS(29)};
+
+/* Where the plain forms put things, for the exponent E (-7..15) of the
+ * first digit and sig significant digits: the first digit at "at" and the
+ * other eight after it; the point at "pt", then the digits after the point
+ * (the eight shifted by "shift" bits); len bytes. 0.000ddd (E < 0): the first
+ * digit after -E zeros, no point of its own (pt = len, past the text).
+ * ddd.ddd: the point after E + 1 digits, past the text for an integer (at
+ * most 8 digits after the point: E <= 7 then). */
+struct layout {
+    uint8_t at, pt, len, shift;
+};
+#define LAYOUT_LEN(E, S) ((E) < 0 ? 1 - (E) + (S) : (S) > (E) + 1 ? (S) + 1 : (E) + 1)
+#define LAYOUT(E, S)                                                                         \
+    { (E) < 0 ? 1 - (E) : 0, (E) < 0 ? LAYOUT_LEN(E, S) : (E) + 1, LAYOUT_LEN(E, S),          \
+      (8 * (E)) & 63 }
+#define LAYOUT_ROW(E)                                                                        \
+    { LAYOUT(E, 1), LAYOUT(E, 2), LAYOUT(E, 3), LAYOUT(E, 4), LAYOUT(E, 5),                 \
+      LAYOUT(E, 6), LAYOUT(E, 7), LAYOUT(E, 8), LAYOUT(E, 9) }
+static const struct layout LAYOUT[23][9] = {
+    LAYOUT_ROW(-7), LAYOUT_ROW(-6), LAYOUT_ROW(-5), LAYOUT_ROW(-4), LAYOUT_ROW(-3), LAYOUT_ROW(-2),
+    LAYOUT_ROW(-1), LAYOUT_ROW(0),  LAYOUT_ROW(1),  LAYOUT_ROW(2),  LAYOUT_ROW(3),  LAYOUT_ROW(4),
+    LAYOUT_ROW(5),  LAYOUT_ROW(6),  LAYOUT_ROW(7),  LAYOUT_ROW(8),  LAYOUT_ROW(9),  LAYOUT_ROW(10),
+    LAYOUT_ROW(11), LAYOUT_ROW(12), LAYOUT_ROW(13), LAYOUT_ROW(14), LAYOUT_ROW(15)};
+
 /* Writes f 10^e10 (0 < f <= 10^9), sign first: plain notation for exponents
  * -7..15 of the first digit, else d.ddde-N (integers of 17 digits and more
  * overflow int64 readers such as jansson, which read a number without '.'
@@ -154,15 +207,14 @@ static inline void store64(char *p, uint64_t v) { memcpy(p, &v, 8); }
  * in hi and the other eight in one word, and fixed stores at computed
  * offsets lay out the text; what one form does not need lands past its end. */
 static inline int write_decimal(char *out, int neg, uint32_t f, int e10) {
-    static const uint32_t P10[11] = {1,      10,      100,      1000,      10000,     100000,
-                                     1000000, 10000000, 100000000, 1000000000, UINT32_MAX};
     if (f >= 1000000000u) { /* 10^9 (precision 9 rounding up): drop a zero */
         f /= 10;
         e10++;
     }
-    int nd = ((32 - __builtin_clz(f)) * 1233) >> 12; /* digits of f, or one less */
-    nd += f >= P10[nd];
-    f *= P10[9 - nd]; /* nine digits, the first not 0 */
+    const struct digits *t = &DIGITS[31 - __builtin_clz(f)];
+    int big = f >= t->from;
+    int nd = t->n + big;    /* digits of f */
+    f *= t->scale[big];     /* nine digits, the first not 0 */
     uint32_t hi = f / 100000000u;
     uint64_t d = digits8(f - hi * 100000000u);
     int sig = d ? 9 - (__builtin_clzll(d) >> 3) : 1; /* without trailing zeros */
@@ -186,33 +238,27 @@ static inline int write_decimal(char *out, int neg, uint32_t f, int e10) {
         *o++ = (char)('0' + E % 10);
         return (int)(o - out);
     }
-    int neg_e = E >> 31;          /* -1 when E < 0 (arithmetic shift) */
-    int lz = -E & neg_e;          /* 0.000ddd: zeros from the point to the digits */
-    int at = (lz + 1) & neg_e;    /* where the first digit goes */
+    /* the offsets looked up rather than computed (fewer instructions) */
+    const struct layout *l = &LAYOUT[E + 7][sig - 1];
     store64(o, 0x3030303030302e30ull); /* "0.000000" */
     store64(o + 8, ASCII_ZEROS);       /* an integer's zeros */
-    o[at] = first;
-    store64(o + at + 1, d);
-    /* ddd.ddd: the point after E + 1 digits, then the digits after it
-     * (at most 8 after the point: E <= 7 here) */
-    int len = (int)pick(sig > E + 1, (uint64_t)sig + 1, (uint64_t)E + 1);
-    len = (int)pick(E < 0, (uint64_t)(lz + 1 + sig), (uint64_t)len);
-    int pt = (int)pick(E < 0, (uint64_t)len, (uint64_t)E + 1); /* past the text without a point */
-    o[pt] = '.';
-    store64(o + pt + 1, d >> ((8 * E) & 63));
-    return (int)(o - out) + len;
+    o[l->at] = first;
+    store64(o + l->at + 1, d);
+    o[l->pt] = '.';
+    store64(o + l->pt + 1, d >> l->shift);
+    return (int)(o - out) + l->len;
 }
 
 /* The decimal of a finite nonzero |v| (bits a): f 10^*e10. */
 static inline uint32_t decimal_of(uint32_t a, int precision, int *e10) {
     uint32_t c = a & 0x7fffffu;
-    int q = -149;
-    if (a >= 0x00800000u) {
+    int b = (int)(a >> 23), q = -149;
+    if (b) {
         c |= 0x800000u;
-        q = (int)(a >> 23) - 150;
+        q = b - 150;
     }
     return precision >= 1 && precision <= 9 ? rounded(a, c, q, precision, e10)
-                                            : shortest(c, q, e10);
+                                            : shortest(c, b, e10);
 }
 
 static inline int write_zero(char *out, int neg) {
