@@ -55,40 +55,26 @@ static inline uint64_t pick(int cond, uint64_t a, uint64_t b) {
 #endif
 }
 
-/* hi 2^64 + lo (written out, as a variable 128-bit shift compiles to a
- * dozen instructions) */
+/* hi 2^64 + lo */
 static inline unsigned __int128 wide(uint64_t hi, uint64_t lo) {
     return (unsigned __int128)hi << 64 | lo;
 }
 
-/* The shortest decimal f 10^*e10 in the rounding interval of v = c 2^q
- * (c > 0), the nearest to v among those.
+/* f of the shortest decimal f 10^k in the rounding interval of v = c 2^q
+ * (c > 0), the nearest to v among those, given h and g (10^-k) as above.
  *
  * 4v / 10^k and the bounds 4(v -+ half ulp) / 10^k are wanted with 32
- * fraction bits: the high words of g 4c 2^h and g (4c -+ 2) 2^h. One product
- * gives the first; the bounds are it -+ g 2 2^h, added in 128 bits, so the
- * three high words are those of three separate products. Let X be such a
- * word and u an integer: u 10^k is at or above the lower bound when
- * X <= u 2^34 (the interval is closed, c even) or X < u 2^34 (open), i.e.
- * X + open <= u 2^34; at or below the upper bound when u 2^34 + open <= X.
- * The lower bound is g (4c - 2) 2^h, or g (4c - 1) 2^h at a power of two. */
-static inline uint32_t shortest(uint32_t c, int b, int *e10) {
+ * fraction bits: the high words of g 4c 2^h, g (4c - 2) 2^h and
+ * g (4c + 2) 2^h, or g (4c - 1) 2^h for the lower bound at a power of two.
+ * One product gives the first; the bounds are it - down and it + up (up =
+ * g 2 2^h, down = up or up / 2), added in 128 bits: the same high words as
+ * three separate products. Let X be such a word and u an integer: u 10^k is
+ * at or above the lower bound when X <= u 2^34 (the interval is closed, c
+ * even) or X < u 2^34 (open), i.e. X + open <= u 2^34; at or below the
+ * upper bound when u 2^34 + open <= X. */
+static inline uint32_t shortest_of(uint32_t c, int h, uint64_t g, unsigned __int128 up,
+                                   unsigned __int128 down) {
     uint64_t open = c & 1;
-    /* k, h, g and the half interval g 2 2^h looked up by the biased
-     * exponent b */
-    int k = api__fmt_k[b], h = api__fmt_h[b];
-    uint64_t g = api__fmt_g[b], dh = api__fmt_d[2 * b], dl = api__fmt_d[2 * b + 1];
-    unsigned __int128 up = wide(dh, dl), down = up;
-    if (__builtin_expect(c == (1u << 23) && b > 1, 0)) {
-        /* a power of two: the lower half of the interval is half as wide */
-        int q = b - 150;
-        k = flog10_3q_pow2(q);
-        h = q + flog2_pow10(-k) + 33;
-        g = api__pow10_g[-k - API_G_MIN];
-        up = (unsigned __int128)g << (h + 1);
-        down = up >> 1;
-    }
-    *e10 = k;
     unsigned __int128 p = (unsigned __int128)g * ((uint64_t)c << (h + 2));
     uint64_t x = (uint64_t)(p >> 64);
     uint64_t xl = (uint64_t)((p - down) >> 64), xr = (uint64_t)((p + up) >> 64);
@@ -105,6 +91,32 @@ static inline uint32_t shortest(uint32_t c, int b, int *e10) {
      * shorter, unless it is 10 and s 9 (as many digits) */
     uint64_t w = umax / 10 * 10;
     return (uint32_t)pick((w >= umin) & (s >= 10), w, r);
+}
+
+/* A power of two (c = 2^23, b > 1), k = floor(log10(3/4 2^q)): the lower
+ * half of the interval is half as wide. Apart from the loop, so that the
+ * common case keeps its registers. */
+__attribute__((noinline)) static uint32_t shortest_pow2(uint32_t c, int q, int k) {
+    int h = q + flog2_pow10(-k) + 33;
+    uint64_t g = api__pow10_g[-k - API_G_MIN];
+    unsigned __int128 up = (unsigned __int128)g << (h + 1);
+    return shortest_of(c, h, g, up, up >> 1);
+}
+
+/* The shortest decimal f 10^*e10 in the rounding interval of v = c 2^q,
+ * b the biased exponent (c > 0); k, h, g and the half interval g 2 2^h are
+ * looked up by b. */
+static inline uint32_t shortest(uint32_t c, int b, int *e10) {
+    /* (loaded before the test: measured faster than after it) */
+    unsigned __int128 up = wide(api__fmt_d[2 * b], api__fmt_d[2 * b + 1]);
+    int h = api__fmt_h[b];
+    uint64_t g = api__fmt_g[b];
+    *e10 = api__fmt_k[b];
+    if (__builtin_expect(c == (1u << 23) && b > 1, 0)) {
+        *e10 = flog10_3q_pow2(b - 150);
+        return shortest_pow2(c, b - 150, *e10);
+    }
+    return shortest_of(c, h, g, up, up);
 }
 
 /* Is 2 c 2^q 10^-k an integer? */
@@ -144,11 +156,14 @@ static inline uint32_t rounded(uint32_t a, uint32_t c, int q, int p, int *e10) {
 /* The eight decimal digits of n < 10^8, one per byte (0..9), the first in the
  * lowest byte (memory order on little-endian machines). */
 static inline uint64_t digits8(uint32_t n) {
-    uint64_t x = (uint64_t)(n / 10000) | ((uint64_t)(n % 10000) << 32);
-    uint64_t y = ((x * 5243) >> 19) & 0x0000007f0000007full; /* /100 per 32-bit lane */
-    x = y | ((x - 100 * y) << 16);
-    y = ((x * 103) >> 10) & 0x000f000f000f000full; /* /10 per 16-bit lane */
-    return y | ((x - 10 * y) << 8);
+    /* each step splits every lane x into quotient q and remainder r by m,
+     * as q + r 2^w: that is x 2^w - q (m 2^w - 1), fewer operations */
+    uint64_t q = n / 10000;
+    uint64_t x = ((uint64_t)n << 32) - q * ((UINT64_C(10000) << 32) - 1);
+    q = ((x * 5243) >> 19) & 0x0000007f0000007full; /* /100 per 32-bit lane */
+    x = (x << 16) - q * ((100 << 16) - 1);
+    q = ((x * 103) >> 10) & 0x000f000f000f000full; /* /10 per 16-bit lane */
+    return (x << 8) - q * ((10 << 8) - 1);
 }
 
 static inline void store64(char *p, uint64_t v) { memcpy(p, &v, 8); }
