@@ -9,21 +9,25 @@
  * k = floor(log10 2^q) the interval is at least 10^k wide and less than
  * 10^(k+1), so it holds at most one multiple of 10^(k+1) — if it does, that
  * one is the shortest — and else one or two of the multiples of 10^k around
- * v, of which the nearest is taken. The test "is s 10^k in the interval"
- * needs 4v / 10^k, 4(v - half ulp) / 10^k and 4(v + half ulp) / 10^k to
- * the integer, and whether they are integers: one 64 x 64-bit product of the
- * scaled significand with 10^-k rounded up to 64 bits (api/pow10_tables.h)
- * gives them with 32 fraction bits, more than the error of the table (under
- * 2^-34 of a unit) needs. Every one of the 2^32 floats is checked against the
- * printer this replaced (bench/fmt_all.c, `make fmt-all`).
+ * v, of which the nearest is taken. The test "is u 10^k in the interval"
+ * needs 4v / 10^k and the bounds 4(v -+ half ulp) / 10^k to 32 fraction
+ * bits: one 64 x 64-bit product of the scaled significand with 10^-k
+ * rounded up to 64 bits gives the first, and the bounds are it -+ the half
+ * interval (also scaled by 10^-k), added in 128 bits; 32 fraction bits are
+ * more than the error of the table (under 2^-34 of a unit) needs. k, the
+ * scale and 10^-k are looked up by the float's exponent (api/pow10_tables.h,
+ * from api/tools/gen-pow10.py). Every one of the 2^32 floats is checked
+ * against the printer this replaced (bench/fmt_all.c, `make fmt-all`).
  *
  * precision 1..9: v rounded to that many significant digits, halves away
- * from zero: floor(2v / 10^k) from the same product, corrected by one where
+ * from zero: floor(2v / 10^k) from one such product, corrected by one where
  * the product's fraction bits are zero but 2v / 10^k is not an integer
  * (decided exactly from c, q and k).
  *
  * The digits are written eight at a time (SWAR: one 64-bit word, a byte per
- * digit), trailing zeros counted from the same word.
+ * digit), trailing zeros counted from the same word; where the text goes is
+ * looked up by exponent and digit count. The loop is bound by the number of
+ * integer operations per float, which is what the tables save.
  */
 #include "api/api_internal.h"
 #include "api/pow10_tables.h"
@@ -61,7 +65,8 @@ static inline unsigned __int128 wide(uint64_t hi, uint64_t lo) {
 }
 
 /* f of the shortest decimal f 10^k in the rounding interval of v = c 2^q
- * (c > 0), the nearest to v among those, given h and g (10^-k) as above.
+ * (c > 0), the nearest to v among those; g is 10^-k rounded up to 64 bits
+ * and h = q + floor(log2 10^-k) + 33 (33..36).
  *
  * 4v / 10^k and the bounds 4(v -+ half ulp) / 10^k are wanted with 32
  * fraction bits: the high words of g 4c 2^h, g (4c - 2) 2^h and
@@ -89,7 +94,7 @@ static inline uint32_t shortest_of(uint32_t c, int h, uint64_t g, unsigned __int
     r = pick(r > umax, umax, r);
     /* a multiple of 10^(k+1) in the interval (there is at most one) is
      * shorter, unless it is 10 and s 9 (as many digits) */
-    uint64_t w = umax / 10 * 10;
+    uint64_t w = (uint32_t)umax / 10 * 10; /* umax < 2^28 */
     return (uint32_t)pick((w >= umin) & (s >= 10), w, r);
 }
 
@@ -132,7 +137,7 @@ static inline uint64_t twice_floor(uint32_t c, int q, int k) {
     uint64_t c2 = (uint64_t)c << 1;
     int s = __builtin_clzll(c2) - 1; /* c2 << s in [2^62, 2^63) */
     uint64_t x = mul_hi64(api__pow10_g[-k - API_G_MIN], c2 << s);
-    int f = s - q - flog2_pow10(-k) - 1; /* fraction bits of x */
+    int f = s - q - api__pow10_log2[-k - API_G_MIN] - 1; /* fraction bits of x */
     uint64_t y = x >> f;
     /* x is floor(2^f y') or one more: when that carried into the integer
      * part, the fraction bits are all zero although y' is not an integer */
@@ -140,15 +145,28 @@ static inline uint64_t twice_floor(uint32_t c, int q, int k) {
     return y;
 }
 
-/* v = c 2^q (c > 0; a: its bits) to p significant digits, halves up:
- * f 10^*e10. */
-static inline uint32_t rounded(uint32_t a, uint32_t c, int q, int p, int *e10) {
-    int b2 = q + 31 - __builtin_clz(c); /* 2^b2 <= v < 2^(b2+1) */
-    int E = flog10_pow2(b2);            /* 10^E <= v < 10^(E+2) */
-    E += a >= api__float_pow10[E + 1 + 45];
-    int k = E - p + 1;
-    *e10 = k;
-    return (uint32_t)((twice_floor(c, q, k) + 1) >> 1);
+/* v = c 2^q (c > 0; a: its bits, b: its biased exponent) to p significant
+ * digits, halves up: F 10^(*E - 8), F nine digits (the first not 0) and *E
+ * the exponent of the first digit; scale = 10^(9 - p). */
+static inline uint32_t rounded(uint32_t a, uint32_t c, int b, int q, int p, uint32_t scale,
+                               int *E) {
+    int e;
+    if (__builtin_expect(b != 0, 1)) { /* looked up: 10^e <= v < 10^(e+2) */
+        e = api__fmt_e[b];
+        e += a >= api__fmt_above[b];
+    } else {
+        int b2 = q + 31 - __builtin_clz(c); /* 2^b2 <= v < 2^(b2+1) */
+        e = flog10_pow2(b2);                /* 10^e <= v < 10^(e+2) */
+        e += a >= api__float_pow10[e + 1 + 45];
+    }
+    /* 10^(p-1) <= f <= 10^p: 10^p when the rounding carries */
+    uint32_t f = (uint32_t)((twice_floor(c, q, e - p + 1) + 1) >> 1) * scale;
+    if (f >= 1000000000u) {
+        f = 100000000u;
+        e++;
+    }
+    *E = e;
+    return f;
 }
 
 /* ==== Text ================================================================ */
@@ -211,31 +229,23 @@ static const struct layout LAYOUT[23][9] = {
     LAYOUT_ROW(5),  LAYOUT_ROW(6),  LAYOUT_ROW(7),  LAYOUT_ROW(8),  LAYOUT_ROW(9),  LAYOUT_ROW(10),
     LAYOUT_ROW(11), LAYOUT_ROW(12), LAYOUT_ROW(13), LAYOUT_ROW(14), LAYOUT_ROW(15)};
 
-/* Writes f 10^e10 (0 < f <= 10^9), sign first: plain notation for exponents
- * -7..15 of the first digit, else d.ddde-N (integers of 17 digits and more
- * overflow int64 readers such as jansson, which read a number without '.'
- * or 'e' as an integer). Trailing zeros are dropped. Returns the length; may
- * write up to 28 bytes (within API_FLOAT_MAX + API_FLOAT_SLACK).
+/* Writes f 10^(E - 8) (f nine digits, the first not 0: E is the exponent of
+ * the first), sign first: plain notation for exponents -7..15 of the first
+ * digit, else d.ddde-N (integers of 17 digits and more overflow int64
+ * readers such as jansson, which read a number without '.' or 'e' as an
+ * integer). Trailing zeros are dropped. Returns the length; may write up to
+ * 28 bytes (within API_FLOAT_MAX + API_FLOAT_SLACK).
  *
  * The plain forms are written without branches (0.0ddd and d.ddd alternate
- * at random in a tensor): the digits are scaled to exactly nine, the first
- * in hi and the other eight in one word, and fixed stores at computed
- * offsets lay out the text; what one form does not need lands past its end. */
-static inline int write_decimal(char *out, int neg, uint32_t f, int e10) {
-    if (f >= 1000000000u) { /* 10^9 (precision 9 rounding up): drop a zero */
-        f /= 10;
-        e10++;
-    }
-    const struct digits *t = &DIGITS[31 - __builtin_clz(f)];
-    int big = f >= t->from;
-    int nd = t->n + big;    /* digits of f */
-    f *= t->scale[big];     /* nine digits, the first not 0 */
+ * at random in a tensor): the first digit in hi and the other eight in one
+ * word, and fixed stores at looked-up offsets lay out the text; what one
+ * form does not need lands past its end. */
+static inline int write_nine(char *out, int neg, uint32_t f, int E) {
     uint32_t hi = f / 100000000u;
     uint64_t d = digits8(f - hi * 100000000u);
     int sig = d ? 9 - (__builtin_clzll(d) >> 3) : 1; /* without trailing zeros */
     d |= ASCII_ZEROS;
     char first = (char)('0' + hi);
-    int E = nd - 1 + e10; /* exponent of the first digit */
     char *o = out;
     *o = '-';
     o += neg;
@@ -264,16 +274,28 @@ static inline int write_decimal(char *out, int neg, uint32_t f, int e10) {
     return (int)(o - out) + l->len;
 }
 
-/* The decimal of a finite nonzero |v| (bits a): f 10^*e10. */
-static inline uint32_t decimal_of(uint32_t a, int precision, int *e10) {
+/* The decimal of a finite nonzero |v| (bits a) as for write_nine: f, *E.
+ * scale: 10^(9 - precision), 0 for the shortest. */
+static inline uint32_t nine_of(uint32_t a, int precision, uint32_t scale, int *E) {
     uint32_t c = a & 0x7fffffu;
     int b = (int)(a >> 23), q = -149;
     if (b) {
         c |= 0x800000u;
         q = b - 150;
     }
-    return precision >= 1 && precision <= 9 ? rounded(a, c, q, precision, e10)
-                                            : shortest(c, b, e10);
+    if (scale) return rounded(a, c, b, q, precision, scale, E);
+    int e10;
+    uint32_t f = shortest(c, b, &e10); /* below 2^28 */
+    const struct digits *t = &DIGITS[31 - __builtin_clz(f)];
+    int big = f >= t->from;
+    *E = t->n + big - 1 + e10;
+    return f * t->scale[big];
+}
+
+/* 10^(9 - precision) for precision 1..9, else 0 (the shortest) */
+static uint32_t scale_of(int precision) {
+    static const uint32_t S[9] = {100000000, 10000000, 1000000, 100000, 10000, 1000, 100, 10, 1};
+    return precision >= 1 && precision <= 9 ? S[precision - 1] : 0;
 }
 
 static inline int write_zero(char *out, int neg) {
@@ -289,14 +311,15 @@ int api__format_float(char *out, float v, int precision) {
     uint32_t a = u & 0x7fffffffu;
     if (a >= 0x7f800000u) return 0; /* NaN, inf */
     if (a == 0) return write_zero(out, neg);
-    int e10;
-    uint32_t f = decimal_of(a, precision, &e10);
-    return write_decimal(out, neg, f, e10);
+    int E;
+    uint32_t f = nine_of(a, precision, scale_of(precision), &E);
+    return write_nine(out, neg, f, E);
 }
 
 size_t api__format_row(char *out, const float *x, size_t n, int precision, size_t *done) {
     char *o = out;
     size_t i = 0;
+    uint32_t scale = scale_of(precision);
     for (; i < n; i++) {
         uint32_t u;
         memcpy(&u, &x[i], sizeof u);
@@ -304,13 +327,13 @@ size_t api__format_row(char *out, const float *x, size_t n, int precision, size_
         if (a >= 0x7f800000u) break;
         *o = ',';
         o += i > 0;
-        int neg = (int)(u >> 31), e10;
+        int neg = (int)(u >> 31), E;
         if (a == 0) {
             o += write_zero(o, neg);
             continue;
         }
-        uint32_t f = decimal_of(a, precision, &e10);
-        o += write_decimal(o, neg, f, e10);
+        uint32_t f = nine_of(a, precision, scale, &E);
+        o += write_nine(o, neg, f, E);
     }
     *done = i;
     return (size_t)(o - out);
