@@ -8,6 +8,13 @@ integer arithmetic:
       so 2^63 < g <= 2^64 - 1 and 10^e < g * 2^b <= 10^e + 2^b.
   api__float_pow10[n + 45]  for n in [-45, 39]: the bits of the smallest
       float32 >= 10^n (those of +inf for 10^39).
+  api__fmt_g[b], api__fmt_k[b], api__fmt_h[b], api__fmt_d[2 * b], [2 * b + 1]
+      for the biased exponent b of a float32 (0..254; q = b - 150, or -149
+      for b = 0): the printer's k = floor(q log10 2), h = q + floor(log2
+      10^-k) + 33, g of 10^-k and g 2^(h + 1) in 128 bits (high, low).
+  api__fmt_e[b], api__fmt_above[b]  for b = 1..254: E = floor(log10 2^(b -
+      127)) and the bits of the smallest float32 >= 10^(E + 1).
+  api__pow10_log2[e - API_G_MIN]: floor(log2 10^e), e as for api__pow10_g.
   api__pow5_128[2 * (q - API_P5_MIN)], [... + 1]  for q in [API_P5_MIN,
       API_P5_MAX]: high and low 64 bits of 5^q normalised to [2^127, 2^128),
       truncated for q >= 0, rounded up for q < 0 (the Eisel-Lemire table).
@@ -120,6 +127,44 @@ def main():
     for n in range(-45, 40):
         print("    0x%08xu, /* 1e%d */" % (float_at_least_pow10(n), n))
     print("};")
+    print()
+    print("/* per biased float32 exponent b = 0..254 (q = b - 150, -149 for b = 0):")
+    print(" * g of 10^-k, k = floor(q log10 2), h = q + floor(log2 10^-k) + 33 and")
+    print(" * g 2^(h + 1) in 128 bits (high, low) */")
+    ks, hs = [], []
+    for b in range(255):
+        q = -149 if b == 0 else b - 150
+        k = (q * 661971961083) >> 41
+        ks.append(k)
+        hs.append(q + floor_log2_pow10(-k) + 33)
+    print("static const uint64_t api__fmt_g[255] = {")
+    for b in range(255):
+        print("    0x%016xu, /* %d */" % (g_entry(-ks[b]), b))
+    print("};")
+    print("static const uint64_t api__fmt_d[510] = {")
+    for b in range(255):
+        d = g_entry(-ks[b]) << (hs[b] + 1)
+        print("    0x%016xu, 0x%016xu, /* %d */" % (d >> 64, d & (2 ** 64 - 1), b))
+    print("};")
+    es = [0] + [((b - 127) * 661971961083) >> 41 for b in range(1, 255)]
+    above = [0] + [float_at_least_pow10(es[b] + 1) for b in range(1, 255)]
+    print("/* per biased exponent b = 1..254 (0: unused): E = floor(log10 2^(b - 127))")
+    print(" * and the bits of the smallest float32 >= 10^(E + 1) */")
+    print("static const uint32_t api__fmt_above[255] = {")
+    for i in range(0, 255, 6):
+        print("    " + " ".join("0x%08xu," % v for v in above[i:i + 6]))
+    print("};")
+    print("/* floor(log2 10^e), e = API_G_MIN..API_G_MAX */")
+    print("static const int16_t api__pow10_log2[%d] = {" % (G_MAX - G_MIN + 1))
+    l2 = [floor_log2_pow10(e) for e in range(G_MIN, G_MAX + 1)]
+    for i in range(0, len(l2), 16):
+        print("    " + " ".join("%d," % v for v in l2[i:i + 16]))
+    print("};")
+    for name, typ, vals in (("k", "int8_t", ks), ("h", "uint8_t", hs), ("e", "int8_t", es)):
+        print("static const %s api__fmt_%s[255] = {" % (typ, name))
+        for i in range(0, 255, 16):
+            print("    " + " ".join("%d," % v for v in vals[i:i + 16]))
+        print("};")
     print()
     print("#define API_P5_MIN (%d)" % P5_MIN)
     print("#define API_P5_MAX %d" % P5_MAX)
