@@ -350,8 +350,10 @@ typedef struct attn_pool attn_pool;
 /* `threads` is how many threads may compute at once, callers included
  * (threads - 1 helpers are started): the number of cores. Sets OpenBLAS to
  * one thread of its own (openblas_set_num_threads(1)), which concurrent
- * calls need. Returns NULL if threads is not in [1, 1024] or memory or
- * threads cannot be had. */
+ * calls need. On Linux a pool thread that joins a call is given every CPU
+ * the process had at creation but the caller's (sched_setaffinity), so the
+ * scheduler cannot queue it behind the caller. Returns NULL if threads is
+ * not in [1, 1024] or memory or threads cannot be had. */
 attn_pool *attn_pool_create(int threads);
 /* Joins the threads and frees the pool; no call may be using it. Accepts NULL. */
 void attn_pool_destroy(attn_pool *pool);

@@ -10,12 +10,22 @@
  * Items are coarse (a tile of attention, a block of rows of a projection:
  * tens of microseconds and more), so claiming under one mutex costs nothing
  * measurable.
+ *
+ * Helpers are kept off the caller's CPU (steer_helpers). Woken after an idle
+ * spell, a helper was often placed by Linux on the CPU of the caller that
+ * woke it, on a KVM guest whose other virtual CPU had halted: it then waited
+ * for the caller to block, and the call ran on one core until the load
+ * balancer moved it, milliseconds later (MultiHeadAttention, T = 256, 12
+ * heads: 15 ms after 0.35 s of sleep against 8 ms back to back). With the
+ * caller's CPU out of its affinity mask, the wake-up has to use another CPU:
+ * 8 ms after sleep too.
  */
 #include "internal.h"
 #include "parallel.h"
 
 #include <cblas.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 
 typedef struct job {
@@ -36,6 +46,9 @@ struct attn_pool {
     int stopping;
     int n_threads;
     pthread_t *threads;
+    int *avoided;          /* per helper: the CPU its affinity leaves out, -1: none */
+    cpu_set_t allowed;     /* the CPUs the process could use when the pool began */
+    int n_allowed;
 };
 
 int attn__pool_width(const attn_pool *pool) { return pool ? pool->width : 1; }
@@ -85,6 +98,23 @@ static void *helper(void *arg) {
     return NULL;
 }
 
+/* Gives each helper every CPU the process had but the caller's, so that the
+ * wake-up below cannot queue a helper behind the caller (see the top). One
+ * system call per helper when the caller's CPU changes, none otherwise; a
+ * helper busy with another call on that CPU is moved off it, which is
+ * also where it should be. Called with p->mu held. */
+static void steer_helpers(attn_pool *p) {
+    int cpu = sched_getcpu();
+    if (cpu < 0 || p->n_allowed < 2 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &p->allowed))
+        return;
+    cpu_set_t others = p->allowed;
+    CPU_CLR(cpu, &others);
+    for (int i = 0; i < p->n_threads; i++)
+        if (p->avoided[i] != cpu &&
+            pthread_setaffinity_np(p->threads[i], sizeof others, &others) == 0)
+            p->avoided[i] = cpu;
+}
+
 void attn__parallel(attn_pool *p, long n_items, int worth_it, attn__item_fn fn, void *ctx) {
     if (p == NULL || p->width < 2 || n_items < 2 || !worth_it) {
         for (long i = 0; i < n_items; i++) fn(ctx, i, 0);
@@ -99,6 +129,7 @@ void attn__parallel(attn_pool *p, long n_items, int worth_it, attn__item_fn fn, 
     job **tail = &p->jobs;
     while (*tail) tail = &(*tail)->link;
     *tail = &j;
+    if (p->computing < p->width) steer_helpers(p); /* some helper may join */
     p->computing++;
     pthread_cond_broadcast(&p->wake);
     run_items(p, &j, 0);
@@ -115,7 +146,11 @@ attn_pool *attn_pool_create(int threads) {
     if (p == NULL) return NULL;
     p->width = threads;
     p->threads = calloc((size_t)threads, sizeof *p->threads);
-    if (p->threads == NULL) goto fail_alloc;
+    p->avoided = malloc((size_t)threads * sizeof *p->avoided);
+    if (p->threads == NULL || p->avoided == NULL) goto fail_alloc;
+    for (int i = 0; i < threads; i++) p->avoided[i] = -1;
+    if (sched_getaffinity(0, sizeof p->allowed, &p->allowed) == 0)
+        p->n_allowed = CPU_COUNT(&p->allowed);
     if (pthread_mutex_init(&p->mu, NULL) != 0) goto fail_alloc;
     if (pthread_cond_init(&p->wake, NULL) != 0) goto fail_mutex;
     /* Several threads now call OpenBLAS at once: 0.3.21 is safe for that
@@ -132,6 +167,7 @@ fail_mutex:
     pthread_mutex_destroy(&p->mu);
 fail_alloc:
     free(p->threads);
+    free(p->avoided);
     free(p);
     return NULL;
 }
@@ -146,6 +182,7 @@ void attn_pool_destroy(attn_pool *p) {
     pthread_cond_destroy(&p->wake);
     pthread_mutex_destroy(&p->mu);
     free(p->threads);
+    free(p->avoided);
     free(p);
 }
 

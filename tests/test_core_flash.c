@@ -8,10 +8,14 @@
  *     total_elements grows with T, not T²;
  *   - results are bit-identical for pools of 1 to 4 threads, and when 4
  *     calls share one pool at once;
+ *   - pool threads that join a call may run on every CPU but the caller's
+ *     (so that Linux cannot queue them behind it), and follow the caller
+ *     when it moves;
  *   - the long PyTorch goldens of tests/golden/long (generate_long.py), on
  *     the fused path, within 3e-5 + 3e-4 |want|.
  */
 #include <check.h>
+#include <sched.h>
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
@@ -513,6 +517,58 @@ static void long_golden(const char *name) {
     json_decref(root);
 }
 
+/* ==== helpers stay off the caller's CPU ===================================== */
+
+typedef struct {
+    int caller_cpu;
+    int helper_items;            /* items run by a pool thread */
+    int helper_could_use_caller; /* ... whose affinity allowed the caller's CPU */
+    int helper_could_use_other;  /* ... whose affinity allowed some other CPU */
+    pthread_mutex_t mu;
+} where_ctx;
+
+static void where_item(void *arg, long item, int slot) {
+    (void)item;
+    where_ctx *w = arg;
+    for (volatile long i = 0; i < 2000000; i++) {} /* about a millisecond: time for the helper to join */
+    if (slot == 0) return;
+    cpu_set_t mine;
+    ck_assert_int_eq(sched_getaffinity(0, sizeof mine, &mine), 0);
+    pthread_mutex_lock(&w->mu);
+    w->helper_items++;
+    w->helper_could_use_caller += CPU_ISSET(w->caller_cpu, &mine) != 0;
+    w->helper_could_use_other += CPU_COUNT(&mine) - (CPU_ISSET(w->caller_cpu, &mine) != 0) > 0;
+    pthread_mutex_unlock(&w->mu);
+}
+
+START_TEST(helpers_avoid_callers_cpu) {
+    cpu_set_t all;
+    ck_assert_int_eq(sched_getaffinity(0, sizeof all, &all), 0);
+    if (CPU_COUNT(&all) < 2) {
+        printf("helpers_avoid_callers_cpu: one CPU, nothing to steer\n");
+        return;
+    }
+    attn_pool *pool = attn_pool_create(2);
+    ck_assert_ptr_nonnull(pool);
+    int tried = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE && tried < 2; cpu++) {
+        if (!CPU_ISSET(cpu, &all)) continue;
+        tried++; /* the caller on one CPU, then on another: the helper follows */
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        ck_assert_int_eq(sched_setaffinity(0, sizeof one, &one), 0);
+        where_ctx w = {.caller_cpu = cpu, .mu = PTHREAD_MUTEX_INITIALIZER};
+        attn_pool_run(pool, 40, where_item, &w);
+        ck_assert_msg(w.helper_items > 0, "the helper never joined 40 ms of work");
+        ck_assert_int_eq(w.helper_could_use_caller, 0);
+        ck_assert_int_eq(w.helper_could_use_other, w.helper_items);
+    }
+    ck_assert_int_eq(sched_setaffinity(0, sizeof all, &all), 0);
+    attn_pool_destroy(pool);
+}
+END_TEST
+
 START_TEST(pytorch_long) {
     static const char *const names[] = {"sdpa_long_causal", "sdpa_long_cross_gqa_bool_kpm",
                                         "sdpa_long_causal_add_scale", "gpt2_long_kpm"};
@@ -526,7 +582,8 @@ static Suite *flash_suite(void) {
     openblas_set_num_threads(1);
     Suite *s = suite_create("flash");
     const TTest *tests[] = {fused_matches_materialised, fully_masked_rows_are_zero, plan_linear_in_t,
-                            same_bits_any_pool, same_bits_concurrent_calls, NULL};
+                            same_bits_any_pool, same_bits_concurrent_calls, helpers_avoid_callers_cpu,
+                            NULL};
     TCase *tc = tcase_with(s, "fused", 120, tests);
     tcase_add_loop_test(tc, pytorch_long, 0, 4);
     return s;
