@@ -24,6 +24,14 @@ typedef enum {
 
 typedef struct srv_budget srv_budget;
 
+/* The memory the parse of a JSON body of `len` bytes takes at most: the
+ * body itself, and jansson's tree, counted from the brackets and
+ * separators. Measured with jansson 2.14: about 41 bytes per number in an
+ * array, 168 per value in one-element arrays ([[0],[0],...]); this counts
+ * 192 per bracket and 48 per separator. Counted 16 bytes at a time: 0.05 ms
+ * for 1 MB, where a loop over the bytes took 0.27. */
+size_t srv_budget_parse_estimate(const char *body, size_t len);
+
 /* Lets freed memory stay mapped for the next request, within a budget of
  * `limit` bytes for a process of `threads` threads that allocate.
  *

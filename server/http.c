@@ -253,21 +253,6 @@ static void store_error(api_reply *rep, api_error err, const char *msg) {
     rep->body = b;
 }
 
-/* The memory the parse of a body takes at most: the body itself, and
- * jansson's tree, counted from the brackets and separators. Measured with
- * jansson 2.14: about 41 bytes per number in an array, 168 per value in
- * one-element arrays ([[0],[0],...]); this counts 192 per bracket and 48 per
- * separator. */
-static size_t parse_estimate(const char *body, size_t len) {
-    size_t open = 0, sep = 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = body[i];
-        open += c == '[' || c == '{';
-        sep += c == ',' || c == ':';
-    }
-    return len + open * 192 + (sep + 1) * 48;   /* len < 2^48: no overflow */
-}
-
 static void budget_message(const request *q, srv_budget_result r, size_t bytes, char *msg,
                            size_t size) {
     srv_budget_stats st;
@@ -366,7 +351,7 @@ static void compute_job(void *arg) {
         finish_job(q);
         return;
     }
-    size_t parse = parse_estimate(q->body ? q->body : "", q->len);
+    size_t parse = srv_budget_parse_estimate(q->body ? q->body : "", q->len);
     srv_budget_result r = srv_budget_reserve(s->budget, &q->held, parse, q->deadline);
     if (r == SRV_BUDGET_OK) {
         api_limits lim = request_limits(q);

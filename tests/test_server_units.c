@@ -24,6 +24,44 @@ static double in(double s) { return now_s() + s; }
 
 /* ==== Memory budget ===================================================== */
 
+/* The estimate counted byte by byte, as its definition says. */
+static size_t estimate_by_bytes(const char *body, size_t len) {
+    size_t open = 0, sep = 0;
+    for (size_t i = 0; i < len; i++) {
+        open += body[i] == '[' || body[i] == '{';
+        sep += body[i] == ',' || body[i] == ':';
+    }
+    return len + open * 192 + (sep + 1) * 48;
+}
+
+START_TEST(t_budget_parse_estimate) {
+    /* lengths around the 16-byte steps and 127-step blocks; texts made of
+     * the counted characters only, and of one of them (so that a lane that
+     * overflowed or a tail counted twice would show); an unaligned start */
+    static const char alphabet[] = "[{,:]}\"0123456789.e-";
+    size_t max = 16 * 127 * 3 + 40;
+    char *text = malloc(max + 1);
+    ck_assert_ptr_nonnull(text);
+    unsigned seed = 7;
+    int checked = 0;
+    for (size_t len = 0; len <= max; len += len < 64 ? 1 : len % 2032 < 40 || len % 2032 > 1990 ? 1 : 97) {
+        for (int kind = 0; kind < 4; kind++) { /* JSON-like, counted only, all '[', all ',' */
+            for (size_t i = 0; i < len + 1; i++) {
+                seed = seed * 1103515245u + 12345u;
+                unsigned r = seed >> 16;
+                text[i] = kind == 0   ? alphabet[r % (sizeof alphabet - 1)]
+                          : kind == 1 ? "[{,:"[r % 4]
+                                      : "[,"[kind - 2];
+            }
+            ck_assert_uint_eq(srv_budget_parse_estimate(text + 1, len), estimate_by_bytes(text + 1, len));
+            checked++;
+        }
+    }
+    ck_assert_int_gt(checked, 700);
+    free(text);
+}
+END_TEST
+
 START_TEST(t_budget_reserve_release) {
     srv_budget *b = srv_budget_create(100 * MiB);
     ck_assert_ptr_nonnull(b);
@@ -232,7 +270,7 @@ END_TEST
 
 static Suite *units_suite(void) {
     Suite *s = suite_create("server_units");
-    const TTest *tests[] = {t_budget_reserve_release, t_budget_release_wakes_growers_first, t_budget_refuses_deadlock, t_budget_default_is_stated, t_cors_lists, t_etag_if_none_match, t_codings, NULL};
+    const TTest *tests[] = {t_budget_parse_estimate, t_budget_reserve_release, t_budget_release_wakes_growers_first, t_budget_refuses_deadlock, t_budget_default_is_stated, t_cors_lists, t_etag_if_none_match, t_codings, NULL};
     tcase_with(s, "units", 30, tests);
     return s;
 }
