@@ -93,7 +93,17 @@ typedef struct {
     void *reserve_ctx;
     struct attn_pool *compute; /* threads one request may share its work with
                                   (attn_pool_create); NULL = the calling thread */
+    int zero_copy;          /* the caller takes a reply in parts (api_reply.parts) */
 } api_limits;
+
+/* A piece of a reply body left where the computation wrote it; a reply has
+ * at most API_REPLY_MAX_PARTS. */
+#define API_REPLY_MAX_PARTS 128
+
+typedef struct {
+    const void *data;
+    size_t len;
+} api_part;
 
 typedef struct {
     int status;           /* HTTP status: 200, 400, 413, 500 */
@@ -101,7 +111,22 @@ typedef struct {
     const char *content_type; /* static: "application/json", "application/octet-stream"
                                  for a safetensors reply, "image/png", "image/svg+xml" */
     double ms_parse, ms_compute, ms_serialise;
+    /* With api_limits.zero_copy, a safetensors reply in float32 leaves its
+     * tensors in the arrays the computation wrote (no copy of a 50 MB map):
+     * the body is `body` followed by parts[0], ..., parts[n_parts - 1], whose
+     * memory parts_owner keeps. n_parts is 0 for every other reply. */
+    const api_part *parts;
+    int n_parts;
+    void *parts_owner;
 } api_reply;
+
+/* Frees the body and whatever the parts point into; the reply is then empty. */
+void api_reply_free(api_reply *reply);
+/* The body's length, parts included. */
+size_t api_reply_length(const api_reply *reply);
+/* Copies the parts onto the end of the body, which is then the whole reply
+ * (for gzip, say). 0, or -1 when memory ran out (the reply unchanged). */
+int api_reply_flatten(api_reply *reply);
 
 /* Handles one request body for an endpoint. Fills reply with a body (the
  * result, or {"error": {...}}) and returns reply->status; or returns 0 with

@@ -401,12 +401,24 @@ int api__respond_svg(api_buf *b, const api_result *r, api_err *e);
  * computed tensor). */
 void api__map_of(const api_result *r, api_out k, api_map *m);
 
+/* The most tensors one safetensors reply holds. */
+#define API_ST_MAX_ENTRIES (2 * API_OUT_COUNT + 64)
+_Static_assert(API_ST_MAX_ENTRIES <= API_REPLY_MAX_PARTS, "a reply's parts are its tensors");
+
+/* Where a safetensors reply may leave its tensors' bytes in place (float32
+ * on a little-endian machine: the file's bytes are the arrays' own): the
+ * body then ends after the header, and the data is parts[0..n) (api_reply.parts). */
+typedef struct {
+    api_part part[API_ST_MAX_ENTRIES];
+    int n;
+} api_st_parts;
+
 /* Writes the 200 body. Returns 0, or -1 with e filled (allocation, NaN). */
 int api__respond(api_buf *b, const api_result *r, const api_reply *timing_so_far,
-                 double t_serialise_start, api_err *e);
+                 double t_serialise_start, api_st_parts *parts, api_err *e);
 /* The same as one safetensors file (safetensors.c). */
 int api__respond_safetensors(api_buf *b, const api_result *r, const api_reply *timing_so_far,
-                             double t_serialise_start, api_err *e);
+                             double t_serialise_start, api_st_parts *parts, api_err *e);
 
 /* One tensor of a safetensors file. */
 typedef enum { API_ST_FLOAT, API_ST_BYTES, API_ST_INT32 } api_st_kind;
@@ -428,7 +440,7 @@ typedef struct {
  * safetensors file into b, with "format": "pt", "module" and the metadata.
  * 0, or -1 with e filled (allocation, NaN or infinity). */
 int api__safetensors_write(api_buf *b, api_st_entry *t, int n, int half, const char *module,
-                           const api_st_meta *metas, int n_meta, api_err *e);
+                           const api_st_meta *metas, int n_meta, api_st_parts *parts, api_err *e);
 /* The axes of tensor output k as the reply gives them (no batch axis when the
  * inputs had none, no head axis for single-head requests) into shape; its
  * data (float or uint8_t) into *data. Returns the rank. */

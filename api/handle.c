@@ -105,6 +105,64 @@ static void allocs_free(allocs *a) {
     a->n = 0;
 }
 
+/* ==== replies in parts ==================================================== */
+
+/* A reply's parts and the arrays they point into: the outputs, the
+ * parameters and the selected maps, handed over by api_handle. */
+typedef struct {
+    api_st_parts parts;
+    void *arrays[API_OUT_COUNT + 2 + 2 * API_OUT_COUNT];
+    int n_arrays;
+} parts_owner;
+
+static void keep(parts_owner *o, void *p) {
+    if (p) o->arrays[o->n_arrays++] = p;
+}
+
+/* Moves everything the parts may point into from the request to o. */
+static void hand_over(parts_owner *o, allocs *a, float **params, api_result *res) {
+    for (int i = 0; i < a->n; i++) keep(o, a->p[i]);
+    a->n = 0;
+    keep(o, *params);
+    *params = NULL;
+    for (int k = 0; k < API_OUT_COUNT; k++)
+        if (res->mapped & 1u << k) {
+            keep(o, res->maps[k].data);
+            keep(o, res->maps[k].indices);
+        }
+    res->mapped = 0;
+}
+
+void api_reply_free(api_reply *reply) {
+    api_buf_free(&reply->body);
+    parts_owner *o = reply->parts_owner;
+    if (o) {
+        for (int i = 0; i < o->n_arrays; i++) free(o->arrays[i]);
+        free(o);
+    }
+    reply->parts = NULL;
+    reply->n_parts = 0;
+    reply->parts_owner = NULL;
+}
+
+size_t api_reply_length(const api_reply *reply) {
+    size_t n = reply->body.len;
+    for (int i = 0; i < reply->n_parts; i++) n += reply->parts[i].len;
+    return n;
+}
+
+int api_reply_flatten(api_reply *reply) {
+    if (reply->n_parts == 0) return 0;
+    if (api__buf_reserve(&reply->body, api_reply_length(reply) - reply->body.len + 1)) return -1;
+    for (int i = 0; i < reply->n_parts; i++)
+        api__buf_put(&reply->body, reply->parts[i].data, reply->parts[i].len);
+    api_buf body = reply->body;
+    reply->body = (api_buf){0};
+    api_reply_free(reply); /* the arrays */
+    reply->body = body;
+    return 0;
+}
+
 /* Allocates every requested output that core writes, in the attn_outputs
  * field its row names. */
 static void alloc_outputs(const api_request *rq, const attn_plan *plan, attn_outputs *o, allocs *a) {
@@ -212,6 +270,7 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
     int ok = 0, deferred = 0;
     api_format format = API_FORMAT_NESTED;
     api_result res = {0};
+    parts_owner *owner = NULL;
 
     json_error_t je;
     json_t *root = NULL;
@@ -310,9 +369,22 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
     size_t reserve = f == API_FORMAT_PNG || f == API_FORMAT_SAFETENSORS ? 4096
                      : f == API_FORMAT_BASE64                           ? out_values * 6 + 4096
                                                                         : out_values * 10 + 512;
+    /* float32 safetensors: the tensors stay where they are */
+    if (lim && lim->zero_copy && f == API_FORMAT_SAFETENSORS && !rq.fmt.half &&
+        (owner = calloc(1, sizeof *owner)) == NULL) {
+        api__fail(&e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");
+        goto done;
+    }
     if (api__buf_reserve(&reply->body, reserve) == 0 &&
-        api__respond(&reply->body, &res, reply, t2, &e) == 0)
+        api__respond(&reply->body, &res, reply, t2, owner ? &owner->parts : NULL, &e) == 0)
         ok = 1;
+    if (ok && owner && owner->parts.n > 0) {
+        hand_over(owner, &a, &params, &res);
+        reply->parts = owner->parts.part;
+        reply->n_parts = owner->parts.n;
+        reply->parts_owner = owner;
+        owner = NULL;
+    }
     format = rq.fmt.format;
     reply->ms_serialise = api__now_ms() - t2;
 
@@ -320,6 +392,7 @@ done:
     json_decref(root);
     api__scan_set_current(NULL);
     api__scan_free(&scan);
+    free(owner);
     api__select_release(&res);
     allocs_free(&a);
     free(params);

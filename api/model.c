@@ -774,7 +774,7 @@ static int respond_safetensors(api_buf *b, const model_rq *rq, const attn_gpt2_p
                         timing->ms_parse, timing->ms_compute, api__now_ms() - t2);
         m[n_meta++] = (api_st_meta){"timing", &v[M_TIMING]};
     }
-    int rc = api__safetensors_write(b, t, n, rq->fmt.half, "GPT2", m, n_meta, e);
+    int rc = api__safetensors_write(b, t, n, rq->fmt.half, "GPT2", m, n_meta, NULL, e);
     for (int i = 0; i < M_N; i++) api_buf_free(&v[i]);
     return rc;
 }

@@ -86,13 +86,13 @@ static void tensor_out(api_buf *b, const api_result *r, api_out k, int *nonfinit
 }
 
 int api__respond(api_buf *b, const api_result *r, const api_reply *timing_so_far,
-                 double t_serialise_start, api_err *e) {
+                 double t_serialise_start, api_st_parts *parts, api_err *e) {
     const api_request *rq = r->rq;
     const attn_plan *p = r->plan;
     int nonfinite = 0;
 
     if (rq->fmt.format == API_FORMAT_SAFETENSORS)
-        return api__respond_safetensors(b, r, timing_so_far, t_serialise_start, e);
+        return api__respond_safetensors(b, r, timing_so_far, t_serialise_start, parts, e);
     if (rq->fmt.format == API_FORMAT_PNG) return api__respond_png(b, r, e);
     if (rq->fmt.format == API_FORMAT_SVG) return api__respond_svg(b, r, e);
     api__buf_puts(b, "{\"module\":");

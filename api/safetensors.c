@@ -26,7 +26,7 @@ typedef api_st_kind entry_kind;
 #define E_BYTES API_ST_BYTES
 #define E_INT32 API_ST_INT32
 
-#define MAX_ENTRIES (2 * API_OUT_COUNT + 64)
+#define MAX_ENTRIES API_ST_MAX_ENTRIES
 
 static size_t item_size(const entry *t, int half) {
     return t->kind == E_BYTES ? 1 : t->kind == E_INT32 ? 4 : half ? 2 : 4;
@@ -94,7 +94,7 @@ static int nonfinite(const entry *t) {
 }
 
 int api__safetensors_write(api_buf *b, entry *t, int n, int half, const char *module,
-                           const api_st_meta *metas, int n_meta, api_err *e) {
+                           const api_st_meta *metas, int n_meta, api_st_parts *parts, api_err *e) {
     for (int i = 0; i < n; i++) {
         t[i].count = 1;
         for (int d = 0; d < t[i].rank; d++) t[i].count *= (size_t)t[i].shape[d];
@@ -137,8 +137,9 @@ int api__safetensors_write(api_buf *b, entry *t, int n, int half, const char *mo
         return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");
     }
 
-    /* length, header, data */
-    if (api__buf_reserve(b, 8 + h.len + offset + 1)) {
+    /* length, header, data (or the header only, the data left in place) */
+    int in_place = parts != NULL && !half && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+    if (api__buf_reserve(b, 8 + h.len + (in_place ? 0 : offset) + 1)) {
         api_buf_free(&h);
         return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");
     }
@@ -146,6 +147,16 @@ int api__safetensors_write(api_buf *b, entry *t, int n, int half, const char *mo
     for (int k = 0; k < 8; k++) o[k] = (uint8_t)((uint64_t)h.len >> (8 * k));
     memcpy(o + 8, h.data, h.len);
     o += 8 + h.len;
+    if (in_place) {
+        parts->n = 0;
+        for (int i = 0; i < n; i++)
+            if (t[i].count)
+                parts->part[parts->n++] = (api_part){t[i].data, t[i].count * item_size(&t[i], 0)};
+        b->len += 8 + h.len;
+        b->data[b->len] = '\0';
+        api_buf_free(&h);
+        return 0;
+    }
     for (int i = 0; i < n; i++) {
         if (t[i].kind == E_BYTES) {
             memcpy(o, t[i].data, t[i].count);
@@ -165,7 +176,7 @@ int api__safetensors_write(api_buf *b, entry *t, int n, int half, const char *mo
 }
 
 int api__respond_safetensors(api_buf *b, const api_result *r, const api_reply *timing_so_far,
-                             double t_serialise_start, api_err *e) {
+                             double t_serialise_start, api_st_parts *parts, api_err *e) {
     const api_request *rq = r->rq;
     entry t[MAX_ENTRIES];
     int n = collect(r, t);
@@ -186,7 +197,7 @@ int api__respond_safetensors(api_buf *b, const api_result *r, const api_reply *t
         m[n_meta++] = (api_st_meta){"timing", &v[2]};
     }
     int rc = api__safetensors_write(b, t, n, rq->fmt.half, attn_module_name(rq->cfg.module), m,
-                                    n_meta, e);
+                                    n_meta, parts, e);
     for (int i = 0; i < 3; i++) api_buf_free(&v[i]);
     return rc;
 }

@@ -158,6 +158,39 @@ static enum MHD_Result respond_body(request *q, int status, const char *content_
     return respond(q, status, content_type, data, len, 1);
 }
 
+static void free_reply(void *reply) {
+    api_reply_free(reply);
+    free(reply);
+}
+
+/* A reply whose tensors stay in the arrays the computation wrote
+ * (api_reply.parts): libmicrohttpd sends the body and then each part, and
+ * frees them all with the response. */
+static enum MHD_Result respond_parts(request *q, int status, const char *content_type) {
+    struct MHD_IoVec iov[API_REPLY_MAX_PARTS + 1];
+    api_reply *keep = malloc(sizeof *keep);
+    if (!keep || q->reply.n_parts > API_REPLY_MAX_PARTS) {
+        free(keep);
+        return respond(q, 500, "application/json", (char *)oom_body, sizeof oom_body - 1, 0);
+    }
+    *keep = q->reply; /* the memory goes with the response; the timings stay */
+    q->reply.body = (api_buf){0};
+    q->reply.parts = NULL;
+    q->reply.n_parts = 0;
+    q->reply.parts_owner = NULL;
+    iov[0] = (struct MHD_IoVec){keep->body.data, keep->body.len};
+    for (int i = 0; i < keep->n_parts; i++)
+        iov[i + 1] = (struct MHD_IoVec){keep->parts[i].data, keep->parts[i].len};
+    size_t len = api_reply_length(keep);
+    struct MHD_Response *r =
+        MHD_create_response_from_iovec(iov, (unsigned)keep->n_parts + 1, free_reply, keep);
+    if (!r) {
+        free_reply(keep);
+        return MHD_NO;
+    }
+    return respond_with(q, status, content_type, r, len);
+}
+
 static enum MHD_Result respond_json(request *q, int status, api_buf *b) {
     return respond_body(q, status, "application/json", b);
 }
@@ -306,9 +339,11 @@ static int inflate_body(request *q) {
 static void compress_reply(request *q) {
     const srv_options *o = q->srv->opt;
     api_buf *b = &q->reply.body;
-    if (!q->gzip_ok || o->gzip_level <= 0 || !b->data || b->failed || b->len < o->gzip_min_size)
+    if (!q->gzip_ok || o->gzip_level <= 0 || !b->data || b->failed ||
+        api_reply_length(&q->reply) < o->gzip_min_size)
         return;
     double t0 = now_s();
+    if (api_reply_flatten(&q->reply) != 0) return; /* sent as it is */
     api_buf z = {0};
     if (api_gzip(b->data, b->len, o->gzip_level, &z) != 0) return;
     api_buf_free(b);
@@ -355,6 +390,7 @@ static void compute_job(void *arg) {
     srv_budget_result r = srv_budget_reserve(s->budget, &q->held, parse, q->deadline);
     if (r == SRV_BUDGET_OK) {
         api_limits lim = request_limits(q);
+        lim.zero_copy = 1;
         lim.reserve = reserve_rest;
         lim.reserve_ctx = q;
         api_handle(ep, q->body ? q->body : "", q->len, &lim, &q->reply);
@@ -374,8 +410,9 @@ static enum MHD_Result answer(request *q) {
 
     if (atomic_load(&q->ph) == PH_DONE) {
         int status = q->reply.status ? q->reply.status : 500;
-        return respond_body(q, status, q->reply.content_type ? q->reply.content_type
-                                                             : "application/json", &q->reply.body);
+        const char *type = q->reply.content_type ? q->reply.content_type : "application/json";
+        if (q->reply.n_parts) return respond_parts(q, status, type);
+        return respond_body(q, status, type, &q->reply.body);
     }
     if (atomic_load(&q->ph) == PH_WORKING) return MHD_YES;   /* not resumed yet */
     if (q->too_large)
@@ -565,7 +602,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     if (s->opt->access_log)
         srv_log_access(q->method, q->path, q->status, q->bytes_in, q->bytes_out, sec * 1e3, note);
     srv_metrics_in_flight_add(-1);
-    api_buf_free(&q->reply.body);
+    api_reply_free(&q->reply);
     free(q->body);
     free(q);
     *req_cls = NULL;

@@ -573,6 +573,76 @@ START_TEST(test_every_format_same_values) {
 }
 END_TEST
 
+/* A safetensors reply left in place (api_limits.zero_copy: the server's
+ * way) is, once flattened, byte for byte the copied one: every output of
+ * every example, params, masks, and top-k's values and indices; float16 is
+ * copied (converted) and comes whole. */
+static api_reply handle_in_parts(api_endpoint ep, const char *body) {
+    api_limits lim = {.max_elements = 1 << 24, .zero_copy = 1};
+    api_reply r;
+    api_handle(ep, body, strlen(body), &lim, &r);
+    return r;
+}
+
+START_TEST(test_safetensors_in_parts_same_bytes) {
+    static const struct { const char *file; api_endpoint ep; const char *extra; } ex[] = {
+        {"simple.json", API_EP_SIMPLE, NULL},
+        {"causal_dropout.json", API_EP_CAUSAL, NULL},
+        {"multihead_seed.json", API_EP_MULTIHEAD, NULL},
+        {"multihead_gpt2.json", API_EP_MULTIHEAD, NULL},
+        {"multihead_torch_cross.json", API_EP_MULTIHEAD, NULL},
+        {"sdpa_gqa.json", API_EP_SDPA, NULL},
+        {"multihead_seed.json", API_EP_MULTIHEAD, "top_k"},
+        {"multihead_seed.json", API_EP_MULTIHEAD, "heads"},
+    };
+    int in_parts = 0;
+    for (size_t e = 0; e < sizeof ex / sizeof *ex; e++) {
+        char path[1024];
+        tfile_path(path, sizeof path, "api/examples/");
+        strncat(path, ex[e].file, sizeof path - strlen(path) - 1);
+        json_t *rq = json_load_file(path, 0, NULL);
+        ck_assert_msg(rq != NULL, "%s", path);
+        json_t *ret = json_array();
+        const char *outs[] = {"context", "attn_weights", "mask", "dropout_mask", "queries", "params"};
+        for (size_t k = 0; k < sizeof outs / sizeof *outs; k++)
+            if (strcmp(outs[k], "params") || ex[e].ep != API_EP_SDPA)
+                json_array_append_new(ret, json_string(outs[k]));
+        json_object_set_new(rq, "return", ret);
+        json_object_del(rq, "precision");
+        if (ex[e].extra && !strcmp(ex[e].extra, "top_k")) json_object_set_new(rq, "top_k", json_integer(2));
+        if (ex[e].extra && !strcmp(ex[e].extra, "heads")) json_object_set_new(rq, "heads", json_pack("[i]", 1));
+        json_object_set_new(rq, "output_format", json_string("safetensors"));
+        for (int half = 0; half < 2; half++) {
+            json_object_set_new(rq, "dtype", json_string(half ? "float16" : "float32"));
+            char *body = json_dumps(rq, 0);
+            api_reply whole = handle(ex[e].ep, body), parts = handle_in_parts(ex[e].ep, body);
+            ck_assert_msg(whole.status == 200 && parts.status == 200, "%s: %s", body, whole.body.data);
+            ck_assert_int_eq(whole.n_parts, 0);
+            /* float32 leaves its tensors in place; float16 converts them */
+            ck_assert_msg(half ? parts.n_parts == 0 : parts.n_parts > 0, "%s: %d parts", body, parts.n_parts);
+            in_parts += parts.n_parts > 0;
+            size_t len = api_reply_length(&parts);
+            ck_assert_uint_eq(len, whole.body.len);
+            ck_assert_uint_eq(api_reply_flatten(&parts), 0);
+            ck_assert_int_eq(parts.n_parts, 0);
+            ck_assert_uint_eq(parts.body.len, len);
+            ck_assert_msg(memcmp(parts.body.data, whole.body.data, len) == 0, "%s: bytes differ", body);
+            api_reply_free(&parts);
+            api_reply_free(&whole);
+            free(body);
+        }
+        json_decref(rq);
+    }
+    ck_assert_int_eq(in_parts, (int)(sizeof ex / sizeof *ex));
+    /* a reply in parts freed without flattening (as the server does) */
+    api_reply r = handle_in_parts(API_EP_MULTIHEAD, MHA " \"output_format\": \"safetensors\", \"inputs\": [[1, 2, 3]]}");
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_gt(r.n_parts, 0);
+    api_reply_free(&r);
+    ck_assert_ptr_null(r.parts_owner);
+}
+END_TEST
+
 START_TEST(test_format_errors) {
     api_reply r = handle(API_EP_SIMPLE, "{\"inputs\": [[1, 2]], \"dtype\": \"float16\"}");
     ck_assert_int_eq(r.status, 400);
@@ -602,7 +672,7 @@ END_TEST
 
 static Suite *binary_suite(void) {
     Suite *s = suite_create("api_binary");
-    const TTest *tests[] = {test_b64_rfc4648_vectors, test_b64_rejects, test_b64_random_round_trips, test_b64_every_byte_everywhere, test_f16_every_half_round_trips, test_f32_to_f16_rounds_to_nearest_even, test_base64_inputs_same_reply, test_float16_inputs_are_the_rounded_values, test_uint8_mask_is_boolean, test_binary_errors, test_binary_budget, test_every_format_same_values, test_format_errors, NULL};
+    const TTest *tests[] = {test_b64_rfc4648_vectors, test_b64_rejects, test_b64_random_round_trips, test_b64_every_byte_everywhere, test_f16_every_half_round_trips, test_f32_to_f16_rounds_to_nearest_even, test_base64_inputs_same_reply, test_float16_inputs_are_the_rounded_values, test_uint8_mask_is_boolean, test_binary_errors, test_binary_budget, test_every_format_same_values, test_safetensors_in_parts_same_bytes, test_format_errors, NULL};
     tcase_with(s, "binary", 60, tests);
     return s;
 }

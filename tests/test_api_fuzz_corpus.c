@@ -56,7 +56,7 @@ START_TEST(replay_one) {
     ck_assert_msg(rc == 0, "%s: %s: %.300s", name, why, reply.body.data ? reply.body.data : "");
     if (strncmp(name, "example_", 8) == 0)
         ck_assert_msg(reply.status == 200, "%s: status %d: %.300s", name, reply.status, reply.body.data);
-    api_buf_free(&reply.body);
+    api_reply_free(&reply);
     free(data);
 }
 END_TEST

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/api.h"
 #include "core/attention.h"
 #include "support/server_harness.h"
 #include "support/server_requests.h"
@@ -405,6 +406,31 @@ START_TEST(t_content_codings) {
     ck_assert_str_eq(r.body, plain.body);
     srvt_reply_free(&r);
     srvt_reply_free(&plain);
+
+    /* safetensors: sent from the arrays the computation wrote (api_reply
+     * parts), or made whole for gzip; the bytes of api_handle's copied file
+     * either way */
+    api_limits lim = {.max_elements = 1 << 24, .prefer_safetensors = 1};
+    api_reply want;
+    ck_assert_int_eq(api_handle(API_EP_MULTIHEAD, body, strlen(body), &lim, &want), 200);
+    ck_assert_int_eq(want.n_parts, 0);
+    const char *st[] = {"Accept: application/octet-stream", NULL};
+    r = post_with("/attention/multihead", body, strlen(body), st);
+    ck_assert_int_eq(r.status, 200);
+    srvt_assert_header(&r, "Content-Type", "application/octet-stream");
+    ck_assert_uint_eq(r.len, want.body.len);
+    ck_assert_int_eq(memcmp(r.body, want.body.data, r.len), 0);
+    srvt_reply_free(&r);
+    const char *st_gzip[] = {"Accept: application/octet-stream", "Accept-Encoding: gzip", NULL};
+    r = post_with("/attention/multihead", body, strlen(body), st_gzip);
+    ck_assert_int_eq(r.status, 200);
+    srvt_assert_header(&r, "Content-Encoding", "gzip");
+    back = zgunzip(r.body, r.len, &n);
+    ck_assert_uint_eq(n, want.body.len);
+    ck_assert_int_eq(memcmp(back, want.body.data, n), 0);
+    free(back);
+    srvt_reply_free(&r);
+    api_reply_free(&want);
     stop();
 
     /* --gzip-level 0: never */

@@ -33,6 +33,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 reply.body.data ? reply.body.data : "");
         abort();
     }
-    api_buf_free(&reply.body);
+    api_reply_free(&reply);
     return 0;
 }

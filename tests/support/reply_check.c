@@ -21,11 +21,19 @@ api_endpoint reply_check_endpoint(unsigned char first_byte) {
     return (api_endpoint)((((unsigned)first_byte & ~REPLY_CHECK_GZIP) + 2) % API_EP_COUNT);
 }
 
+/* The server's way: a safetensors reply in parts, then made whole here
+ * for the checks (left in parts, and failing them, if that runs out of
+ * memory). */
+static void handle_as_server(api_endpoint ep, const char *body, size_t len, api_reply *reply) {
+    api_limits lim = {.max_elements = REPLY_CHECK_MAX_ELEMENTS, .zero_copy = 1};
+    api_handle(ep, body, len, &lim, reply);
+    api_reply_flatten(reply);
+}
+
 void reply_check_run(const unsigned char *data, size_t size, api_reply *reply) {
-    api_limits lim = {.max_elements = REPLY_CHECK_MAX_ELEMENTS};
     api_endpoint ep = reply_check_endpoint(data[0]);
     if (!(data[0] & REPLY_CHECK_GZIP)) {
-        api_handle(ep, (const char *)data + 1, size - 1, &lim, reply);
+        handle_as_server(ep, (const char *)data + 1, size - 1, reply);
         return;
     }
     char *body, why[128];
@@ -40,7 +48,7 @@ void reply_check_run(const unsigned char *data, size_t size, api_reply *reply) {
         if (api_error_reply(&reply->body, err, why, NULL) != 0) api_buf_free(&reply->body);
         return;
     }
-    api_handle(ep, body, len, &lim, reply);
+    handle_as_server(ep, body, len, reply);
     free(body);
 }
 
@@ -151,6 +159,7 @@ static int binary_ok(const api_reply *reply, char *why, size_t size) {
 int reply_check(const api_reply *reply, char *why, size_t size) {
     const api_buf *b = &reply->body;
     if (!known_status(reply->status)) return fail(why, size, "unexpected status %d", reply->status);
+    if (reply->n_parts) return fail(why, size, "a reply still in %d parts", reply->n_parts);
     if (b->data == NULL || b->len == 0 || b->failed)
         return fail(why, size, "status %d with no body", reply->status);
     if (reply->status == 200 && reply->content_type && strcmp(reply->content_type, "application/json") != 0)

@@ -32,8 +32,9 @@ api_endpoint reply_check_endpoint(unsigned char first_byte);
 #define REPLY_CHECK_GZIP 0x80
 
 /* Runs one fuzz input through api_gunzip (when its first byte says gzip) and
- * api_handle, as the server would; fills reply (a 400/413 error for a bad
- * gzip body, as the server answers it). */
+ * api_handle, as the server would (a safetensors reply in parts, made whole
+ * by api_reply_flatten); fills reply (a 400/413 error for a bad gzip body,
+ * as the server answers it). Free it with api_reply_free. */
 void reply_check_run(const unsigned char *data, size_t size, api_reply *reply);
 
 /* The element budget the fuzzer and its replay run with: small, so that no
