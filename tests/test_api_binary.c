@@ -473,6 +473,16 @@ static dec decode_safetensor(const json_t *entry, const uint8_t *data) {
     return d;
 }
 
+/* api/examples/<file> as a JSON tree. */
+static json_t *load_example(const char *file) {
+    char path[1024];
+    tfile_path(path, sizeof path, "api/examples/");
+    strncat(path, file, sizeof path - strlen(path) - 1);
+    json_t *rq = json_load_file(path, 0, NULL);
+    ck_assert_msg(rq != NULL, "%s", path);
+    return rq;
+}
+
 /* Every output of every example, in base64 and safetensors, float32 and
  * float16, against the nested JSON reply. */
 START_TEST(test_every_format_same_values) {
@@ -488,11 +498,7 @@ START_TEST(test_every_format_same_values) {
     };
     int checked = 0;
     for (size_t e = 0; e < sizeof ex / sizeof *ex; e++) {
-        char path[1024];
-        tfile_path(path, sizeof path, "api/examples/");
-        strncat(path, ex[e].file, sizeof path - strlen(path) - 1);
-        json_t *rq = json_load_file(path, 0, NULL);
-        ck_assert_msg(rq != NULL, "%s", path);
+        json_t *rq = load_example(ex[e].file);
         json_t *ret = json_array();
         for (size_t k = 0; k < sizeof all / sizeof *all; k++) {
             if (strcmp(all[k], "params") == 0 && ex[e].ep == API_EP_SDPA) continue;
@@ -597,11 +603,7 @@ START_TEST(test_safetensors_in_parts_same_bytes) {
     };
     int in_parts = 0;
     for (size_t e = 0; e < sizeof ex / sizeof *ex; e++) {
-        char path[1024];
-        tfile_path(path, sizeof path, "api/examples/");
-        strncat(path, ex[e].file, sizeof path - strlen(path) - 1);
-        json_t *rq = json_load_file(path, 0, NULL);
-        ck_assert_msg(rq != NULL, "%s", path);
+        json_t *rq = load_example(ex[e].file);
         json_t *ret = json_array();
         const char *outs[] = {"context", "attn_weights", "mask", "dropout_mask", "queries", "params"};
         for (size_t k = 0; k < sizeof outs / sizeof *outs; k++)
