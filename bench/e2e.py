@@ -4,6 +4,9 @@ requests alternating between the two. Prints, per case, the median time of
 each (request sent to last reply byte read) and the ratio. Run by `make bench`:
 
     python3 bench/e2e.py build/attention-server
+
+E2E_ROUNDS (7), E2E_TOKENS ("256 1024") and E2E_FORMATS ("base64
+safetensors") narrow a run down.
 """
 import base64
 import gzip
@@ -51,7 +54,17 @@ def post(conn, path, body, headers):
     dt = (time.perf_counter() - t0) * 1e3
     if r.status != 200:
         sys.exit(f"{path}: {r.status} {data[:300]!r}")
-    return dt, data, r.getheader("Content-Encoding")
+    return dt, data, r.getheader("Content-Encoding"), r.getheader("Server-Timing")
+
+
+def server_ms(timing):
+    """{"parse": ms, "compute": ms, ...} from a Server-Timing header."""
+    out = {}
+    for part in (timing or "").split(","):
+        name, _, dur = part.strip().partition(";dur=")
+        if dur:
+            out[name] = float(dur)
+    return out
 
 
 def gpt2_layer(T, fmt):
@@ -88,7 +101,8 @@ def main():
         json_h = {"Content-Type": "application/json"}
         gz_h = dict(json_h, **{"Accept-Encoding": "gzip"})
         cases = [("seed_mha", seed, seed, json_h, 200)]
-        for T, n in ((256, rounds), (1024, max(3, rounds // 2))):
+        sizes = [int(t) for t in os.environ.get("E2E_TOKENS", "256 1024").split()]
+        for T, n in ((T, rounds if T <= 256 else max(3, rounds // 2)) for T in sizes):
             j = gpt2_layer(T, "json")
             cases.append((f"gpt2_map_t{T}_json", j, j, json_h, n))
             cases.append((f"gpt2_map_t{T}_json_gzip", j, j, gz_h, n))
@@ -97,20 +111,24 @@ def main():
                 cases.append((f"gpt2_map_t{T}_b64_in_{f}_out", gpt2_layer(T, f), j, json_h, n))
         c_ours = http.client.HTTPConnection("127.0.0.1", ours_port, timeout=600)
         c_theirs = http.client.HTTPConnection("127.0.0.1", torch_port, timeout=600)
-        print(f"{'case':34} {'ours_ms':>9} {'torch_ms':>9} {'torch/ours':>10}  bytes in/out (ours)")
+        print(f"{'case':38} {'ours_ms':>9} {'torch_ms':>9} {'torch/ours':>10}  bytes in/out (ours)"
+              "  ours: parse/compute/serialise ms (Server-Timing)")
         for name, body, torch_body, headers, n in cases:
-            t_ours, t_theirs = [], []
+            t_ours, t_theirs, phases = [], [], []
             for i in range(n + 1):  # the first of each is a warm-up
-                a, data, enc = post(c_ours, "/attention/multihead", body, headers)
-                b, _, _ = post(c_theirs, "/attention/multihead", torch_body, json_h)
+                a, data, enc, timing = post(c_ours, "/attention/multihead", body, headers)
+                b, _, _, _ = post(c_theirs, "/attention/multihead", torch_body, json_h)
                 if i:
                     t_ours.append(a)
                     t_theirs.append(b)
+                    phases.append(server_ms(timing))
             if enc == "gzip":
                 gzip.decompress(data)  # it is gzip indeed
             mo, mt = statistics.median(t_ours), statistics.median(t_theirs)
-            print(f"{name:34} {mo:9.2f} {mt:9.2f} {mt / mo:9.1f}x  {len(body)}/{len(data)}"
-                  f"{' gzip' if enc == 'gzip' else ''}", flush=True)
+            split = "/".join(f"{statistics.median(p.get(k, 0) for p in phases):.2f}"
+                             for k in ("parse", "compute", "serialise"))
+            print(f"{name:38} {mo:9.2f} {mt:9.2f} {mt / mo:9.1f}x  {len(body)}/{len(data)}"
+                  f"{' gzip' if enc == 'gzip' else ''}  {split}", flush=True)
     finally:
         for p in (ours, theirs):
             p.terminate()
