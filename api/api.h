@@ -32,6 +32,13 @@ typedef struct {
     char *data;
     size_t len, cap;
     int failed;        /* sticky: an allocation failed, contents are incomplete */
+    /* Optional: once the buffer holds drain_at bytes or more, the next write
+     * first hands them to drain(drain_ctx, data, len), which takes the
+     * malloc'd data and returns 0, or refuses (nonzero; the data is still
+     * taken) and the buffer fails. The buffer then starts empty. */
+    int (*drain)(void *ctx, char *data, size_t len);
+    void *drain_ctx;
+    size_t drain_at;
 } api_buf;
 
 void api_buf_free(api_buf *b);          /* accepts a zeroed or freed buffer */
@@ -94,6 +101,18 @@ typedef struct {
     struct attn_pool *compute; /* threads one request may share its work with
                                   (attn_pool_create); NULL = the calling thread */
     int zero_copy;          /* the caller takes a reply in parts (api_reply.parts) */
+    /* Optional (NULL: off): a 200 reply in JSON (not safetensors or an image)
+     * of about stream_above bytes or more is handed over while it is written,
+     * in pieces of about stream_above bytes: stream(stream_ctx, data, len)
+     * takes each malloc'd piece (a nonzero return stops the writing: the
+     * reply then fails). reply->body is what is left after the last piece.
+     * Streaming starts only once the reply is known to hold no NaN or
+     * infinity; after a piece has gone out, only a failed allocation (or the
+     * refusal) can still turn the reply into an error, which the caller then
+     * has to cut short. */
+    int (*stream)(void *ctx, char *data, size_t len);
+    void *stream_ctx;
+    size_t stream_above;
 } api_limits;
 
 /* A piece of a reply body left where the computation wrote it; a reply has

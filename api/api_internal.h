@@ -413,6 +413,13 @@ typedef struct {
     int n;
 } api_st_parts;
 
+/* 1 if one of x[0..n) is NaN or +inf, which a reply cannot carry (-inf is a
+ * masked score). */
+int api__has_nan_or_inf(const float *x, size_t n);
+/* 1 if a float the reply would carry is NaN or +inf: the reply would be an
+ * error (checked before a reply is streamed). */
+int api__reply_has_nonfinite(const api_result *r);
+
 /* Writes the 200 body. Returns 0, or -1 with e filled (allocation, NaN). */
 int api__respond(api_buf *b, const api_result *r, const api_reply *timing_so_far,
                  double t_serialise_start, api_st_parts *parts, api_err *e);

@@ -29,13 +29,23 @@ void api_buf_free(api_buf *b) {
 
 int api__buf_reserve(api_buf *b, size_t extra) {
     if (b->failed) return -1;
+    if (b->drain && b->len && b->len >= b->drain_at) { /* hand the text over, start anew */
+        char *data = b->data;
+        size_t len = b->len;
+        b->data = NULL;
+        b->len = b->cap = 0;
+        if (b->drain(b->drain_ctx, data, len) != 0) {
+            b->failed = 1;
+            return -1;
+        }
+    }
     if (b->cap - b->len > extra) return 0; /* keeps room for a NUL */
     size_t need = b->len + extra + 1;
     if (need < extra) {
         b->failed = 1;
         return -1;
     }
-    size_t cap = b->cap ? b->cap : 256;
+    size_t cap = b->cap ? b->cap : b->drain ? b->drain_at + b->drain_at / 4 : 256;
     while (cap < need) {
         if (cap > SIZE_MAX / 2) {
             cap = need;

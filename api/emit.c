@@ -166,8 +166,7 @@ static size_t count_of(int rank, const int *shape) {
     return n;
 }
 
-/* NaN and +inf cannot be carried (-inf is a masked score). */
-static int has_nan_or_inf(const float *x, size_t n) {
+int api__has_nan_or_inf(const float *x, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (isnan(x[i]) || x[i] == INFINITY) return 1;
     return 0;
@@ -266,7 +265,7 @@ void api__emit_floats(api_buf *b, const float *x, int rank, const int *shape, co
                       int *nonfinite) {
     if (f->format == API_FORMAT_BASE64 || f->format == API_FORMAT_SAFETENSORS) {
         size_t n = count_of(rank, shape);
-        if (has_nan_or_inf(x, n)) {
+        if (api__has_nan_or_inf(x, n)) {
             if (nonfinite) *nonfinite = 1;
             b->failed = 1;
             return;

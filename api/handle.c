@@ -369,6 +369,16 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
     size_t reserve = f == API_FORMAT_PNG || f == API_FORMAT_SAFETENSORS ? 4096
                      : f == API_FORMAT_BASE64                           ? out_values * 6 + 4096
                                                                         : out_values * 10 + 512;
+    /* A large JSON reply goes out while it is written, once nothing in it
+     * can make it an error but a failed allocation. */
+    if (lim && lim->stream && lim->stream_above &&
+        (f == API_FORMAT_NESTED || f == API_FORMAT_FLAT || f == API_FORMAT_BASE64) &&
+        reserve >= lim->stream_above && !api__reply_has_nonfinite(&res)) {
+        reply->body.drain = lim->stream;
+        reply->body.drain_ctx = lim->stream_ctx;
+        reply->body.drain_at = lim->stream_above;
+        reserve = lim->stream_above + lim->stream_above / 4;
+    }
     /* float32 safetensors: the tensors stay where they are */
     if (lim && lim->zero_copy && f == API_FORMAT_SAFETENSORS && !rq.fmt.half &&
         (owner = calloc(1, sizeof *owner)) == NULL) {
@@ -385,6 +395,7 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
         reply->parts_owner = owner;
         owner = NULL;
     }
+    reply->body.drain = NULL; /* what is left is the caller's */
     format = rq.fmt.format;
     reply->ms_serialise = api__now_ms() - t2;
 

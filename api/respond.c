@@ -68,6 +68,25 @@ int api__out_dims(const api_result *r, api_out k, int *shape, const void **data)
     return n;
 }
 
+int api__reply_has_nonfinite(const api_result *r) {
+    const api_request *rq = r->rq;
+    for (int k = 0; k < API_OUT_COUNT; k++) {
+        if (!(rq->returns & 1u << k)) continue;
+        if (k == API_OUT_PARAMS) {
+            if (api__has_nan_or_inf(r->params, r->plan->n_params)) return 1;
+            continue;
+        }
+        if (api__outputs[k].elem != API_ELEM_F32) continue;
+        int shape[API_MAX_RANK];
+        const void *data;
+        int rank = api__out_dims(r, (api_out)k, shape, &data);
+        size_t n = 1;
+        for (int d = 0; d < rank; d++) n *= (size_t)shape[d];
+        if (api__has_nan_or_inf(data, n)) return 1;
+    }
+    return 0;
+}
+
 static void tensor_out(api_buf *b, const api_result *r, api_out k, int *nonfinite) {
     int s[API_MAX_RANK];
     const void *data;

@@ -27,6 +27,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "route.h"
+#include "stream.h"
 #include "viewer.h"
 
 /* Replies used when memory is short: built without allocating. The code is
@@ -37,7 +38,17 @@ static const char oom_body[] =
     "\"message\":\"the server is out of memory\",\"field\":null}}";
 static const char ok_body[] = "{\"status\":\"ok\"}";
 
-typedef enum { PH_READING, PH_WORKING, PH_DONE } phase;
+/* PH_STREAMING: the worker is writing a reply whose first pieces are ready
+ * (api_limits.stream): the I/O thread starts sending it. */
+typedef enum { PH_READING, PH_WORKING, PH_STREAMING, PH_DONE } phase;
+
+/* JSON replies of about this size or more go out while they are written,
+ * in pieces of this size, to clients that do not take gzip. A 103 MB map
+ * (GPT-2 layer, T = 1,024) then starts 200 ms sooner and never holds its
+ * whole text; smaller replies are sent whole: libmicrohttpd writes a
+ * chunked body 16 KiB at a time (its per-connection memory), which cost a
+ * Python client 4 ms more than the whole 8 MB of the map at T = 256. */
+#define SRV_STREAM_PIECE ((size_t)16 << 20)
 
 /* Requests answered on the I/O thread instead of a worker: bodies up to this
  * size whose plan holds at most this many floats (the seed examples hold a
@@ -68,6 +79,7 @@ typedef struct {
     double deadline;         /* CLOCK_MONOTONIC seconds: longest wait for memory */
     _Atomic phase ph;        /* PH_DONE is set by the worker before it resumes */
     api_reply reply;         /* the worker's result */
+    srv_stream *stream;      /* the reply's pieces while the worker writes it, or NULL */
     int status;              /* what was queued; 0 if nothing */
     size_t bytes_out;
 } request;
@@ -189,6 +201,23 @@ static enum MHD_Result respond_parts(request *q, int status, const char *content
         return MHD_NO;
     }
     return respond_with(q, status, content_type, r, len);
+}
+
+/* A 200 whose body the worker is still writing: sent as a chunked body
+ * while the pieces come (stream.h). Server-Timing has what is known: the
+ * parse and the computation. */
+static enum MHD_Result respond_stream(request *q) {
+    struct MHD_Response *r = MHD_create_response_from_callback(
+        MHD_SIZE_UNKNOWN, 256 * 1024, srv_stream_read, q->stream, srv_stream_release);
+    if (!r) {
+        srv_stream_release(q->stream); /* the reader's hold: no reader */
+        return MHD_NO;
+    }
+    char timing[96];
+    snprintf(timing, sizeof timing, "parse;dur=%.3f, compute;dur=%.3f", q->reply.ms_parse,
+             q->reply.ms_compute);
+    MHD_add_response_header(r, "Server-Timing", timing);
+    return respond_with(q, 200, "application/json", r, 0);
 }
 
 static enum MHD_Result respond_json(request *q, int status, api_buf *b) {
@@ -377,6 +406,44 @@ static api_endpoint ep_of(const request *q) {
     return ep;
 }
 
+/* The worker's api_limits.stream: the first piece starts the reply. */
+static int stream_piece(void *ctx, char *data, size_t len) {
+    request *q = ctx;
+    if (q->stream) return srv_stream_push(q->stream, data, len);
+    q->stream = srv_stream_create(q->conn);
+    if (!q->stream) {
+        free(data);
+        return -1; /* the reply fails: sent whole, as a 503 */
+    }
+    srv_stream_push(q->stream, data, len);
+    atomic_store(&q->ph, PH_STREAMING);
+    MHD_resume_connection(q->conn);
+    return 0;
+}
+
+static void request_free(request *q) {
+    srv_budget_release(q->srv->budget, &q->held);
+    api_reply_free(&q->reply);
+    free(q->body);
+    if (q->stream) srv_stream_release(q->stream); /* the request's hold */
+    free(q);
+}
+
+/* The worker's last steps for a streamed reply: the rest of the body, or a
+ * cut if it failed after it had begun. The connection may finish as soon as
+ * the stream ends: q is then the I/O thread's to free, unless it finished
+ * first. */
+static void finish_stream(request *q) {
+    free(q->body);
+    q->body = NULL;
+    int ok = q->reply.status == 200;
+    if (ok && q->reply.body.len) {
+        ok = srv_stream_push(q->stream, q->reply.body.data, q->reply.body.len) == 0;
+        q->reply.body = (api_buf){0};
+    }
+    if (srv_stream_end(q->stream, ok)) request_free(q);
+}
+
 static void compute_job(void *arg) {
     request *q = arg;
     srv_http *s = q->srv;
@@ -391,6 +458,11 @@ static void compute_job(void *arg) {
     if (r == SRV_BUDGET_OK) {
         api_limits lim = request_limits(q);
         lim.zero_copy = 1;
+        if (!q->gzip_ok || s->opt->gzip_level <= 0) {
+            lim.stream = stream_piece;
+            lim.stream_ctx = q;
+            lim.stream_above = SRV_STREAM_PIECE;
+        }
         lim.reserve = reserve_rest;
         lim.reserve_ctx = q;
         api_handle(ep, q->body ? q->body : "", q->len, &lim, &q->reply);
@@ -399,7 +471,8 @@ static void compute_job(void *arg) {
         budget_message(q, r, parse, msg, sizeof msg);
         store_error(&q->reply, API_E_OVERLOADED, msg);
     }
-    finish_job(q);
+    if (q->stream) finish_stream(q);
+    else finish_job(q);
 }
 
 /* The body is complete: answer, or hand it to a worker. */
@@ -413,6 +486,10 @@ static enum MHD_Result answer(request *q) {
         const char *type = q->reply.content_type ? q->reply.content_type : "application/json";
         if (q->reply.n_parts) return respond_parts(q, status, type);
         return respond_body(q, status, type, &q->reply.body);
+    }
+    if (atomic_load(&q->ph) == PH_STREAMING) {
+        if (q->status) return MHD_YES; /* queued already */
+        return respond_stream(q);
     }
     if (atomic_load(&q->ph) == PH_WORKING) return MHD_YES;   /* not resumed yet */
     if (q->too_large)
@@ -596,16 +673,16 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
         [MHD_REQUEST_TERMINATED_CLIENT_ABORT] = "aborted:client",
     };
     const char *note = (unsigned)toe < sizeof why / sizeof why[0] ? why[toe] : "aborted";
+    if (q->stream) q->bytes_out = srv_stream_sent(q->stream);
     if (q->status) srv_metrics_request(q->route, q->m, q->status, sec, q->bytes_in, q->bytes_out);
     else srv_metrics_aborted(q->route, q->m);
-    srv_budget_release(s->budget, &q->held);
     if (s->opt->access_log)
         srv_log_access(q->method, q->path, q->status, q->bytes_in, q->bytes_out, sec * 1e3, note);
     srv_metrics_in_flight_add(-1);
-    api_reply_free(&q->reply);
-    free(q->body);
-    free(q);
     *req_cls = NULL;
+    /* A reply still being written: its worker frees the request. */
+    if (q->stream && !srv_stream_detach(q->stream)) return;
+    request_free(q);
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap) {

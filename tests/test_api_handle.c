@@ -405,13 +405,114 @@ START_TEST(test_large_buffers_ask_for_huge_pages) {
 }
 END_TEST
 
+/* ==== replies handed over while written (api_limits.stream) ============== */
+
+typedef struct {
+    api_buf got;    /* the pieces, one after another */
+    int pieces;
+    int refuse_at;  /* refuse this piece (0: never) */
+} sink;
+
+static int take_piece(void *ctx, char *data, size_t len) {
+    sink *k = ctx;
+    k->pieces++;
+    if (k->refuse_at && k->pieces >= k->refuse_at) {
+        free(data);
+        return -1;
+    }
+    api__buf_put(&k->got, data, len);
+    free(data);
+    return 0;
+}
+
+static api_reply handle_streamed(api_endpoint ep, const char *body, size_t piece, sink *k) {
+    api_limits lim = {.max_elements = 1 << 24, .stream = take_piece, .stream_ctx = k,
+                      .stream_above = piece};
+    api_reply r;
+    api_handle(ep, body, strlen(body), &lim, &r);
+    ck_assert_ptr_null(r.body.drain); /* what is left is the caller's own */
+    return r;
+}
+
+/* Every example in nested, flat and base64 form, the pieces and the rest
+ * make the same bytes as the reply written whole; safetensors, a small
+ * reply and a reply with NaN are written whole; a refused piece makes the
+ * reply fail. */
+START_TEST(test_streamed_reply_same_bytes) {
+    static const struct { const char *file; api_endpoint ep; } ex[] = {
+        {"multihead_seed.json", API_EP_MULTIHEAD}, {"causal_dropout.json", API_EP_CAUSAL},
+        {"sdpa_gqa.json", API_EP_SDPA}, {"multihead_gpt2.json", API_EP_MULTIHEAD},
+    };
+    static const char *const formats[] = {"nested", "flat", "base64"};
+    int streamed = 0;
+    for (size_t e = 0; e < sizeof ex / sizeof *ex; e++)
+        for (size_t f = 0; f < sizeof formats / sizeof *formats; f++) {
+            char rel[128];
+            snprintf(rel, sizeof rel, "api/examples/%s", ex[e].file);
+            char *text = read_file(rel, NULL);
+            json_t *rq = json_loads(text, 0, NULL);
+            ck_assert_ptr_nonnull(rq);
+            json_object_set_new(rq, "output_format", json_string(formats[f]));
+            json_object_set_new(rq, "return", json_pack("[s,s,s]", "context", "attn_weights", "params"));
+            if (ex[e].ep == API_EP_SDPA) json_object_set_new(rq, "return", json_pack("[s,s]", "context", "attn_weights"));
+            char *body = json_dumps(rq, 0);
+            api_limits lim = {.max_elements = 1 << 24};
+            api_reply whole;
+            ck_assert_int_eq(api_handle(ex[e].ep, body, strlen(body), &lim, &whole), 200);
+            sink k = {0};
+            api_reply rest = handle_streamed(ex[e].ep, body, 64, &k);
+            ck_assert_int_eq(rest.status, 200);
+            ck_assert_int_gt(k.pieces, 0);
+            api__buf_put(&k.got, rest.body.data, rest.body.len);
+            ck_assert_uint_eq(k.got.len, whole.body.len);
+            ck_assert_msg(memcmp(k.got.data, whole.body.data, whole.body.len) == 0, "%s %s",
+                          ex[e].file, formats[f]);
+            streamed++;
+            api_reply_free(&rest);
+            api_buf_free(&k.got);
+
+            /* the second piece refused: the reply fails (the caller cuts it) */
+            k = (sink){.refuse_at = 2};
+            rest = handle_streamed(ex[e].ep, body, 64, &k);
+            ck_assert_int_eq(k.pieces, 2);
+            ck_assert_int_eq(rest.status, 503);
+            api_reply_free(&rest);
+            api_buf_free(&k.got);
+
+            /* a piece larger than the reply: written whole */
+            k = (sink){0};
+            rest = handle_streamed(ex[e].ep, body, whole.body.len * 2 + 4096, &k);
+            ck_assert_int_eq(k.pieces, 0);
+            ck_assert_uint_eq(rest.body.len, whole.body.len);
+            api_reply_free(&rest);
+            api_reply_free(&whole);
+            free(body);
+            free(text);
+            json_decref(rq);
+        }
+    ck_assert_int_eq(streamed, 12);
+
+    /* safetensors: whole */
+    sink k = {0};
+    api_reply r = handle_streamed(API_EP_SIMPLE, "{\"inputs\": [[1, 2], [3, 4]], \"output_format\": \"safetensors\"}", 8, &k);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq(k.pieces, 0);
+    api_reply_free(&r);
+    /* scores that overflow to infinity: NaN weights, an error, nothing streamed */
+    r = handle_streamed(API_EP_SIMPLE, "{\"inputs\": [[3e38, 3e38], [3e38, -3e38]], \"return\": [\"attn_weights\", \"context\"]}", 8, &k);
+    ck_assert_int_ne(r.status, 200);
+    ck_assert_int_eq(k.pieces, 0);
+    api_reply_free(&r);
+}
+END_TEST
+
 static Suite *handle_suite(void) {
     Suite *s = suite_create("api_handle");
     const TTest *tests[] = {
         test_seed_mha_example, test_seed_mha_unbatched, test_seed_v1, test_seed_causal_batch,
         test_state_dict_round_trip, test_state_dict_dropout_fresh_generator,
         test_all_outputs_shapes, test_sdpa_shapes, test_every_example, test_endpoint_paths,
-        test_large_buffers_ask_for_huge_pages, NULL};
+        test_large_buffers_ask_for_huge_pages, test_streamed_reply_same_bytes, NULL};
     tcase_with(s, "handle", 60, tests);
     return s;
 }

@@ -444,6 +444,95 @@ START_TEST(t_content_codings) {
 }
 END_TEST
 
+/* ==== Streamed replies =================================================== */
+
+/* MultiHeadAttention, 4 heads of 16 over T tokens of 64 values, with the
+ * per-head weights: about 10 bytes of text a weight, 42 MB at T = 1,024. */
+static char *map_request(int tokens) {
+    size_t cap = (size_t)tokens * 64 * 8 + 256, n = 0;
+    char *b = malloc(cap);
+    ck_assert_ptr_nonnull(b);
+    n += (size_t)snprintf(b + n, cap - n, "{\"module\": \"MultiHeadAttention\", \"d_in\": 64, "
+                          "\"d_out\": 64, \"num_heads\": 4, \"context_length\": %d, \"init\": "
+                          "{\"seed\": 5}, \"return\": [\"context\", \"attn_weights\"], \"inputs\": [",
+                          tokens);
+    for (int t = 0; t < tokens; t++) {
+        n += (size_t)snprintf(b + n, cap - n, "%s[", t ? "," : "");
+        for (int c = 0; c < 64; c++)
+            n += (size_t)snprintf(b + n, cap - n, "%s%d.%d", c ? "," : "", (t * 7 + c) % 5, (t + c) % 10);
+        n += (size_t)snprintf(b + n, cap - n, "]");
+    }
+    snprintf(b + n, cap - n, "]}");
+    return b;
+}
+
+/* A JSON reply of 16 MiB or more goes out while it is written (chunked)
+ * to a client that does not take gzip, and is the same bytes as the reply
+ * written whole; with gzip it is written whole. A client that hangs up in
+ * the middle leaves a server that goes on answering (and, under
+ * AddressSanitizer, frees what the stream held). */
+START_TEST(t_large_json_streamed) {
+    start(NULL);
+    char *body = map_request(1024);
+    api_limits lim = {.max_elements = 1 << 26};
+    api_reply want;
+    ck_assert_int_eq(api_handle(API_EP_MULTIHEAD, body, strlen(body), &lim, &want), 200);
+    ck_assert_uint_gt(want.body.len, (size_t)16 << 20);
+
+    srvt_reply r = post_with("/attention/multihead", body, strlen(body), NULL);
+    ck_assert_int_eq(r.status, 200);
+    srvt_assert_header(&r, "Transfer-Encoding", "chunked");
+    srvt_assert_header(&r, "Content-Length", NULL);
+    char timing[128];
+    ck_assert_ptr_nonnull(srvt_header(&r, "Server-Timing", timing, sizeof timing));
+    ck_assert_ptr_nonnull(strstr(timing, "compute;dur="));
+    ck_assert_uint_eq(r.len, want.body.len);
+    ck_assert_int_eq(memcmp(r.body, want.body.data, r.len), 0);
+    srvt_reply_free(&r);
+
+    const char *gz[] = {"Accept-Encoding: gzip", NULL};
+    r = post_with("/attention/multihead", body, strlen(body), gz);
+    ck_assert_int_eq(r.status, 200);
+    srvt_assert_header(&r, "Transfer-Encoding", NULL);
+    srvt_assert_header(&r, "Content-Encoding", "gzip");
+    size_t n;
+    char *back = zgunzip(r.body, r.len, &n);
+    ck_assert_uint_eq(n, want.body.len);
+    ck_assert_int_eq(memcmp(back, want.body.data, n), 0);
+    free(back);
+    srvt_reply_free(&r);
+
+    /* hang up after the first bytes of the reply, three times, at once and
+     * while the worker is still writing */
+    for (int i = 0; i < 3; i++) {
+        int fd = srvt_connect(&srv);
+        ck_assert_int_ge(fd, 0);
+        char head[256];
+        int hn = snprintf(head, sizeof head, "POST /attention/multihead HTTP/1.1\r\nHost: x\r\n"
+                          "Content-Length: %zu\r\n\r\n", strlen(body));
+        ck_assert_int_eq(write(fd, head, (size_t)hn), hn);
+        for (size_t off = 0, len = strlen(body); off < len;) {
+            ssize_t w = write(fd, body + off, len - off);
+            ck_assert_int_gt(w, 0);
+            off += (size_t)w;
+        }
+        char buf[4096];
+        ssize_t got = read(fd, buf, sizeof buf);
+        ck_assert_int_gt(got, 0);
+        ck_assert_ptr_nonnull(memmem(buf, (size_t)got, "chunked", 7));
+        close(fd);
+    }
+    r = post_with("/attention/multihead", srvt_seed_mha, strlen(srvt_seed_mha), NULL);
+    ck_assert_int_eq(srvt_check_seed_mha(&r), 0);
+    srvt_reply_free(&r);
+    api_reply_free(&want);
+    free(body);
+    ck_assert_int_eq(srvt_stop(&srv, 30), 0);
+    ck_assert_msg(strstr(srv.log, "aborted") != NULL, "no hang-up in the log:\n%s", srv.log);
+    srvt_release(&srv);
+}
+END_TEST
+
 /* ==== Memory budget ===================================================== */
 
 #define BUDGET_MIB 48
@@ -596,7 +685,7 @@ END_TEST
 
 static Suite *ops_suite(void) {
     Suite *s = suite_create("server_ops");
-    const TTest *tests[] = {t_early_413_reaches_every_client, t_metrics_as_client_libraries, t_cors_origin_list, t_openapi_etag_and_304, t_content_codings, t_memory_budget_holds, t_freed_memory_stays_warm, NULL};
+    const TTest *tests[] = {t_early_413_reaches_every_client, t_metrics_as_client_libraries, t_cors_origin_list, t_openapi_etag_and_304, t_content_codings, t_large_json_streamed, t_memory_budget_holds, t_freed_memory_stays_warm, NULL};
     tcase_add_checked_fixture(tcase_with(s, "ops", 240, tests), NULL, teardown);
     return s;
 }

@@ -1,0 +1,55 @@
+/* stream.h - a reply body that a worker hands to the connection piece by
+ * piece while it writes the rest (api_limits.stream): a queue of pieces
+ * between the worker thread that writes them and libmicrohttpd's I/O thread
+ * that sends them as a chunked body.
+ *
+ * The I/O thread suspends the connection when it has sent every piece so
+ * far, and the worker resumes it with the next one: no thread waits on the
+ * other. The worker never waits for the client either: a slow reader lets
+ * pieces pile up, at most the whole body, as a reply written whole would.
+ *
+ * Three hold the stream: the writer (the worker) until srv_stream_end, the
+ * reader (the response) until libmicrohttpd frees it (srv_stream_release),
+ * and the request until it is freed (srv_stream_release too). The request
+ * is freed by whichever of srv_stream_end and srv_stream_detach comes
+ * second.
+ */
+#ifndef SRV_STREAM_H
+#define SRV_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct MHD_Connection;
+typedef struct srv_stream srv_stream;
+
+/* A stream for a connection the caller has suspended; NULL on OOM. */
+srv_stream *srv_stream_create(struct MHD_Connection *conn);
+
+/* Writer: queues a malloc'd piece (taken in any case). Returns 0, or -1
+ * when the connection is gone (nothing more is worth writing). */
+int srv_stream_push(srv_stream *s, char *data, size_t len);
+
+/* Writer: no more pieces; ok = 0 cuts the reply short (the client sees an
+ * incomplete chunked body: the reply failed after it had begun). The writer
+ * must not use the stream afterwards. Returns 1 when the connection was
+ * already gone (srv_stream_detach came first: the caller frees the
+ * request), else 0. */
+int srv_stream_end(srv_stream *s, int ok);
+
+/* The connection is finished (libmicrohttpd's request-completed
+ * notification): nothing is resumed any more. Returns 1 when the writer had
+ * ended (the caller frees the request), else 0 (the writer will). */
+int srv_stream_detach(srv_stream *s);
+
+/* Body bytes handed to libmicrohttpd so far. */
+size_t srv_stream_sent(srv_stream *s);
+
+/* libmicrohttpd's content reader for the response
+ * (MHD_create_response_from_callback, cls = the stream). */
+ssize_t srv_stream_read(void *cls, uint64_t pos, char *buf, size_t max);
+/* Drops the reader's hold (the response's free callback) or the request's. */
+void srv_stream_release(void *cls);
+
+#endif
