@@ -102,17 +102,18 @@ typedef struct {
                                   (attn_pool_create); NULL = the calling thread */
     int zero_copy;          /* the caller takes a reply in parts (api_reply.parts) */
     /* Optional (NULL: off): a 200 reply in JSON (not safetensors or an image)
-     * of about stream_above bytes or more is handed over while it is written,
-     * in pieces of about stream_above bytes: stream(stream_ctx, data, len)
-     * takes each malloc'd piece (a nonzero return stops the writing: the
-     * reply then fails). reply->body is what is left after the last piece.
+     * of about stream_above bytes or more (estimated) is handed over while it
+     * is written, in pieces of about stream_piece bytes (0: stream_above):
+     * stream(stream_ctx, data, len) takes each malloc'd piece (a nonzero
+     * return stops the writing: the reply then fails). reply->body is what
+     * is left after the last piece.
      * Streaming starts only once the reply is known to hold no NaN or
      * infinity; after a piece has gone out, only a failed allocation (or the
      * refusal) can still turn the reply into an error, which the caller then
      * has to cut short. */
     int (*stream)(void *ctx, char *data, size_t len);
     void *stream_ctx;
-    size_t stream_above;
+    size_t stream_above, stream_piece;
 } api_limits;
 
 /* A piece of a reply body left where the computation wrote it; a reply has

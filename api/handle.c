@@ -374,10 +374,11 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
     if (lim && lim->stream && lim->stream_above &&
         (f == API_FORMAT_NESTED || f == API_FORMAT_FLAT || f == API_FORMAT_BASE64) &&
         reserve >= lim->stream_above && !api__reply_has_nonfinite(&res)) {
+        size_t piece = lim->stream_piece ? lim->stream_piece : lim->stream_above;
         reply->body.drain = lim->stream;
         reply->body.drain_ctx = lim->stream_ctx;
-        reply->body.drain_at = lim->stream_above;
-        reserve = lim->stream_above + lim->stream_above / 4;
+        reply->body.drain_at = piece;
+        reserve = piece + piece / 4;
     }
     /* float32 safetensors: the tensors stay where they are */
     if (lim && lim->zero_copy && f == API_FORMAT_SAFETENSORS && !rq.fmt.half &&

@@ -42,12 +42,8 @@ static const char ok_body[] = "{\"status\":\"ok\"}";
  * (api_limits.stream): the I/O thread starts sending it. */
 typedef enum { PH_READING, PH_WORKING, PH_STREAMING, PH_DONE } phase;
 
-/* JSON replies of about this size or more go out while they are written,
- * in pieces of this size, to clients that do not take gzip. A 103 MB map
- * (GPT-2 layer, T = 1,024) then starts 200 ms sooner and never holds its
- * whole text; smaller replies are sent whole: libmicrohttpd writes a
- * chunked body 16 KiB at a time (its per-connection memory), which cost a
- * Python client 4 ms more than the whole 8 MB of the map at T = 256. */
+/* A streamed reply (--stream-min-size) goes out in pieces of this size at
+ * most; the first leaves when it is written. */
 #define SRV_STREAM_PIECE ((size_t)16 << 20)
 
 /* Requests answered on the I/O thread instead of a worker: bodies up to this
@@ -458,10 +454,19 @@ static void compute_job(void *arg) {
     if (r == SRV_BUDGET_OK) {
         api_limits lim = request_limits(q);
         lim.zero_copy = 1;
-        if (!q->gzip_ok || s->opt->gzip_level <= 0) {
+        /* Streamed: the text is sent while it is written, and each piece
+         * freed once sent. libmicrohttpd writes a chunked body 16 KiB at a
+         * time (its per-connection memory): for the 103 MB map of a GPT-2
+         * layer at T = 1,024 that was 200 ms sooner to the first byte and
+         * 16 % sooner to the last with curl, but 80 % later with Python's
+         * http.client, which decodes chunks slowly. Hence a default of
+         * 128 MiB: streaming for the replies whose text is the memory risk. */
+        size_t min = s->opt->stream_min_size;
+        if (min && (!q->gzip_ok || s->opt->gzip_level <= 0)) {
             lim.stream = stream_piece;
             lim.stream_ctx = q;
-            lim.stream_above = SRV_STREAM_PIECE;
+            lim.stream_above = min;
+            lim.stream_piece = min < SRV_STREAM_PIECE ? min : SRV_STREAM_PIECE;
         }
         lim.reserve = reserve_rest;
         lim.reserve_ctx = q;

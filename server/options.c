@@ -50,6 +50,7 @@ static const opt_def defs[] = {
     {"--access-log", "ATTN_ACCESS_LOG", OPT_BOOL, OFF(access_log), 0, 0, 0},
     {"--gzip-level", "ATTN_GZIP_LEVEL", OPT_INT, OFF(gzip_level), 0, 0, 12},
     {"--gzip-min-size", "ATTN_GZIP_MIN_SIZE", OPT_SIZE, OFF(gzip_min_size), 0, 0, 0},
+    {"--stream-min-size", "ATTN_STREAM_MIN_SIZE", OPT_SIZE, OFF(stream_min_size), 0, 0, 0},
 };
 #define N_DEFS (sizeof defs / sizeof defs[0])
 
@@ -90,6 +91,9 @@ void srv_options_usage(FILE *f, const char *argv0) {
         "  --gzip-level N         ATTN_GZIP_LEVEL       gzip replies for clients that accept it at\n"
         "                                               this level, 1 (fastest) to 12; 0 = never (1)\n"
         "  --gzip-min-size SIZE   ATTN_GZIP_MIN_SIZE    smaller replies are sent as they are (1k)\n"
+        "  --stream-min-size SIZE ATTN_STREAM_MIN_SIZE  JSON replies this large or larger to clients\n"
+        "                                               that do not take gzip are sent while they\n"
+        "                                               are written, chunked (128M; 0 = never)\n"
         "  --tokenizer NAME=DIR   ATTN_TOKENIZER        GPT-2's BPE files in DIR (vocab.json +\n"
         "                                               merges.txt, or encoder.json + vocab.bpe),\n"
         "                                               loaded at start; /model/gpt2 requests then\n"
@@ -233,6 +237,7 @@ static void set_defaults(srv_options *o) {
     o->access_log = 1;
     o->gzip_level = 1;
     o->gzip_min_size = 1024;
+    o->stream_min_size = (size_t)128 << 20;
 }
 
 static int fail(const char *argv0) {

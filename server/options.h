@@ -47,6 +47,8 @@ typedef struct {
     int access_log;        /* --access-log on|off, ATTN_ACCESS_LOG */
     int gzip_level;        /* --gzip-level, ATTN_GZIP_LEVEL: 0 = never compress replies, 1-12 */
     size_t gzip_min_size;  /* --gzip-min-size, ATTN_GZIP_MIN_SIZE: smaller replies go as they are */
+    size_t stream_min_size;/* --stream-min-size, ATTN_STREAM_MIN_SIZE: JSON replies of about this
+                            * size or more are streamed to clients without gzip; 0 = never */
     char probe_url[1024];  /* --probe URL; --healthcheck builds it from host and port */
     srv_tokenizer_opt tokenizers[SRV_MAX_TOKENIZERS]; /* --tokenizer NAME=DIR (repeatable),
                             * ATTN_TOKENIZER (NAME=DIR[,NAME=DIR...]) */
