@@ -406,12 +406,8 @@ static api_endpoint ep_of(const request *q) {
 static int stream_piece(void *ctx, char *data, size_t len) {
     request *q = ctx;
     if (q->stream) return srv_stream_push(q->stream, data, len);
-    q->stream = srv_stream_create(q->conn);
-    if (!q->stream) {
-        free(data);
-        return -1; /* the reply fails: sent whole, as a 503 */
-    }
-    srv_stream_push(q->stream, data, len);
+    q->stream = srv_stream_create(q->conn, data, len);
+    if (!q->stream) return -1; /* the reply fails before it began: a 503, sent whole */
     atomic_store(&q->ph, PH_STREAMING);
     MHD_resume_connection(q->conn);
     return 0;

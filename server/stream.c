@@ -24,13 +24,17 @@ struct srv_stream {
     size_t sent;
 };
 
-srv_stream *srv_stream_create(struct MHD_Connection *conn) {
+srv_stream *srv_stream_create(struct MHD_Connection *conn, char *data, size_t len) {
     srv_stream *s = calloc(1, sizeof *s);
-    if (s == NULL) return NULL;
-    if (pthread_mutex_init(&s->mu, NULL) != 0) {
+    piece *p = malloc(sizeof *p);
+    if (s == NULL || p == NULL || pthread_mutex_init(&s->mu, NULL) != 0) {
         free(s);
+        free(p);
+        free(data);
         return NULL;
     }
+    *p = (piece){.len = len, .data = data};
+    s->head = s->tail = p;
     s->conn = conn;
     s->holders = 3;
     return s;

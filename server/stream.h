@@ -24,8 +24,9 @@
 struct MHD_Connection;
 typedef struct srv_stream srv_stream;
 
-/* A stream for a connection the caller has suspended; NULL on OOM. */
-srv_stream *srv_stream_create(struct MHD_Connection *conn);
+/* A stream for a connection the caller has suspended, holding the first
+ * piece (a malloc'd `data` of len bytes, taken in any case); NULL on OOM. */
+srv_stream *srv_stream_create(struct MHD_Connection *conn, char *data, size_t len);
 
 /* Writer: queues a malloc'd piece (taken in any case). Returns 0, or -1
  * when the connection is gone (nothing more is worth writing). */
