@@ -29,7 +29,7 @@ typedef struct {
     opt_kind kind;
     size_t offset;      /* into srv_options */
     size_t str_size;    /* OPT_STR: capacity */
-    long min, max;      /* OPT_INT: accepted range */
+    long min, max;      /* OPT_INT: accepted range; OPT_SIZE: min 1 (positive) or 0 */
 } opt_def;
 
 #define OFF(f) offsetof(srv_options, f)
@@ -38,9 +38,9 @@ static const opt_def defs[] = {
     {"--port", "ATTN_PORT", OPT_INT, OFF(port), 0, 0, 65535},
     {"--threads", "ATTN_THREADS", OPT_INT, OFF(threads), 0, 1, 1024},
     {"--io-threads", "ATTN_IO_THREADS", OPT_INT, OFF(io_threads), 0, 1, 256},
-    {"--max-body", "ATTN_MAX_BODY", OPT_SIZE, OFF(max_body), 0, 0, 0},
-    {"--max-elements", "ATTN_MAX_ELEMENTS", OPT_SIZE, OFF(max_elements), 0, 0, 0},
-    {"--max-memory", "ATTN_MAX_MEMORY", OPT_SIZE, OFF(max_memory), 0, 0, 0},
+    {"--max-body", "ATTN_MAX_BODY", OPT_SIZE, OFF(max_body), 0, 1, 0},
+    {"--max-elements", "ATTN_MAX_ELEMENTS", OPT_SIZE, OFF(max_elements), 0, 1, 0},
+    {"--max-memory", "ATTN_MAX_MEMORY", OPT_SIZE, OFF(max_memory), 0, 1, 0},
     {"--max-queue", "ATTN_MAX_QUEUE", OPT_INT, OFF(max_queue), 0, 1, 1000000},
     {"--max-connections", "ATTN_MAX_CONNECTIONS", OPT_INT, OFF(max_connections), 0, 1, 1000000},
     {"--timeout", "ATTN_TIMEOUT", OPT_INT, OFF(timeout), 0, 1, 86400},
@@ -49,7 +49,7 @@ static const opt_def defs[] = {
      sizeof(((srv_options *)0)->cors_origin), 0, 0},
     {"--access-log", "ATTN_ACCESS_LOG", OPT_BOOL, OFF(access_log), 0, 0, 0},
     {"--gzip-level", "ATTN_GZIP_LEVEL", OPT_INT, OFF(gzip_level), 0, 0, 12},
-    {"--gzip-min-size", "ATTN_GZIP_MIN_SIZE", OPT_SIZE, OFF(gzip_min_size), 0, 0, 0},
+    {"--gzip-min-size", "ATTN_GZIP_MIN_SIZE", OPT_SIZE, OFF(gzip_min_size), 0, 1, 0},
     {"--stream-min-size", "ATTN_STREAM_MIN_SIZE", OPT_SIZE, OFF(stream_min_size), 0, 0, 0},
 };
 #define N_DEFS (sizeof defs / sizeof defs[0])
@@ -161,7 +161,9 @@ static int set_value(srv_options *o, const opt_def *d, const char *value, const 
         if (ok) memcpy(field, value, strlen(value) + 1);
         break;
     case OPT_INT: ok = parse_int(value, d->min, d->max, (int *)field) == 0; break;
-    case OPT_SIZE: ok = srv_parse_size(value, (size_t *)field) == 0 && *(size_t *)field > 0; break;
+    case OPT_SIZE:
+        ok = srv_parse_size(value, (size_t *)field) == 0 && *(size_t *)field >= (size_t)d->min;
+        break;
     case OPT_BOOL: ok = parse_bool(value, (int *)field) == 0; break;
     }
     if (!ok) {
@@ -169,8 +171,8 @@ static int set_value(srv_options *o, const opt_def *d, const char *value, const 
             fprintf(stderr, "attention-server: %s: '%.64s' is not an integer in [%ld, %ld]\n",
                     from, value, d->min, d->max);
         else if (d->kind == OPT_SIZE)
-            fprintf(stderr, "attention-server: %s: '%.64s' is not a positive size (bytes, or k/M/G)\n",
-                    from, value);
+            fprintf(stderr, "attention-server: %s: '%.64s' is not a %ssize (bytes, or k/M/G)\n",
+                    from, value, d->min ? "positive " : "");
         else if (d->kind == OPT_BOOL)
             fprintf(stderr, "attention-server: %s: '%.64s' is not on or off\n", from, value);
         else

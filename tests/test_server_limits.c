@@ -245,7 +245,7 @@ START_TEST(t_bad_flags_exit_2) {
                               {"--bogus", NULL, NULL},      {"--max-body", "12x", NULL},
                               {"--max-body", "0", NULL},    {"--threads", "0", NULL},
                               {"--timeout", NULL, NULL},    {"--access-log", "maybe", NULL},
-                              {"--max-body", "99999999999G", NULL}};
+                              {"--max-body", "99999999999G", NULL}, {"--stream-min-size", "-1", NULL}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *out = NULL, *err = NULL;
         int rc = srvt_run(cases[i], NULL, &out, &err);

@@ -531,15 +531,18 @@ START_TEST(t_large_json_streamed) {
     ck_assert_msg(strstr(srv.log, "aborted") != NULL, "no hang-up in the log:\n%s", srv.log);
     srvt_release(&srv);
 
-    /* the default (128 MiB): the 33 MB reply goes whole */
-    start(NULL);
-    r = post_with("/attention/multihead", body, strlen(body), NULL);
-    ck_assert_int_eq(r.status, 200);
-    srvt_assert_header(&r, "Transfer-Encoding", NULL);
-    ck_assert_uint_eq(r.len, want.body.len);
-    ck_assert_int_eq(memcmp(r.body, want.body.data, r.len), 0);
-    srvt_reply_free(&r);
-    stop();
+    /* the default (128 MiB) and 0 (never): the 33 MB reply goes whole */
+    const char *const *whole[] = {NULL, (const char *const[]){"--stream-min-size", "0", NULL}};
+    for (int i = 0; i < 2; i++) {
+        start(whole[i]);
+        r = post_with("/attention/multihead", body, strlen(body), NULL);
+        ck_assert_int_eq(r.status, 200);
+        srvt_assert_header(&r, "Transfer-Encoding", NULL);
+        ck_assert_uint_eq(r.len, want.body.len);
+        ck_assert_int_eq(memcmp(r.body, want.body.data, r.len), 0);
+        srvt_reply_free(&r);
+        stop();
+    }
     api_reply_free(&want);
     free(body);
 }
