@@ -451,12 +451,12 @@ static void compute_job(void *arg) {
         api_limits lim = request_limits(q);
         lim.zero_copy = 1;
         /* Streamed: the text is sent while it is written, and each piece
-         * freed once sent. libmicrohttpd writes a chunked body 16 KiB at a
-         * time (its per-connection memory): for a 197 MB map the first byte
-         * came 130 ms sooner and the peak memory was 139 MB lower, but
-         * Python's http.client, which decodes chunks slowly, took 68 %
-         * longer. Hence a default of 128 MiB: streaming for the replies
-         * whose text is the memory risk (README, "Binary tensors"). */
+         * freed once sent. For a 197 MB map the first byte came 130 ms
+         * sooner and the peak memory was 139 MB lower, but Python's
+         * http.client, which reads a body of unknown length a chunk (16
+         * KiB here) at a time, took 68 % longer. Hence a default of 128 MiB:
+         * streaming for the replies whose text is the memory risk (README,
+         * "Binary tensors"). */
         size_t min = s->opt->stream_min_size;
         if (min && (!q->gzip_ok || s->opt->gzip_level <= 0)) {
             lim.stream = stream_piece;
