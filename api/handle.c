@@ -278,7 +278,7 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
     json_alloc_failed = 0;
     /* Tensor arrays first (numscan.c), jansson reads the rest. */
     api_scan scan;
-    if (api__scan_body(body ? body : "", body ? len : 0, max, &scan)) {
+    if (api__scan_body(body ? body : "", body ? len : 0, max, lim ? lim->compute : NULL, &scan)) {
         api__fail(&e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the request's tensors");
         goto done;
     }

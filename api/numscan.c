@@ -262,6 +262,7 @@ static int push(reader *r, float v) {
 /* Reads the array at *pp (at '[') on axis `axis`. 0 and *pp past its ']',
  * -1 when it is not a rectangular array of numbers, -2 out of memory. */
 static int read_axis(reader *r, const char **pp, const char *end, int axis) {
+    if (axis >= API_MAX_RANK) return -1; /* never: rank is at most that */
     const char *p = skip_space(*pp + 1, end);
     int n = 0;
     if (p < end && *p == ']') return -1; /* empty axes are not allowed */
@@ -302,6 +303,171 @@ static int read_tensor(reader *r, const char **pp, const char *end) {
     memset(r->shape, 0, sizeof r->shape);
     r->count = 0;
     return read_axis(r, pp, end, 0);
+}
+
+/* ==== A large tensor on several threads ===================================== */
+
+/* Below this much text a tensor is read on the calling thread. */
+#define PAR_MIN_BYTES ((size_t)256 * 1024)
+#define GROUPS_PER_THREAD 4
+
+/* Where the rows of the tensor at p (at its first '[') are: the '[' of each
+ * element of axis 0, and the ']' that closes the tensor. Only brackets,
+ * quotes and braces stop the scan, 16 bytes at a time; a quote or a brace
+ * (not a numeric tensor) or an unclosed tensor gives -1, as does a tensor
+ * of rank 1. 0, or -2 when memory ran out. */
+typedef struct {
+    const char **row;   /* [n] */
+    size_t n, cap;
+    const char *close;
+} rows_found;
+
+static int find_rows(const char *p, const char *end, rows_found *f) {
+    typedef char v16 __attribute__((vector_size(16)));
+    int depth = 0;
+    f->n = 0;
+    while (p < end) {
+        if (end - p >= 16) {
+            v16 c;
+            memcpy(&c, p, sizeof c);
+            v16 hit = (c == '[') | (c == ']') | (c == '"') | (c == '{') | (c == '}');
+            uint64_t lo, hi;
+            memcpy(&lo, &hit, 8);
+            memcpy(&hi, (char *)&hit + 8, 8);
+            if ((lo | hi) == 0) {
+                p += 16;
+                continue;
+            }
+        }
+        char c = *p;
+        if (c == '[') {
+            if (++depth == 2) {
+                if (f->n == f->cap) {
+                    size_t cap = f->cap ? f->cap * 2 : 256;
+                    const char **r = realloc(f->row, cap * sizeof *r);
+                    if (r == NULL) return -2;
+                    f->row = r;
+                    f->cap = cap;
+                }
+                f->row[f->n++] = p;
+            }
+        } else if (c == ']') {
+            if (--depth == 0) {
+                f->close = p;
+                return f->n ? 0 : -1;
+            }
+        } else if (c == '"' || c == '{' || c == '}') {
+            return -1;
+        }
+        p++;
+    }
+    return -1;
+}
+
+typedef struct {
+    reader r;
+    size_t first, last; /* rows [first, last) */
+    int rc;
+} group;
+
+typedef struct {
+    const rows_found *rows;
+    const char *end;
+    group *g;
+    int rank;
+} par_scan;
+
+/* Reads rows [first, last) as read_axis reads them on axis 0: each row, then
+ * a ',' before the next row's '[' or the tensor's closing ']'. */
+static void read_group(void *ctx, long item, int slot) {
+    (void)slot;
+    par_scan *ps = ctx;
+    group *g = &ps->g[item];
+    g->r.rank = ps->rank;
+    for (size_t i = g->first; i < g->last && g->rc == 0; i++) {
+        const char *q = ps->rows->row[i];
+        g->rc = read_axis(&g->r, &q, ps->end, 1);
+        if (g->rc) break;
+        q = skip_space(q, ps->end);
+        if (i + 1 < ps->rows->n) {
+            if (q == ps->end || *q != ',' || skip_space(q + 1, ps->end) != ps->rows->row[i + 1])
+                g->rc = -1;
+        } else if (q != ps->rows->close) {
+            g->rc = -1;
+        }
+    }
+}
+
+/* read_tensor on the pool's threads: the same floats, shape and verdict.
+ * Returns 1 when the tensor is not one to split (the caller reads it
+ * alone). */
+static int read_tensor_parallel(reader *r, const char **pp, const char *end, attn_pool *pool) {
+    const char *p = *pp;
+    int rank = 0;
+    while (p < end && *p == '[') {
+        if (++rank > API_MAX_RANK) return -1;
+        p = skip_space(p + 1, end);
+    }
+    if (rank < 2) return 1;
+    /* rank >= 2: the first row is the second '[' of that run, where
+     * read_axis looks for it */
+    rows_found rows = {0};
+    int rc = find_rows(*pp, end, &rows);
+    if (rc == 0 && (size_t)(rows.close - *pp) < PAR_MIN_BYTES) rc = 1;
+    if (rc == 0 && rows.n >= INT32_MAX) rc = -1;
+    size_t n_groups = (size_t)attn_pool_width(pool) * GROUPS_PER_THREAD;
+    if (n_groups > rows.n) n_groups = rows.n;
+    group *g = rc == 0 ? calloc(n_groups, sizeof *g) : NULL;
+    if (rc == 0 && g == NULL) rc = -2;
+    if (rc) {
+        free(rows.row);
+        return rc;
+    }
+    /* groups of about equal text */
+    size_t text = (size_t)(rows.close - rows.row[0]), row = 0;
+    for (size_t k = 0; k < n_groups; k++) {
+        g[k].first = row;
+        const char *until = rows.row[0] + text / n_groups * (k + 1);
+        while (row < rows.n && (row == g[k].first || k + 1 == n_groups || rows.row[row] < until)) row++;
+        g[k].last = row;
+        g[k].r.budget = r->budget;
+    }
+    par_scan ps = {.rows = &rows, .end = end, .g = g, .rank = rank};
+    attn_pool_run(pool, (long)n_groups, read_group, &ps);
+
+    /* one verdict: a malformed row anywhere wins over memory */
+    size_t total = 0;
+    for (size_t k = 0; k < n_groups; k++) {
+        if (g[k].rc == -1 || (rc == 0 && g[k].rc)) rc = g[k].rc;
+        if (k && memcmp(g[k].r.shape + 1, g[0].r.shape + 1, sizeof(int) * (size_t)(rank - 1)))
+            if (g[k].first < g[k].last) rc = -1; /* ragged between groups */
+        total += g[k].r.count;
+    }
+    if (rc == 0 && total > r->budget) rc = -1; /* as push refuses it */
+    float *data = NULL;
+    if (rc == 0) {
+        data = realloc(g[0].r.data, (total ? total : 1) * sizeof *data);
+        if (data == NULL) rc = -2;
+        else g[0].r.data = NULL;
+    }
+    if (rc == 0) {
+        size_t at = g[0].r.count;
+        for (size_t k = 1; k < n_groups; k++) {
+            memcpy(data + at, g[k].r.data, g[k].r.count * sizeof *data);
+            at += g[k].r.count;
+        }
+        free(r->data);
+        r->data = data;
+        r->count = r->cap = total;
+        r->rank = rank;
+        memcpy(r->shape, g[0].r.shape, sizeof r->shape);
+        r->shape[0] = (int)rows.n;
+        *pp = rows.close + 1;
+    }
+    for (size_t k = 0; k < n_groups; k++) free(g[k].r.data);
+    free(g);
+    free(rows.row);
+    return rc;
 }
 
 /* ==== The body ============================================================ */
@@ -450,7 +616,8 @@ static _Atomic int scan_off;
 
 void api__scan_enable(int on) { scan_off = !on; }
 
-int api__scan_body(const char *body, size_t len, size_t budget, api_scan *s) {
+int api__scan_body(const char *body, size_t len, size_t budget, attn_pool *pool,
+                   api_scan *s) {
     *s = (api_scan){0};
     if (scan_off) return 0;
     scanner sc = {.body = body, .end = body + len, .copied = body, .s = s, .budget = budget};
@@ -465,7 +632,10 @@ int api__scan_body(const char *body, size_t len, size_t budget, api_scan *s) {
             if (c == '[' && !expect_key && tensor_position(&sc)) {
                 const char *q = p;
                 r.budget = budget - s->elements;
-                int got = read_tensor(&r, &q, end);
+                int got = 1;
+                if (attn_pool_width(pool) > 1 && (size_t)(end - p) >= PAR_MIN_BYTES)
+                    got = read_tensor_parallel(&r, &q, end, pool);
+                if (got == 1) got = read_tensor(&r, &q, end);
                 if (got == -2) {
                     rc = -1;
                     break;

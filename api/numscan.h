@@ -58,10 +58,14 @@ typedef struct {
 } api_scan;
 
 /* Scans body[0..len). budget bounds the floats taken out (arrays past it are
- * left to jansson, whose reading then meets the usual limit). Returns 0, or
- * -1 when an allocation failed (s is then freed). With no array taken out,
- * s->text is NULL and the body is parsed as it is. */
-int api__scan_body(const char *body, size_t len, size_t budget, api_scan *s);
+ * left to jansson, whose reading then meets the usual limit). A large array
+ * of rank 2 or more is read on the threads of pool (NULL: this thread): its
+ * rows are found first (a pass over brackets only), then read in groups,
+ * each number exactly as one thread reads it, and every check the same.
+ * Returns 0, or -1 when an allocation failed (s is then freed). With no
+ * array taken out, s->text is NULL and the body is parsed as it is. */
+int api__scan_body(const char *body, size_t len, size_t budget, struct attn_pool *pool,
+                   api_scan *s);
 void api__scan_free(api_scan *s);
 
 /* On by default; tests and benchmarks turn it off (for the whole process)

@@ -13,6 +13,7 @@
 #include <dirent.h>
 
 #include "api/numscan.h"
+#include "core/attention.h"
 #include "tests/support/files.h"
 #include "tests/support/reply_check.h"
 #include "tests/support/check_main.h"
@@ -231,13 +232,13 @@ START_TEST(test_float_overflow_left) {
     };
     for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {
         api_scan s;
-        ck_assert_int_eq(api__scan_body(bodies[i], strlen(bodies[i]), 100, &s), 0);
+        ck_assert_int_eq(api__scan_body(bodies[i], strlen(bodies[i]), 100, NULL, &s), 0);
         ck_assert_msg(s.n == 0, "%s: taken", bodies[i]);
         api__scan_free(&s);
     }
     const char *ok = "{\"inputs\": [[3.4028234663852886e38, -3.4028234663852886e38, 1.4e-45, -0.0]]}";
     api_scan s;
-    ck_assert_int_eq(api__scan_body(ok, strlen(ok), 100, &s), 0);
+    ck_assert_int_eq(api__scan_body(ok, strlen(ok), 100, NULL, &s), 0);
     ck_assert_int_eq(s.n, 1);
     ck_assert(s.arrays[0].data[0] == FLT_MAX && s.arrays[0].data[1] == -FLT_MAX);
     ck_assert(s.arrays[0].data[2] == FLT_TRUE_MIN);
@@ -248,7 +249,7 @@ END_TEST
 
 static api_scan scan_text(const char *body, size_t budget) {
     api_scan s;
-    ck_assert_int_eq(api__scan_body(body, strlen(body), budget, &s), 0);
+    ck_assert_int_eq(api__scan_body(body, strlen(body), budget, NULL, &s), 0);
     return s;
 }
 
@@ -460,9 +461,114 @@ START_TEST(test_large_same_replies) {
 }
 END_TEST
 
+/* ==== Large tensors on a pool ================================================ */
+
+/* Appends a tensor of the given shape (rank 2 or 3) as text, numbers in
+ * mixed forms and spacing. */
+static void put_tensor(api_buf *b, int rank, const int *shape) {
+    static const char *const fmt[] = {"%.9g", "%.17g", "%.3f", "%.6e", "%d"};
+    int rows = shape[0], inner = rank == 3 ? shape[1] : 1, width = shape[rank - 1];
+    api__buf_puts(b, "[");
+    for (int i = 0; i < rows; i++) {
+        api__buf_puts(b, i ? (rnd(3) ? "," : " ,\n ") : (rnd(2) ? "" : " "));
+        if (rank == 3) api__buf_puts(b, "[");
+        for (int j = 0; j < inner; j++) {
+            if (rank == 3 && j) api__buf_puts(b, ",");
+            api__buf_puts(b, "[");
+            for (int c = 0; c < width; c++) {
+                double v = ((double)(next_u64() >> 11) / 9007199254740992.0 - 0.5) * 8.0;
+                int f = rnd(5);
+                if (c) api__buf_puts(b, rnd(2) ? "," : ", ");
+                if (f == 4) api__buf_printf(b, fmt[f], (int)(v * 100));
+                else api__buf_printf(b, fmt[f], v);
+            }
+            api__buf_puts(b, "]");
+        }
+        if (rank == 3) api__buf_puts(b, "]");
+    }
+    api__buf_puts(b, "]");
+}
+
+/* The same scan, field by field and bit by bit. */
+static void expect_same_scan(const char *what, const char *body, size_t len, size_t budget,
+                             attn_pool *pool) {
+    api_scan one, par;
+    ck_assert_int_eq(api__scan_body(body, len, budget, NULL, &one), 0);
+    ck_assert_int_eq(api__scan_body(body, len, budget, pool, &par), 0);
+    ck_assert_msg(one.n == par.n, "%s: %d arrays taken alone, %d on the pool", what, one.n, par.n);
+    ck_assert_uint_eq(one.len, par.len);
+    if (one.text) ck_assert_int_eq(memcmp(one.text, par.text, one.len), 0);
+    for (int i = 0; i < one.n; i++) {
+        const api_scanned *a = &one.arrays[i], *b = &par.arrays[i];
+        ck_assert_int_eq(a->rank, b->rank);
+        ck_assert_int_eq(memcmp(a->shape, b->shape, sizeof a->shape), 0);
+        ck_assert_uint_eq(a->count, b->count);
+        if (a->data) ck_assert_msg(memcmp(a->data, b->data, a->count * sizeof(float)) == 0, "%s", what);
+    }
+    api__scan_free(&one);
+    api__scan_free(&par);
+}
+
+/* A tensor of 256 KB or more is read on the pool: the same arrays, bits and
+ * verdicts as one thread, for rank 2 and 3, and for every way a row can be
+ * wrong: ragged inside a group and between groups, a number before the
+ * first row, a bad separator, a string, a bare number as a row, unclosed,
+ * over the budget. */
+START_TEST(test_large_tensors_on_a_pool) {
+    attn_pool *pool = attn_pool_create(2);
+    ck_assert_ptr_nonnull(pool);
+    static const struct { int rank, shape[3]; } shapes[] = {
+        {2, {3000, 24}}, {2, {130, 400}}, {3, {40, 30, 40}}, {2, {9, 5000}}, {2, {20000, 3}},
+    };
+    int cases = 0;
+    for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++)
+        for (int fault = 0; fault < 9; fault++) {
+            api_buf b = {0};
+            api__buf_puts(&b, "{\"module\": \"MultiHeadAttention\", \"inputs\": ");
+            size_t at = b.len;
+            api_buf tensor = {0};
+            put_tensor(&tensor, shapes[k].rank, shapes[k].shape);
+            if (fault == 2) api__buf_puts(&b, "[5, "); /* a number before the first row */
+            api__buf_put(&b, fault == 2 ? tensor.data + 1 : tensor.data, tensor.len - (fault == 2));
+            api_buf_free(&tensor);
+            size_t stop = b.len;
+            api__buf_puts(&b, ", \"d_in\": 4, \"query\": [[1, 2], [3, 4]]}");
+            ck_assert_uint_ge(stop - at, 256 * 1024);
+            char *t = b.data;
+            size_t budget = (size_t)1 << 30, mid = at + (stop - at) * 5 / 8;
+            char *row = memchr(t + mid, '[', stop - mid); /* a row in a later group */
+            ck_assert_ptr_nonnull(row);
+            if (shapes[k].rank == 3) row = memchr(row + 1, '[', (size_t)(t + stop - row));
+            switch (fault) {
+            case 0: break;
+            case 1: { char *c = memchr(row, ',', (size_t)(t + stop - row)); *c = ' '; break; } /* ragged: one number fewer */
+            case 2: break; /* made above: rank 1 to the scan, read alone */
+            case 3: { char *c = memchr(row, ']', (size_t)(t + stop - row)); c[1] = c[1] == ',' ? ';' : c[1]; break; }
+            case 4: { char *c = memchr(row, ',', (size_t)(t + stop - row)); *c = '"'; break; }
+            case 5: t[stop - 1] = ' '; break; /* unclosed: the next ']' is the query's */
+            case 6: budget = shapes[k].shape[0] * 2; break;
+            case 7: { char *c = memchr(t + at + 1, '[', 64); c[0] = c[0] == '[' ? '7' : c[0]; break; } /* a bare number as row 0 */
+            case 8: { /* a ragged row between groups: drop the last number of the last row */
+                char *c = t + stop - 2 - (shapes[k].rank == 3);
+                while (*c != ',') c--;
+                memset(c, ' ', (size_t)(t + stop - 1 - (shapes[k].rank == 3) - c) - 1);
+                break;
+            }
+            }
+            char what[64];
+            snprintf(what, sizeof what, "shape %zu, fault %d", k, fault);
+            expect_same_scan(what, b.data, b.len, budget, pool);
+            api_buf_free(&b);
+            cases++;
+        }
+    ck_assert_int_eq(cases, 45);
+    attn_pool_destroy(pool);
+}
+END_TEST
+
 static Suite *numscan_suite(void) {
     Suite *s = suite_create("api_numscan");
-    const TTest *tests[] = {test_edge_cases, test_integer_minus_zero_is_zero, test_left_to_jansson, test_random_floats, test_random_decimals, test_midpoints, test_long_and_extreme, test_float_overflow_left, test_body_arrays_taken, test_body_arrays_left, test_body_budget, test_corpus_same_replies, test_errors_same_replies, test_large_same_replies, NULL};
+    const TTest *tests[] = {test_edge_cases, test_integer_minus_zero_is_zero, test_left_to_jansson, test_random_floats, test_random_decimals, test_midpoints, test_long_and_extreme, test_float_overflow_left, test_body_arrays_taken, test_body_arrays_left, test_body_budget, test_corpus_same_replies, test_errors_same_replies, test_large_same_replies, test_large_tensors_on_a_pool, NULL};
     tcase_with(s, "numscan", 120, tests);
     return s;
 }
