@@ -292,14 +292,21 @@ static int read_axis(reader *r, const char **pp, const char *end, int axis) {
     return 0;
 }
 
-/* Reads the whole tensor at p (at '['): its rank is the run of '[' it opens with. */
-static int read_tensor(reader *r, const char **pp, const char *end) {
-    const char *p = *pp;
-    r->rank = 0;
+/* The rank of the tensor at p (at '['): the run of '[' it opens with; -1
+ * past API_MAX_RANK. */
+static int leading_rank(const char *p, const char *end) {
+    int rank = 0;
     while (p < end && *p == '[') {
-        if (++r->rank > API_MAX_RANK) return -1;
+        if (++rank > API_MAX_RANK) return -1;
         p = skip_space(p + 1, end);
     }
+    return rank;
+}
+
+/* Reads the whole tensor at p (at '['). */
+static int read_tensor(reader *r, const char **pp, const char *end) {
+    r->rank = leading_rank(*pp, end);
+    if (r->rank < 0) return -1;
     memset(r->shape, 0, sizeof r->shape);
     r->count = 0;
     return read_axis(r, pp, end, 0);
@@ -402,12 +409,8 @@ static void read_group(void *ctx, long item, int slot) {
  * Returns 1 when the tensor is not one to split (the caller reads it
  * alone). */
 static int read_tensor_parallel(reader *r, const char **pp, const char *end, attn_pool *pool) {
-    const char *p = *pp;
-    int rank = 0;
-    while (p < end && *p == '[') {
-        if (++rank > API_MAX_RANK) return -1;
-        p = skip_space(p + 1, end);
-    }
+    int rank = leading_rank(*pp, end);
+    if (rank < 0) return -1;
     if (rank < 2) return 1;
     /* rank >= 2: the first row is the second '[' of that run, where
      * read_axis looks for it */

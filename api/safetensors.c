@@ -17,7 +17,6 @@
  */
 #include "api/api_internal.h"
 
-#include <math.h>
 #include <string.h>
 
 typedef api_st_entry entry;
@@ -86,13 +85,6 @@ static void meta(api_buf *b, const char *key, const api_buf *json) {
     api__buf_json_string(b, json->data);
 }
 
-static int nonfinite(const entry *t) {
-    const float *x = t->data;
-    for (size_t i = 0; i < t->count; i++)
-        if (isnan(x[i]) || x[i] == INFINITY) return 1;
-    return 0;
-}
-
 int api__safetensors_write(api_buf *b, entry *t, int n, int half, const char *module,
                            const api_st_meta *metas, int n_meta, api_st_parts *parts, api_err *e) {
     for (int i = 0; i < n; i++) {
@@ -116,7 +108,7 @@ int api__safetensors_write(api_buf *b, entry *t, int n, int half, const char *mo
     api__buf_put(&h, "}", 1);
     size_t offset = 0;
     for (int i = 0; i < n; i++) {
-        if (t[i].kind == E_FLOAT && nonfinite(&t[i])) {
+        if (t[i].kind == E_FLOAT && api__has_nan_or_inf(t[i].data, t[i].count)) {
             api_buf_free(&h);
             return api__fail(e, API_E_INTERNAL_ERROR, NULL, "%s holds NaN or infinity", t[i].name);
         }
