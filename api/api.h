@@ -44,7 +44,7 @@ typedef struct {
 void api_buf_free(api_buf *b);          /* accepts a zeroed or freed buffer */
 
 /* GPT-2's byte-level BPE tokenizer (api/bpe.c; encoding and decoding in
- * api/bpe.h). A loaded one is read-only and shared by every thread. */
+ * api/bpe/bpe.h). A loaded one is read-only and shared by every thread. */
 typedef struct api_bpe api_bpe;
 
 /* Loads dir/vocab.json + dir/merges.txt (Hugging Face's names) or
@@ -161,7 +161,7 @@ int api_models_json(const api_models *models, api_buf *out);
 /* Every error a reply can carry, api/'s and the server's alike, in the order
  * the OpenAPI document lists them: XX(ID, HTTP status, code, description).
  * Failure sites name the row (API_E_INVALID_SHAPE), never the status or the
- * code text; api/openapi-gen.py builds the document's Error schema from it. */
+ * code text; api/openapi/gen.py builds the document's Error schema from it. */
 #define API_ERROR_MAP(XX)                                                                          \
     XX(INVALID_JSON, 400, "invalid_json",                                                          \
        "The body is not JSON; the message gives the line and column.")                             \
@@ -216,7 +216,7 @@ int api_error_reply(api_buf *buf, api_error err, const char *message, const char
 
 /* The OpenAPI 3 document served at /openapi.json (static, NUL-terminated):
  * build/gen/openapi.json, made by `make` from the tables and embedded by
- * api/openapi_doc.S. Only programs that call this link that object. */
+ * api/openapi/doc.S. Only programs that call this link that object. */
 static inline const char *api_openapi_json(void) {
     extern const char api__openapi_doc[];
     return api__openapi_doc;

@@ -3,7 +3,7 @@
  * These tables are the whole request vocabulary: the parser
  * rejects any other top-level field, and a test checks that the OpenAPI
  * document lists every one of them. */
-#include "api/api_internal.h"
+#include "api/module/module.h"
 
 #include <string.h>
 

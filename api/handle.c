@@ -8,8 +8,8 @@
  *   attn_forward    -> only the requested outputs are allocated
  *   api__respond    -> the reply written straight into reply->body
  */
-#include "api/api_internal.h"
-#include "api/numscan.h"
+#include "api/model/model.h"
+#include "api/numbers/numbers.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -37,12 +37,6 @@ static void *json_alloc(size_t n) {
 }
 
 static void json_alloc_install(void) { json_set_alloc_funcs(json_alloc, free); }
-
-double api__now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* Bytes of reply text per output value, counted in floats (4 bytes) against
  * the element budget: a round-trip float32 takes about 11 characters and a

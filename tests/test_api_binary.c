@@ -9,8 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/api_internal.h"
-#include "api/codec.h"
+#include "api/model/model.h"
+#include "api/numbers/numbers.h"
+#include "api/numbers/numbers.h"
 #include "tests/support/files.h"
 #include "tests/support/check_main.h"
 

@@ -11,7 +11,8 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "api/api_internal.h"
+#include "api/model/model.h"
+#include "api/numbers/numbers.h"
 #include "support/check_main.h"
 #include "support/files.h"
 

@@ -14,7 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "api/api_internal.h"
+#include "api/model/model.h"
+#include "api/numbers/numbers.h"
 #include "tests/support/files.h"
 #include "tests/support/jschema.h"
 #include "tests/support/check_main.h"

@@ -1,4 +1,4 @@
-/* test_api_openapi.c - the OpenAPI document stays true: api/openapi-gen.py
+/* test_api_openapi.c - the OpenAPI document stays true: api/openapi/gen.py
  * run on this program's own tables reproduces the embedded document byte for
  * byte, every endpoint is there, every error code of the table (the only
  * codes api/ and server/ send) is listed, every field the parser accepts is
@@ -19,7 +19,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "api/api_internal.h"
+#include "api/model/model.h"
+#include "api/numbers/numbers.h"
+#include "api/openapi/openapi.h"
 #include "support/check_main.h"
 #include "support/files.h"
 #include "support/api_requests.h"
@@ -75,7 +77,7 @@ static int write_file(const char *path, const char *s) {
     return fclose(f) != 0 || rc ? -1 : 0;
 }
 
-/* The embedded document is what api/openapi-gen.py writes from this
+/* The embedded document is what api/openapi/gen.py writes from this
  * program's own tables. */
 START_TEST(test_embedded_equals_file) {
     char dir[] = "/tmp/test_api_openapi-XXXXXX", tables[64], out[64], gen[1024], cmd[1400];
@@ -86,7 +88,7 @@ START_TEST(test_embedded_equals_file) {
     ck_assert_ptr_nonnull(t);
     ck_assert_int_eq(write_file(tables, t), 0);
     free(t);
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s %s", tfile_path(gen, sizeof gen, "api/openapi-gen.py"),
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s %s", tfile_path(gen, sizeof gen, "api/openapi/gen.py"),
              tables, out);
     ck_assert_msg(system(cmd) == 0, "failed: %s", cmd);
     size_t n = 0;
@@ -94,7 +96,7 @@ START_TEST(test_embedded_equals_file) {
     ck_assert_msg(s != NULL, "cannot read %s", out);
     const char *doc = api_openapi_json();
     ck_assert_msg(strlen(doc) == n && memcmp(doc, s, n) == 0,
-                  "api/openapi-gen.py on these tables does not give the embedded document: "
+                  "api/openapi/gen.py on these tables does not give the embedded document: "
                   "rebuild with make");
     free(s);
     unlink(tables);

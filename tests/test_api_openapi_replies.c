@@ -16,7 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/api_internal.h"
+#include "api/model/model.h"
+#include "api/numbers/numbers.h"
 #include "support/check_main.h"
 #include "support/ckpt_files.h"
 #include "support/files.h"

@@ -1,0 +1,167 @@
+/* svg.c - attn_weights as SVG ("output_format": "svg", or Accept:
+ * image/svg+xml): one titled panel per batch entry and head (after
+ * selection and averaging) in a grid of ceil(sqrt(n)) columns; in each, the
+ * keys' labels above the columns (class "klabel"), the queries' labels left
+ * of the rows ("qlabel"), and one <rect> per weight coloured as in the PNG
+ * (image.c) with its value in a <title> (shown on hover).
+ *
+ * Labels are the request's tokens (the keys' too when there are as many keys
+ * as tokens), else positions; with query_rows the rows keep their positions.
+ */
+#include "api/module/module.h"
+#include "api/numbers/numbers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SVG_CELL 24          /* default pixels per weight */
+#define LABEL_CHARS 16       /* longest label shown (more is cut with "…") */
+#define CHAR_W 7             /* pixels per label character at font-size 12 */
+#define TITLE_H 22
+#define PANEL_GAP 24
+
+/* XML text: & < > " escaped; control characters and U+FFFE, U+FFFF (not
+ * XML characters) as '?'. s is UTF-8 (jansson checked it). */
+static void xml_text(api_buf *b, const char *s, size_t max_chars) {
+    size_t chars = 0;
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c & 0xC0) != 0x80 && chars++ == max_chars) {
+            api__buf_puts(b, "\xE2\x80\xA6");
+            return;
+        }
+        if (c == 0xEF && (unsigned char)s[1] == 0xBF && ((unsigned char)s[2] & 0xFE) == 0xBE) {
+            api__buf_put(b, "?", 1);
+            s += 2;
+            continue;
+        }
+        switch (c) {
+        case '&': api__buf_puts(b, "&amp;"); break;
+        case '<': api__buf_puts(b, "&lt;"); break;
+        case '>': api__buf_puts(b, "&gt;"); break;
+        case '"': api__buf_puts(b, "&quot;"); break;
+        default: api__buf_put(b, c < 0x20 ? "?" : s, 1); break;
+        }
+    }
+}
+
+/* The i-th label: a token, or its position. */
+static const char *label(const char *const *tokens, int n, int i, char *tmp, size_t size) {
+    if (tokens && i < n) return tokens[i];
+    snprintf(tmp, size, "%d", i);
+    return tmp;
+}
+
+typedef struct {
+    const api_result *r;
+    api_map m;
+    int cell, label_w;
+    const char **tokens;   /* n_tokens pointers into rq->tokens, or NULL */
+    int n_tokens, key_tokens; /* keys labelled by tokens */
+} svg_ctx;
+
+static void panel_title(api_buf *b, const svg_ctx *c, int p) {
+    const api_request *rq = c->r->rq;
+    const api_select *s = &rq->sel;
+    int heads = c->m.H ? c->m.H : 1, bi = p / heads, h = p % heads;
+    if (c->m.B > 1 || rq->batched) api__buf_printf(b, "batch %d, ", bi);
+    if (c->m.H) {
+        api__buf_printf(b, "head %d", s->n_heads ? s->heads[h] : h);
+    } else if (rq->multi_head && rq->average) {
+        api__buf_puts(b, "mean of heads");
+        if (s->n_heads)
+            for (int i = 0; i < s->n_heads; i++) api__buf_printf(b, i ? ", %d" : " %d", s->heads[i]);
+    } else {
+        api__buf_puts(b, "attn_weights");
+    }
+}
+
+static void panel(api_buf *b, const svg_ctx *c, int p, int x0, int y0) {
+    const api_request *rq = c->r->rq;
+    int rows = c->m.rows, cols = c->m.cols, cell = c->cell;
+    int r0 = rq->sel.has_rows ? rq->sel.row_start : 0;
+    int gx = x0 + c->label_w, gy = y0 + TITLE_H + c->label_w;
+    char tmp[16], num[API_FLOAT_MAX + API_FLOAT_SLACK];
+    api__buf_printf(b, "<g class=\"panel\"><text class=\"title\" x=\"%d\" y=\"%d\">", gx, y0 + 15);
+    panel_title(b, c, p);
+    api__buf_puts(b, "</text>\n");
+    for (int j = 0; j < cols; j++) {
+        api__buf_printf(b, "<text class=\"klabel\" transform=\"translate(%d,%d) rotate(-90)\">",
+                        gx + j * cell + cell / 2 + 4, gy - 4);
+        xml_text(b, label(c->key_tokens ? c->tokens : NULL, c->n_tokens, j, tmp, sizeof tmp),
+                 LABEL_CHARS);
+        api__buf_puts(b, "</text>\n");
+    }
+    const float *w = (const float *)c->m.data + (size_t)p * (size_t)rows * (size_t)cols;
+    float panel_max = 0.0f;
+    for (size_t e = 0; e < (size_t)rows * cols; e++) panel_max = w[e] > panel_max ? w[e] : panel_max;
+    for (int i = 0; i < rows && !b->failed; i++) {
+        const float *row = w + (size_t)i * cols;
+        float row_max = 0.0f;
+        for (int j = 0; j < cols; j++) row_max = row[j] > row_max ? row[j] : row_max;
+        const char *q = label(c->tokens, c->n_tokens, r0 + i, tmp, sizeof tmp);
+        api__buf_printf(b, "<text class=\"qlabel\" x=\"%d\" y=\"%d\">", gx - 4, gy + i * cell + cell / 2 + 4);
+        xml_text(b, q, LABEL_CHARS);
+        api__buf_puts(b, "</text>\n");
+        for (int j = 0; j < cols; j++) {
+            const uint8_t *rgb = api__viridis[api__image_level(row[j], row_max, panel_max, rq->sel.color)];
+            api__buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                            "fill=\"#%02x%02x%02x\"><title>", gx + j * cell, gy + i * cell, cell,
+                            cell, rgb[0], rgb[1], rgb[2]);
+            xml_text(b, q, LABEL_CHARS);
+            api__buf_puts(b, " \xE2\x86\x92 ");
+            char ktmp[16];
+            xml_text(b, label(c->key_tokens ? c->tokens : NULL, c->n_tokens, j, ktmp, sizeof ktmp),
+                     LABEL_CHARS);
+            int n = api__format_float(num, row[j], rq->fmt.precision);
+            api__buf_puts(b, ": ");
+            api__buf_put(b, num, (size_t)n);
+            api__buf_puts(b, "</title></rect>\n");
+        }
+    }
+    api__buf_puts(b, "</g>\n");
+}
+
+int api__respond_svg(api_buf *b, const api_result *r, api_err *e) {
+    const api_request *rq = r->rq;
+    svg_ctx c = {.r = r, .n_tokens = rq->tokens ? rq->n_tokens : 0};
+    api__map_of(r, API_OUT_ATTN_WEIGHTS, &c.m);
+    c.cell = rq->sel.cell ? rq->sel.cell : SVG_CELL;
+    if (rq->tokens) {
+        c.tokens = malloc((size_t)rq->n_tokens * sizeof *c.tokens);
+        if (c.tokens == NULL) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the SVG");
+        const char *t = rq->tokens;
+        for (int i = 0; i < rq->n_tokens; i++, t += strlen(t) + 1) c.tokens[i] = t;
+    }
+    c.key_tokens = c.tokens && c.m.cols == rq->n_tokens;
+    /* the widest label, in characters */
+    int longest = 4;
+    for (int i = 0; i < c.n_tokens; i++) {
+        int n = 0;
+        for (const char *s = c.tokens[i]; *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
+        longest = n > longest ? n : longest;
+    }
+    longest = longest > LABEL_CHARS ? LABEL_CHARS + 1 : longest;
+    c.label_w = longest * CHAR_W + 8;
+
+    api_image_layout lay;
+    api__image_layout(&c.m, c.cell, &lay);
+    int pw = c.label_w + lay.panel_w, ph = TITLE_H + c.label_w + lay.panel_h;
+    int width = lay.grid_cols * pw + (lay.grid_cols - 1) * PANEL_GAP;
+    int height = lay.grid_rows * ph + (lay.grid_rows - 1) * PANEL_GAP;
+    api__buf_printf(b,
+                    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                    "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                    "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n"
+                    "<style>.qlabel{text-anchor:end}.title{font-weight:bold;font-size:14px}"
+                    "rect:hover{stroke:#f33;stroke-width:2}</style>\n"
+                    "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n",
+                    width, height, width, height);
+    for (int p = 0; p < lay.panels && !b->failed; p++)
+        panel(b, &c, p, (p % lay.grid_cols) * (pw + PANEL_GAP), (p / lay.grid_cols) * (ph + PANEL_GAP));
+    api__buf_puts(b, "</svg>\n");
+    free(c.tokens);
+    if (b->failed) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");
+    return 0;
+}
