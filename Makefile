@@ -95,13 +95,14 @@ $(BUILD)/tests/support/%.o: tests/support/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) -c $< -o $@
 
+# Made afresh each time: `ar rcs` alone would keep the objects of renamed files.
 $(LIBCORE): $(CORE_OBJ)
 	@mkdir -p $(dir $@)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 $(LIBAPI): $(API_OBJ) $(OPENAPI_OBJ)
 	@mkdir -p $(dir $@)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 # The OpenAPI document: api-tables prints the C tables (endpoints, modules,
 # outputs, errors) as JSON, api/openapi/gen.py adds the prose and

@@ -17,6 +17,7 @@
  * shapes in the same run and prints the ratios.
  */
 #include "api/model/model.h"
+#include "api/module/module.h"
 #include "api/numbers/numbers.h"
 #include "core/attention.h"
 

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "api/model/model.h"
+#include "api/module/module.h"
 #include "api/numbers/numbers.h"
 #include "api/numbers/numbers.h"
 #include "api/numbers/numbers.h"

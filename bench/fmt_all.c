@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "api/model/model.h"
+#include "api/module/module.h"
 #include "api/numbers/numbers.h"
 
 int bench_old_format_float(char *out, float v, int precision);

@@ -2,6 +2,7 @@
  * arithmetic with a strtof check near the ends), kept for bench_serialise and
  * fmt_all to compare with. */
 #include "api/model/model.h"
+#include "api/module/module.h"
 #include "api/numbers/numbers.h"
 
 #include <math.h>

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "api/model/model.h"
+#include "api/module/module.h"
 #include "api/numbers/numbers.h"
 #include "support/api_requests.h"
 #include "support/check_main.h"

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api/model/model.h"
+#include "api/module/module.h"
 #include "api/numbers/numbers.h"
 #include "tests/support/check_main.h"
 

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "api/model/model.h"
+#include "api/module/module.h"
 #include "api/numbers/numbers.h"
 #include "support/check_main.h"
 #include "support/files.h"

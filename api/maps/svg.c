@@ -3,12 +3,12 @@
  * selection and averaging) in a grid of ceil(sqrt(n)) columns; in each, the
  * keys' labels above the columns (class "klabel"), the queries' labels left
  * of the rows ("qlabel"), and one <rect> per weight coloured as in the PNG
- * (image.c) with its value in a <title> (shown on hover).
+ * (png.c) with its value in a <title> (shown on hover).
  *
  * Labels are the request's tokens (the keys' too when there are as many keys
  * as tokens), else positions; with query_rows the rows keep their positions.
  */
-#include "api/module/module.h"
+#include "api/maps/maps.h"
 #include "api/numbers/numbers.h"
 
 #include <stdio.h>
@@ -54,33 +54,24 @@ static const char *label(const char *const *tokens, int n, int i, char *tmp, siz
 }
 
 typedef struct {
-    const api_result *r;
+    const api_image *im;
     api_map m;
-    int cell, label_w;
-    const char **tokens;   /* n_tokens pointers into rq->tokens, or NULL */
-    int n_tokens, key_tokens; /* keys labelled by tokens */
+    int cell, label_w, precision;
+    int key_labels;        /* keys labelled by the labels (as many keys as labels) */
 } svg_ctx;
 
 static void panel_title(api_buf *b, const svg_ctx *c, int p) {
-    const api_request *rq = c->r->rq;
-    const api_select *s = &rq->sel;
+    const api_image *im = c->im;
     int heads = c->m.H ? c->m.H : 1, bi = p / heads, h = p % heads;
-    if (c->m.B > 1 || rq->batched) api__buf_printf(b, "batch %d, ", bi);
-    if (c->m.H) {
-        api__buf_printf(b, "head %d", s->n_heads ? s->heads[h] : h);
-    } else if (rq->multi_head && rq->average) {
-        api__buf_puts(b, "mean of heads");
-        if (s->n_heads)
-            for (int i = 0; i < s->n_heads; i++) api__buf_printf(b, i ? ", %d" : " %d", s->heads[i]);
-    } else {
-        api__buf_puts(b, "attn_weights");
-    }
+    if (c->m.B > 1 || im->batched) api__buf_printf(b, "batch %d, ", bi);
+    if (c->m.H) api__buf_printf(b, "head %d", im->heads ? im->heads[h] : h);
+    else api__buf_puts(b, im->one_title);
 }
 
 static void panel(api_buf *b, const svg_ctx *c, int p, int x0, int y0) {
-    const api_request *rq = c->r->rq;
-    int rows = c->m.rows, cols = c->m.cols, cell = c->cell;
-    int r0 = rq->sel.has_rows ? rq->sel.row_start : 0;
+    const api_image *im = c->im;
+    const char *const *labels = im->labels;
+    int rows = c->m.rows, cols = c->m.cols, cell = c->cell, n = im->n_labels;
     int gx = x0 + c->label_w, gy = y0 + TITLE_H + c->label_w;
     char tmp[16], num[API_FLOAT_MAX + API_FLOAT_SLACK];
     api__buf_printf(b, "<g class=\"panel\"><text class=\"title\" x=\"%d\" y=\"%d\">", gx, y0 + 15);
@@ -89,8 +80,7 @@ static void panel(api_buf *b, const svg_ctx *c, int p, int x0, int y0) {
     for (int j = 0; j < cols; j++) {
         api__buf_printf(b, "<text class=\"klabel\" transform=\"translate(%d,%d) rotate(-90)\">",
                         gx + j * cell + cell / 2 + 4, gy - 4);
-        xml_text(b, label(c->key_tokens ? c->tokens : NULL, c->n_tokens, j, tmp, sizeof tmp),
-                 LABEL_CHARS);
+        xml_text(b, label(c->key_labels ? labels : NULL, n, j, tmp, sizeof tmp), LABEL_CHARS);
         api__buf_puts(b, "</text>\n");
     }
     const float *w = (const float *)c->m.data + (size_t)p * (size_t)rows * (size_t)cols;
@@ -100,46 +90,39 @@ static void panel(api_buf *b, const svg_ctx *c, int p, int x0, int y0) {
         const float *row = w + (size_t)i * cols;
         float row_max = 0.0f;
         for (int j = 0; j < cols; j++) row_max = row[j] > row_max ? row[j] : row_max;
-        const char *q = label(c->tokens, c->n_tokens, r0 + i, tmp, sizeof tmp);
+        const char *q = label(labels, n, im->row0 + i, tmp, sizeof tmp);
         api__buf_printf(b, "<text class=\"qlabel\" x=\"%d\" y=\"%d\">", gx - 4, gy + i * cell + cell / 2 + 4);
         xml_text(b, q, LABEL_CHARS);
         api__buf_puts(b, "</text>\n");
         for (int j = 0; j < cols; j++) {
-            const uint8_t *rgb = api__viridis[api__image_level(row[j], row_max, panel_max, rq->sel.color)];
+            const uint8_t *rgb = api__viridis[api__image_level(row[j], row_max, panel_max, im->color)];
             api__buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
                             "fill=\"#%02x%02x%02x\"><title>", gx + j * cell, gy + i * cell, cell,
                             cell, rgb[0], rgb[1], rgb[2]);
             xml_text(b, q, LABEL_CHARS);
             api__buf_puts(b, " \xE2\x86\x92 ");
             char ktmp[16];
-            xml_text(b, label(c->key_tokens ? c->tokens : NULL, c->n_tokens, j, ktmp, sizeof ktmp),
-                     LABEL_CHARS);
-            int n = api__format_float(num, row[j], rq->fmt.precision);
+            xml_text(b, label(c->key_labels ? labels : NULL, n, j, ktmp, sizeof ktmp), LABEL_CHARS);
+            int len = api__format_float(num, row[j], c->precision);
             api__buf_puts(b, ": ");
-            api__buf_put(b, num, (size_t)n);
+            api__buf_put(b, num, (size_t)len);
             api__buf_puts(b, "</title></rect>\n");
         }
     }
     api__buf_puts(b, "</g>\n");
 }
 
-int api__respond_svg(api_buf *b, const api_result *r, api_err *e) {
-    const api_request *rq = r->rq;
-    svg_ctx c = {.r = r, .n_tokens = rq->tokens ? rq->n_tokens : 0};
-    api__map_of(r, API_OUT_ATTN_WEIGHTS, &c.m);
-    c.cell = rq->sel.cell ? rq->sel.cell : SVG_CELL;
-    if (rq->tokens) {
-        c.tokens = malloc((size_t)rq->n_tokens * sizeof *c.tokens);
-        if (c.tokens == NULL) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the SVG");
-        const char *t = rq->tokens;
-        for (int i = 0; i < rq->n_tokens; i++, t += strlen(t) + 1) c.tokens[i] = t;
-    }
-    c.key_tokens = c.tokens && c.m.cols == rq->n_tokens;
+int api__write_svg(api_buf *b, const api_contents *contents, api_st_parts *parts, api_err *e) {
+    (void)parts;
+    const api_image *im = contents->image;
+    svg_ctx c = {.im = im, .m = im->map, .precision = contents->fmt.precision};
+    c.cell = im->cell ? im->cell : SVG_CELL;
+    c.key_labels = im->labels && c.m.cols == im->n_labels;
     /* the widest label, in characters */
     int longest = 4;
-    for (int i = 0; i < c.n_tokens; i++) {
+    for (int i = 0; i < im->n_labels; i++) {
         int n = 0;
-        for (const char *s = c.tokens[i]; *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
+        for (const char *s = im->labels[i]; *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
         longest = n > longest ? n : longest;
     }
     longest = longest > LABEL_CHARS ? LABEL_CHARS + 1 : longest;
@@ -161,7 +144,6 @@ int api__respond_svg(api_buf *b, const api_result *r, api_err *e) {
     for (int p = 0; p < lay.panels && !b->failed; p++)
         panel(b, &c, p, (p % lay.grid_cols) * (pw + PANEL_GAP), (p / lay.grid_cols) * (ph + PANEL_GAP));
     api__buf_puts(b, "</svg>\n");
-    free(c.tokens);
     if (b->failed) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");
     return 0;
 }

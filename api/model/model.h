@@ -1,7 +1,10 @@
 /* model.h - whole models (private to api/, prefix api__): POST /model/gpt2
  * and the checkpoints loaded at start.
  *
- *   gpt2.c        POST /model/gpt2: seed 003's GPT2 from a request to its reply
+ *   request.c     a /model/gpt2 request into a model_rq
+ *   state_dict.c  its state_dict into core's GPT2 parameter buffer
+ *   run.c         the kind's steps (api__model_kind): plan, parameters,
+ *                 attn_gpt2_forward, the selected maps, the reply's contents
  *   st_read.c     a safetensors file: mapped read-only, its header parsed with
  *                 jansson and validated in full before any tensor is used
  *   checkpoint.c  the Hugging Face GPT-2 layout of such a file into core's
@@ -15,7 +18,9 @@
 
 #include <jansson.h>
 
-#include "api/module/module.h"
+#include "api/maps/maps.h"
+#include "api/request/request.h"
+#include "core/attention.h"
 
 /* ==== safetensors (st_read.c) ============================================= */
 
@@ -86,14 +91,56 @@ const api_model *api__models_find(const api_models *m, const char *name);
 /* Loaded names for an error message: "a, b" (or "none"). */
 void api__models_names(const api_models *m, char *out, size_t size);
 
-/* ==== POST /model/gpt2 (gpt2.c) ========================================== */
+/* ==== POST /model/gpt2 ==================================================== */
 
-/* The parsed body *root_ref to the 200 reply in reply->body (and its timings
- * and content type; t0 is when the request started). Frees the tree and
- * sets *root_ref to NULL before computing. Returns 0, 1 when
- * lim->defer_above says the request is too big to run here (nothing
- * computed, no body), or -1 with e filled. */
-int api__model_gpt2(json_t **root_ref, const api_limits *lim, api_reply *reply, double t0,
-                    api_err *e);
+/* The outputs of /model/gpt2, in reply order: XX(ID, name). */
+#define MODEL_OUTPUT_MAP(XX)                                                                       \
+    XX(IDX, "idx")                                                                                 \
+    XX(TOKENS, "tokens")                                                                           \
+    XX(LOGITS, "logits")                                                                           \
+    XX(NEXT_TOKEN, "next_token")                                                                   \
+    XX(ATTN_WEIGHTS, "attn_weights")                                                               \
+    XX(HIDDEN_STATES, "hidden_states")                                                             \
+    XX(TIMING, "timing")
+
+enum {
+#define M_OUT_ID(id, name) M_OUT_##id,
+    MODEL_OUTPUT_MAP(M_OUT_ID)
+#undef M_OUT_ID
+    M_OUT_COUNT
+};
+
+/* The reply formats a whole model writes (no pictures yet). */
+#define API_MODEL_FORMATS                                                                          \
+    (1u << API_FORMAT_NESTED | 1u << API_FORMAT_FLAT | 1u << API_FORMAT_BASE64 |                   \
+     1u << API_FORMAT_SAFETENSORS)
+
+typedef struct {
+    attn_gpt2_config cfg;
+    int batched, B, T;
+    int32_t *idx;
+    const api_tokenizer *tok;  /* named in "tokenizer", or the only one loaded; may be NULL */
+    int from_text;             /* idx is the tokens of "text" */
+    int training;
+    int has_init;
+    uint64_t seed;
+    const json_t *state_dict;  /* borrowed from the tree */
+    const api_model *model;    /* "model": a checkpoint loaded at start */
+    int has_dropout_seed;
+    uint64_t dropout_seed;
+    unsigned returns;          /* bits of M_OUT_* */
+    int *layers, n_layers;     /* the layers whose maps are returned, increasing */
+    api_select sel;            /* heads, query_rows, top_k of those maps */
+    api_fmt fmt;
+} model_rq;
+
+/* Reads every field of a /model/gpt2 request (request.c); the caller calls
+ * api__model_rq_free either way. */
+int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e);
+void api__model_rq_free(model_rq *rq);
+/* "state_dict" into params (state_dict.c): every parameter, the buffers
+ * optional, lm_head.weight optional but equal to wte.weight. */
+int api__model_state_dict_read(const json_t *sd, const attn_gpt2_plan *plan, float *params,
+                               api_err *e);
 
 #endif

@@ -1,9 +1,13 @@
-/* module.h - the attention modules' requests (private to api/, prefix
- * api__): /attention/simple, /self, /causal, /multihead and /sdpa.
+/* module.h - the attention modules (private to api/, prefix api__): the
+ * kind of /attention/simple, /self, /causal, /multihead and /sdpa.
  *
+ *   fields.c      the modules of each endpoint, the request fields of each module
  *   outputs.c     the output table and each output's shape rule
  *   parse.c       a request object into an api_request
  *   state_dict.c  "state_dict" into the parameter buffer
+ *   view.c        the maps as the reply gives them: selection, averaging, top-k
+ *   run.c         the kind's steps (api__module_kind): plan, parameters,
+ *                 attn_forward, the selected maps, the reply's contents
  */
 #ifndef API_MODULE_H
 #define API_MODULE_H
@@ -15,6 +19,7 @@
 
 #include "api/maps/maps.h"
 #include "api/request/request.h"
+#include "core/attention.h"
 
 /* ==== Endpoints and fields ================================================ */
 
@@ -23,48 +28,57 @@
 int api__endpoint_modules(api_endpoint ep, attn_module mods[ATTN_MODULE_COUNT]);
 /* The top-level fields a module accepts (NULL-terminated). */
 const char *const *api__module_fields(attn_module m);
-/* 1 if field is in the list. */
-int api__has_field(const char *const *fields, const char *field);
 
 /* ==== Outputs ============================================================= */
 
 /* Every output a request can `return`, in reply order:
- *   XX(ID, name, element, map-shaped, description)
+ *   XX(ID, name, element, map-shaped, core bit, where core writes it, description)
  * element: F32 or U8, a tensor that core writes into attn_outputs; JSON,
- *   written by respond.c from the request (params, tokens, timing).
+ *   made from the request (params, tokens, timing).
  * map-shaped: [B][H][L][S]-like, rows are queries and columns keys.
+ * core bit: the ATTN_OUT_* that core must compute for it (0: none).
+ * where: API_SLOT(field of attn_outputs), or API_NO_SLOT.
  * description: for the OpenAPI document (NULL: none).
- * The shape rules (where core writes an output, how many elements the plan
- * gives it, its axes) are api__out_tensor's, in outputs.c. */
+ * The shape rules (how many elements the plan gives an output, its axes, and
+ * the averaged attn_weights' own bit and field) are api__out_tensor's, in
+ * outputs.c. */
 #define API_OUTPUT_MAP(XX)                                                                         \
-    XX(CONTEXT, "context", F32, 0,                                                                 \
+    XX(CONTEXT, "context", F32, 0, ATTN_OUT_CONTEXT, API_SLOT(context),                            \
        "The module's output [B][T][d_out]; sdpa: [B][H][L][Ev] as F.scaled_dot_product_attention " \
        "returns it.")                                                                              \
-    XX(ATTN_WEIGHTS, "attn_weights", F32, 1,                                                       \
+    XX(ATTN_WEIGHTS, "attn_weights", F32, 1, ATTN_OUT_WEIGHTS, API_SLOT(weights),                  \
        "Attention weights after dropout: [B][T][S] for single-head modules, [B][H][T][S] for "     \
        "multi-head ones, or [B][T][S] averaged with average_attn_weights.")                        \
-    XX(ATTN_SCORES, "attn_scores", F32, 1, "Raw Q·Kᵀ [B][H][T][S].")                               \
-    XX(MASKED_SCORES, "masked_scores", F32, 1,                                                     \
+    XX(ATTN_SCORES, "attn_scores", F32, 1, ATTN_OUT_SCORES, API_SLOT(scores),                      \
+       "Raw Q·Kᵀ [B][H][T][S].")                                                                   \
+    XX(MASKED_SCORES, "masked_scores", F32, 1, ATTN_OUT_MASKED_SCORES, API_SLOT(masked_scores),    \
        "Scaled and masked scores [B][H][T][S]; masked entries are null.")                          \
-    XX(MASK, "mask", U8, 1, "The boolean mask applied [B][T][S] as 0/1, 1 = masked out.")          \
-    XX(DROPOUT_MASK, "dropout_mask", F32, 1,                                                       \
+    XX(MASK, "mask", U8, 1, ATTN_OUT_MASK, API_SLOT(mask),                                         \
+       "The boolean mask applied [B][T][S] as 0/1, 1 = masked out.")                               \
+    XX(DROPOUT_MASK, "dropout_mask", F32, 1, ATTN_OUT_DROPOUT_MASK, API_SLOT(dropout_mask),        \
        "Dropout multipliers (0 or 1/(1-p); 1 when inactive): [B][H][T][S], or [B][T][d_out] for "  \
        "GPT2CausalSelfAttention (dropout on the output).")                                         \
-    XX(QUERIES, "queries", F32, 0, "Per head, after projection: [B][H][T][head_dim].")             \
-    XX(KEYS, "keys", F32, 0, "[B][Hkv][S][head_dim].")                                             \
-    XX(VALUES, "values", F32, 0, "[B][Hkv][S][head_dim].")                                         \
-    XX(CONTEXT_HEADS, "context_heads", F32, 0,                                                     \
+    XX(QUERIES, "queries", F32, 0, ATTN_OUT_QUERIES, API_SLOT(queries),                            \
+       "Per head, after projection: [B][H][T][head_dim].")                                         \
+    XX(KEYS, "keys", F32, 0, ATTN_OUT_KEYS, API_SLOT(keys), "[B][Hkv][S][head_dim].")              \
+    XX(VALUES, "values", F32, 0, ATTN_OUT_VALUES, API_SLOT(values), "[B][Hkv][S][head_dim].")      \
+    XX(CONTEXT_HEADS, "context_heads", F32, 0, ATTN_OUT_CONTEXT_HEADS, API_SLOT(context_heads),    \
        "Heads concatenated, before the output projection: [B][T][H*head_dim].")                    \
-    XX(PARAMS, "params", JSON, 0,                                                                  \
+    XX(PARAMS, "params", JSON, 0, 0, API_NO_SLOT,                                                  \
        "The state_dict used, buffers included, under PyTorch names: {k: torch.tensor(v)} loads "   \
        "back, and it is a valid state_dict field.")                                                \
-    XX(TOKENS, "tokens", JSON, 0,                                                                  \
+    XX(TOKENS, "tokens", JSON, 0, 0, API_NO_SLOT,                                                  \
        "The request's tokens; null when \"tokens\" is asked for in return but the request gave "   \
        "none.")                                                                                    \
-    XX(TIMING, "timing", JSON, 0, NULL)
+    XX(TIMING, "timing", JSON, 0, 0, API_NO_SLOT, NULL)
+
+/* Where an output lives: the offset of its attn_outputs field (a float *
+ * for F32, a uint8_t * for U8), or API_NO_SLOT. */
+#define API_SLOT(field) offsetof(attn_outputs, field)
+#define API_NO_SLOT ((size_t)-1)
 
 typedef enum {
-#define API_OUT_ID(id, name, elem, map, doc) API_OUT_##id,
+#define API_OUT_ID(id, name, elem, map, core, slot, doc) API_OUT_##id,
     API_OUTPUT_MAP(API_OUT_ID)
 #undef API_OUT_ID
     API_OUT_COUNT
@@ -76,6 +90,8 @@ typedef struct {
     const char *name;        /* in `return` and in the reply */
     api_elem elem;
     int map;                 /* [B][H][L][S]-like */
+    unsigned core;           /* ATTN_OUT_* bit */
+    size_t slot;             /* API_SLOT(...) or API_NO_SLOT */
     const char *doc;         /* NULL: no description in the document */
 } api_output;
 
@@ -119,13 +135,10 @@ int api__state_dict_read(const json_t *sd, const attn_config *cfg, const attn_pl
 
 /* ==== Results ============================================================= */
 
-/* Marks "no attn_outputs field" in api_out_tensor.slot. */
-#define API_NO_SLOT ((size_t)-1)
-
 /* One output of one request: where core writes it and how big it is. */
 typedef struct {
-    size_t slot;       /* offsetof the attn_outputs field (a float * for F32, a
-                          uint8_t * for U8), or API_NO_SLOT */
+    size_t slot;       /* offsetof the attn_outputs field, or API_NO_SLOT */
+    unsigned core;     /* the ATTN_OUT_* bit core computes it under (0: none) */
     size_t count;      /* elements, from the plan */
     int B, H, rows, cols;  /* its axes; H = 0: no head axis */
 } api_out_tensor;
@@ -134,104 +147,19 @@ typedef struct {
  * each output, in outputs.c. */
 void api__out_tensor(api_out k, const api_request *rq, const attn_plan *plan, api_out_tensor *t);
 
+/* ==== The maps as the reply gives them (view.c) =========================== */
 
-typedef struct {
-    const api_request *rq;
-    const attn_plan *plan;
-    const float *params;
-    attn_outputs out;      /* as api__out_tensor describes them (sdpa's context
-                              already in PyTorch's [B][H][L][Ev]) */
-    unsigned mapped;       /* bits of api_out whose reply is maps[k], not out */
-    api_map maps[API_OUT_COUNT];
-} api_result;
-
-/* 1 if the request selects, averages selected heads or takes top-k, so the
- * maps are reshaped after computing. */
-int api__select_active(const api_request *rq);
-/* Checks the selection against the plan (heads < H, rows within L, images
- * only of attn_weights); 400 naming the field. */
-int api__select_check(const api_request *rq, const attn_plan *plan, api_err *e);
-/* Elements (values plus indices) the reply's view of output k holds. */
-size_t api__select_count(const api_request *rq, const attn_plan *plan, api_out k);
+/* Checks the selection against the plan (heads < H, rows within L, pictures
+ * only of attn_weights and not too large); 400 or 413 naming the field. */
+int api__view_check(const api_request *rq, const attn_plan *plan, api_err *e);
+/* Elements (values plus indices; a picture's pixels or text) the reply's
+ * view of output k holds. */
+size_t api__view_count(const api_request *rq, const attn_plan *plan, api_out k);
 /* 1 if core must also write the mask for top-k (to skip masked entries). */
-int api__select_needs_mask(const api_request *rq);
-/* Builds r->maps for every requested map output; mask is core's [B][L][S]
- * mask (NULL if none). 0, or -1 with e filled (allocation). */
-int api__select_apply(api_result *r, const uint8_t *mask, api_err *e);
-void api__select_release(api_result *r);
-
-/* Top-k of rows x n floats: for each row the k largest entries not masked
- * (mask[j] != 0, or -inf), in descending order, ties to the lower index;
- * padding index -1 and value 0. mask is one [n] row shared by every row
- * when mask_step is 0, else row r uses mask + r * mask_step (NULL: none).
- * scratch holds n ints. (topk.c) */
-void api__topk_f32(const float *x, size_t rows, int n, const uint8_t *mask, size_t mask_step,
-                   int k, float *values, int32_t *indices, int *scratch);
-void api__topk_u8(const uint8_t *x, size_t rows, int n, const uint8_t *mask, size_t mask_step,
-                  int k, uint8_t *values, int32_t *indices, int *scratch);
-
-/* ==== Replies (respond.c, safetensors.c, png.c, svg.c) ================== */
-
-/* Writes attn_weights (r->maps, or out) as a PNG into b. */
-int api__respond_png(api_buf *b, const api_result *r, api_err *e);
-int api__respond_svg(api_buf *b, const api_result *r, api_err *e);
-/* The map of output k as the reply gives it (the selected view, or the whole
- * computed tensor). */
-void api__map_of(const api_result *r, api_out k, api_map *m);
-
-/* The most tensors one safetensors reply holds. */
-#define API_ST_MAX_ENTRIES (2 * API_OUT_COUNT + 64)
-_Static_assert(API_ST_MAX_ENTRIES <= API_REPLY_MAX_PARTS, "a reply's parts are its tensors");
-
-/* Where a safetensors reply may leave its tensors' bytes in place (float32
- * on a little-endian machine: the file's bytes are the arrays' own): the
- * body then ends after the header, and the data is parts[0..n) (api_reply.parts). */
-typedef struct {
-    api_part part[API_ST_MAX_ENTRIES];
-    int n;
-} api_st_parts;
-
-/* 1 if one of x[0..n) is NaN or +inf, which a reply cannot carry (-inf is a
- * masked score). */
-int api__has_nan_or_inf(const float *x, size_t n);
-/* 1 if a float the reply would carry is NaN or +inf: the reply would be an
- * error (checked before a reply is streamed). */
-int api__reply_has_nonfinite(const api_result *r);
-
-/* Writes the 200 body. Returns 0, or -1 with e filled (allocation, NaN). */
-int api__respond(api_buf *b, const api_result *r, const api_reply *timing_so_far,
-                 double t_serialise_start, api_st_parts *parts, api_err *e);
-/* The same as one safetensors file (safetensors.c). */
-int api__respond_safetensors(api_buf *b, const api_result *r, const api_reply *timing_so_far,
-                             double t_serialise_start, api_st_parts *parts, api_err *e);
-
-/* One tensor of a safetensors file. */
-typedef enum { API_ST_FLOAT, API_ST_BYTES, API_ST_INT32 } api_st_kind;
-#define API_ST_OUT_RANK 6
-typedef struct {
-    char name[ATTN_PARAM_NAME_MAX + 16];
-    const void *data;     /* float (F32, or F16 with half), uint8_t (BOOL), int32_t (I32) */
-    api_st_kind kind;
-    int rank;
-    int shape[API_ST_OUT_RANK];
-    size_t count;         /* filled by api__safetensors_write */
-} api_st_entry;
-/* A __metadata__ entry: JSON text stored as a string. */
-typedef struct {
-    const char *key;
-    const api_buf *json;
-} api_st_meta;
-/* Writes the n tensors of t (reordered: 4-byte elements first) as one
- * safetensors file into b, with "format": "pt", "module" and the metadata.
- * 0, or -1 with e filled (allocation, NaN or infinity). */
-int api__safetensors_write(api_buf *b, api_st_entry *t, int n, int half, const char *module,
-                           const api_st_meta *metas, int n_meta, api_st_parts *parts, api_err *e);
-/* The axes of tensor output k as the reply gives them (no batch axis when the
- * inputs had none, no head axis for single-head requests) into shape; its
- * data (float or uint8_t) into *data. Returns the rank. */
-int api__out_dims(const api_result *r, api_out k, int *shape, const void **data);
-/* The reply's "shape" object, and its "tokens" array (null if none). */
-void api__shape_json(api_buf *b, const attn_plan *p);
-void api__tokens_json(api_buf *b, const api_request *rq);
+int api__view_needs_mask(const api_request *rq);
+/* maps[k] for every requested map output: the computed tensor of out, or
+ * its cut (heads, rows, average, top-k) in new arrays of a. */
+int api__view_maps(const api_request *rq, const attn_plan *plan, const attn_outputs *out,
+                   api_arrays *a, api_map maps[API_OUT_COUNT], api_err *e);
 
 #endif

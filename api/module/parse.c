@@ -247,43 +247,6 @@ static int read_return(const json_t *root, api_request *rq, api_err *e) {
     return 0;
 }
 
-int api__params_source(const json_t *root, const char *what, api_params_source *out, api_err *e) {
-    *out = (api_params_source){0};
-    const json_t *init = api__field(root, "init"), *sd = api__field(root, "state_dict");
-    if (init && sd)
-        return api__fail(e, API_E_INVALID_ARGUMENT, "state_dict",
-                         "give either init or state_dict, not both");
-    if (sd) {
-        if (!json_is_object(sd))
-            return api__field_wrong_type(e, "state_dict", sd, "an object of tensors (name: nested array)");
-        out->state_dict = sd;
-        return 0;
-    }
-    if (init == NULL)
-        return api__fail(e, API_E_MISSING_FIELD, "init",
-                         "the parameters are missing: give \"init\": {\"seed\": N} to construct "
-                         "%s after torch.manual_seed(N), or \"state_dict\": {name: tensor} "
-                         "with its own parameters",
-                         what);
-    if (!json_is_object(init)) return api__field_wrong_type(e, "init", init, "an object {\"seed\": N}");
-    const char *key;
-    const json_t *v;
-    json_object_foreach((json_t *)init, key, v) {
-        if (strcmp(key, "seed") != 0) {
-            char field[API_ECHO_MAX + 16], echo[API_ECHO_MAX + 4];
-            snprintf(field, sizeof field, "init.%s", api__echo(echo, sizeof echo, key));
-            return api__fail(e, API_E_UNKNOWN_FIELD, field, "unknown field \"%s\" (init takes \"seed\")",
-                             field);
-        }
-    }
-    v = api__field(init, "seed");
-    if (v == NULL) return api__fail(e, API_E_MISSING_FIELD, "init.seed", "init needs a \"seed\"");
-    if (!json_is_integer(v)) return api__field_wrong_type(e, "init.seed", v, "an integer");
-    out->has_init = 1;
-    out->seed = (uint64_t)json_integer_value(v); /* negative seeds wrap, as torch's */
-    return 0;
-}
-
 static int read_params_source(const json_t *root, api_request *rq, api_err *e) {
     api_params_source src;
     if (api__params_source(root, "the module", &src, e)) return -1;
@@ -336,35 +299,23 @@ static int read_constructor(const json_t *root, api_request *rq, api_err *e) {
     return read_dropout(root, c, e);
 }
 
-static int read_options(const json_t *root, api_request *rq, api_err *e) {
+static int read_options(const json_t *root, const api_limits *lim, api_request *rq, api_err *e) {
     attn_config *c = &rq->cfg;
     attn_module m = c->module;
     static const char *const norms[] = {"softmax", "sum", NULL};
     static const char *const methods[] = {"neg_inf", "renorm", NULL};
-    static const char *const formats[] = {"nested", "flat", "base64", "safetensors", "png",
-                                          "svg", NULL};
-    static const char *const dtypes[] = {"float32", "float16", NULL};
-    int norm = 0, method = 0, format = rq->fmt.format, half = 0;
+    int norm = 0, method = 0;
     double scale = 0.0;
     c->causal = attn_module_has(m, ATTN_MOD_CAUSAL);
     if (api__field_bool(root, "causal", &c->causal, e) < 0 || api__field_bool(root, "training", &c->training, e) < 0 ||
         api__field_choice(root, "normalization", norms, &norm, e) < 0 ||
         api__field_choice(root, "mask_method", methods, &method, e) < 0 ||
-        api__field_choice(root, "output_format", formats, &format, e) < 0 ||
-        api__field_choice(root, "dtype", dtypes, &half, e) < 0 ||
+        api__options_read(root, lim, (1u << API_FORMAT_COUNT) - 1, &rq->fmt, e) < 0 ||
         api__field_bool(root, "average_attn_weights", &rq->average, e) < 0 ||
-        api__field_int(root, "precision", 1, 9, &rq->fmt.precision, e) < 0 ||
         api__select_parse(root, &rq->sel, e) < 0)
         return -1;
     c->normalization = (attn_norm)norm;
     c->mask_method = (attn_mask_method)method;
-    rq->fmt.format = (api_format)format;
-    rq->fmt.flat = format == API_FORMAT_FLAT;
-    rq->fmt.half = half;
-    if (half && format != API_FORMAT_BASE64 && format != API_FORMAT_SAFETENSORS)
-        return api__fail(e, API_E_INVALID_ARGUMENT, "dtype",
-                         "dtype float16 is for binary replies: set output_format to \"base64\" "
-                         "or \"safetensors\"");
     int rc = api__field_number(root, "scale", &scale, e);
     if (rc < 0) return -1;
     if (rc == 1) {
@@ -386,13 +337,7 @@ static int read_options(const json_t *root, api_request *rq, api_err *e) {
 
 int api__request_parse(api_endpoint ep, const json_t *root, const api_limits *lim,
                        api_request *rq, api_err *e) {
-    /* Accept: application/octet-stream makes safetensors the default format,
-     * image/png and image/svg+xml an image */
-    static const api_format preferred[] = {API_FORMAT_NESTED, API_FORMAT_PNG, API_FORMAT_SVG};
-    *rq = (api_request){.ep = ep, .fmt.format = lim && lim->prefer_safetensors
-                                                    ? API_FORMAT_SAFETENSORS : API_FORMAT_NESTED};
-    if (lim && lim->prefer_image > 0 && lim->prefer_image < 3)
-        rq->fmt.format = preferred[lim->prefer_image];
+    *rq = (api_request){.ep = ep};
     if (!json_is_object(root))
         return api__fail(e, API_E_INVALID_TYPE, NULL, "the request body must be a JSON object");
     attn_module m;
@@ -409,7 +354,7 @@ int api__request_parse(api_endpoint ep, const json_t *root, const api_limits *li
     }
     if (read_constructor(root, rq, e)) return -1;
     if (attn_module_has(m, ATTN_MOD_CROSS) && read_kv_inputs(root, rq, &budget, e)) return -1;
-    if (read_options(root, rq, e) || read_attn_mask(root, rq, &budget, e) ||
+    if (read_options(root, lim, rq, e) || read_attn_mask(root, rq, &budget, e) ||
         read_kpm(root, rq, &budget, e) || read_tokens(root, rq, e) || read_return(root, rq, e))
         return -1;
     if (api__has_field(api__module_fields(m), "init") && read_params_source(root, rq, e)) return -1;

@@ -99,129 +99,127 @@ static int eisel_lemire(uint64_t w, int q, double *out) {
     return 1;
 }
 
+/* The significant digits of a number as they are read: up to 19 in m;
+ * dropped digits raise the exponent (or, after the point, are only checked
+ * for being zero). */
+typedef struct {
+    uint64_t m;
+    int digits, exp10, inexact;
+} mantissa;
+
 /* Appends the digit run of n digits starting with word w (fraction: each
  * digit taken lowers the exponent). */
-#define TAKE_RUN(w, n, frac)                                                                   \
-    do {                                                                                       \
-        if (digits + (n) <= 19) {                                                              \
-            m = m * pow10_u64[(n)] + digits_value((w), (n));                                    \
-            digits += (n);                                                                     \
-            if (frac) exp10 -= (n);                                                            \
-        } else {                                                                               \
-            for (int i_ = 0; i_ < (n); i_++) {                                                 \
-                char ch_ = (char)((w) >> (8 * i_));                                           \
-                if (digits < 19) {                                                             \
-                    m = m * 10 + (uint64_t)(ch_ - '0');                                        \
-                    digits++;                                                                  \
-                    if (frac) exp10--;                                                         \
-                } else {                                                                       \
-                    if (!(frac)) exp10++;                                                      \
-                    inexact |= ch_ != '0';                                                     \
-                }                                                                              \
-            }                                                                                  \
-        }                                                                                      \
-    } while (0)
-
-static inline size_t scan_number(const char *p, const char *end, double *out) {
-    const char *s = p;
-    int neg = 0;
-    if (s < end && *s == '-') {
-        neg = 1;
-        s++;
+static inline void take_run(mantissa *a, uint64_t w, int n, int frac) {
+    if (a->digits + n <= 19) {
+        a->m = a->m * pow10_u64[n] + digits_value(w, n);
+        a->digits += n;
+        if (frac) a->exp10 -= n;
+        return;
     }
-    if (s == end || !is_digit(*s)) return 0;
-
-    /* Up to 19 significant digits in m; dropped digits raise the exponent
-     * (or, after the point, are only checked for being zero). Eight
-     * characters at a time while eight remain. */
-    uint64_t m = 0;
-    int digits = 0, exp10 = 0, inexact = 0;
-    if (*s == '0') {
-        s++;
-        if (s < end && is_digit(*s)) return 0; /* leading zero: invalid JSON */
-    } else {
-        for (;;) {
-            if (end - s >= 8) {
-                uint64_t w = load8(s);
-                int n = digit_run(w);
-                if (n == 0) break;
-                TAKE_RUN(w, n, 0);
-                s += n;
-                if (n < 8) break;
-            } else {
-                if (s == end || !is_digit(*s)) break;
-                uint64_t w = (uint64_t)(unsigned char)*s;
-                TAKE_RUN(w, 1, 0);
-                s++;
-            }
+    for (int i = 0; i < n; i++) {
+        char ch = (char)(w >> (8 * i));
+        if (a->digits < 19) {
+            a->m = a->m * 10 + (uint64_t)(ch - '0');
+            a->digits++;
+            if (frac) a->exp10--;
+        } else {
+            if (!frac) a->exp10++;
+            a->inexact |= ch != '0';
         }
     }
-    int is_real = 0;
-    if (s < end && *s == '.') {
-        is_real = 1;
-        s++;
-        if (s == end || !is_digit(*s)) return 0;
-        if (m == 0) /* leading zeros of 0.000123 are not significant */
-            for (; s < end && *s == '0'; s++) exp10--;
-        for (;;) {
-            if (end - s >= 8) {
-                uint64_t w = load8(s);
-                int n = digit_run(w);
-                if (n == 0) break;
-                TAKE_RUN(w, n, 1);
-                s += n;
-                if (n < 8) break;
-            } else {
-                if (s == end || !is_digit(*s)) break;
-                uint64_t w = (uint64_t)(unsigned char)*s;
-                TAKE_RUN(w, 1, 1);
-                s++;
-            }
+}
+
+/* Reads the digits at s into a, eight characters at a time while eight
+ * remain; returns where they end. */
+static inline const char *take_digits(mantissa *a, const char *s, const char *end, int frac) {
+    for (;;) {
+        if (end - s >= 8) {
+            uint64_t w = load8(s);
+            int n = digit_run(w);
+            if (n == 0) return s;
+            take_run(a, w, n, frac);
+            s += n;
+            if (n < 8) return s;
+        } else {
+            if (s == end || !is_digit(*s)) return s;
+            take_run(a, (uint64_t)(unsigned char)*s, 1, frac);
+            s++;
         }
     }
-    if (s < end && (*s == 'e' || *s == 'E')) {
-        is_real = 1;
-        s++;
-        int eneg = 0;
-        if (s < end && (*s == '+' || *s == '-')) eneg = *s++ == '-';
-        if (s == end || !is_digit(*s)) return 0;
-        int e = 0;
-        for (; s < end && is_digit(*s); s++)
-            if (e < 100000) e = e * 10 + (*s - '0');
-        exp10 += eneg ? -e : e;
-    }
-    size_t n = (size_t)(s - p);
-    if (n > 63) return 0; /* as strtod on a copy would */
+}
 
-    if (!is_real) {
-        /* jansson keeps integers as int64 and refuses larger ones; Python's
-         * json then gives an int, which torch converts like its double. */
-        if (digits + exp10 > 18) return 0;
-        *out = neg ? -(double)m : (double)m; /* "-0" is the integer 0 */
-        if (m == 0) *out = 0.0;
-        return n;
-    }
-    if (m == 0) {
-        *out = neg ? -0.0 : 0.0;
-        return n;
-    }
+/* The exponent part "e-12" at s (past the 'e') into a; NULL when no digit
+ * follows. */
+static inline const char *take_exponent(mantissa *a, const char *s, const char *end) {
+    int eneg = 0;
+    if (s < end && (*s == '+' || *s == '-')) eneg = *s++ == '-';
+    if (s == end || !is_digit(*s)) return NULL;
+    int e = 0;
+    for (; s < end && is_digit(*s); s++)
+        if (e < 100000) e = e * 10 + (*s - '0');
+    a->exp10 += eneg ? -e : e;
+    return s;
+}
+
+/* The double of a non-zero real: Clinger's fast path (both operands exact,
+ * so one IEEE operation rounds correctly), else Eisel-Lemire, else strtod on
+ * the text p[0..n). */
+static inline size_t real_value(const mantissa *a, int neg, const char *p, size_t n, double *out) {
     double d;
-    /* Clinger's fast path: both operands exact, so one IEEE operation
-     * rounds correctly. */
-    if (!inexact && m <= (UINT64_C(1) << 53) && exp10 >= -22 && exp10 <= 22) {
-        d = (double)m;
-        d = exp10 < 0 ? d / pow10_exact[-exp10] : d * pow10_exact[exp10];
-    } else if (exp10 >= API_P5_MIN && exp10 <= API_P5_MAX && eisel_lemire(m, exp10, &d)) {
+    if (!a->inexact && a->m <= (UINT64_C(1) << 53) && a->exp10 >= -22 && a->exp10 <= 22) {
+        d = (double)a->m;
+        d = a->exp10 < 0 ? d / pow10_exact[-a->exp10] : d * pow10_exact[a->exp10];
+    } else if (a->exp10 >= API_P5_MIN && a->exp10 <= API_P5_MAX && eisel_lemire(a->m, a->exp10, &d)) {
         /* with digits dropped the value lies between m and m + 1 units: both
          * ends must round to the same double */
         double d1;
-        if (inexact && (!eisel_lemire(m + 1, exp10, &d1) || d1 != d))
+        if (a->inexact && (!eisel_lemire(a->m + 1, a->exp10, &d1) || d1 != d))
             return slow_number(p, n, out);
     } else {
         return slow_number(p, n, out);
     }
     *out = neg ? -d : d;
     return n;
+}
+
+static inline size_t scan_number(const char *p, const char *end, double *out) {
+    const char *s = p;
+    int neg = s < end && *s == '-', is_real = 0;
+    s += neg;
+    if (s == end || !is_digit(*s)) return 0;
+    mantissa a = {0};
+    if (*s == '0') {
+        s++;
+        if (s < end && is_digit(*s)) return 0; /* leading zero: invalid JSON */
+    } else {
+        s = take_digits(&a, s, end, 0);
+    }
+    if (s < end && *s == '.') {
+        is_real = 1;
+        s++;
+        if (s == end || !is_digit(*s)) return 0;
+        if (a.m == 0) /* leading zeros of 0.000123 are not significant */
+            for (; s < end && *s == '0'; s++) a.exp10--;
+        s = take_digits(&a, s, end, 1);
+    }
+    if (s < end && (*s == 'e' || *s == 'E')) {
+        is_real = 1;
+        if ((s = take_exponent(&a, s + 1, end)) == NULL) return 0;
+    }
+    size_t n = (size_t)(s - p);
+    if (n > 63) return 0; /* as strtod on a copy would */
+    if (!is_real) {
+        /* jansson keeps integers as int64 and refuses larger ones; Python's
+         * json then gives an int, which torch converts like its double. */
+        if (a.digits + a.exp10 > 18) return 0;
+        *out = a.m == 0 ? 0.0 : neg ? -(double)a.m : (double)a.m; /* "-0" is the integer 0 */
+        return n;
+    }
+    if (a.m == 0) {
+        *out = neg ? -0.0 : 0.0;
+        return n;
+    }
+    return real_value(&a, neg, p, n, out);
 }
 
 size_t api__scan_number(const char *p, const char *end, double *out) {
@@ -619,6 +617,68 @@ static _Atomic int scan_off;
 
 void api__scan_enable(int on) { scan_off = !on; }
 
+/* At a '[' where a tensor may be: reads it into r and takes it out of the
+ * body (returns 1, *pp past it); 0 when it is not one the scanner takes
+ * (left to jansson); -1 when an allocation failed. */
+static int try_tensor(scanner *sc, reader *r, const char **pp, attn_pool *pool) {
+    const char *p = *pp, *q = p, *end = sc->end;
+    r->budget = sc->budget - sc->s->elements;
+    int got = 1;
+    if (attn_pool_width(pool) > 1 && (size_t)(end - p) >= PAR_MIN_BYTES)
+        got = read_tensor_parallel(r, &q, end, pool);
+    if (got == 1) got = read_tensor(r, &q, end);
+    if (got == -2) return -1;
+    if (got != 0) return 0;
+    if (take_array(sc, r, p, q, r->count)) return -1;
+    *pp = q;
+    sc->key = sc->pending = NULL;
+    return 1;
+}
+
+/* At a '"': a base64 tensor's text is taken out, a key is noted as
+ * pending (for the ':' that follows). Returns -1 when an allocation failed. */
+static int at_string(scanner *sc, const char **pp, int *expect_key) {
+    const char *p = *pp, *q = skip_string(p, sc->end);
+    *pp = q;
+    if (!*expect_key && base64_position(sc)) {
+        sc->key = sc->pending = NULL;
+        return take_base64(sc, p, q);
+    }
+    if (*expect_key) {
+        sc->pending = p + 1;
+        sc->pending_len = q > p + 1 ? (size_t)(q - p - 2) : 0;
+        *expect_key = 0;
+    }
+    sc->key = NULL;
+    return 0;
+}
+
+/* One structural character at *pp (brackets, ',', ':'): the frames and
+ * the key of the scanner follow it. */
+static void at_structure(scanner *sc, const char **pp, int *expect_key) {
+    char c = **pp;
+    if (c == '{' || c == '[') {
+        if (sc->depth < SCAN_TRACKED_DEPTH)
+            sc->st[sc->depth] = (frame){c == '{', sc->key, sc->key_len};
+        sc->depth++;
+        sc->key = sc->pending = NULL;
+        *expect_key = c == '{';
+    } else if (c == '}' || c == ']') {
+        if (sc->depth > 0) sc->depth--;
+        sc->key = sc->pending = NULL;
+        *expect_key = 0;
+    } else if (c == ',') {
+        *expect_key = sc->depth >= 1 && sc->depth <= SCAN_TRACKED_DEPTH &&
+                      sc->st[sc->depth - 1].is_object;
+        sc->key = sc->pending = NULL;
+    } else if (c == ':') {
+        sc->key = sc->pending;
+        sc->key_len = sc->pending_len;
+        sc->pending = NULL;
+    }
+    (*pp)++; /* white space, numbers and literals outside tensors too */
+}
+
 int api__scan_body(const char *body, size_t len, size_t budget, attn_pool *pool,
                    api_scan *s) {
     *s = (api_scan){0};
@@ -629,73 +689,15 @@ int api__scan_body(const char *body, size_t len, size_t budget, attn_pool *pool,
     int expect_key = 0; /* in an object, between '{' or ',' and the key */
     const char *p = body, *end = body + len;
     while (p < end && rc == 0) {
-        char c = *p;
-        switch (c) {
-        case '{': case '[':
-            if (c == '[' && !expect_key && tensor_position(&sc)) {
-                const char *q = p;
-                r.budget = budget - s->elements;
-                int got = 1;
-                if (attn_pool_width(pool) > 1 && (size_t)(end - p) >= PAR_MIN_BYTES)
-                    got = read_tensor_parallel(&r, &q, end, pool);
-                if (got == 1) got = read_tensor(&r, &q, end);
-                if (got == -2) {
-                    rc = -1;
-                    break;
-                }
-                if (got == 0) {
-                    rc = take_array(&sc, &r, p, q, r.count);
-                    p = q;
-                    sc.key = sc.pending = NULL;
-                    break;
-                }
+        if (*p == '[' && !expect_key && tensor_position(&sc)) {
+            int got = try_tensor(&sc, &r, &p, pool);
+            if (got != 0) {
+                rc = got < 0 ? -1 : 0;
+                continue;
             }
-            if (sc.depth < SCAN_TRACKED_DEPTH)
-                sc.st[sc.depth] = (frame){c == '{', sc.key, sc.key_len};
-            sc.depth++;
-            sc.key = sc.pending = NULL;
-            expect_key = c == '{';
-            p++;
-            break;
-        case '}': case ']':
-            if (sc.depth > 0) sc.depth--;
-            sc.key = sc.pending = NULL;
-            expect_key = 0;
-            p++;
-            break;
-        case ',':
-            expect_key = sc.depth >= 1 && sc.depth <= SCAN_TRACKED_DEPTH &&
-                         sc.st[sc.depth - 1].is_object;
-            sc.key = sc.pending = NULL;
-            p++;
-            break;
-        case '"': {
-            const char *q = skip_string(p, end);
-            if (!expect_key && base64_position(&sc)) {
-                rc = take_base64(&sc, p, q);
-                sc.key = sc.pending = NULL;
-                p = q;
-                break;
-            }
-            if (expect_key) {
-                sc.pending = p + 1;
-                sc.pending_len = q > p + 1 ? (size_t)(q - p - 2) : 0;
-                expect_key = 0;
-            }
-            sc.key = NULL;
-            p = q;
-            break;
         }
-        case ':':
-            sc.key = sc.pending;
-            sc.key_len = sc.pending_len;
-            sc.pending = NULL;
-            p++;
-            break;
-        default: /* white space, numbers and literals outside tensors */
-            p++;
-            break;
-        }
+        if (*p == '"') rc = at_string(&sc, &p, &expect_key);
+        else at_structure(&sc, &p, &expect_key);
     }
     free(r.data);
     if (rc == 0 && s->n > 0) rc = out_put(&sc, sc.copied, (size_t)(end - sc.copied));

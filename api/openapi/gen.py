@@ -128,7 +128,22 @@ ERROR_STATUSES = {
 }
 
 
-def request_schema(ep, modules, tables):
+def reply_content(endpoint, formats, json_schema):
+    """The 200 reply's media types: one per format the endpoint writes (the
+    formats' table), JSON formats sharing application/json."""
+    content = {}
+    for name in endpoint["formats"]:
+        f = formats[name]
+        if f["json"]:
+            content[f["mime"]] = {"schema": json_schema}
+        elif f["mime"] == "image/svg+xml":
+            content[f["mime"]] = {"schema": {"type": "string"}}
+        else:
+            content[f["mime"]] = {"schema": {"type": "string", "format": "binary"}}
+    return content
+
+
+def request_schema(ep, modules, tables, endpoint):
     fields = {m["name"]: m["fields"] for m in tables["modules"]}
     aliases = [a for m in tables["modules"] if m["name"] in modules for a in m["aliases"]]
     names = []
@@ -144,6 +159,8 @@ def request_schema(ep, modules, tables):
             s["items"] = {"type": "string", "enum": [o["name"] for o in tables["outputs"]]}
         if f == "module":
             s = {"type": "string", "enum": modules + aliases, "default": modules[0]}
+        if f == "output_format":
+            s["enum"] = endpoint["formats"]
         s["description"] = desc
         if f in ("d_out", "num_heads", "n_head") and ep == "multihead":
             s["description"] += " Taken by: " + ", ".join(m for m in modules if f in fields[m]) + "."
@@ -260,8 +277,8 @@ GPT2_EXAMPLE = {"vocab_size": 50, "block_size": 16, "n_layer": 2, "n_head": 2, "
                 "layers": [1], "precision": 3}
 
 
-def model_gpt2(paths, schemas, bodies):
-    """POST /model/gpt2 (api/model.c): seed 003's whole GPT2, not a module of the
+def model_gpt2(paths, schemas, bodies, endpoint, formats):
+    """POST /model/gpt2 (api/model/): seed 003's whole GPT2, not a module of the
     tables. Its request is under components/requestBodies like the others (its
     defaults stay optional); its tensors are the per-rank schemas, up to rank 5
     for attn_weights [layers][B][n_head][T][T]."""
@@ -304,7 +321,7 @@ def model_gpt2(paths, schemas, bodies):
             "query_rows": field("query_rows", description="[start, stop]: attn_weights keeps only the query rows start..stop-1 (0 <= start < stop <= T)."),
             "top_k": field("top_k", description="attn_weights becomes, for every query row, its k largest weights: {\"indices\": [...], \"values\": [...]}, each shaped like the maps with the last axis k; larger values first, ties to the lower index; keys after the query (masked) are never chosen, so row i has i + 1 candidates and is padded with index -1 and value 0. In safetensors: attn_weights.indices (I32) and attn_weights.values. Applied after layers, heads and query_rows."),
             "precision": field("precision"),
-            "output_format": {"type": "string", "enum": ["nested", "flat", "base64", "safetensors"], "default": "nested",
+            "output_format": {"type": "string", "enum": endpoint["formats"], "default": "nested",
                               "description": "Tensors as nested arrays, {\"shape\", \"data\"} flat row-major, {\"shape\", \"dtype\", \"base64\"} binary, or the whole reply as one safetensors file (application/octet-stream; also the default when the request's Accept header prefers application/octet-stream): idx and next_token I32, logits, attn_weights and hidden_states F32 (or F16), config, shape, layers, model, tokens and timing as JSON strings in __metadata__. No images here."},
             "dtype": field("dtype"),
         },
@@ -343,17 +360,16 @@ def model_gpt2(paths, schemas, bodies):
             "layers": {"type": "array", "items": {"type": "integer"}, "description": "The layers of attn_weights."},
             "attn_weights": {"oneOf": [ref("Gpt2Tensor"), ref("Gpt2TopK"), ref("NoMaps")], "description": "[layers][B][n_head][T][T] softmax weights of each block (before resid_drop, which acts on the output), after heads and query_rows; Gpt2TopK with top_k."},
             "hidden_states": dict(ref("Gpt2Tensor"), description="[n_layer + 1][B][T][n_embd] as Hugging Face's output_hidden_states: each block's input (first: embeddings after drop), last the output of ln_f."),
-            "timing": {"type": "object", "properties": {k: {"type": "number", "minimum": 0} for k in ["parse_ms", "compute_ms"]},
-                       "required": ["parse_ms", "compute_ms"], "additionalProperties": False},
+            "timing": {"type": "object", "properties": {k: {"type": "number", "minimum": 0} for k in ["parse_ms", "compute_ms", "serialise_ms"]},
+                       "required": ["parse_ms", "compute_ms", "serialise_ms"], "additionalProperties": False},
         },
         "required": ["module", "config", "shape"], "additionalProperties": False}
     responses = {"200": {"description": "The requested outputs: JSON, or with output_format safetensors one safetensors file. Replies over --gzip-min-size are gzip when the request's Accept-Encoding takes it.",
-                         "content": {"application/json": {"schema": ref("Gpt2Response")},
-                                     "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}}
+                         "content": reply_content(endpoint, formats, ref("Gpt2Response"))}}
     for st, desc in ERROR_STATUSES.items():
         if st != "404":
             responses[st] = error_response(desc)
-    paths["/model/gpt2"] = {"post": {
+    paths[endpoint["path"]] = {"post": {
         "operationId": "model_gpt2",
         "tags": ["models"],
         "summary": "Seed 003's whole GPT2 (gpt2_min.py): logits, next token, every layer's attention maps and hidden states, PyTorch-exact; or a GPT-2 checkpoint loaded at start.",
@@ -377,19 +393,20 @@ def main():
     paths = {}
     schemas = {}
     bodies = {}
+    formats = {f["name"]: f for f in tables["formats"]}
     for endpoint in tables["endpoints"]:
+        if endpoint["kind"] == "model":
+            model_gpt2(paths, schemas, bodies, endpoint, formats)
+            continue
         ep, modules, summary = endpoint["name"], endpoint["modules"], SUMMARIES[endpoint["name"]]
         cname = ep.capitalize() + "Request"
         # Under components/requestBodies, not components/schemas: openapi-typescript
         # (with its default --default-non-nullable) makes every property that has a
         # `default` required, except in request bodies.
         bodies[cname] = {"description": "The " + ep + " request.", "required": True, "content": {"application/json": {
-            "schema": request_schema(ep, modules, tables), "examples": examples.get(ep, {})}}}
+            "schema": request_schema(ep, modules, tables, endpoint), "examples": examples.get(ep, {})}}}
         responses = {"200": {"description": "The requested outputs. With output_format safetensors: one safetensors file (8-byte little-endian header length, the JSON header {name: {dtype F32|F16|BOOL, shape, data_offsets}, __metadata__: {format, module, shape, tokens, timing as JSON strings}} padded to 8 bytes, then the tensors' bytes; float tensors first). Replies over --gzip-min-size are gzip when the request's Accept-Encoding takes it (Content-Encoding: gzip, Vary: Accept-Encoding). A JSON reply of --stream-min-size (128 MiB by default) or more to a client that does not take gzip is streamed (Transfer-Encoding: chunked) while it is written; if the server runs out of memory after it has begun, the chunked body ends incomplete instead of a 503.",
-            "content": {"application/json": {"schema": ref("AttentionResponse")},
-                        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
-                        "image/png": {"schema": {"type": "string", "format": "binary"}},
-                        "image/svg+xml": {"schema": {"type": "string"}}}}}
+            "content": reply_content(endpoint, formats, ref("AttentionResponse"))}}
         for st, desc in ERROR_STATUSES.items():
             if st != "404":
                 responses[st] = error_response(desc)
@@ -401,7 +418,6 @@ def main():
             "requestBody": {"$ref": "#/components/requestBodies/" + cname},
             "responses": responses,
         }}
-    model_gpt2(paths, schemas, bodies)
     status_ok = {"description": "OK", "content": {"application/json": {"schema": {
         "type": "object", "properties": {"status": {"type": "string", "enum": ["ok"]}}, "required": ["status"], "additionalProperties": False}}}}
     paths["/healthz"] = {"get": {"operationId": "healthz", "tags": ["operations"], "summary": "Liveness.", "responses": {"200": status_ok}}}

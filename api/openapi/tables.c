@@ -1,9 +1,11 @@
-/* tables.c - the tables the OpenAPI document is made from, as JSON:
- * endpoints and their modules, the fields of each module, the outputs
- * (API_OUTPUT_MAP) and the error codes (API_ERROR_MAP). `make` runs
+/* tables.c - the tables the OpenAPI document is made from, as JSON: the
+ * endpoints (API_ENDPOINT_MAP) with their kinds, formats and modules, the
+ * fields of each module, the outputs (API_OUTPUT_MAP), the error codes
+ * (API_ERROR_MAP) and the reply formats (API_FORMAT_MAP). `make` runs
  * build/tools/api-tables, which prints this, and api/openapi/gen.py turns it
  * (with api/examples/) into build/gen/openapi.json, the document served. */
 #include "api/module/module.h"
+#include "api/pipeline.h"
 #include "api/openapi/openapi.h"
 
 #include <stdlib.h>
@@ -28,20 +30,48 @@ static json_t *modules_json(void) {
     return mods;
 }
 
-/* Each endpoint: its path, its name (the path's last part) and its
- * modules, the first being the default. */
+/* The formats a kind writes, as their names. */
+static json_t *format_names(unsigned formats) {
+    json_t *a = json_array();
+    for (int f = 0; f < API_FORMAT_COUNT; f++)
+        if (formats & 1u << f) json_array_append_new(a, json_string(api_format_get((api_format)f)->name));
+    return a;
+}
+
+/* Each endpoint: its path, its name (the path's last part), its kind, the
+ * formats it writes and its modules (the attention kind's), the first being
+ * the default. */
 static json_t *endpoints_json(void) {
+    static const char *const kind_names[API_KIND_COUNT] = {[API_KIND_MODULE] = "module",
+                                                           [API_KIND_MODEL] = "model"};
+    static const api_kind_ops *const kinds[API_KIND_COUNT] = {[API_KIND_MODULE] = &api__module_kind,
+                                                              [API_KIND_MODEL] = &api__model_kind};
     json_t *eps = json_array();
     for (int e = 0; e < API_EP_COUNT; e++) {
-        const char *path = api_endpoint_path((api_endpoint)e);
+        const api_endpoint_info *info = api_endpoint_get((api_endpoint)e);
         attn_module mods[ATTN_MODULE_COUNT];
-        int n = api__endpoint_modules((api_endpoint)e, mods);
+        int n = info->kind == API_KIND_MODULE ? api__endpoint_modules((api_endpoint)e, mods) : 0;
         json_t *names = json_array();
         for (int i = 0; i < n; i++) json_array_append_new(names, json_string(attn_module_name(mods[i])));
-        json_array_append_new(eps, json_pack("{s:s, s:s, s:o}", "name", strrchr(path, '/') + 1,
-                                             "path", path, "modules", names));
+        json_array_append_new(eps, json_pack("{s:s, s:s, s:s, s:s, s:o, s:o}", "name",
+                                             strrchr(info->path, '/') + 1, "path", info->path,
+                                             "method", info->method, "kind", kind_names[info->kind],
+                                             "formats", format_names(kinds[info->kind]->formats),
+                                             "modules", names));
     }
     return eps;
+}
+
+/* The reply formats: name, MIME type, and whether the reply is JSON. */
+static json_t *formats_json(void) {
+    json_t *a = json_array();
+    for (int f = 0; f < API_FORMAT_COUNT; f++) {
+        const api_format_info *i = api_format_get((api_format)f);
+        json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:b}", "name", i->name, "mime", i->mime,
+                                           "json", (i->flags & API_FMT_JSON) != 0, "image",
+                                           (i->flags & API_FMT_IMAGE) != 0));
+    }
+    return a;
 }
 
 static json_t *outputs_json(void) {
@@ -68,8 +98,9 @@ static json_t *errors_json(void) {
 }
 
 char *api__tables_json(void) {
-    json_t *t = json_pack("{s:o, s:o, s:o, s:o}", "endpoints", endpoints_json(), "modules",
-                          modules_json(), "outputs", outputs_json(), "errors", errors_json());
+    json_t *t = json_pack("{s:o, s:o, s:o, s:o, s:o}", "endpoints", endpoints_json(), "modules",
+                          modules_json(), "outputs", outputs_json(), "errors", errors_json(),
+                          "formats", formats_json());
     char *s = t ? json_dumps(t, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(t);
     return s;

@@ -1,6 +1,6 @@
 /* emit.c - tensors into the reply: nested arrays (as tensor.tolist() gives)
  * or {"shape":[...],"data":[...]} flat row-major. */
-#include "api/module/module.h"
+#include "api/reply/reply.h"
 #include "api/numbers/numbers.h"
 
 #include <math.h>
@@ -71,7 +71,7 @@ static void walk(api_buf *b, int rank, const int *shape, const api_fmt *f, row_f
         row(b, 0, 1, ctx);
         return;
     }
-    int idx[API_MAX_RANK] = {0};
+    int idx[API_ITEM_RANK] = {0};
     for (int d = 0; d < rank; d++) api__buf_put(b, "[", 1);
     for (size_t r = 0; r < rows && !b->failed; r++) {
         row(b, r, width, ctx);

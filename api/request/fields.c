@@ -71,3 +71,9 @@ int api__field_choice(const json_t *root, const char *name, const char *const *c
     return api__fail(e, API_E_INVALID_ARGUMENT, name, "%s \"%s\" is not one of %s", name,
                      api__echo(echo, sizeof echo, json_string_value(v)), list);
 }
+
+int api__has_field(const char *const *fields, const char *field) {
+    for (; fields && *fields; fields++)
+        if (strcmp(*fields, field) == 0) return 1;
+    return 0;
+}

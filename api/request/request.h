@@ -1,9 +1,12 @@
 /* request.h - reading a request object (private to api/, prefix api__):
- * typed top-level fields, and tensors (nested arrays, {"shape","data"} or
- * base64) into contiguous float arrays.
+ * typed top-level fields, tensors (nested arrays, {"shape","data"} or
+ * base64) into contiguous float arrays, and the options every endpoint
+ * reads the same way.
  *
  *   fields.c     typed field getters with the service's error messages
  *   tensor_in.c  JSON tensors into float arrays, with the budget and shapes
+ *   options.c    output_format, dtype, precision (and the formats' table);
+ *                where trainable parameters come from (init or state_dict)
  */
 #ifndef API_REQUEST_H
 #define API_REQUEST_H
@@ -13,7 +16,7 @@
 
 #include <jansson.h>
 
-#include "api/base/base.h"
+#include "api/reply/reply.h"
 
 /* ==== Tensors in ========================================================== */
 
@@ -60,8 +63,19 @@ int api__field_required_int(const json_t *root, const char *name, long long min,
                             int *out, api_err *e);
 int api__field_bool(const json_t *root, const char *name, int *out, api_err *e);
 int api__field_number(const json_t *root, const char *name, double *out, api_err *e);
+/* 1 if field is in the NULL-terminated list. */
+int api__has_field(const char *const *fields, const char *field);
 /* One of the NULL-terminated choices; *out is its index. */
 int api__field_choice(const json_t *root, const char *name, const char *const *choices, int *out,
+                      api_err *e);
+
+/* ==== Options every endpoint reads (options.c) ============================ */
+
+/* "output_format" (one of the formats whose bit, 1 << api_format, is in
+ * `allowed`; else the one the client's Accept prefers, lim->prefer_format,
+ * when allowed; else nested), "dtype" (float16 only for the formats that take
+ * it) and "precision" into f; f->pool is lim's compute pool. */
+int api__options_read(const json_t *root, const api_limits *lim, unsigned allowed, api_fmt *f,
                       api_err *e);
 
 /* ==== Parameters ========================================================== */
