@@ -58,7 +58,7 @@ LIBS_API    = -ljansson -ldeflate -lspng
 LIBS_SERVER = -lmicrohttpd
 LIBS_TEST   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck) -lcurl -lmicrohttpd -lz
 
-.PHONY: all deps test asan run clean golden bench container-check fuzz fuzz-merge fmt-all
+.PHONY: all deps test asan run clean golden gen bench container-check fuzz fuzz-merge fmt-all
 .DEFAULT_GOAL := all
 
 all: deps
@@ -197,6 +197,13 @@ bench: deps
 	$(BUILD)/bench/bench_serialise
 	/usr/bin/python3 bench/e2e.py $(SERVER)
 	bench/http_small.sh $(SERVER)
+
+# Rewrites the committed generated files from their generators; the test
+# test_layout (tools/check-generated.sh) fails when one differs.
+gen:
+	$(call apt_install,python3 nodejs)
+	/usr/bin/python3 api/numbers/gen-pow10.py > api/numbers/pow10_tables.h
+	node api/bpe/gen-unicode.js > api/bpe/unicode.c
 
 # Regenerates the golden vectors with PyTorch (Debian's python3-torch).
 golden:
