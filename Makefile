@@ -94,13 +94,15 @@ $(BUILD)/tests/support/%.o: tests/support/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) -c $< -o $@
 
+# rm first: `ar rcs` keeps the members of deleted sources (a stale object
+# would then shadow the file that replaced it).
 $(LIBCORE): $(CORE_OBJ)
 	@mkdir -p $(dir $@)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 $(LIBAPI): $(API_OBJ) $(OPENAPI_OBJ)
 	@mkdir -p $(dir $@)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 # The OpenAPI document: api-tables prints the C tables (endpoints, modules,
 # outputs, errors) as JSON, api/openapi-gen.py adds the prose and
@@ -201,6 +203,7 @@ golden:
 	$(call apt_install,python3-torch)
 	/usr/bin/python3 tests/golden/generate.py tests/golden
 	/usr/bin/python3 tests/golden/generate_gpt2.py tests/golden/gpt2
+	/usr/bin/python3 tests/golden/generate_gptmodel.py tests/golden/gptmodel
 	/usr/bin/python3 tests/golden/generate_checkpoint.py tests/golden/ckpt
 
 CONTAINER_CHECK ?= ../shared/tools/container-check

@@ -411,7 +411,7 @@ typedef struct {
 int attn_forward(const attn_config *cfg, const attn_plan *plan, const attn_inputs *in,
                  attn_rng *rng, attn_outputs *out, attn_error *err);
 
-/* ==== GPT-2 of seed 003 (gpt2_min.py) =================================== */
+/* ==== Whole models: seed 003's GPT2 and the book's GPTModel ============= */
 
 /* The generator's cached second normal sample (PyTorch keeps it in the
  * generator; torch.manual_seed clears it): start from {0}. */
@@ -428,61 +428,144 @@ void attn_rng_normal_fill(attn_rng *rng, attn_normal_cache *cache, float *x, siz
 
 typedef enum {
     ATTN_GELU_ERF = 0,  /* F.gelu(x): x/2 (1 + erf(x/sqrt 2)), the seed's */
-    ATTN_GELU_TANH = 1, /* gelu_new of the real GPT-2 checkpoints (tanh approximation) */
+    ATTN_GELU_TANH = 1, /* gelu_new of the real GPT-2 checkpoints (tanh approximation),
+                           and the book's GELU class */
 } attn_gelu;
 
-/* GPTConfig, and the activation. */
+/* The model families attn_gpt2_* run with one forward pass (one row each,
+ * the single place that says what a family is). Columns:
+ *   id        enum suffix: ATTN_FAMILY_<id>
+ *   name      the Python class, as requests spell it
+ *   attn      the attention module of each block (a row of ATTN_MODULE_MAP)
+ *   vocab, context, layers, heads, width, dropout, qkv_bias: the family's
+ *             own names of the attn_gpt2_config fields vocab_size,
+ *             block_size, n_layer, n_head, n_embd, dropout and qkv_bias
+ *             (NULL: the family has no such option); errors name these
+ *   tied      the output head is the token embedding (no weight of its own)
+ * The differences, all derived from the family:
+ *   GPT2 (seed 003, gpt2_min.py): wte/wpe, h.<l>.{ln_1, attn (fused c_attn
+ *     with bias, c_proj, the tril "bias" buffer), ln_2, mlp.fc, mlp.proj},
+ *     ln_f, head tied to wte; nn.LayerNorm; F.gelu (or gelu_new); dropout
+ *     after the embeddings, on the attention's output (resid_drop) and on
+ *     the MLP's output (mlp.drop).
+ *   GPTModel (Raschka, "Build a Large Language Model (From Scratch)", ch. 4
+ *     gpt.py): tok_emb/pos_emb, trf_blocks.<l>.{att (chapter 3's
+ *     MultiHeadAttention: W_query, W_key, W_value with qkv_bias, out_proj,
+ *     the triu "mask" buffer), ff.layers.0, ff.layers.2, norm1, norm2},
+ *     final_norm, out_head (its own weight, no bias); the book's LayerNorm
+ *     ((x - mean) / sqrt(var + eps) with the biased variance, scale, shift);
+ *     the book's GELU (tanh form); dropout after the embeddings (drop_emb),
+ *     on the attention weights, and drop_shortcut after the attention and
+ *     after the feed-forward. */
+#define ATTN_FAMILY_MAP(XX)                                                                     \
+    XX(GPT2, "GPT2", ATTN_GPT2, "vocab_size", "block_size", "n_layer", "n_head", "n_embd",      \
+       "dropout", NULL, 1)                                                                      \
+    XX(GPTMODEL, "GPTModel", ATTN_MHA, "vocab_size", "context_length", "n_layers", "n_heads",  \
+       "emb_dim", "drop_rate", "qkv_bias", 0)
+
+typedef enum {
+#define ATTN_XX(id, ...) ATTN_FAMILY_##id,
+    ATTN_FAMILY_MAP(ATTN_XX)
+#undef ATTN_XX
+    ATTN_FAMILY_COUNT
+} attn_family;
+
+/* A row of ATTN_FAMILY_MAP. */
+typedef struct {
+    attn_family family;
+    const char *name;          /* "GPT2", "GPTModel" */
+    attn_module attn;          /* ATTN_GPT2, ATTN_MHA */
+    const char *vocab_name, *context_name, *layers_name, *heads_name, *width_name,
+        *dropout_name, *qkv_bias_name;
+    int tied;
+} attn_family_info;
+
+/* The row of f, or NULL if f is not a family. */
+const attn_family_info *attn_family_get(attn_family f);
+/* Inverse of the name column. ATTN_OK or ATTN_ERR_ARG. */
+int attn_family_from_name(const char *name, attn_family *out);
+
+/* The model's configuration: GPTConfig of gpt2_min.py, or the book's
+ * GPT_CONFIG dict (vocab_size, context_length = block_size, emb_dim =
+ * n_embd, n_heads = n_head, n_layers = n_layer, drop_rate = dropout,
+ * qkv_bias). A zero-initialised family is seed 003's GPT2. */
 typedef struct {
     int vocab_size;
-    int block_size;
+    int block_size;  /* GPTModel: context_length */
     int n_layer;     /* may be 0 */
     int n_head;
     int n_embd;      /* a multiple of n_head */
-    double dropout;  /* p of drop, resid_drop and mlp.drop */
-    attn_gelu gelu;
+    double dropout;  /* p of every dropout of the model */
+    attn_gelu gelu;  /* GPT2 only: GPTModel's GELU is always the tanh form */
+    attn_family family;
+    int qkv_bias;    /* GPTModel only: biases of W_query, W_key, W_value (GPT2's c_attn
+                        always has one) */
 } attn_gpt2_config;
 
-/* Every size of one forward pass of GPT2(cfg) on idx [B][T]. */
+/* Every size of one forward pass of the model on idx [B][T]. */
 typedef struct {
     attn_gpt2_config cfg;
     int B, T, C, H, V, n_layer;
     int training;
     int dropout_active;   /* training && 0 < p */
-    int param_count;      /* state_dict entries, buffers included, lm_head.weight excluded */
+    int param_count;      /* state_dict entries, buffers included (GPT2: lm_head.weight
+                             excluded, it is wte.weight) */
     size_t n_params;      /* floats of the parameter buffer, in state_dict order */
-    size_t n_layer_params;/* floats of one block h.<l> */
+    size_t n_layer_params;/* floats of one block */
     size_t n_logits;      /* B * T * V */
     size_t n_hidden;      /* (n_layer + 1) * B * T * C */
     size_t n_attn;        /* n_layer * B * H * T * T */
     size_t total_elements;/* an upper bound on every float of the call, outputs included */
-    attn_config attn;     /* one block's CausalSelfAttention call (ATTN_GPT2) */
+    attn_config attn;     /* one block's attention (ATTN_GPT2 or ATTN_MHA) on [B][T][C] */
     attn_plan attn_plan;
+    attn_family family;   /* cfg.family */
+    attn_gelu gelu;       /* the activation the MLP applies */
+    int tied;             /* the head is the token embedding */
+    int D;                /* C / H, the head width */
+    size_t n_dropout;     /* floats of attn_gpt2_outputs.dropout_masks */
 } attn_gpt2_plan;
 
 /* Validates cfg (sizes >= 1, n_embd % n_head, dropout in [0, 1],
- * tokens <= block_size) and sizes everything, overflow-checked. */
+ * tokens <= block_size, a known family and activation) and sizes
+ * everything, overflow-checked. Errors name the family's fields
+ * ("context_length", "emb_dim", ... for GPTModel). */
 int attn_gpt2_plan_make(const attn_gpt2_config *cfg, int batch, int tokens, int training,
                         attn_gpt2_plan *plan, attn_error *err);
 
-/* The index-th entry of GPT2's state_dict, in PyTorch's order:
+/* The index-th entry of the model's state_dict, in PyTorch's order (a
+ * module's own parameters, then its buffers, then its children's entries).
+ * GPT2:
  *   wte.weight [V][C], wpe.weight [block_size][C], then per block l
  *   h.l.ln_1.weight, h.l.ln_1.bias, h.l.attn.bias [1][1][block_size][block_size]
  *   (the tril buffer), h.l.attn.c_attn.weight [3C][C], h.l.attn.c_attn.bias,
  *   h.l.attn.c_proj.weight [C][C], h.l.attn.c_proj.bias, h.l.ln_2.weight,
  *   h.l.ln_2.bias, h.l.mlp.fc.weight [4C][C], h.l.mlp.fc.bias,
  *   h.l.mlp.proj.weight [C][4C], h.l.mlp.proj.bias; ln_f.weight, ln_f.bias.
- * lm_head.weight is wte.weight (tied) and has no entry of its own. */
+ *   lm_head.weight is wte.weight (tied) and has no entry of its own.
+ * GPTModel:
+ *   tok_emb.weight [V][C], pos_emb.weight [context_length][C], then per
+ *   block l trf_blocks.l.att.mask [context_length][context_length] (the triu
+ *   buffer), trf_blocks.l.att.W_query.weight [C][C] (and .bias [C] with
+ *   qkv_bias), the same for W_key and W_value, trf_blocks.l.att.out_proj.weight
+ *   [C][C], .out_proj.bias, trf_blocks.l.ff.layers.0.weight [4C][C],
+ *   .ff.layers.0.bias, .ff.layers.2.weight [C][4C], .ff.layers.2.bias,
+ *   .norm1.scale, .norm1.shift, .norm2.scale, .norm2.shift [C]; then
+ *   final_norm.scale, final_norm.shift, out_head.weight [V][C]. */
 int attn_gpt2_param_get(const attn_gpt2_plan *plan, int index, attn_param *out);
 
-/* torch.manual_seed(s); GPT2(cfg): fills params (plan->n_params floats) bit
- * for bit, wte and wpe by normal_, the Linear layers by kaiming-uniform and
- * uniform biases, LayerNorms with ones and zeros, then draws lm_head's own
- * weight (discarded: it is tied). rng must be freshly seeded (normal cache
- * empty) as torch.manual_seed leaves it; it is left where PyTorch's is. */
+/* torch.manual_seed(s); GPT2(cfg) or GPTModel(cfg): fills params
+ * (plan->n_params floats) bit for bit in construction order: the
+ * embeddings by normal_, each block's Linear layers by kaiming-uniform and
+ * uniform biases (attention, then the MLP), LayerNorms with ones and zeros,
+ * then the head: GPT2 draws lm_head's own weight and discards it (it is
+ * tied), GPTModel keeps out_head's. rng must be freshly seeded (normal
+ * cache empty) as torch.manual_seed leaves it; it is left where PyTorch's
+ * is. */
 int attn_gpt2_params_init(const attn_gpt2_plan *plan, float *params, attn_rng *rng,
                           attn_error *err);
 
-/* Checks given parameters: finite, and the attn.bias buffers equal to tril. */
+/* Checks given parameters: finite, and the mask buffers equal to tril
+ * (GPT2's attn.bias) or triu (GPTModel's att.mask). */
 int attn_gpt2_params_check(const attn_gpt2_plan *plan, const float *params, attn_error *err);
 
 /* Where results go; every pointer may be NULL (not wanted). */
@@ -491,20 +574,29 @@ typedef struct {
     int last_only;        /* logits of the last position only (what next-token
                              prediction reads): 1/T of lm_head's work */
     float *hidden_states; /* [n_layer + 1][B][T][C] as Hugging Face's output_hidden_states:
-                             the input of each block (entry 0: embeddings after drop),
-                             and last the output of ln_f */
-    float *attn_weights;  /* [n_layer][B][H][T][T] softmax weights of every block */
+                             the input of each block (entry 0: embeddings after dropout),
+                             and last the output of the final LayerNorm */
+    float *attn_weights;  /* [n_layer][B][H][T][T] softmax weights of every block (before
+                             GPTModel's dropout of the weights, as the `pattern` of
+                             attention viewers; the multipliers are in dropout_masks) */
+    float *dropout_masks; /* plan.n_dropout multipliers, 0 or 1/(1-p) (all 1 when dropout is
+                             not active), in PyTorch's draw order:
+                             GPT2: drop [B][T][C], then per block attn.resid_drop and
+                             mlp.drop, [B][T][C] each;
+                             GPTModel: drop_emb [B][T][C], then per block the attention
+                             weights' [B][H][T][T], drop_shortcut after the attention and
+                             after the feed-forward, [B][T][C] each */
 } attn_gpt2_outputs;
 
-/* model(idx) of gpt2_min.py: idx [B][T] token ids in [0, V). In training
- * mode dropout draws from rng in forward order (drop, then per block
- * attn.resid_drop and mlp.drop); rng NULL means a fresh process's generator.
+/* model(idx): idx [B][T] token ids in [0, V). In training mode dropout
+ * draws from rng in forward order (see dropout_masks); rng NULL means a
+ * fresh process's generator.
  * pool (may be NULL) shares the products with idle threads, split by fixed
  * blocks of rows and columns: the same bits whatever the pool. params must
  * be finite: made by attn_gpt2_params_init, or passed by
  * attn_gpt2_params_check once (they are not checked again per block; a
  * result beyond float32 is still an ATTN_ERR_NONFINITE).
- * One work-space allocation here (plus the attention call's own per block). */
+ * One work-space allocation. */
 int attn_gpt2_forward(const attn_gpt2_plan *plan, const float *params, const int32_t *idx,
                       attn_pool *pool, attn_rng *rng, attn_gpt2_outputs *out, attn_error *err);
 
