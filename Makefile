@@ -188,6 +188,12 @@ $(BUILD)/bench/bench_gpt2: bench/bench_gpt2.c $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
 
+# Per-token decode with the key/value cache against the memory-bandwidth
+# floor of the same run (GPT-2 124M shape, both families, context 128 and 512).
+$(BUILD)/bench/bench_decode: bench/bench_decode.c $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
+
 bench: deps
 	@$(MAKE) --no-print-directory build-all $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise \
 	  $(BUILD)/bench/bench_gpt2

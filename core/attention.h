@@ -600,4 +600,96 @@ typedef struct {
 int attn_gpt2_forward(const attn_gpt2_plan *plan, const float *params, const int32_t *idx,
                       attn_pool *pool, attn_rng *rng, attn_gpt2_outputs *out, attn_error *err);
 
+/* ==== Incremental decoding: the key/value cache ========================== */
+
+/* The keys and values every block computed for the positions seen so far,
+ * so that each new token costs one token's work: one row of every
+ * projection (the weights read once, shared over the pool by blocks of
+ * rows) and one query against the cached keys. Memory grows with the text
+ * (capacity positions, chosen by the caller), not with its square.
+ *
+ *   size_t bytes;
+ *   attn_gpt2_cache_bytes(&cfg, B, capacity, &bytes, &err);   budget first
+ *   attn_gpt2_cache *c;
+ *   attn_gpt2_cache_create(&cfg, B, capacity, &c, &err);
+ *   attn_gpt2_plan plan;                     eval mode, T = the prompt's length
+ *   attn_gpt2_plan_make(&cfg, B, T, 0, &plan, &err);
+ *   attn_gpt2_outputs out = {.logits = last, .last_only = 1};
+ *   attn_gpt2_prefill(&plan, params, prompt, c, pool, &out, &err);
+ *   loop: choose next[B] from the logits (the caller's sampling), then
+ *         attn_gpt2_decode(c, params, next, pool, &step, &err);
+ *         step.logits holds the logits of the position after `next`;
+ *         stop whenever the caller wants (nothing to release but the cache)
+ *   attn_gpt2_cache_free(c);
+ *
+ * Context cropping (the book's generate_text_simple and generate: idx_cond =
+ * idx[:, -context_size:]): a token at position t needs t < block_size. Once
+ * the text is longer than block_size, every position of the window shifts
+ * with each new token, so no cached key or value stays valid: each step is
+ * then attn_gpt2_cache_reset and a whole attn_gpt2_prefill of the last
+ * block_size tokens (or attn_gpt2_forward with last_only, no cache at all),
+ * exactly the book's recomputation. attn_gpt2_decode refuses a full cache
+ * (ATTN_ERR_SHAPE, field "cache").
+ *
+ * Decoding is eval-only (the book and nanoGPT generate after model.eval());
+ * a cache belongs to one model, one batch size and one parameter buffer,
+ * which the caller passes again to each call (the cache holds no pointer to
+ * it). Cached decoding gives a whole forward's logits over the same text
+ * within float rounding (not the same bits: the products are split
+ * differently). */
+typedef struct attn_gpt2_cache attn_gpt2_cache;
+
+/* Bytes attn_gpt2_cache_create(cfg, batch, capacity) allocates: keys and
+ * values [n_layer][batch][H][capacity][C/H] float32 each (8 * n_layer *
+ * batch * capacity * n_embd bytes), one step's work space and the struct.
+ * Validates like attn_gpt2_cache_create (capacity in [1, block_size]). */
+int attn_gpt2_cache_bytes(const attn_gpt2_config *cfg, int batch, int capacity, size_t *bytes,
+                          attn_error *err);
+
+/* Allocates an empty cache (length 0) in one allocation. *cache is NULL on
+ * failure. */
+int attn_gpt2_cache_create(const attn_gpt2_config *cfg, int batch, int capacity,
+                           attn_gpt2_cache **cache, attn_error *err);
+/* Accepts NULL. */
+void attn_gpt2_cache_free(attn_gpt2_cache *cache);
+/* Positions held (0 after create or reset), and the capacity. */
+int attn_gpt2_cache_length(const attn_gpt2_cache *cache);
+int attn_gpt2_cache_capacity(const attn_gpt2_cache *cache);
+/* Forgets every position (length 0); keeps the memory. */
+void attn_gpt2_cache_reset(attn_gpt2_cache *cache);
+/* Keeps the first `length` positions (0 <= length <= the current length),
+ * to write again from there: the keys and values of a position depend only
+ * on the tokens before it. ATTN_ERR_ARG (field "length") otherwise. */
+int attn_gpt2_cache_truncate(attn_gpt2_cache *cache, int length, attn_error *err);
+
+/* attn_gpt2_forward over the prompt idx [B][T] that also fills the cache
+ * with the keys and values of positions 0..T-1 (the cache is reset first;
+ * length T after). plan: the cache's config in eval mode (ATTN_ERR_ARG,
+ * field "training", otherwise), batch equal to the cache's, T <= capacity
+ * (ATTN_ERR_SHAPE, field "cache"). Every output of attn_gpt2_outputs is
+ * available (last_only for the next token's logits, maps of the prompt...). */
+int attn_gpt2_prefill(const attn_gpt2_plan *plan, const float *params, const int32_t *idx,
+                      attn_gpt2_cache *cache, attn_pool *pool, attn_gpt2_outputs *out,
+                      attn_error *err);
+
+/* What one decode step gives; every pointer may be NULL. */
+typedef struct {
+    float *logits;     /* [B][V] at the new position (what the next token is drawn from) */
+    float *attn_rows;  /* [n_layer][B][H][t], t = the cache's length after the step: what
+                          the new token attended to in each block and head (its row of the
+                          attention map; the rows of the prompt come from the prefill's
+                          attn_weights), for a viewer that streams them */
+} attn_gpt2_step_outputs;
+
+/* One token per batch row: tokens [B] (ids in [0, V)) go in at position t =
+ * attn_gpt2_cache_length(cache), their keys and values join the cache
+ * (length t + 1), and out gets the logits at that position. params: the
+ * buffer the prefill used. ATTN_ERR_SHAPE (field "cache") when the cache is
+ * full (t == capacity: crop and prefill again, see above), ATTN_ERR_ARG
+ * (field "tokens") for an id out of range, ATTN_ERR_NONFINITE if the result
+ * overflowed (the cache then keeps its length). Steps from an empty cache
+ * are allowed (a one-token prompt). No allocation. */
+int attn_gpt2_decode(attn_gpt2_cache *cache, const float *params, const int32_t *tokens,
+                     attn_pool *pool, attn_gpt2_step_outputs *out, attn_error *err);
+
 #endif

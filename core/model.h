@@ -47,6 +47,7 @@ typedef struct {
     attn_pool *pool;
     attn_rng *rng;            /* NULL unless dropout is active */
     const attn_gpt2_outputs *out;
+    attn_gpt2_cache *cache;   /* a prefill: each block's keys and values go there */
     attn__model_view mv;
     /* the work space, one allocation */
     float *x;                 /* [B][T][C] the residual stream */

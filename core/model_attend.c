@@ -7,6 +7,7 @@
  * its weights (GPTModel in training mode): then the materialised kernel
  * (kernel.c) does, as attn_forward would choose for the same module.
  */
+#include "cache.h"
 #include "flash.h"
 #include "kernel.h"
 #include "linear.h"
@@ -81,6 +82,7 @@ void attn__model_causal_mask(attn__run *r) {
 void attn__model_attend(attn__run *r, int l, const attn__block_view *bv) {
     const attn_gpt2_plan *p = r->p;
     project_qkv(r, bv);
+    if (r->cache) attn__cache_store(r->cache, l, r->qkv, p->T);
     size_t C = (size_t)p->C, sb = (size_t)p->T * 3 * C;
     attn__view v[3];
     for (int t = 0; t < 3; t++)

@@ -6,6 +6,7 @@
  * the typed views say (names, tied head, Q/K/V layout and biases, the
  * LayerNorm formula, GELU's form, where dropout acts).
  */
+#include "cache.h"
 #include "flash.h"
 #include "kernel.h"
 #include "layers.h"
@@ -126,24 +127,44 @@ static int finish(attn__run *r, attn_error *err) {
     return ATTN_OK;
 }
 
+/* The call: the embeddings, every block, the head. */
+static int run(attn__run *r, const int32_t *idx, attn_error *err) {
+    int rc = check_idx(r->p, idx, err);
+    if (rc) return rc;
+    attn_rng local;
+    if (r->p->dropout_active && r->rng == NULL) {
+        attn_rng_seed(&local, ATTN_TORCH_DEFAULT_SEED);
+        r->rng = &local;
+    }
+    attn__model_view_make(r->p, r->params, &r->mv);
+    void *work = attn__run_alloc(r, err);
+    if (work == NULL) return ATTN_ERR_NOMEM;
+    embed(r, idx);
+    for (int l = 0; l < r->p->n_layer; l++) attn__block_run(r, l);
+    rc = finish(r, err);
+    free(work);
+    return rc;
+}
+
 int attn_gpt2_forward(const attn_gpt2_plan *p, const float *params, const int32_t *idx,
                       attn_pool *pool, attn_rng *rng, attn_gpt2_outputs *out, attn_error *err) {
     if (p == NULL || params == NULL || idx == NULL || out == NULL)
         return attn__fail(err, ATTN_ERR_ARG, "", "plan, params, idx and outputs are required");
-    int rc = check_idx(p, idx, err);
-    if (rc) return rc;
-    attn_rng local;
-    if (p->dropout_active && rng == NULL) {
-        attn_rng_seed(&local, ATTN_TORCH_DEFAULT_SEED);
-        rng = &local;
-    }
     attn__run r = {.p = p, .params = params, .pool = pool, .rng = rng, .out = out};
-    attn__model_view_make(p, params, &r.mv);
-    void *work = attn__run_alloc(&r, err);
-    if (work == NULL) return ATTN_ERR_NOMEM;
-    embed(&r, idx);
-    for (int l = 0; l < p->n_layer; l++) attn__block_run(&r, l);
-    rc = finish(&r, err);
-    free(work);
+    return run(&r, idx, err);
+}
+
+int attn_gpt2_prefill(const attn_gpt2_plan *p, const float *params, const int32_t *idx,
+                      attn_gpt2_cache *cache, attn_pool *pool, attn_gpt2_outputs *out,
+                      attn_error *err) {
+    attn_gpt2_outputs none = {0};
+    if (p == NULL || params == NULL || idx == NULL || cache == NULL)
+        return attn__fail(err, ATTN_ERR_ARG, "", "plan, params, idx and cache are required");
+    int rc = attn__cache_accepts(cache, p, err);
+    if (rc) return rc;
+    attn_gpt2_cache_reset(cache);
+    attn__run r = {.p = p, .params = params, .pool = pool, .out = out ? out : &none,
+                   .cache = cache};
+    if ((rc = run(&r, idx, err)) == ATTN_OK) cache->length = p->T;
     return rc;
 }
