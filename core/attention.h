@@ -692,4 +692,169 @@ typedef struct {
 int attn_gpt2_decode(attn_gpt2_cache *cache, const float *params, const int32_t *tokens,
                      attn_pool *pool, attn_gpt2_step_outputs *out, attn_error *err);
 
+/* ==== Inside the model: activations, interventions, the logit lens ====== */
+
+/* The shape of a hook point's activation, batch axis first (TransformerLens
+ * has the same shapes with its batch axis):
+ *   RESID [B][T][C]   HEADS [B][T][H][D]   MAP [B][H][T][T]   MLP [B][T][4C] */
+typedef enum {
+    ATTN_HOOK_SHAPE_RESID = 0,
+    ATTN_HOOK_SHAPE_HEADS = 1,
+    ATTN_HOOK_SHAPE_MAP = 2,
+    ATTN_HOOK_SHAPE_MLP = 3,
+} attn_hook_shape;
+
+/* TransformerLens's hook points of GPT-2, in forward order: the one table
+ * of them. Columns:
+ *   id     enum suffix: ATTN_HOOK_<id>
+ *   name   TransformerLens's name: after "blocks.<l>." for a block's hooks,
+ *          whole for the model's
+ *   shape  ATTN_HOOK_SHAPE_<shape>
+ *   block  1: one per block, 0: one per model
+ *   what   what it holds, in either family
+ * LayerNorms: hook_normalized is TransformerLens's, (x - mean) / sqrt(var +
+ * eps), before the LayerNorm's weight and bias (ln_1/norm1, ln_2/norm2,
+ * ln_f/final_norm). Dropout (training mode) is applied where the family
+ * applies it: hook_pattern is before GPTModel's dropout of the weights,
+ * hook_attn_out and hook_mlp_out are what is added to the residual. */
+#define ATTN_HOOK_MAP(XX)                                                                       \
+    XX(RESID_PRE, "hook_resid_pre", RESID, 1, "the block's input (the residual stream)")        \
+    XX(LN1_NORMALIZED, "ln1.hook_normalized", RESID, 1,                                         \
+       "the first LayerNorm's input normalised, before its weight and bias")                    \
+    XX(Q, "attn.hook_q", HEADS, 1, "the queries (projection and bias)")                         \
+    XX(K, "attn.hook_k", HEADS, 1, "the keys")                                                  \
+    XX(V, "attn.hook_v", HEADS, 1, "the values")                                                \
+    XX(ATTN_SCORES, "attn.hook_attn_scores", MAP, 1,                                            \
+       "the scaled scores, masked entries -inf (the softmax's input)")                          \
+    XX(PATTERN, "attn.hook_pattern", MAP, 1, "the attention weights (the softmax's output)")    \
+    XX(Z, "attn.hook_z", HEADS, 1, "each head's weighted sum of values, before the output "     \
+       "projection")                                                                            \
+    XX(ATTN_OUT, "hook_attn_out", RESID, 1, "the attention's output, added to the residual")    \
+    XX(RESID_MID, "hook_resid_mid", RESID, 1, "resid_pre + attn_out")                           \
+    XX(LN2_NORMALIZED, "ln2.hook_normalized", RESID, 1,                                         \
+       "the second LayerNorm's input normalised, before its weight and bias")                   \
+    XX(MLP_PRE, "mlp.hook_pre", MLP, 1, "the MLP's first layer, before GELU")                   \
+    XX(MLP_POST, "mlp.hook_post", MLP, 1, "after GELU")                                         \
+    XX(MLP_OUT, "hook_mlp_out", RESID, 1, "the MLP's output, added to the residual")            \
+    XX(RESID_POST, "hook_resid_post", RESID, 1, "the block's output")                           \
+    XX(LN_FINAL_NORMALIZED, "ln_final.hook_normalized", RESID, 0,                               \
+       "the final LayerNorm's input normalised, before its weight and bias")
+
+typedef enum {
+#define ATTN_XX(id, ...) ATTN_HOOK_##id,
+    ATTN_HOOK_MAP(ATTN_XX)
+#undef ATTN_XX
+    ATTN_HOOK_COUNT
+} attn_hook;
+
+/* A row of ATTN_HOOK_MAP. */
+typedef struct {
+    attn_hook hook;
+    const char *name;        /* "attn.hook_z", "ln_final.hook_normalized" */
+    attn_hook_shape shape;
+    int per_block;
+    const char *what;
+} attn_hook_info;
+
+/* The row of h, or NULL if h is not a hook. */
+const attn_hook_info *attn_hook_get(attn_hook h);
+/* Parses a full TransformerLens name: "blocks.3.attn.hook_z" (layer 3),
+ * "blocks.*.attn.hook_z" (*layer = -1: every block), or a model hook
+ * ("ln_final.hook_normalized", *layer = 0). ATTN_OK or ATTN_ERR_ARG (an
+ * unknown name, a bad layer number); the layer is not checked against a
+ * model. */
+int attn_hook_parse(const char *name, int *layer, attn_hook *hook);
+/* The rank (3 or 4), shape (batch axis first) and element count of hook h's
+ * activation in a call of plan; 0 if h is not a hook. */
+int attn_hook_dims(const attn_gpt2_plan *plan, attn_hook h, int shape[4], size_t *count);
+
+/* Keep one activation: hook h of block `layer` (ignored for a model hook)
+ * is copied to dst (attn_hook_dims' count floats, caller-owned) as the
+ * forward pass goes, after any intervention at that point. Only what is
+ * asked is kept: a call holds no other activation than its work space's. */
+typedef struct {
+    int layer;
+    attn_hook hook;
+    float *dst;
+} attn_gpt2_capture;
+
+typedef enum {
+    ATTN_ABLATE_ZERO = 0,  /* the head's hook_z set to 0 */
+    ATTN_ABLATE_MEAN = 1,  /* the head's hook_z set to its mean over the positions of each
+                              batch row */
+} attn_ablation;
+
+/* Knock out one head: its hook_z, before the output projection. */
+typedef struct {
+    int layer, head;
+    attn_ablation method;
+} attn_gpt2_ablate;
+
+/* Replace one site's activation by another run's (activation patching):
+ *   ATTN_HOOK_Z: head `index` of hook_z, at every position;
+ *   ATTN_HOOK_RESID_PRE, ATTN_HOOK_ATTN_OUT, ATTN_HOOK_MLP_OUT,
+ *   ATTN_HOOK_RESID_MID, ATTN_HOOK_RESID_POST: position `index`, every
+ *   batch row.
+ * src is the other run's whole activation at that hook, in the hook's shape
+ * (what a capture of it wrote); only the patched slice is read. */
+typedef struct {
+    int layer;
+    attn_hook hook;
+    int index;
+    const float *src;
+} attn_gpt2_patch;
+
+/* What a run takes besides the plan and the parameters. */
+typedef struct {
+    const int32_t *idx;      /* [B][T] token ids; NULL when resid is given */
+    const float *resid;      /* [B][T][C]: start at block start_layer with this as its input
+                                (a hook_resid_pre of that block, or the hook_resid_post of the
+                                one before, from another run), so that runs that differ only
+                                from that block on (activation patching) do not recompute the
+                                blocks before it. Eval mode only */
+    int start_layer;         /* with resid: in [0, n_layer] (n_layer: the final LayerNorm and
+                                the head only); without: 0 */
+    const attn_gpt2_capture *captures;
+    int n_captures;
+    const attn_gpt2_ablate *ablations; /* applied in order, before the patches */
+    int n_ablations;
+    const attn_gpt2_patch *patches;
+    int n_patches;
+    attn_pool *pool;
+} attn_gpt2_inputs;
+
+/* The forward pass with activations kept, heads knocked out, activations
+ * patched in, or a start part-way: attn_gpt2_forward is this with idx and
+ * pool alone. Every output of attn_gpt2_outputs is available and comes
+ * from the changed run; with resid, hidden_states' entries before
+ * start_layer are not written. Interventions or captures at blocks before
+ * start_layer are refused. A capture of a map hook (scores, pattern) makes
+ * that block's attention materialise its maps, as attn_weights does.
+ * Errors: ATTN_ERR_ARG with field "captures", "ablations", "patches",
+ * "resid" or "start_layer" (naming the entry: "captures[2]") for an entry
+ * out of range or a hook that cannot be patched, "training" for resid in
+ * training mode; and those of attn_gpt2_forward. Several runs may go at
+ * once (each its own call), e.g. as items of attn_pool_run with pool NULL
+ * inside: see attn_gpt2_run_many. */
+int attn_gpt2_run(const attn_gpt2_plan *plan, const float *params, const attn_gpt2_inputs *in,
+                  attn_rng *rng, attn_gpt2_outputs *out, attn_error *err);
+
+/* n independent runs of one plan (eval mode) shared over pool: each run is
+ * one item on one thread (its products unsplit), as a patching sweep
+ * wants: many small runs keep every thread busy with less synchronisation
+ * than splitting each product. in[i]'s pool is ignored. status[i] (n
+ * entries, required) gets each run's attn_status and errs[i] (may be NULL)
+ * its error. Returns ATTN_OK if every run succeeded, else the first
+ * failure's code. */
+int attn_gpt2_run_many(const attn_gpt2_plan *plan, const float *params,
+                       const attn_gpt2_inputs *in, attn_gpt2_outputs *out, int n,
+                       attn_pool *pool, int *status, attn_error *errs);
+
+/* The logit lens: logits [rows][V] = head(final LayerNorm(resid)) for rows
+ * of residual stream resid [rows][C] (any block's hook_resid_pre, the last
+ * block's hook_resid_post), with the model's own ln_f / final_norm and
+ * lm_head / out_head. One allocation ([rows][C]). */
+int attn_gpt2_logit_lens(const attn_gpt2_plan *plan, const float *params, const float *resid,
+                         int rows, attn_pool *pool, float *logits, attn_error *err);
+
 #endif

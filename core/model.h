@@ -47,6 +47,7 @@ typedef struct {
     attn_pool *pool;
     attn_rng *rng;            /* NULL unless dropout is active */
     const attn_gpt2_outputs *out;
+    const attn_gpt2_inputs *in; /* captures and interventions (never NULL) */
     attn_gpt2_cache *cache;   /* a prefill: each block's keys and values go there */
     attn__model_view mv;
     /* the work space, one allocation */
@@ -62,8 +63,10 @@ typedef struct {
     float *flash;             /* width * attn__flash_scratch: the fused kernel's tiles */
     float *wdrop;             /* [B][H][T][T] the weights' dropout multipliers (GPTModel in
                                  training mode) when dropout_masks is not asked */
-    float *masked;            /* [B][H][T][T] masked scores, kept when the weights before
-                                 dropout are asked in training mode */
+    float *masked;            /* [B][H][T][T] masked scores, kept when they are captured or
+                                 the weights before dropout are asked in training mode */
+    float *unit;              /* [2][C] ones and zeros: a LayerNorm without its affine part,
+                                 for the hook_normalized captures */
     int width;                /* attn_pool_width(pool) */
 } attn__run;
 
@@ -73,8 +76,27 @@ typedef struct {
 void *attn__run_alloc(attn__run *r, attn_error *err);
 
 /* 1 if block l's attention goes through the materialised kernel (maps are
- * kept, or dropout acts on the weights). */
+ * kept or captured, or dropout acts on the weights). */
 int attn__run_materialises(const attn__run *r, int l);
+/* 1 if block l keeps its whole masked scores (r->masked). */
+int attn__run_keeps_masked(const attn__run *r, int l);
+
+/* ==== Captures and interventions (model_hooks.c) ==== */
+
+/* The first capture of (layer, hook) in r->in, or NULL. */
+float *attn__capture_dst(const attn__run *r, int layer, attn_hook hook);
+/* Copies an activation to every capture of (layer, hook) but one whose dst
+ * is src itself: n rows of `width` floats, rows ld floats apart in src. */
+void attn__capture(const attn__run *r, int layer, attn_hook hook, const float *src, size_t n,
+                   int width, int ld);
+/* Captures a LayerNorm's normalised input x (hook_normalized), if asked. */
+void attn__capture_normalized(const attn__run *r, int layer, attn_hook hook, const float *x);
+/* The ablations and patches of block l on r->z (hook_z). */
+void attn__intervene_z(const attn__run *r, int l);
+/* The patches of (l, hook) on a [B][T][C] activation x (one position each). */
+void attn__patch_resid(const attn__run *r, int l, attn_hook hook, float *x);
+/* Validates r->in against the plan (the entries of every list). */
+int attn__check_inputs(const attn_gpt2_plan *p, const attn_gpt2_inputs *in, attn_error *err);
 
 /* x = x + attention(ln1(x)), x = x + mlp(ln2(x)) for block l, dropout
  * drawn from r->rng in PyTorch's order. */

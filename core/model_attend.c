@@ -47,29 +47,36 @@ static void softmax_rows(float *w, const float *masked, size_t n, int T) {
     }
 }
 
+/* The materialised kernel, keeping what block l is asked for: the maps
+ * (attn_weights, hook_pattern: the softmax's output) and the masked scores
+ * (hook_attn_scores). With dropout on the weights the kernel's weights are
+ * after dropout, so the maps are then the softmax of the kept masked scores. */
 static void materialised(attn__run *r, int l, const attn__view v[3]) {
     const attn_gpt2_plan *p = r->p;
     size_t LS = (size_t)p->T * (size_t)p->T, BHTT = (size_t)p->B * (size_t)p->H * LS;
     size_t per = (size_t)r->width * ATTN__MAP_ROWS * (size_t)p->T;
     float *maps = r->out->attn_weights ? r->out->attn_weights + (size_t)l * BHTT : NULL;
+    float *pattern = maps ? maps : attn__capture_dst(r, l, ATTN_HOOK_PATTERN);
     int wdrop = p->dropout_active && p->attn_plan.drop_site == ATTN_DROP_WEIGHTS;
     attn_inputs none = {0};
     attn__heads hd = {.plan = &p->attn_plan, .cfg = &p->attn, .inputs = &none,
                       .q = v[0], .k = v[1], .v = v[2], .scores = r->rows,
                       .masked = r->rows + per, .weights = r->rows + 2 * per,
                       .mask = r->mask, .context_heads = r->z};
+    if (attn__run_keeps_masked(r, l)) hd.masked = r->masked, hd.masked_step = LS;
     if (wdrop) {
         float *mult = r->out->dropout_masks
                           ? r->out->dropout_masks + attn__dropout_offset(p, l) : r->wdrop;
         attn__dropout_mask(mult, &p->attn_plan, &p->attn, r->rng);
         hd.dropout = mult;
-        if (maps) hd.masked = r->masked, hd.masked_step = LS;
-    } else if (maps) {
-        hd.weights = maps, hd.weights_step = LS;
+    } else if (pattern) {
+        hd.weights = pattern, hd.weights_step = LS;
     }
     attn__attend(&hd, r->pool);
-    /* the weights before dropout, from the kept masked scores */
-    if (wdrop && maps) softmax_rows(maps, r->masked, BHTT / (size_t)p->T, p->T);
+    if (wdrop && pattern) softmax_rows(pattern, r->masked, BHTT / (size_t)p->T, p->T);
+    size_t rows = BHTT / (size_t)p->T;
+    if (pattern) attn__capture(r, l, ATTN_HOOK_PATTERN, pattern, rows, p->T, p->T);
+    if (hd.masked_step) attn__capture(r, l, ATTN_HOOK_ATTN_SCORES, r->masked, rows, p->T, p->T);
 }
 
 void attn__model_causal_mask(attn__run *r) {
@@ -83,7 +90,10 @@ void attn__model_attend(attn__run *r, int l, const attn__block_view *bv) {
     const attn_gpt2_plan *p = r->p;
     project_qkv(r, bv);
     if (r->cache) attn__cache_store(r->cache, l, r->qkv, p->T);
-    size_t C = (size_t)p->C, sb = (size_t)p->T * 3 * C;
+    size_t C = (size_t)p->C, sb = (size_t)p->T * 3 * C, BT = (size_t)p->B * (size_t)p->T;
+    static const attn_hook qkv_hooks[3] = {ATTN_HOOK_Q, ATTN_HOOK_K, ATTN_HOOK_V};
+    for (int t = 0; t < 3; t++)
+        attn__capture(r, l, qkv_hooks[t], r->qkv + (size_t)t * C, BT, p->C, 3 * p->C);
     attn__view v[3];
     for (int t = 0; t < 3; t++)
         v[t] = (attn__view){r->qkv + (size_t)t * C, sb, (size_t)p->D, 3 * p->C};

@@ -7,69 +7,12 @@
  * LayerNorm formula, GELU's form, where dropout acts).
  */
 #include "cache.h"
-#include "flash.h"
-#include "kernel.h"
 #include "layers.h"
 #include "linear.h"
 #include "model.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* ==== Work space ========================================================== */
-
-int attn__run_materialises(const attn__run *r, int l) {
-    (void)l;
-    const attn_gpt2_plan *p = r->p;
-    return r->out->attn_weights != NULL ||
-           (p->dropout_active && p->attn_plan.drop_site == ATTN_DROP_WEIGHTS);
-}
-
-static size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
-
-void *attn__run_alloc(attn__run *r, attn_error *err) {
-    const attn_gpt2_plan *p = r->p;
-    size_t BTC = (size_t)p->B * (size_t)p->T * (size_t)p->C;
-    size_t BHTT = (size_t)p->B * (size_t)p->H * (size_t)p->T * (size_t)p->T;
-    size_t BTT = (size_t)p->B * (size_t)p->T * (size_t)p->T, T = (size_t)p->T;
-    int any_map = 0;
-    for (int l = 0; l < p->n_layer; l++) any_map |= attn__run_materialises(r, l);
-    int weight_drop = p->dropout_active && p->attn_plan.drop_site == ATTN_DROP_WEIGHTS;
-    r->width = attn_pool_width(r->pool);
-    /* floats of each piece, 16-aligned: x h z a, qkv, m, flash, then the maps' */
-    size_t n[8] = {4 * BTC, 3 * BTC, 4 * BTC,
-                   (size_t)r->width * attn__flash_scratch(&p->attn_plan),
-                   any_map ? (BTT + 3) / 4 : 0,
-                   any_map ? 3 * (size_t)r->width * ATTN__MAP_ROWS * T : 0,
-                   weight_drop && !r->out->dropout_masks ? BHTT : 0,
-                   weight_drop && r->out->attn_weights ? BHTT : 0};
-    size_t total = 0;
-    for (int i = 0; i < 8; i++) total += align16(n[i]);
-    float *base = malloc(total * sizeof *base);
-    if (base == NULL) {
-        attn__fail(err, ATTN_ERR_NOMEM, "", "cannot allocate %zu bytes of work space",
-                   total * sizeof *base);
-        return NULL;
-    }
-    float *at = base, *piece[8];
-    for (int i = 0; i < 8; i++) {
-        piece[i] = n[i] ? at : NULL;
-        at += align16(n[i]);
-    }
-    r->x = piece[0], r->h = r->x + BTC, r->z = r->h + BTC, r->a = r->z + BTC;
-    r->qkv = piece[1], r->m = piece[2], r->flash = piece[3];
-    r->mask = (uint8_t *)piece[4], r->rows = piece[5], r->wdrop = piece[6], r->masked = piece[7];
-    if (any_map) attn__model_causal_mask(r);
-    return base;
-}
-
-size_t attn__dropout_offset(const attn_gpt2_plan *p, int l) {
-    size_t BTC = (size_t)p->B * (size_t)p->T * (size_t)p->C;
-    size_t per = 2 * BTC;
-    if (p->attn_plan.drop_site == ATTN_DROP_WEIGHTS)
-        per += (size_t)p->B * (size_t)p->H * (size_t)p->T * (size_t)p->T;
-    return BTC + (size_t)l * per;
-}
 
 /* ==== The model =========================================================== */
 
@@ -91,15 +34,20 @@ static int check_idx(const attn_gpt2_plan *p, const int32_t *idx, attn_error *er
     return ATTN_OK;
 }
 
-/* x = drop(wte[idx] + wpe[t]); the dropout multipliers go to the first
- * slice of dropout_masks when asked. */
-static void embed(attn__run *r, const int32_t *idx) {
+/* x = drop(wte[idx] + wpe[t]), or the given input of block start_layer;
+ * the embeddings' dropout multipliers go to the first slice of
+ * dropout_masks when asked. */
+static void embed(attn__run *r) {
     const attn_gpt2_plan *p = r->p;
     size_t BTC = (size_t)p->B * (size_t)p->T * (size_t)p->C;
-    attn__embed(r->x, idx, r->mv.wte, r->mv.wpe, p->B, p->T, p->C);
     float *masks = r->out->dropout_masks;
     if (masks && !p->dropout_active)
         for (size_t i = 0; i < p->n_dropout; i++) masks[i] = 1.0f;
+    if (r->in->resid) {
+        memcpy(r->x, r->in->resid, BTC * sizeof(float));
+        return;
+    }
+    attn__embed(r->x, r->in->idx, r->mv.wte, r->mv.wpe, p->B, p->T, p->C);
     if (p->dropout_active) attn__dropout_masked(r->x, masks, BTC, p->cfg.dropout, r->rng);
 }
 
@@ -108,6 +56,7 @@ static void embed(attn__run *r, const int32_t *idx) {
 static int finish(attn__run *r, attn_error *err) {
     const attn_gpt2_plan *p = r->p;
     size_t BT = (size_t)p->B * (size_t)p->T, C = (size_t)p->C;
+    attn__capture_normalized(r, 0, ATTN_HOOK_LN_FINAL_NORMALIZED, r->x);
     attn__model_layernorm(p, r->h, r->x, r->mv.lnf_w, r->mv.lnf_b, BT);
     if (r->out->hidden_states)
         memcpy(r->out->hidden_states + (size_t)p->n_layer * BT * C, r->h, BT * C * sizeof(float));
@@ -127,10 +76,11 @@ static int finish(attn__run *r, attn_error *err) {
     return ATTN_OK;
 }
 
-/* The call: the embeddings, every block, the head. */
-static int run(attn__run *r, const int32_t *idx, attn_error *err) {
-    int rc = check_idx(r->p, idx, err);
-    if (rc) return rc;
+/* The call: the embeddings (or the given residual), every block from
+ * start_layer, the head. */
+static int run(attn__run *r, attn_error *err) {
+    int rc = attn__check_inputs(r->p, r->in, err);
+    if (rc || (!r->in->resid && (rc = check_idx(r->p, r->in->idx, err)))) return rc;
     attn_rng local;
     if (r->p->dropout_active && r->rng == NULL) {
         attn_rng_seed(&local, ATTN_TORCH_DEFAULT_SEED);
@@ -139,19 +89,26 @@ static int run(attn__run *r, const int32_t *idx, attn_error *err) {
     attn__model_view_make(r->p, r->params, &r->mv);
     void *work = attn__run_alloc(r, err);
     if (work == NULL) return ATTN_ERR_NOMEM;
-    embed(r, idx);
-    for (int l = 0; l < r->p->n_layer; l++) attn__block_run(r, l);
+    embed(r);
+    for (int l = r->in->start_layer; l < r->p->n_layer; l++) attn__block_run(r, l);
     rc = finish(r, err);
     free(work);
     return rc;
 }
 
+int attn_gpt2_run(const attn_gpt2_plan *p, const float *params, const attn_gpt2_inputs *in,
+                  attn_rng *rng, attn_gpt2_outputs *out, attn_error *err) {
+    if (p == NULL || params == NULL || in == NULL || out == NULL)
+        return attn__fail(err, ATTN_ERR_ARG, "", "plan, params, inputs and outputs are required");
+    attn__run r = {.p = p, .params = params, .pool = in->pool, .rng = rng, .out = out, .in = in};
+    return run(&r, err);
+}
+
 int attn_gpt2_forward(const attn_gpt2_plan *p, const float *params, const int32_t *idx,
                       attn_pool *pool, attn_rng *rng, attn_gpt2_outputs *out, attn_error *err) {
-    if (p == NULL || params == NULL || idx == NULL || out == NULL)
-        return attn__fail(err, ATTN_ERR_ARG, "", "plan, params, idx and outputs are required");
-    attn__run r = {.p = p, .params = params, .pool = pool, .rng = rng, .out = out};
-    return run(&r, idx, err);
+    if (idx == NULL) return attn__fail(err, ATTN_ERR_ARG, "idx", "idx is required");
+    attn_gpt2_inputs in = {.idx = idx, .pool = pool};
+    return attn_gpt2_run(p, params, &in, rng, out, err);
 }
 
 int attn_gpt2_prefill(const attn_gpt2_plan *p, const float *params, const int32_t *idx,
@@ -163,8 +120,9 @@ int attn_gpt2_prefill(const attn_gpt2_plan *p, const float *params, const int32_
     int rc = attn__cache_accepts(cache, p, err);
     if (rc) return rc;
     attn_gpt2_cache_reset(cache);
-    attn__run r = {.p = p, .params = params, .pool = pool, .out = out ? out : &none,
+    attn_gpt2_inputs in = {.idx = idx, .pool = pool};
+    attn__run r = {.p = p, .params = params, .pool = pool, .out = out ? out : &none, .in = &in,
                    .cache = cache};
-    if ((rc = run(&r, idx, err)) == ATTN_OK) cache->length = p->T;
+    if ((rc = run(&r, err)) == ATTN_OK) cache->length = p->T;
     return rc;
 }
