@@ -95,7 +95,9 @@ $(BUILD)/tests/support/%.o: tests/support/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) -c $< -o $@
 
-# Made afresh each time: `ar rcs` alone would keep the objects of renamed files.
+# Made afresh each time: `ar rcs` alone would keep the members of deleted
+# or renamed sources (a stale object would then shadow the file that
+# replaced it).
 $(LIBCORE): $(CORE_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -188,6 +190,12 @@ $(BUILD)/bench/bench_gpt2: bench/bench_gpt2.c $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
 
+# Per-token decode with the key/value cache against the memory-bandwidth
+# floor of the same run (GPT-2 124M shape, both families, context 128 and 512).
+$(BUILD)/bench/bench_decode: bench/bench_decode.c $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
+
 bench: deps
 	@$(MAKE) --no-print-directory build-all $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise \
 	  $(BUILD)/bench/bench_gpt2
@@ -210,6 +218,8 @@ golden:
 	$(call apt_install,python3-torch)
 	/usr/bin/python3 tests/golden/generate.py tests/golden
 	/usr/bin/python3 tests/golden/generate_gpt2.py tests/golden/gpt2
+	/usr/bin/python3 tests/golden/generate_gptmodel.py tests/golden/gptmodel
+	/usr/bin/python3 tests/golden/generate_hooks.py tests/golden/hooks
 	/usr/bin/python3 tests/golden/generate_checkpoint.py tests/golden/ckpt
 
 CONTAINER_CHECK ?= ../shared/tools/container-check
