@@ -202,6 +202,7 @@ golden:
 	/usr/bin/python3 tests/golden/generate.py tests/golden
 	/usr/bin/python3 tests/golden/generate_gpt2.py tests/golden/gpt2
 	/usr/bin/python3 tests/golden/generate_checkpoint.py tests/golden/ckpt
+	/usr/bin/python3 tests/golden/generate_sample.py tests/golden/sample.txt
 
 CONTAINER_CHECK ?= ../shared/tools/container-check
 
