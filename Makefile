@@ -221,6 +221,7 @@ golden:
 	/usr/bin/python3 tests/golden/generate_gptmodel.py tests/golden/gptmodel
 	/usr/bin/python3 tests/golden/generate_hooks.py tests/golden/hooks
 	/usr/bin/python3 tests/golden/generate_checkpoint.py tests/golden/ckpt
+	/usr/bin/python3 tests/golden/generate_sample.py tests/golden/sample.txt
 
 CONTAINER_CHECK ?= ../shared/tools/container-check
 

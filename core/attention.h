@@ -857,4 +857,75 @@ int attn_gpt2_run_many(const attn_gpt2_plan *plan, const float *params,
 int attn_gpt2_logit_lens(const attn_gpt2_plan *plan, const float *params, const float *resid,
                          int rows, attn_pool *pool, float *logits, attn_error *err);
 
+/* ==== Sampling ============================================================ */
+
+/* Tensor.exponential_(lambd) on a contiguous float32 tensor of n elements,
+ * draw for draw as PyTorch 1.13's CPU kernel without MKL (Debian's): per
+ * element one 53-bit double uniform u (two 32-bit outputs, the first as the
+ * high word), -1 / lambd * log(1 - u) in double, rounded to float.
+ * Consecutive calls continue the generator as consecutive exponential_ calls
+ * do. lambd > 0. */
+void attn_rng_exponential_fill(attn_rng *rng, float *x, size_t n, double lambd);
+
+/* torch.softmax(x, -1) of one row of n floats, bit for bit as PyTorch 1.13's
+ * AVX2 CPU kernel computes it (SLEEF's expf, its eight-lane sum, then
+ * x * (1 / sum)). y may be x. x must have a finite maximum and no NaN. */
+void attn_softmax_torch(const float *x, float *y, size_t n);
+
+/* How the next token is chosen from one row of V logits:
+ *   temperature 0: greedy, torch.argmax (the first largest); no draw, the
+ *     filters play no part (the book's generate_text_simple);
+ *   temperature > 0: the book's generate() (Raschka, ch. 5): top_k keeps the
+ *     logits >= the top_k-th largest (ties kept; 0 = off, >= V = off, as
+ *     nanoGPT clamps it), divides by temperature (float32), then top_p as
+ *     Hugging Face's TopPLogitsWarper (sort ascending, cumulative softmax,
+ *     drop where the cumulative probability <= 1 - top_p, keep the most
+ *     likely always; 1 = off), softmax, torch.multinomial(probs, 1): one
+ *     exponential_ draw of V values from the generator, as PyTorch makes it.
+ * top_p is in [0, 1]; note that 0 keeps one token: start from
+ * ATTN_SAMPLER_GREEDY, not from a zeroed struct, and set what you need. */
+typedef struct {
+    double temperature;
+    int top_k;
+    double top_p;
+} attn_sampler;
+
+#define ATTN_SAMPLER_GREEDY ((attn_sampler){.temperature = 0.0, .top_k = 0, .top_p = 1.0})
+
+/* A token and its log-probability under the model: log_softmax of the raw
+ * logits (before temperature and filters), within 1e-6 of PyTorch's. */
+typedef struct {
+    int32_t id;
+    float logprob;
+} attn_token_logprob;
+
+/* Bytes of scratch attn_sample needs for these options and V logits: 0 for
+ * greedy, 4 V with temperature, 20 V with top_p < 1 too; opt NULL gives the
+ * most any options need (20 V). 0 also when V < 1 or the size overflows. */
+size_t attn_sample_scratch_size(const attn_sampler *opt, int n_vocab);
+
+/* Chooses the next token from logits[0..n_vocab) (no NaN or +inf, at least
+ * one finite; -inf rules a token out). chosen gets the id and its
+ * log-probability; top (room for n_top, 0 <= n_top <= n_vocab, may be NULL
+ * when 0) the n_top most likely tokens, most likely first, ties to the lower
+ * id. rng (used only when temperature > 0; may then not be NULL) advances by
+ * exactly n_vocab exponential draws, as torch.multinomial's does, and is
+ * untouched when the call fails. scratch (attn_sample_scratch_size bytes at
+ * least, aligned for float; may be NULL for greedy) is the only memory used:
+ * nothing is allocated, and concurrent calls with their own rng and scratch
+ * are safe. Returns ATTN_OK, ATTN_ERR_ARG (an option, size or pointer,
+ * err->field names it), or ATTN_ERR_NONFINITE (NaN or +inf logits, none
+ * finite, or logits / temperature overflowing). */
+int attn_sample(const attn_sampler *opt, const float *logits, int n_vocab, attn_rng *rng,
+                void *scratch, size_t scratch_size, attn_token_logprob *chosen,
+                attn_token_logprob *top, int n_top, attn_error *err);
+
+/* The probabilities attn_sample draws from with these options (temperature
+ * > 0): probs[0..n_vocab) = torch.softmax of the filtered, scaled logits,
+ * bit for bit as the book's generate() hands them to torch.multinomial.
+ * scratch as for attn_sample (its first 4 n_vocab bytes are not used here).
+ * No generator, no allocation. Errors as attn_sample's. */
+int attn_sample_probs(const attn_sampler *opt, const float *logits, int n_vocab, float *probs,
+                      void *scratch, size_t scratch_size, attn_error *err);
+
 #endif
