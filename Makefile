@@ -12,15 +12,11 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread -I. $(SAN)
 CFLAGS  += -MMD -MP
 LDFLAGS += $(SAN) -pthread
 
-# OpenBLAS 0.3.21 does not know recent CPUs and falls back to its slow generic
-# kernel (Prescott); older builds miscompute with their own guess on AMD Zen 5.
-# Where the CPU has AVX2 and nothing is set, use the Haswell kernels (3x faster
-# here, and the setting this machine's notes describe).
-ifeq ($(origin OPENBLAS_CORETYPE),undefined)
-ifneq ($(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && echo yes),)
-export OPENBLAS_CORETYPE := Haswell
-endif
-endif
+# OpenBLAS picks its kernels by the CPU unless OPENBLAS_CORETYPE (or
+# OPENBLAS_L2_SIZE) is set in the environment: nothing here sets them, for
+# `make run`, the tests and the benchmarks alike. The server checks the
+# kernels it got at start and falls back to another set if they are wrong
+# (server/kernels.h).
 
 DEB_PACKAGES = build-essential pkg-config libopenblas-dev libjansson-dev \
                libmicrohttpd-dev check libcurl4-openssl-dev curl libdeflate-dev zlib1g-dev libspng-dev \
