@@ -63,18 +63,14 @@ typedef int32_t half_mask __attribute__((vector_size(LANES / 2 * sizeof(float)))
  * the ABI between clones). */
 #define SELECT_HALF(m, a, b) ((half)(((half_mask)(a) & (m)) | ((half_mask)(b) & ~(m))))
 
-/* *v = exp_nonpos(*v) on LANES / 2 values at once: the same operations in
- * the same order, written on vectors. The scalar form in a loop stayed
- * scalar: its selects compare floats, which may raise "invalid" on NaN, so
- * GCC kept them as branches (34 instructions an exponential). */
-__attribute__((always_inline)) static inline void exp_nonpos_half(half *v) {
+/* exp_poly on LANES / 2 values at once: y = exp(r) and *n with
+ * exp(x) = y * 2^n, the same operations in the same order. */
+__attribute__((always_inline)) static inline void exp_poly_half(const half *x, half *y,
+                                                                half *n_out) {
     const half zero = {0};
-    half x = *v;
-    half_mask under = x < -87.33654f;
-    x = SELECT_HALF(under, zero - 87.33654f, x);
-    half t = x * 1.44269504088896341f + 12582912.0f;
+    half t = *x * 1.44269504088896341f + 12582912.0f;
     half n = t - 12582912.0f;
-    half r = x - n * 0.693359375f;
+    half r = *x - n * 0.693359375f;
     r = r - n * -2.12194440e-4f;
     half p = zero + 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
@@ -82,7 +78,19 @@ __attribute__((always_inline)) static inline void exp_nonpos_half(half *v) {
     p = p * r + 4.1665795894e-2f;
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
-    half y = p * (r * r) + r + 1.0f;
+    *n_out = n;
+    *y = p * (r * r) + r + 1.0f;
+}
+
+/* *v = exp_nonpos(*v) on LANES / 2 values at once: the same operations in
+ * the same order, written on vectors. The scalar form in a loop stayed
+ * scalar: its selects compare floats, which may raise "invalid" on NaN, so
+ * GCC kept them as branches (34 instructions an exponential). */
+__attribute__((always_inline)) static inline void exp_nonpos_half(half *v) {
+    const half zero = {0};
+    half_mask under = *v < -87.33654f;
+    half x = SELECT_HALF(under, zero - 87.33654f, *v), y, n;
+    exp_poly_half(&x, &y, &n);
     half_mask in_range = (n >= -126.0f) & (n <= 0.0f);
     half_mask e = (__builtin_convertvector(SELECT_HALF(in_range, n, zero), half_mask) + 127) << 23;
     half scaled = y * (half)e;
@@ -191,9 +199,53 @@ static inline float gelu_tanh(float v) {
     return 0.5f * v * (1.0f + th);
 }
 
+/* exp_clamped on LANES / 2 values at once (x <= 0, not NaN). */
+__attribute__((always_inline)) static inline void exp_clamped_half(half *v) {
+    const half zero = {0};
+    half x = SELECT_HALF(*v < -87.33654f, zero - 87.33654f, *v), y, n;
+    exp_poly_half(&x, &y, &n);
+    half_mask e = (__builtin_convertvector(n, half_mask) + 127) << 23;
+    *v = y * (half)e;
+}
+
+/* |x| and copysign(mag, sign) on the bits, as fabsf and copysignf */
+#define ABS_HALF(x) ((half)((half_mask)(x) & 0x7fffffff))
+#define COPYSIGN_HALF(mag, sign) \
+    ((half)(((half_mask)(mag) & 0x7fffffff) | ((half_mask)(sign) & (int32_t)0x80000000)))
+
+/* gelu_erf and gelu_tanh on LANES / 2 values at once, in place: the same
+ * operations in the same order (scalar, the exponential's clamp kept the
+ * AVX2 clone's loops scalar). */
+__attribute__((always_inline)) static inline void gelu_half(half *x, int tanh_form) {
+    half v = *x;
+    if (tanh_form) {
+        half u = 0.7978845608028654f * (v + 0.044715f * (v * v * v));
+        half e = -2.0f * ABS_HALF(u);
+        exp_clamped_half(&e);
+        half th = COPYSIGN_HALF((1.0f - e) / (1.0f + e), u);
+        *x = 0.5f * v * (1.0f + th);
+        return;
+    }
+    half z = v * 0.70710678118654752f;
+    half t = 1.0f / (0.3275911f * ABS_HALF(z) + 1.0f);
+    half r = t - t + 1.061405429f;
+    r = r * t + -1.453152027f;
+    r = r * t + 1.421413741f;
+    r = r * t + -0.284496736f;
+    r = r * t + 0.254829592f;
+    half e = -(z * z);
+    exp_clamped_half(&e);
+    half erf_abs = 1.0f - (e * t) * r;
+    *x = v * 0.5f * (1.0f + COPYSIGN_HALF(erf_abs, z));
+}
+
 CLONES void attn__gelu_row(float *x, int n, int tanh_form) {
-    if (tanh_form)
-        for (int j = 0; j < n; j++) x[j] = gelu_tanh(x[j]);
-    else
-        for (int j = 0; j < n; j++) x[j] = gelu_erf(x[j]);
+    int j = 0;
+    for (; j + LANES / 2 <= n; j += LANES / 2) {
+        half v;
+        memcpy(&v, x + j, sizeof v);
+        gelu_half(&v, tanh_form);
+        memcpy(x + j, &v, sizeof v);
+    }
+    for (; j < n; j++) x[j] = tanh_form ? gelu_tanh(x[j]) : gelu_erf(x[j]);
 }
