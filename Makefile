@@ -158,6 +158,7 @@ run: all
 	$(SERVER) --host 127.0.0.1 --port 8080
 
 # Core against PyTorch (python3-torch) on the same shapes, in the same run,
+# each side at its best and beside the machine's sgemm rate (bench/run.sh),
 # then JSON numbers out (the float printer) and in (the tensor scanner).
 $(BUILD)/bench/bench_core: bench/bench_core.c $(LIBAPI) $(LIBCORE)
 	@mkdir -p $(dir $@)
@@ -182,15 +183,20 @@ $(BUILD)/bench/bench_gpt2: bench/bench_gpt2.c $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
 
+# Every comparison runs with OpenBLAS's own kernels on both sides, as on a
+# machine that sets nothing: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset
+# for these commands alone (docs/performance.md).
+BENCH_ENV := env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
+
 bench: deps
 	@$(MAKE) --no-print-directory build-all $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise \
 	  $(BUILD)/bench/bench_gpt2
 	$(call apt_install,python3-torch python3-fastapi python3-uvicorn wrk nginx-light)
-	bench/run.sh $(BUILD)/bench/bench_core
-	bench/run_gpt2.sh $(BUILD)/bench/bench_gpt2
-	$(BUILD)/bench/bench_serialise
-	/usr/bin/python3 bench/e2e.py $(SERVER)
-	bench/http_small.sh $(SERVER)
+	$(BENCH_ENV) bench/run.sh $(BUILD)/bench/bench_core
+	$(BENCH_ENV) bench/run_gpt2.sh $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_core
+	$(BENCH_ENV) $(BUILD)/bench/bench_serialise
+	$(BENCH_ENV) /usr/bin/python3 bench/e2e.py $(SERVER)
+	$(BENCH_ENV) bench/http_small.sh $(SERVER)
 
 # Regenerates the golden vectors with PyTorch (Debian's python3-torch).
 golden:
