@@ -928,4 +928,35 @@ int attn_sample(const attn_sampler *opt, const float *logits, int n_vocab, attn_
 int attn_sample_probs(const attn_sampler *opt, const float *logits, int n_vocab, float *probs,
                       void *scratch, size_t scratch_size, attn_error *err);
 
+/* ==== BLAS kernel check ================================================== */
+
+/* What attn_blas_check found about the OpenBLAS kernels of this process. */
+typedef struct {
+    int passed;          /* 1: every product within its bound */
+    int products;        /* products compared */
+    double worst;        /* largest |BLAS - reference| / bound over every entry
+                            (< 1 passes; INFINITY for NaN or a wrong entry at bound 0) */
+    char failed[48];     /* the first product out of bound ("" when passed) */
+    char core[32];       /* openblas_get_corename(): "Zen", "Haswell", "SkylakeX", ... */
+    char config[160];    /* openblas_get_config() */
+    double ms;           /* how long the check took */
+} attn_blas_report;
+
+/* Checks the kernels OpenBLAS picked for this process on the products the
+ * core runs (nn.Linear blocks NT with K = 768 and 3072, NN for the raw
+ * [in][out] weights, QKᵀ and PV of the attention tiles with their strides,
+ * sgemv both ways and a one-row sgemm for decoding), at OpenBLAS's current
+ * thread count, against a plain loop accumulating in double. An entry passes
+ * when |c - ref| <= gamma(k + 2) * (|alpha| sum_l |a_il b_lj| + |beta c0_ij|),
+ * gamma(n) = n u / (1 - n u), u = 2^-24: Higham's bound for any float32
+ * summation order (with or without FMA) of k products, plus alpha and beta;
+ * the double reference's own error is below 2^-29 of that. Takes about ten
+ * milliseconds. Fills r and returns ATTN_OK (r->passed says the verdict),
+ * ATTN_ERR_ARG for r NULL, ATTN_ERR_NOMEM.
+ * For tests only: when the environment variable ATTN_BLAS_CHECK_FAIL lists
+ * the current core (comma-separated names, case-insensitive), one entry of
+ * the first product is made wrong by 1.0 before the comparison, as a wrong
+ * kernel would; nothing else reads it. */
+int attn_blas_check(attn_blas_report *r);
+
 #endif

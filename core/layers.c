@@ -8,7 +8,9 @@
 #include <math.h>
 #include <string.h>
 
-void attn__embed(float *x, const int32_t *idx, const float *wte, const float *wpe, int B, int T,
+#define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+
+CLONES void attn__embed(float *x, const int32_t *idx, const float *wte, const float *wpe, int B, int T,
                  int C) {
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
@@ -51,8 +53,7 @@ static inline void layernorm_row(float *yr, const float *xr, const float *gamma,
 }
 
 /* Clones for AVX-512, AVX2 and the baseline, picked once per process. */
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-void attn__layernorm(float *y, const float *x, const float *gamma, const float *beta, size_t rows,
+CLONES void attn__layernorm(float *y, const float *x, const float *gamma, const float *beta, size_t rows,
                      int C) {
     for (size_t r = 0; r < rows; r++)
         layernorm_row(y + r * (size_t)C, x + r * (size_t)C, gamma, beta, C);
@@ -68,7 +69,7 @@ void attn__dropout(float *x, size_t n, double p, attn_rng *rng) {
     for (size_t i = 0; i < n; i++) x[i] = attn_rng_bernoulli(rng, keep) ? x[i] * kept : 0.0f;
 }
 
-void attn__add(float *x, const float *y, size_t n) {
+CLONES void attn__add(float *x, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
