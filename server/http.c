@@ -267,6 +267,8 @@ static enum MHD_Result answer_get(request *q) {
                                 .connections = srv_http_connections(s),
                                 .lingering = srv_linger_count(s->linger),
                                 .slow_heads_cut = srv_conns_cut(s->conns)};
+        g.conn.refused = atomic_load(&s->acceptor.refused);
+        g.conn.hung_up = srv_conns_hung_up(s->conns);
         srv_pool_stats(s->pool, &g.queued, &g.running);
         srv_budget_get_stats(s->budget, &g.memory);
         char *text;
@@ -647,6 +649,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_data_size = 0;
         return r;
     }
+    srv_conns_body_done(q->srv->conns, conn);
     if (q->route == SRV_R_UNKNOWN)
         return respond_error(q, API_E_NOT_FOUND, NULL,
                              "no such path: %.200s (POST /attention/{simple,self,causal,"
@@ -697,6 +700,36 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
 
 /* ==== Daemon ============================================================ */
 
+/* The whole reply to a connection over --max-connections, which the
+ * acceptor writes itself: 503, JSON, Retry-After, and the connection closed. */
+static int make_refusal(srv_http *s) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "the server has %d connections open, its limit "
+             "(--max-connections); retry later", s->opt->max_connections);
+    api_buf b = {0};
+    int rc = api_error_reply(&b, API_E_OVERLOADED, msg, NULL);
+    int n = rc == 0 && b.data ? snprintf(s->refusal, sizeof s->refusal,
+                     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%.*s",
+                     b.len, (int)b.len, b.data) : -1;
+    api_buf_free(&b);
+    if (n < 0 || (size_t)n >= sizeof s->refusal) {
+        srv_log("cannot make the reply to connections over --max-connections");
+        return -1;
+    }
+    s->refusal_len = (size_t)n;
+    return 0;
+}
+
+/* libmicrohttpd's own limit, which it splits evenly between its I/O
+ * threads and hands connections to them by descriptor number: each thread
+ * may hold every connection, and a few it is closing (reported closed, not
+ * yet counted out). */
+static unsigned mhd_connection_limit(const srv_options *opt) {
+    unsigned per_thread = (unsigned)opt->max_connections + (unsigned)opt->io_threads + 16;
+    return per_thread * (unsigned)opt->io_threads;
+}
+
 /* Stops what srv_http_start started besides libmicrohttpd (NULL-safe). */
 static void stop_helpers(srv_http *s) {
     srv_conns_stop(s->conns);
@@ -736,12 +769,14 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
     srv_budget_tune_malloc(budget, 2 * opt->threads + opt->io_threads + 2);
     s->budget = srv_budget_create(budget);
     s->linger = srv_linger_start(linger_bytes, opt->max_connections < 1024 ? opt->max_connections : 1024);
-    s->conns = srv_conns_start(opt->timeout);
+    s->conns = srv_conns_start(opt->timeout, opt->max_connections);
     if (!s->budget || !s->linger || !s->conns) {
         srv_log("cannot start the memory budget, the lingering close or the connection watch");
         goto fail;
     }
     srv_log("memory budget for requests: %.0f MiB (%s)", (double)budget / (1 << 20), why);
+    if (make_refusal(s) != 0) goto fail;
+    srv_acceptor_fd_room(opt->max_connections);
     if (srv_acceptor_listen(&s->acceptor, opt->host, opt->port) != 0) goto fail;
     s->port = s->acceptor.port;
 
@@ -753,7 +788,9 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
         flags, 0, NULL, NULL, on_request, s,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,   /* first, to catch every message */
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)opt->io_threads,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)opt->max_connections,
+        /* Never reached (conns.h): the acceptor keeps to --max-connections,
+         * and each I/O thread may take all of them and a few closing. */
+        MHD_OPTION_CONNECTION_LIMIT, mhd_connection_limit(opt),
         /* libmicrohttpd zeroes a connection's memory pool for every request:
          * its default 32 KiB was a fifth of the instructions of a small
          * request (callgrind). 16 KiB still holds any browser's headers. */
@@ -767,7 +804,8 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
         srv_acceptor_close(&s->acceptor);
         goto fail;
     }
-    if (srv_acceptor_start(&s->acceptor, s->daemon) != 0) {
+    if (srv_acceptor_start(&s->acceptor, s->daemon, s->conns, s->linger, s->refusal,
+                           s->refusal_len) != 0) {
         srv_acceptor_close(&s->acceptor);
         MHD_stop_daemon(s->daemon);
         s->daemon = NULL;

@@ -1,10 +1,17 @@
 /* main.c - attention-server: options, startup, signals, graceful shutdown.
  *
- * Signals: SIGTERM and SIGINT are caught by a handler that only writes one
- * byte to a pipe (a self-pipe; no other work in the handler). A handler, not
- * sigwait, because OpenBLAS starts its threads before main runs, with every
- * signal unblocked: with sigwait the kernel could pick one of them and the
- * default action would kill the process. The main thread sleeps on the pipe.
+ * Signals: SIGTERM, SIGINT, SIGHUP and SIGQUIT all drain (nginx's QUIT is
+ * its graceful stop; there is no configuration to reload on HUP, and a
+ * hang-up's default action would cut every request in flight). They are
+ * caught by a handler that only writes one byte to a pipe (a self-pipe; no
+ * other work in the handler). A handler, not sigwait, because OpenBLAS
+ * starts its threads before main runs, with every signal unblocked: with
+ * sigwait the kernel could pick one of them and the default action would
+ * kill the process. The main thread sleeps on the pipe. The handler is
+ * installed once the checkpoints are loaded, just before the port is bound:
+ * during start-up there is nothing to drain and the default action ends the
+ * process, even while a loader is blocked (a FIFO given as a file). A
+ * SIGHUP ignored by the parent (nohup) stays ignored.
  *
  * Shutdown: close the listening socket (acceptor.h) and answer /readyz with 503;
  * wait until every request in flight has been answered (at most
@@ -42,16 +49,28 @@ static void on_signal(int sig) {
     errno = saved;
 }
 
+/* SIGPIPE: ignored from the start (a write to a closed socket fails). */
+static int ignore_sigpipe(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    sigemptyset(&sa.sa_mask);
+    return sigaction(SIGPIPE, &sa, NULL);
+}
+
 static int install_signals(void) {
     if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
-    struct sigaction sa;
+    struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0) return -1;
-    sa.sa_handler = SIG_IGN;
-    return sigaction(SIGPIPE, &sa, NULL);
+    static const int drain[] = {SIGTERM, SIGINT, SIGQUIT};
+    for (size_t i = 0; i < sizeof drain / sizeof drain[0]; i++)
+        if (sigaction(drain[i], &sa, NULL) != 0) return -1;
+    if (sigaction(SIGHUP, NULL, &old) != 0) return -1;
+    if (old.sa_handler != SIG_IGN && sigaction(SIGHUP, &sa, NULL) != 0) return -1;
+    return 0;
 }
 
 /* Waits up to ms milliseconds (-1: forever) for a signal; returns it or 0. */
@@ -84,10 +103,6 @@ static int serve(const srv_options *opt) {
     /* Large arrays come from malloc's arenas and stay warm for the next
      * request, within the memory budget: see srv_budget_tune_malloc. */
     mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
-    if (install_signals() != 0) {
-        srv_log("cannot install signal handlers: %s", strerror(errno));
-        return 1;
-    }
     /* The checkpoints, validated in full before the port is bound: a bad
      * file stops the server (exit 2) before it reports ready. */
     api_models *models = NULL;
@@ -118,6 +133,13 @@ static int serve(const srv_options *opt) {
         return 1;
     }
     srv_http http;
+    if (install_signals() != 0) {
+        srv_log("cannot install signal handlers: %s", strerror(errno));
+        srv_pool_destroy(pool);
+        attn_pool_destroy(compute);
+        api_models_free(models);
+        return 1;
+    }
     if (srv_http_start(&http, opt, pool, compute, models) != 0) {
         srv_pool_destroy(pool);
         attn_pool_destroy(compute);
@@ -196,6 +218,7 @@ int main(int argc, char **argv) {
     case SRV_MODE_SERVE:
         break;
     }
+    if (ignore_sigpipe() != 0) return 1;
     api_tokenizer tokenizers[SRV_MAX_TOKENIZERS];
     if (load_tokenizers(&opt, tokenizers) != 0) return 1;
     int rc = serve(&opt);
