@@ -18,14 +18,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "acceptor.h"
 #include "encoding.h"
+#include "framing.h"
 #include "info.h"
 #include "log.h"
 #include "metrics.h"
+#include "mhd_errors.h"
 #include "route.h"
 #include "stream.h"
 #include "viewer.h"
@@ -53,6 +57,8 @@ typedef enum { PH_READING, PH_WORKING, PH_STREAMING, PH_DONE } phase;
 #define SRV_INLINE_MAX_ELEMENTS 16384
 
 typedef struct {
+    srv_head head;           /* first: the request line is in, the handler not called yet */
+    int begun;               /* the handler has been called (begin) */
     srv_http *srv;
     struct MHD_Connection *conn;
     srv_route route;
@@ -65,6 +71,7 @@ typedef struct {
     size_t bytes_in;         /* body bytes received, kept or not */
     int too_large, no_memory;
     int bad_encoding;        /* a Content-Encoding other than identity or gzip: 415 */
+    int framing_error;       /* answered for its framing (framing.h), connection closed */
     int gzip_body;           /* Content-Encoding: gzip, inflated by the worker */
     int gzip_ok;             /* Accept-Encoding takes gzip */
     int want_safetensors;    /* Accept prefers application/octet-stream to JSON */
@@ -120,7 +127,9 @@ static enum MHD_Result respond_with(request *q, int status, const char *content_
     if (q->gzipped) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
     if (status == MHD_HTTP_NO_CONTENT) {
         MHD_add_response_header(r, "Access-Control-Allow-Methods", srv_route_allow(q->route));
-        MHD_add_response_header(r, "Access-Control-Allow-Headers", "Content-Type");
+        /* The request headers the documents use beyond the safelisted ones. */
+        MHD_add_response_header(r, "Access-Control-Allow-Headers",
+                                "Content-Type, Content-Encoding, Accept, If-None-Match");
         MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
     }
     if (q->route <= SRV_R_LAST_COMPUTE && atomic_load(&q->ph) == PH_DONE && q->reply.status == 200) {
@@ -546,23 +555,121 @@ static void linger_after_reply(request *q) {
     if (ci) srv_linger_add(q->srv->linger, ci->connect_fd);
 }
 
-/* The first call: state, route, method check, early 413. */
-static enum MHD_Result begin(srv_http *s, struct MHD_Connection *conn, const char *url,
-                             const char *method, void **req_cls) {
+/* 404 for an unknown path, 405 for a method the path does not take. */
+static enum MHD_Result answer_unrouted(request *q) {
+    if (q->route == SRV_R_UNKNOWN)
+        return respond_error(q, API_E_NOT_FOUND, NULL,
+                             "no such path: %.200s (POST /attention/{simple,self,causal,"
+                             "multihead,sdpa}, /model/gpt2; GET /healthz /readyz /metrics /version "
+                             "/openapi.json)", q->path);
+    return respond_error(q, API_E_METHOD_NOT_ALLOWED, NULL, "%.15s is not allowed on %s; allowed: %s",
+                         q->method, q->path, srv_route_allow(q->route));
+}
+
+/* The head announces a body (a Content-Length other than 0, or chunks). */
+static int declares_body(struct MHD_Connection *conn) {
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    return (cl && strcmp(cl, "0") != 0) ||
+           MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+}
+
+/* A head whose framing is unsound (framing.h): the JSON error, and the
+ * connection closed after it, the rest of the upload read and dropped. */
+static enum MHD_Result answer_framing(request *q, const srv_framing *f) {
+    char body[768];
+    size_t len = srv_framing_body(f, body, sizeof body);
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_COPY);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    q->framing_error = 1;
+    srv_log("%s %s: %s", q->method, q->path, f->message);
+    linger_after_reply(q);
+    return respond_with(q, f->status, "application/json", r, len);
+}
+
+/* The state of a request whose line has arrived (the URI log callback, or
+ * the handler's first call when that one could not allocate). */
+static request *new_request(srv_http *s, struct MHD_Connection *conn, const char *uri) {
     request *q = calloc(1, sizeof *q);
-    if (!q) return MHD_NO;
+    if (!q) return NULL;
     clock_gettime(CLOCK_MONOTONIC, &q->t0);
     q->srv = s;
     q->conn = conn;
+    snprintf(q->method, sizeof q->method, "-");
+    q->m = SRV_M_OTHER;
+    snprintf(q->path, sizeof q->path, "%.*s", (int)strcspn(uri, "?"), uri);
+    q->route = srv_route_find(q->path);
+    atomic_init(&q->ph, PH_READING);
+    srv_metrics_in_flight_add(1);
+    return q;
+}
+
+/* MHD_OPTION_URI_LOG_CALLBACK: the request line is in; what it returns is
+ * the request's *req_cls. Listed until its handler is called (mhd_errors.h). */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn) {
+    request *q = new_request(cls, conn, uri ? uri : "");
+    if (q) srv_heads_add(&q->head, conn);
+    return q;
+}
+
+/* Writes a whole JSON error reply for f on q's socket ourselves, where
+ * libmicrohttpd cannot queue one, and shuts the socket for writing: what
+ * libmicrohttpd still sends then fails and it closes the connection; the
+ * lingering close reads what the client still sends. A reply this small
+ * fits in the socket's send buffer: nothing of the request's reply has
+ * been sent before it. */
+static void send_raw_error(request *q, const srv_framing *f) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return;
+    char body[768], head[256];
+    size_t len = srv_framing_body(f, body, sizeof body);
+    int n = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n", f->status,
+                     f->status == 413 ? "Content Too Large" : "Bad Request", len);
+    struct iovec iov[2] = {{head, (size_t)n}, {body, len}};
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+    ssize_t w = sendmsg(ci->connect_fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+    shutdown(ci->connect_fd, SHUT_WR);
+    srv_linger_add(q->srv->linger, ci->connect_fd);
+    q->status = f->status;
+    q->bytes_out = w > 0 ? (size_t)w : 0;
+    q->framing_error = 1;
+}
+
+/* A request libmicrohttpd was about to answer with its own page
+ * (mhd_errors.h): our reply goes first. */
+static void answer_for_mhd(srv_head *h, const srv_framing *f, void *ctx) {
+    (void)ctx;
+    request *q = (request *)h;
+    srv_log("%s: %s", q->path, f->message);
+    send_raw_error(q, f);
+}
+
+/* The first call: state, route, method check, early 413. */
+static enum MHD_Result begin(srv_http *s, struct MHD_Connection *conn, const char *url,
+                             const char *method, const char *version, void **req_cls) {
+    request *q = *req_cls ? *req_cls : new_request(s, conn, url);
+    if (!q) return MHD_NO;
+    srv_heads_remove(&q->head);
+    q->begun = 1;
     snprintf(q->method, sizeof q->method, "%s", method);
     q->m = srv_method_of(method);
     snprintf(q->path, sizeof q->path, "%s", url);
     q->route = srv_route_find(url);
-    atomic_init(&q->ph, PH_READING);
     *req_cls = q;
     srv_conns_head_done(s->conns, conn);
-    srv_metrics_in_flight_add(1);
 
+    srv_framing f;
+    srv_framing_check(conn, version, method, &f);
+    int unrouted = q->route == SRV_R_UNKNOWN || !srv_route_allows(q->route, method);
+    if (f.status && !(f.status == 411 && unrouted)) return answer_framing(q, &f);
+    /* A body is coming, or may be (411): refuse now, rather than after
+     * "100 Continue" and the whole upload, and close the connection. */
+    if (unrouted && (f.status || declares_body(conn))) {
+        linger_after_reply(q);
+        return answer_unrouted(q);
+    }
     if (q->route > SRV_R_LAST_COMPUTE || strcmp(method, "POST") != 0) return MHD_YES;
     /* Read and dropped like an oversized body; 415 once it is in. */
     srv_coding coding = srv_content_coding(
@@ -630,8 +737,19 @@ static enum MHD_Result take_chunk(request *q, const char *data, size_t size) {
             q->len = q->cap = 0;
         }
     }
-    /* The rest of an oversized body is read and dropped so that the client
-     * gets its 413, up to another max_body (at least 1 MiB); then we hang up. */
+    /* Over the limit (only a chunked body can be: a Content-Length over it
+     * was refused at once): the 413 now, whatever follows. libmicrohttpd
+     * cannot queue a reply in the middle of a body, so it is written here
+     * and the connection closed (MHD_NO). */
+    if (q->too_large && keep) {
+        srv_framing f = {.status = 413, .code = "too_large"};
+        snprintf(f.message, sizeof f.message, "request body exceeds the limit of %zu bytes "
+                 "(--max-body)", max);
+        send_raw_error(q, &f);
+        return MHD_NO;
+    }
+    /* A body read only to be dropped (415): at most another max_body (at
+     * least 1 MiB) past the limit, then we hang up. */
     size_t slack = max < ((size_t)1 << 20) ? ((size_t)1 << 20) : max;
     if (q->bytes_in > max && q->bytes_in - max > slack) return MHD_NO;
     return MHD_YES;
@@ -641,23 +759,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
                                   void **req_cls) {
-    (void)version;
     request *q = *req_cls;
-    if (!q) return begin(cls, conn, url, method, req_cls);
+    if (!q || !q->begun) return begin(cls, conn, url, method, version, req_cls);
     if (*upload_data_size) {
         enum MHD_Result r = take_chunk(q, upload_data, *upload_data_size);
         *upload_data_size = 0;
         return r;
     }
     srv_conns_body_done(q->srv->conns, conn);
-    if (q->route == SRV_R_UNKNOWN)
-        return respond_error(q, API_E_NOT_FOUND, NULL,
-                             "no such path: %.200s (POST /attention/{simple,self,causal,"
-                             "multihead,sdpa}, /model/gpt2; GET /healthz /readyz /metrics /version "
-                             "/openapi.json)", q->path);
-    if (!srv_route_allows(q->route, q->method))
-        return respond_error(q, API_E_METHOD_NOT_ALLOWED, NULL, "%.15s is not allowed on %s; allowed: %s",
-                             q->method, q->path, srv_route_allow(q->route));
+    if (q->route == SRV_R_UNKNOWN || !srv_route_allows(q->route, q->method))
+        return answer_unrouted(q);
     return answer(q);
 }
 
@@ -666,6 +777,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     srv_http *s = cls;
     request *q = *req_cls;
     if (!q) return;
+    srv_heads_remove(&q->head);
     srv_conns_reply_done(s->conns, conn);
     double sec = seconds_since(&q->t0);
     static const char *const why[] = {
@@ -677,6 +789,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
         [MHD_REQUEST_TERMINATED_CLIENT_ABORT] = "aborted:client",
     };
     const char *note = (unsigned)toe < sizeof why / sizeof why[0] ? why[toe] : "aborted";
+    if (q->framing_error) note = NULL; /* answered, then closed on purpose */
     if (q->stream) q->bytes_out = srv_stream_sent(q->stream);
     if (q->status) srv_metrics_request(q->route, q->m, q->status, sec, q->bytes_in, q->bytes_out);
     else srv_metrics_aborted(q->route, q->m);
@@ -696,6 +809,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
     size_t n = strlen(msg);
     while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r')) msg[--n] = '\0';
     srv_log("libmicrohttpd: %s", msg);
+    srv_heads_on_log(msg, answer_for_mhd, cls);
 }
 
 /* ==== Daemon ============================================================ */
@@ -797,6 +911,7 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)opt->timeout,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
         MHD_OPTION_NOTIFY_CONNECTION, srv_conns_notify, s->conns,
         MHD_OPTION_END);
     if (!s->daemon) {

@@ -13,7 +13,7 @@
 #include "info.h"
 
 /* Status codes the server can send; anything else is counted as "other". */
-static const int statuses[] = {200, 204, 304, 400, 404, 405, 413, 415, 500, 503};
+static const int statuses[] = {200, 204, 304, 400, 404, 405, 411, 413, 415, 500, 501, 503};
 #define N_STATUS (sizeof statuses / sizeof statuses[0] + 1)
 
 static const char *const method_names[SRV_M_COUNT] = {"GET", "HEAD", "POST", "OPTIONS", "other"};
