@@ -72,6 +72,8 @@ typedef struct {
     int too_large, no_memory;
     int bad_encoding;        /* a Content-Encoding other than identity or gzip: 415 */
     int framing_error;       /* answered for its framing (framing.h), connection closed */
+    int budget_never;        /* needs more than the whole memory budget: 413 */
+    char never_msg[256];
     int gzip_body;           /* Content-Encoding: gzip, inflated by the worker */
     int gzip_ok;             /* Accept-Encoding takes gzip */
     int want_safetensors;    /* Accept prefers application/octet-stream to JSON */
@@ -83,6 +85,7 @@ typedef struct {
     _Atomic phase ph;        /* PH_DONE is set by the worker before it resumes */
     api_reply reply;         /* the worker's result */
     srv_stream *stream;      /* the reply's pieces while the worker writes it, or NULL */
+    size_t stream_piece;     /* their size */
     int status;              /* what was queued; 0 if nothing */
     size_t bytes_out;
 } request;
@@ -345,6 +348,10 @@ static int reserve_rest(void *ctx, size_t bytes, char *msg, size_t size) {
     request *q = ctx;
     srv_budget_result r = srv_budget_reserve(q->srv->budget, &q->held, bytes, q->deadline);
     if (r != SRV_BUDGET_OK) budget_message(q, r, bytes, msg, size);
+    if (r == SRV_BUDGET_NEVER) {
+        q->budget_never = 1;
+        snprintf(q->never_msg, sizeof q->never_msg, "%s", msg);
+    }
     return r != SRV_BUDGET_OK;
 }
 
@@ -354,6 +361,22 @@ static int reserve_rest(void *ctx, size_t bytes, char *msg, size_t size) {
 static int inflate_body(request *q) {
     char *plain, why[128];
     size_t len;
+    /* The inflated text counts in the budget: its length as the gzip
+     * trailer says it (ISIZE, the length mod 2^32; api_gunzip holds the
+     * output to it and to --max-body). */
+    size_t out = q->srv->opt->max_body;
+    if (q->len >= 18) {
+        const unsigned char *t = (const unsigned char *)q->body + q->len - 4;
+        size_t isize = (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24;
+        if (isize < out) out = isize;
+    }
+    srv_budget_result r = srv_budget_reserve(q->srv->budget, &q->held, out, q->deadline);
+    if (r != SRV_BUDGET_OK) {
+        char msg[256];
+        budget_message(q, r, out, msg, sizeof msg);
+        store_error(&q->reply, r == SRV_BUDGET_NEVER ? API_E_TOO_LARGE : API_E_OVERLOADED, msg);
+        return -1;
+    }
     int rc = api_gunzip(q->body ? q->body : "", q->len, q->srv->opt->max_body, &plain, &len, why);
     if (rc == API_GZ_OK) {
         free(q->body);
@@ -417,7 +440,10 @@ static api_endpoint ep_of(const request *q) {
 static int stream_piece(void *ctx, char *data, size_t len) {
     request *q = ctx;
     if (q->stream) return srv_stream_push(q->stream, data, len);
-    q->stream = srv_stream_create(q->conn, data, len);
+    /* Two pieces ahead of the client at most; a client that reads nothing
+     * for --timeout seconds loses the reply. */
+    q->stream = srv_stream_create(q->conn, data, len, 2 * q->stream_piece,
+                                  (double)q->srv->opt->timeout);
     if (!q->stream) return -1; /* the reply fails before it began: a 503, sent whole */
     atomic_store(&q->ph, PH_STREAMING);
     MHD_resume_connection(q->conn);
@@ -456,7 +482,9 @@ static void compute_job(void *arg) {
         finish_job(q);
         return;
     }
+    /* The body is held already (begin, take_chunk); the estimate counts it. */
     size_t parse = srv_budget_parse_estimate(q->body ? q->body : "", q->len);
+    parse = parse > q->held ? parse - q->held : 0;
     srv_budget_result r = srv_budget_reserve(s->budget, &q->held, parse, q->deadline);
     if (r == SRV_BUDGET_OK) {
         api_limits lim = request_limits(q);
@@ -474,6 +502,7 @@ static void compute_job(void *arg) {
             lim.stream_ctx = q;
             lim.stream_above = min;
             lim.stream_piece = min < SRV_STREAM_PIECE ? min : SRV_STREAM_PIECE;
+            q->stream_piece = lim.stream_piece;
         }
         lim.reserve = reserve_rest;
         lim.reserve_ctx = q;
@@ -481,7 +510,16 @@ static void compute_job(void *arg) {
     } else {
         char msg[256];
         budget_message(q, r, parse, msg, sizeof msg);
-        store_error(&q->reply, API_E_OVERLOADED, msg);
+        store_error(&q->reply, r == SRV_BUDGET_NEVER ? API_E_TOO_LARGE : API_E_OVERLOADED, msg);
+    }
+    /* More than the whole budget is no reason to retry: 413, not the api's
+     * 503 with Retry-After. */
+    if (q->budget_never && !q->stream) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", q->never_msg);
+        api_reply_free(&q->reply);
+        q->reply = (api_reply){0};
+        store_error(&q->reply, API_E_TOO_LARGE, msg);
     }
     if (q->stream) finish_stream(q);
     else finish_job(q);
@@ -625,8 +663,11 @@ static void send_raw_error(request *q, const srv_framing *f) {
     char body[768], head[256];
     size_t len = srv_framing_body(f, body, sizeof body);
     int n = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
-                     "Content-Length: %zu\r\nConnection: close\r\n\r\n", f->status,
-                     f->status == 413 ? "Content Too Large" : "Bad Request", len);
+                     "Content-Length: %zu\r\n%sConnection: close\r\n\r\n", f->status,
+                     f->status == 413   ? "Content Too Large"
+                     : f->status == 503 ? "Service Unavailable"
+                                        : "Bad Request",
+                     len, f->status == 503 ? "Retry-After: 1\r\n" : "");
     struct iovec iov[2] = {{head, (size_t)n}, {body, len}};
     struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
     ssize_t w = sendmsg(ci->connect_fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -644,6 +685,34 @@ static void answer_for_mhd(srv_head *h, const srv_framing *f, void *ctx) {
     request *q = (request *)h;
     srv_log("%s: %s", q->path, f->message);
     send_raw_error(q, f);
+}
+
+/* A body the memory budget cannot take now (503, Retry-After) or ever
+ * (413: retrying would not help). The body counts in the budget from its
+ * first byte (a thousand uploads of 64 MiB are 64 GiB), reserved on the I/O
+ * thread without waiting. */
+static void no_room_error(const request *q, srv_budget_result r, size_t bytes, srv_framing *f) {
+    srv_budget_stats st;
+    srv_budget_get_stats(q->srv->budget, &st);
+    double mib = 1024.0 * 1024.0;
+    if (r == SRV_BUDGET_NEVER) {
+        *f = (srv_framing){.status = 413, .code = "too_large"};
+        snprintf(f->message, sizeof f->message, "a request body of %.0f MiB is more than the "
+                 "server's whole memory budget of %.0f MiB (--max-memory)",
+                 (double)bytes / mib, (double)st.limit / mib);
+    } else {
+        *f = (srv_framing){.status = 503, .code = "overloaded"};
+        snprintf(f->message, sizeof f->message, "no memory for a request body of %.0f MiB now "
+                 "(memory budget %.0f MiB, --max-memory); retry later", (double)bytes / mib,
+                 (double)st.limit / mib);
+    }
+}
+
+static enum MHD_Result answer_no_room(request *q, srv_budget_result r, size_t bytes) {
+    srv_framing f;
+    no_room_error(q, r, bytes, &f);
+    return respond_error(q, f.status == 413 ? API_E_TOO_LARGE : API_E_OVERLOADED, NULL, "%s",
+                         f.message);
 }
 
 /* The first call: state, route, method check, early 413. */
@@ -701,6 +770,11 @@ static enum MHD_Result begin(srv_http *s, struct MHD_Connection *conn, const cha
                              cl, s->opt->max_body);
     }
     if (n > 0) {
+        srv_budget_result r = srv_budget_reserve(s->budget, &q->held, (size_t)n, 0.0);
+        if (r != SRV_BUDGET_OK) {
+            linger_after_reply(q);
+            return answer_no_room(q, r, (size_t)n);
+        }
         q->body = malloc((size_t)n);
         if (q->body) q->cap = (size_t)n;
     }
@@ -717,8 +791,20 @@ static enum MHD_Result take_chunk(request *q, const char *data, size_t size) {
         if (size > max - q->len) {
             q->too_large = 1;
         } else if (q->len + size > q->cap) {
-            size_t cap = q->cap ? q->cap : 65536;
-            while (cap < q->len + size) cap = cap > max / 2 ? max : cap * 2;
+            size_t need = q->len + size, cap = q->cap ? q->cap : 65536;
+            while (cap < need) cap = cap > max / 2 ? max : cap * 2;
+            srv_budget *budget = q->srv->budget;
+            srv_budget_result r = srv_budget_reserve(budget, &q->held, cap - q->cap, 0.0);
+            if (r != SRV_BUDGET_OK && cap > need) { /* without the doubling's slack */
+                cap = need;
+                r = srv_budget_reserve(budget, &q->held, cap - q->cap, 0.0);
+            }
+            if (r != SRV_BUDGET_OK) {
+                srv_framing f;
+                no_room_error(q, r, need, &f);
+                send_raw_error(q, &f);
+                return MHD_NO;
+            }
             char *b = realloc(q->body, cap);
             if (!b) {
                 q->no_memory = 1;
