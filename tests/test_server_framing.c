@@ -65,6 +65,7 @@ static const framing_case cases[] = {
      "length_required"},
     {"HTTP/1.1 without Host", "GET /healthz HTTP/1.1\r\n\r\n", 400, "bad_request"},
     {"Host twice", "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "bad_request"},
+    {"a terminal escape in the path", "GET /\x1b[31mred HTTP/1.1\r\n\r\n", 400, "bad_request"},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
@@ -93,6 +94,7 @@ START_TEST(t_framing_errors) {
         ck_assert_msg(srvt_log_count(&srv, needle) == by_status[statuses[k]], "%d: %d logged of %d",
                       statuses[k], srvt_log_count(&srv, needle), by_status[statuses[k]]);
     }
+    ck_assert_int_eq(srvt_log_count(&srv, "\x1b"), 0); /* the client's bytes are not echoed raw */
     ck_assert_double_eq(srvt_metric(&srv, "attn_requests_total{endpoint=\"/attention/simple\","
                                           "method=\"POST\",status=\"411\"}"), 1);
     ck_assert_double_eq(srvt_metric(&srv, "attn_requests_total{endpoint=\"/attention/simple\","
