@@ -31,7 +31,8 @@ BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
 BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
 
 CORE_SRC   := $(wildcard core/*.c)
-API_SRC    := $(wildcard api/*.c)
+API_SRC    := $(wildcard api/*.c api/*/*.c)
+API_SRC    := $(filter-out api/openapi/api-tables.c,$(API_SRC))
 SERVER_SRC := $(wildcard server/*.c)
 TEST_SRC   := $(wildcard tests/test_*.c)
 TEST_LIB   := $(wildcard tests/support/*.c)
@@ -45,7 +46,7 @@ TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIBCORE    := $(BUILD)/libattention.a
 LIBAPI     := $(BUILD)/libattnapi.a
 OPENAPI    := $(BUILD)/gen/openapi.json
-OPENAPI_OBJ:= $(BUILD)/api/openapi_doc.o
+OPENAPI_OBJ:= $(BUILD)/api/openapi/doc.o
 API_TABLES := $(BUILD)/tools/api-tables
 # tests/support/ as an archive: a test program gets check_main.c's main()
 # unless it defines its own.
@@ -94,28 +95,29 @@ $(BUILD)/tests/support/%.o: tests/support/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) -c $< -o $@
 
+# Made afresh each time: `ar rcs` alone would keep the objects of renamed files.
 $(LIBCORE): $(CORE_OBJ)
 	@mkdir -p $(dir $@)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 $(LIBAPI): $(API_OBJ) $(OPENAPI_OBJ)
 	@mkdir -p $(dir $@)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 # The OpenAPI document: api-tables prints the C tables (endpoints, modules,
-# outputs, errors) as JSON, api/openapi-gen.py adds the prose and
-# api/examples/ and writes $(OPENAPI), which api/openapi_doc.S embeds.
+# outputs, errors) as JSON, api/openapi/gen.py adds the prose and
+# api/examples/ and writes $(OPENAPI), which api/openapi/doc.S embeds.
 # Nothing of it is committed; GET /openapi.json serves it.
-$(API_TABLES): api/tools/api-tables.c $(API_OBJ) $(LIBCORE)
+$(API_TABLES): api/openapi/api-tables.c $(API_OBJ) $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(API_OBJ) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
-$(OPENAPI): $(API_TABLES) api/openapi-gen.py $(wildcard api/examples/*.json)
+$(OPENAPI): $(API_TABLES) api/openapi/gen.py $(wildcard api/examples/*.json)
 	@mkdir -p $(dir $@)
 	$(API_TABLES) > $(@D)/tables.json
-	/usr/bin/python3 api/openapi-gen.py $(@D)/tables.json $@
+	/usr/bin/python3 api/openapi/gen.py $(@D)/tables.json $@
 
-$(OPENAPI_OBJ): api/openapi_doc.S $(OPENAPI)
+$(OPENAPI_OBJ): api/openapi/doc.S $(OPENAPI)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DAPI_OPENAPI_JSON='"$(OPENAPI)"' -c $< -o $@
 
@@ -230,7 +232,7 @@ FUZZ_BUILD   := build-fuzz
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
 $(FUZZ_BUILD)/fuzz_api: tests/fuzz/fuzz_api.c tests/support/reply_check.c tests/support/reply_check.h \
-                        $(CORE_SRC) $(API_SRC) core/*.h api/*.h
+                        $(CORE_SRC) $(API_SRC) core/*.h api/*.h api/*/*.h
 	@mkdir -p $(dir $@)
 	clang -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -I. $(BLAS_CFLAGS) \
 	  -fsanitize=fuzzer $(FUZZ_SAN) tests/fuzz/fuzz_api.c tests/support/reply_check.c \

@@ -1,31 +1,107 @@
 /* api.h - JSON requests to core/ and results back to JSON.
  *
- * No HTTP here: the server hands over a path-free endpoint id and the raw
- * body, and gets back a status and a complete JSON reply body. Replies are
- * written straight into one growing byte buffer (no jansson tree on the way
- * out); requests are parsed with jansson, copied into contiguous float arrays
- * and the tree is freed before computing.
+ * No HTTP here: the server hands over an endpoint id and the raw body, and
+ * gets back a status and a reply body. Every endpoint goes through one
+ * pipeline (api/handle.c): the body is read (tensor arrays by a fast
+ * scanner, the rest by jansson), the endpoint's kind parses and plans it,
+ * the limits admit it, the kind computes it and lists what the reply holds,
+ * and the row of the requested format writes that list. What differs
+ * between endpoints is a row of API_ENDPOINT_MAP; between formats, a row of
+ * API_FORMAT_MAP.
  */
 #ifndef API_H
 #define API_H
 
 #include <stddef.h>
 
+/* ==== Endpoints ========================================================== */
+
+/* What an endpoint computes (the kind's steps are in api/pipeline.h). */
 typedef enum {
-    API_EP_SIMPLE,     /* POST /attention/simple */
-    API_EP_SELF,       /* POST /attention/self */
-    API_EP_CAUSAL,     /* POST /attention/causal */
-    API_EP_MULTIHEAD,  /* POST /attention/multihead */
-    API_EP_SDPA,       /* POST /attention/sdpa */
-    API_EP_COUNT,      /* the attention endpoints above (one module table each); not an id */
-    API_EP_MODEL_GPT2, /* POST /model/gpt2: seed 003's whole GPT2 (api/model.c) */
-    API_EP_END         /* one past every endpoint */
+    API_KIND_MODULE, /* an attention module of core's ATTN_MODULE_MAP (the rows whose
+                        endpoint column is this path): api/module/ */
+    API_KIND_MODEL,  /* a whole model: api/model/ */
+    API_KIND_COUNT
+} api_kind;
+
+/* Every endpoint that computes, in the OpenAPI document's order:
+ *   XX(ID, method, path, kind)
+ * The server routes these paths to api_handle (server/route.c) and the
+ * document lists them (api/openapi/); adding an endpoint is a row here, and
+ * a kind's steps (api/pipeline.h) when it is a new kind. */
+#define API_ENDPOINT_MAP(XX)                                                                       \
+    XX(SIMPLE, "POST", "/attention/simple", MODULE)                                                \
+    XX(SELF, "POST", "/attention/self", MODULE)                                                    \
+    XX(CAUSAL, "POST", "/attention/causal", MODULE)                                                \
+    XX(MULTIHEAD, "POST", "/attention/multihead", MODULE)                                          \
+    XX(SDPA, "POST", "/attention/sdpa", MODULE)                                                    \
+    XX(MODEL_GPT2, "POST", "/model/gpt2", MODEL)
+
+typedef enum {
+#define API_EP_ID(id, method, path, kind) API_EP_##id,
+    API_ENDPOINT_MAP(API_EP_ID)
+#undef API_EP_ID
+    API_EP_COUNT
 } api_endpoint;
 
+typedef struct {
+    const char *method; /* "POST", "GET" */
+    const char *path;   /* "/attention/simple" */
+    api_kind kind;
+} api_endpoint_info;
+
+/* The row of ep; NULL for an id out of range. */
+const api_endpoint_info *api_endpoint_get(api_endpoint ep);
 /* "/attention/simple" ... ; NULL for an out-of-range id */
 const char *api_endpoint_path(api_endpoint ep);
 /* Maps a path to an endpoint; returns 0 and sets *ep, or -1 if unknown. */
 int api_endpoint_from_path(const char *path, api_endpoint *ep);
+
+/* ==== Reply formats ====================================================== */
+
+/* Properties of a format (the flags column of API_FORMAT_MAP). */
+enum {
+    API_FMT_JSON = 1 << 0,    /* a JSON document (application/json) */
+    API_FMT_STREAMS = 1 << 1, /* may be sent while it is written (api_limits.stream) */
+    API_FMT_HALF = 1 << 2,    /* takes "dtype": "float16" */
+    API_FMT_PARTS = 1 << 3,   /* float32 tensors may stay where they were computed
+                                 (api_limits.zero_copy, api_reply.parts) */
+    API_FMT_IMAGE = 1 << 4,   /* a picture of the attention maps */
+};
+
+/* Every reply format, the single place one is named:
+ *   XX(ID, name, MIME type, flags, bytes of reply per value, writer)
+ * name: the request's "output_format"; MIME type: the reply's Content-Type,
+ * and what an Accept header names to prefer it (server/http.c); bytes per
+ * value: the first reservation of the reply buffer (0: a fixed 4 KiB, the
+ * writer reserves its own); writer: the api/ function that writes a reply in
+ * it (private). The first row is the default. */
+#define API_FORMAT_MAP(XX)                                                                         \
+    XX(NESTED, "nested", "application/json", API_FMT_JSON | API_FMT_STREAMS, 10, api__write_json)  \
+    XX(FLAT, "flat", "application/json", API_FMT_JSON | API_FMT_STREAMS, 10, api__write_json)      \
+    XX(BASE64, "base64", "application/json", API_FMT_JSON | API_FMT_STREAMS | API_FMT_HALF, 6,     \
+       api__write_json)                                                                            \
+    XX(SAFETENSORS, "safetensors", "application/octet-stream", API_FMT_HALF | API_FMT_PARTS, 0,    \
+       api__write_safetensors)                                                                     \
+    XX(PNG, "png", "image/png", API_FMT_IMAGE, 0, api__write_png)                                  \
+    XX(SVG, "svg", "image/svg+xml", API_FMT_IMAGE, 0, api__write_svg)
+
+typedef enum {
+#define API_FORMAT_ID(id, name, mime, flags, per_value, writer) API_FORMAT_##id,
+    API_FORMAT_MAP(API_FORMAT_ID)
+#undef API_FORMAT_ID
+    API_FORMAT_COUNT
+} api_format;
+
+typedef struct {
+    const char *name;     /* "nested", "safetensors", ... */
+    const char *mime;     /* "application/json", "image/png", ... */
+    unsigned flags;       /* API_FMT_* */
+    size_t per_value;     /* bytes of reply per value, for the first reservation */
+} api_format_info;
+
+/* The row of f; NULL for an id out of range. */
+const api_format_info *api_format_get(api_format f);
 
 /* A growing byte buffer that owns its memory. */
 typedef struct {
@@ -44,7 +120,7 @@ typedef struct {
 void api_buf_free(api_buf *b);          /* accepts a zeroed or freed buffer */
 
 /* GPT-2's byte-level BPE tokenizer (api/bpe.c; encoding and decoding in
- * api/bpe.h). A loaded one is read-only and shared by every thread. */
+ * api/bpe/bpe.h). A loaded one is read-only and shared by every thread. */
 typedef struct api_bpe api_bpe;
 
 /* Loads dir/vocab.json + dir/merges.txt (Hugging Face's names) or
@@ -82,14 +158,12 @@ typedef struct {
     const api_tokenizer *tokenizers;
     size_t n_tokenizers;
     const api_models *models; /* loaded checkpoints, or NULL for none */
-    int prefer_safetensors; /* the client's Accept asks for application/octet-stream:
-                               safetensors unless the request names an output_format */
+    int prefer_format;    /* 1 + the api_format the client's Accept prefers to JSON
+                             (server/http.c), used when the request names no
+                             output_format; 0: none */
     size_t defer_above;   /* nonzero: a request that would hold more elements than this is
                              not computed; api_handle returns 0 (reply status 0, no body)
                              after parsing it, for the caller to run it elsewhere */
-    int prefer_image;       /* the client's Accept asks for an image: 1 image/png, 2
-                               image/svg+xml (attn_weights drawn), unless the request
-                               names an output_format */
     /* Optional (NULL: none). Called once per request when its sizes are known
      * (after the parse, before its parameters, intermediates, outputs and
      * reply are allocated) with the bytes those will take at most. A nonzero
@@ -161,7 +235,7 @@ int api_models_json(const api_models *models, api_buf *out);
 /* Every error a reply can carry, api/'s and the server's alike, in the order
  * the OpenAPI document lists them: XX(ID, HTTP status, code, description).
  * Failure sites name the row (API_E_INVALID_SHAPE), never the status or the
- * code text; api/openapi-gen.py builds the document's Error schema from it. */
+ * code text; api/openapi/gen.py builds the document's Error schema from it. */
 #define API_ERROR_MAP(XX)                                                                          \
     XX(INVALID_JSON, 400, "invalid_json",                                                          \
        "The body is not JSON; the message gives the line and column.")                             \
@@ -216,7 +290,7 @@ int api_error_reply(api_buf *buf, api_error err, const char *message, const char
 
 /* The OpenAPI 3 document served at /openapi.json (static, NUL-terminated):
  * build/gen/openapi.json, made by `make` from the tables and embedded by
- * api/openapi_doc.S. Only programs that call this link that object. */
+ * api/openapi/doc.S. Only programs that call this link that object. */
 static inline const char *api_openapi_json(void) {
     extern const char api__openapi_doc[];
     return api__openapi_doc;

@@ -1,21 +1,14 @@
-/* handle.c - api_handle: one request body to one reply body.
- *
- *   parse (jansson) -> api_request: config, contiguous inputs and masks
- *   attn_plan_make  -> every size; over lim->max_elements is a 413 here,
- *                      before the parameters and outputs are allocated
- *   parameters      -> init {"seed"} or state_dict, copied out of the tree
- *   json_decref     -> the tree is gone before computing
- *   attn_forward    -> only the requested outputs are allocated
- *   api__respond    -> the reply written straight into reply->body
- */
-#include "api/api_internal.h"
-#include "api/numscan.h"
+/* handle.c - api_handle: one request body to one reply, the same steps for
+ * every endpoint (pipeline.h): read, parse, plan, admit, prepare, compute,
+ * contents, write. The endpoint's row names its kind, whose steps do what
+ * differs; the format's row names its writer. */
+#include "api/pipeline.h"
+#include "api/numbers/numbers.h"
 
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ==== jansson's allocations ============================================= */
 
@@ -38,218 +31,123 @@ static void *json_alloc(size_t n) {
 
 static void json_alloc_install(void) { json_set_alloc_funcs(json_alloc, free); }
 
-double api__now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+/* ==== The tables ========================================================= */
 
-/* Bytes of reply text per output value, counted in floats (4 bytes) against
- * the element budget: a round-trip float32 takes about 11 characters and a
- * comma. */
-#define API_REPLY_FLOATS_PER_VALUE 3
+static const api_kind_ops *const kinds[API_KIND_COUNT] = {
+    [API_KIND_MODULE] = &api__module_kind,
+    [API_KIND_MODEL] = &api__model_kind,
+};
 
-/* The values of every requested output as the reply gives it (after
- * selection and top-k; images counted by their bytes): the reply size
- * estimate. */
-static size_t output_values(const api_request *rq, const attn_plan *p) {
-    size_t n = 0;
-    for (int k = 0; k < API_OUT_COUNT; k++) {
-        if (!(rq->returns & 1u << k)) continue;
-        n += api__select_count(rq, p, (api_out)k); /* each is below 2^42: no overflow */
+typedef int (*writer_fn)(api_buf *b, const api_contents *c, api_st_parts *parts, api_err *e);
+
+static const writer_fn writers[API_FORMAT_COUNT] = {
+#define API_FORMAT_WRITER(id, name, mime, flags, per_value, writer) [API_FORMAT_##id] = writer,
+    API_FORMAT_MAP(API_FORMAT_WRITER)
+#undef API_FORMAT_WRITER
+};
+
+/* ==== read =============================================================== */
+
+/* The body as a tree in *root: tensor arrays taken out first by the scanner
+ * (api/numbers/numscan.c), jansson reads the rest. */
+static int read_tree(const api_job *j, const char *body, size_t len, api_scan *scan,
+                     json_t **root, api_err *e) {
+    json_error_t je;
+    pthread_once(&json_alloc_once, json_alloc_install);
+    json_alloc_failed = 0;
+    if (api__scan_body(body, len, j->max, j->lim ? j->lim->compute : NULL, scan))
+        return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the request's tensors");
+    api__scan_set_current(scan);
+    if (scan->text) *root = json_loadb(scan->text, scan->len, JSON_REJECT_DUPLICATES, &je);
+    if (*root == NULL) /* no tensor taken out, or a syntax error: its position in the body */
+        *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    /* Even a tree that came back is not to be trusted after a failed
+     * allocation: jansson 2.14's lexer drops the character it could not
+     * append ("SelfAttention_v1" parsed as "SelfAttention_1"). */
+    if (json_alloc_failed || (*root == NULL && json_error_code(&je) == json_error_out_of_memory))
+        return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the parsed request");
+    if (*root == NULL) {
+        /* jansson's text quotes the input near the error: keep it one line */
+        char text[API_ECHO_MAX + 4];
+        return api__fail(e, API_E_INVALID_JSON, NULL, "malformed JSON at line %d, column %d: %s",
+                         je.line, je.column, api__echo(text, sizeof text, je.text));
     }
-    return n;
+    if (!json_is_object(*root))
+        return api__fail(e, API_E_INVALID_TYPE, NULL, "the request body must be a JSON object");
+    return 0;
 }
 
-/* The ATTN_OUT_* bits of the requested outputs, so that the plan counts
- * only the memory of the path that will run (the fused one, linear in T,
- * when no [T][T] tensor is asked for). */
-static unsigned core_outputs(const api_request *rq) {
-    static const struct {
-        int api;
-        unsigned core;
-    } map[] = {
-        {API_OUT_CONTEXT, ATTN_OUT_CONTEXT},           {API_OUT_ATTN_SCORES, ATTN_OUT_SCORES},
-        {API_OUT_MASKED_SCORES, ATTN_OUT_MASKED_SCORES}, {API_OUT_MASK, ATTN_OUT_MASK},
-        {API_OUT_DROPOUT_MASK, ATTN_OUT_DROPOUT_MASK}, {API_OUT_QUERIES, ATTN_OUT_QUERIES},
-        {API_OUT_KEYS, ATTN_OUT_KEYS},                 {API_OUT_VALUES, ATTN_OUT_VALUES},
-        {API_OUT_CONTEXT_HEADS, ATTN_OUT_CONTEXT_HEADS},
-    };
-    unsigned bits = 0;
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-        if (rq->returns & 1u << map[i].api) bits |= map[i].core;
-    if (rq->returns & 1u << API_OUT_ATTN_WEIGHTS)
-        bits |= rq->average && rq->multi_head ? ATTN_OUT_WEIGHTS_AVG : ATTN_OUT_WEIGHTS;
-    if (api__select_needs_mask(rq)) bits |= ATTN_OUT_MASK; /* top-k reads core's mask */
-    return bits ? bits : ATTN_OUT_CONTEXT; /* the context is computed in any case */
-}
+/* ==== admit ============================================================== */
 
-/* The output tensors, each allocated only when asked for (and sdpa's
- * transposed context). */
-typedef struct {
-    void *p[API_OUT_COUNT + 1];
-    int n;
-    int failed;
-} allocs;
-
-static void *take(allocs *a, size_t count, size_t size) {
-    void *p = a->n < (int)(sizeof a->p / sizeof a->p[0]) ? malloc(count ? count * size : 1) : NULL;
-    if (p == NULL) a->failed = 1;
-    else a->p[a->n++] = p;
-    api__huge_pages(p, count * size); /* the maps of long sequences */
-    return p;
-}
-
-static void allocs_free(allocs *a) {
-    for (int i = 0; i < a->n; i++) free(a->p[i]);
-    a->n = 0;
-}
-
-/* ==== replies in parts ==================================================== */
-
-/* A reply's parts and the arrays they point into: the outputs, the
- * parameters and the selected maps, handed over by api_handle. */
-typedef struct {
-    api_st_parts parts;
-    void *arrays[API_OUT_COUNT + 2 + 2 * API_OUT_COUNT];
-    int n_arrays;
-} parts_owner;
-
-static void keep(parts_owner *o, void *p) {
-    if (p) o->arrays[o->n_arrays++] = p;
-}
-
-/* Moves everything the parts may point into from the request to o. */
-static void hand_over(parts_owner *o, allocs *a, float **params, api_result *res) {
-    for (int i = 0; i < a->n; i++) keep(o, a->p[i]);
-    a->n = 0;
-    keep(o, *params);
-    *params = NULL;
-    for (int k = 0; k < API_OUT_COUNT; k++)
-        if (res->mapped & 1u << k) {
-            keep(o, res->maps[k].data);
-            keep(o, res->maps[k].indices);
+/* 413 over --max-elements; 1 when the request is to run elsewhere
+ * (lim->defer_above); the memory budget's reservation (503 when refused). */
+static int admit(const api_job *j, api_err *e) {
+    const api_limits *lim = j->lim;
+    if (j->need > j->max)
+        return api__fail(e, API_E_TOO_LARGE, NULL,
+                         "this %s needs about %zu values (%s), over this server's limit of %zu",
+                         j->need_noun, j->need, j->need_what, j->max);
+    if (lim && lim->defer_above && j->work > lim->defer_above) return 1;
+    if (lim && lim->reserve) {
+        char msg[256] = "no memory for this request now; retry later";
+        size_t bytes = j->need > SIZE_MAX / sizeof(float) ? SIZE_MAX : j->need * sizeof(float);
+        if (lim->reserve(lim->reserve_ctx, bytes, msg, sizeof msg) != 0) {
+            msg[sizeof msg - 1] = '\0';
+            return api__fail(e, API_E_OVERLOADED, NULL, "%s", msg);
         }
-    res->mapped = 0;
-}
-
-void api_reply_free(api_reply *reply) {
-    api_buf_free(&reply->body);
-    parts_owner *o = reply->parts_owner;
-    if (o) {
-        for (int i = 0; i < o->n_arrays; i++) free(o->arrays[i]);
-        free(o);
     }
-    reply->parts = NULL;
-    reply->n_parts = 0;
-    reply->parts_owner = NULL;
-}
-
-size_t api_reply_length(const api_reply *reply) {
-    size_t n = reply->body.len;
-    for (int i = 0; i < reply->n_parts; i++) n += reply->parts[i].len;
-    return n;
-}
-
-int api_reply_flatten(api_reply *reply) {
-    if (reply->n_parts == 0) return 0;
-    if (api__buf_reserve(&reply->body, api_reply_length(reply) - reply->body.len + 1)) return -1;
-    for (int i = 0; i < reply->n_parts; i++)
-        api__buf_put(&reply->body, reply->parts[i].data, reply->parts[i].len);
-    api_buf body = reply->body;
-    reply->body = (api_buf){0};
-    api_reply_free(reply); /* the arrays */
-    reply->body = body;
     return 0;
 }
 
-/* Allocates every requested output that core writes, in the attn_outputs
- * field its row names. */
-static void alloc_outputs(const api_request *rq, const attn_plan *plan, attn_outputs *o, allocs *a) {
-    for (int k = 0; k < API_OUT_COUNT; k++) {
-        api_out_tensor t;
-        api__out_tensor((api_out)k, rq, plan, &t);
-        if (!(rq->returns & 1u << k) || t.slot == API_NO_SLOT) continue;
-        char *field = (char *)o + t.slot;
-        if (api__outputs[k].elem == API_ELEM_U8) *(uint8_t **)field = take(a, t.count, 1);
-        else *(float **)field = take(a, t.count, sizeof(float));
+/* ==== write ============================================================== */
+
+/* A large JSON reply goes out while it is written, once nothing in it can
+ * make it an error but a failed allocation. Returns the first reservation. */
+static size_t plan_stream(const api_job *j, const api_contents *c, api_reply *reply) {
+    const api_format_info *f = api_format_get(j->fmt.format);
+    const api_limits *lim = j->lim;
+    size_t reserve = f->per_value ? j->reply_values * f->per_value + 4096 : 4096;
+    if (lim && lim->stream && lim->stream_above && (f->flags & API_FMT_STREAMS) &&
+        reserve >= lim->stream_above && !api__contents_nonfinite(c)) {
+        size_t piece = lim->stream_piece ? lim->stream_piece : lim->stream_above;
+        reply->body.drain = lim->stream;
+        reply->body.drain_ctx = lim->stream_ctx;
+        reply->body.drain_at = piece;
+        reserve = piece + piece / 4;
     }
+    return reserve;
 }
 
-/* sdpa: core's context [B][L][H][Dv] copied into bhld as PyTorch's
- * [B][H][L][Dv], which then takes its place in o->context. */
-static void context_to_bhld(const attn_plan *plan, attn_outputs *o, float *bhld) {
-    size_t Dv = (size_t)plan->Dv;
-    for (int b = 0; b < plan->B; b++)
-        for (int h = 0; h < plan->H; h++)
-            for (int i = 0; i < plan->L; i++)
-                memcpy(bhld + (((size_t)b * plan->H + h) * plan->L + i) * Dv,
-                       o->context + (((size_t)b * plan->L + i) * plan->H + h) * Dv,
-                       Dv * sizeof(float));
-    o->context = bhld;
-}
-
-static int compute(const api_request *rq, const attn_plan *plan, const float *params,
-                   attn_rng *rng, attn_pool *pool, attn_outputs *o, allocs *a, api_err *e) {
-    const attn_config *c = &rq->cfg;
-    int sdpa = attn_module_has(c->module, ATTN_MOD_QKV_INPUTS);
-    alloc_outputs(rq, plan, o, a);
-    /* top-k skips masked entries: core's mask, even when not returned */
-    if (api__select_needs_mask(rq) && !o->mask) o->mask = take(a, plan->n_mask, 1);
-    float *bhld = sdpa && o->context ? take(a, plan->n_context, sizeof(float)) : NULL;
-    if (a->failed) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the outputs");
-
-    attn_inputs in = {
-        .params = plan->n_params ? params : NULL,
-        /* drawn by attn_params_init from finite bounds: nothing to check */
-        .params_checked = rq->has_init && !rq->state_dict,
-        .key_padding_mask = rq->kpm_bool,
-        .pool = pool,
-    };
-    if (sdpa) {
-        in.query = rq->query.data;
-        in.key = rq->key.data;
-        in.value = rq->value.data;
+/* The reply body in the requested format; a float32 safetensors reply is
+ * left in the arrays the computation wrote when the caller takes parts. */
+static int write_reply(api_job *j, api_contents *c, api_reply *reply, api_err *e) {
+    const api_format_info *f = api_format_get(j->fmt.format);
+    int in_parts = j->lim && j->lim->zero_copy && (f->flags & API_FMT_PARTS) && !j->fmt.half;
+    api_st_parts *parts = in_parts ? malloc(sizeof *parts) : NULL;
+    int rc = -1;
+    if (in_parts && parts == NULL) {
+        api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");
+    } else if (api__buf_reserve(&reply->body, plan_stream(j, c, reply)) != 0) {
+        api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");
     } else {
-        in.x = rq->x.data;
-        in.x_key = rq->x_key.data;
-        in.x_value = rq->x_value.data;
+        if (parts) parts->n = 0;
+        c->t_serialise = api__now_ms();
+        rc = writers[j->fmt.format](&reply->body, c, parts, e);
     }
-    if (rq->attn_mask.data) {
-        in.attn_mask_batched = rq->attn_mask.rank == 3;
-        if (rq->mask_bool) in.attn_mask_bool = rq->mask_bool;
-        else in.attn_mask_add = rq->attn_mask.data;
-    }
-    attn_error ae = {0};
-    if (attn_forward(c, plan, &in, rng, o, &ae) != ATTN_OK) {
-        api__from_attn(e, &ae, c->module);
-        return -1;
-    }
-    if (bhld) context_to_bhld(plan, o, bhld);
-    return 0;
+    if (rc == 0 && parts && parts->n > 0 && api__reply_adopt(reply, &j->arrays, parts) != 0)
+        rc = api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");
+    free(parts);
+    reply->body.drain = NULL; /* what is left is the caller's */
+    reply->content_type = f->mime;
+    return rc;
 }
 
-/* The parameters: state_dict copied out of the tree, or the module's own
- * construction after torch.manual_seed(seed). *rng_out is the generator
- * dropout continues from (NULL: a fresh process, or dropout_seed). */
-static int parameters(const api_request *rq, const attn_plan *plan, float *params, attn_rng *rng,
-                      attn_rng **rng_out, api_err *e) {
-    *rng_out = NULL;
-    if (rq->state_dict) return api__state_dict_read(rq->state_dict, &rq->cfg, plan, params, e);
-    if (!rq->has_init) return 0;
-    attn_rng_seed(rng, rq->init_seed);
-    attn_error ae = {0};
-    if (attn_params_init(&rq->cfg, plan, params, rng, &ae) != ATTN_OK) {
-        api__from_attn(e, &ae, rq->cfg.module);
-        return -1;
-    }
-    *rng_out = rng;
-    return 0;
-}
+/* ==== the request ======================================================== */
 
 static int fail_reply(api_reply *reply, const api_err *e) {
-    api_buf_free(&reply->body);
+    api_reply_free(reply);
     reply->status = api_error_get(e->code)->status;
+    reply->content_type = "application/json";
     if (api_error_reply(&reply->body, e->code, e->message, e->field) != 0) {
         api_buf_free(&reply->body);
         reply->status = api_error_get(API_E_OUT_OF_MEMORY)->status;
@@ -257,171 +155,57 @@ static int fail_reply(api_reply *reply, const api_err *e) {
     return reply->status;
 }
 
-int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *lim,
-               api_reply *reply) {
-    double t0 = api__now_ms();
-    *reply = (api_reply){.content_type = "application/json"};
-    api_err e = {.code = API_E_INTERNAL_ERROR};
-    size_t max = lim && lim->max_elements ? lim->max_elements : ATTN_MAX_ELEMENTS;
-    api_request rq = {0};
-    allocs a = {0};
-    float *params = NULL;
-    attn_rng *rng_ptr = NULL, *rng = NULL;
-    int ok = 0, deferred = 0;
-    api_format format = API_FORMAT_NESTED;
-    api_result res = {0};
-    parts_owner *owner = NULL;
+/* parse, plan and admit: 0, 1 when deferred, -1 with e filled. */
+static int accept_request(api_job *j, const api_kind_ops *k, const json_t *root, api_err *e) {
+    if (k->parse(j, root, e) || k->plan(j, e)) return -1;
+    return admit(j, e);
+}
 
-    json_error_t je;
-    json_t *root = NULL;
-    pthread_once(&json_alloc_once, json_alloc_install);
-    json_alloc_failed = 0;
-    /* Tensor arrays first (numscan.c), jansson reads the rest. */
-    api_scan scan;
-    if (api__scan_body(body ? body : "", body ? len : 0, max, lim ? lim->compute : NULL, &scan)) {
-        api__fail(&e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the request's tensors");
-        goto done;
-    }
-    api__scan_set_current(&scan);
-    if (scan.text)
-        root = json_loadb(scan.text, scan.len, JSON_REJECT_DUPLICATES, &je);
-    if (root == NULL) /* no tensor taken out, or a syntax error: its position in the body */
-        root = json_loadb(body ? body : "", body ? len : 0, JSON_REJECT_DUPLICATES, &je);
-    /* Even a tree that came back is not to be trusted after a failed
-     * allocation: jansson 2.14's lexer drops the character it could not
-     * append ("SelfAttention_v1" parsed as "SelfAttention_1"). */
-    if (json_alloc_failed || (root == NULL && json_error_code(&je) == json_error_out_of_memory)) {
-        api__fail(&e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the parsed request");
-        goto done;
-    }
-    if (root == NULL) {
-        /* jansson's text quotes the input near the error: keep it one line */
-        char text[API_ECHO_MAX + 4];
-        api__fail(&e, API_E_INVALID_JSON, NULL, "malformed JSON at line %d, column %d: %s",
-                  je.line, je.column, api__echo(text, sizeof text, je.text));
-        goto done;
-    }
-    if (ep == API_EP_MODEL_GPT2) { /* a whole model, not a module: api/model.c */
-        int rc = api__model_gpt2(&root, lim, reply, t0, &e);
-        ok = rc == 0;
-        deferred = rc == 1;
-        goto done;
-    }
-    if (api__request_parse(ep, root, lim, &rq, &e)) goto done;
-    rq.fmt.pool = lim ? lim->compute : NULL; /* large tensors' text on several threads */
-
-    attn_plan plan;
-    attn_error ae = {0};
-    rq.cfg.outputs = core_outputs(&rq);
-    if (attn_plan_make(&rq.cfg, &plan, &ae) != ATTN_OK) {
-        api__from_attn(&e, &ae, rq.cfg.module);
-        goto done;
-    }
-    if (api__select_check(&rq, &plan, &e)) goto done;
-    size_t out_values = output_values(&rq, &plan);
-    size_t need = plan.total_elements + out_values * API_REPLY_FLOATS_PER_VALUE;
-    if (api__select_active(&rq)) need += out_values; /* the selected copies */
-    if (attn_module_has(rq.cfg.module, ATTN_MOD_QKV_INPUTS)) need += plan.n_context;
-    if (need > max) {
-        api__fail(&e, API_E_TOO_LARGE, NULL,
-                  "this request needs about %zu values (inputs, parameters, intermediates, "
-                  "outputs and reply), over this server's limit of %zu",
-                  need, max);
-        goto done;
-    }
-    if (lim && lim->defer_above && need > lim->defer_above) {
-        deferred = 1; /* too big for the caller's thread: status 0, no body */
-        goto done;
-    }
-    if (lim && lim->reserve) {
-        char msg[256] = "no memory for this request now; retry later";
-        size_t bytes = need > SIZE_MAX / sizeof(float) ? SIZE_MAX : need * sizeof(float);
-        if (lim->reserve(lim->reserve_ctx, bytes, msg, sizeof msg) != 0) {
-            msg[sizeof msg - 1] = '\0';
-            api__fail(&e, API_E_OVERLOADED, NULL, "%s", msg);
-            goto done;
-        }
-    }
-    params = malloc((plan.n_params ? plan.n_params : 1) * sizeof *params);
-    api__huge_pages(params, plan.n_params * sizeof *params);
-    rng = malloc(sizeof *rng);
-    if (params == NULL || rng == NULL) {
-        api__fail(&e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the parameters");
-        goto done;
-    }
-    if (parameters(&rq, &plan, params, rng, &rng_ptr, &e)) goto done;
-    json_decref(root);
-    root = NULL;
+/* prepare, compute and write, the tree freed before computing. */
+static int run(api_job *j, const api_kind_ops *k, json_t **root, api_reply *reply, api_err *e) {
+    if (k->prepare(j, e)) return -1;
+    json_decref(*root);
+    *root = NULL;
     double t1 = api__now_ms();
-    reply->ms_parse = t1 - t0;
-
-    res = (api_result){.rq = &rq, .plan = &plan, .params = params};
-    if (compute(&rq, &plan, params, rng_ptr, lim ? lim->compute : NULL, &res.out, &a, &e) ||
-        api__select_apply(&res, res.out.mask, &e))
-        goto done;
+    reply->ms_parse = t1 - j->t0;
+    if (k->compute(j, e)) return -1;
     double t2 = api__now_ms();
     reply->ms_compute = t2 - t1;
-
-    /* JSON text: about 10 bytes a value; base64 5.4 (float32); a PNG is a
-     * small fraction of its pixels and grows as written; safetensors sizes
-     * its own buffer exactly */
-    api_format f = rq.fmt.format;
-    size_t reserve = f == API_FORMAT_PNG || f == API_FORMAT_SAFETENSORS ? 4096
-                     : f == API_FORMAT_BASE64                           ? out_values * 6 + 4096
-                                                                        : out_values * 10 + 512;
-    /* A large JSON reply goes out while it is written, once nothing in it
-     * can make it an error but a failed allocation. */
-    if (lim && lim->stream && lim->stream_above &&
-        (f == API_FORMAT_NESTED || f == API_FORMAT_FLAT || f == API_FORMAT_BASE64) &&
-        reserve >= lim->stream_above && !api__reply_has_nonfinite(&res)) {
-        size_t piece = lim->stream_piece ? lim->stream_piece : lim->stream_above;
-        reply->body.drain = lim->stream;
-        reply->body.drain_ctx = lim->stream_ctx;
-        reply->body.drain_at = piece;
-        reserve = piece + piece / 4;
-    }
-    /* float32 safetensors: the tensors stay where they are */
-    if (lim && lim->zero_copy && f == API_FORMAT_SAFETENSORS && !rq.fmt.half &&
-        (owner = calloc(1, sizeof *owner)) == NULL) {
-        api__fail(&e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");
-        goto done;
-    }
-    if (api__buf_reserve(&reply->body, reserve) == 0 &&
-        api__respond(&reply->body, &res, reply, t2, owner ? &owner->parts : NULL, &e) == 0)
-        ok = 1;
-    if (ok && owner && owner->parts.n > 0) {
-        hand_over(owner, &a, &params, &res);
-        reply->parts = owner->parts.part;
-        reply->n_parts = owner->parts.n;
-        reply->parts_owner = owner;
-        owner = NULL;
-    }
-    reply->body.drain = NULL; /* what is left is the caller's */
-    format = rq.fmt.format;
+    api_contents c = {.fmt = j->fmt, .ms_parse = reply->ms_parse, .ms_compute = reply->ms_compute};
+    if (k->contents(j, &c, e) || write_reply(j, &c, reply, e)) return -1;
     reply->ms_serialise = api__now_ms() - t2;
+    return 0;
+}
 
-done:
+int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *lim,
+               api_reply *reply) {
+    *reply = (api_reply){.content_type = "application/json"};
+    api_err e = {.code = API_E_INTERNAL_ERROR};
+    api_job j = {.ep = ep, .lim = lim, .t0 = api__now_ms(),
+                 .max = lim && lim->max_elements ? lim->max_elements : ATTN_MAX_ELEMENTS};
+    const api_endpoint_info *info = api_endpoint_get(ep);
+    const api_kind_ops *k = info ? kinds[info->kind] : NULL;
+    api_scan scan = {0};
+    json_t *root = NULL;
+    int rc = -1;
+    if (k == NULL) api__fail(&e, API_E_NOT_FOUND, NULL, "unknown endpoint %d", (int)ep);
+    else if ((j.state = calloc(1, k->state_size)) == NULL)
+        api__fail(&e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the request");
+    else if (read_tree(&j, body ? body : "", body ? len : 0, &scan, &root, &e) == 0 &&
+             (rc = accept_request(&j, k, root, &e)) == 0)
+        rc = run(&j, k, &root, reply, &e);
     json_decref(root);
     api__scan_set_current(NULL);
     api__scan_free(&scan);
-    free(owner);
-    api__select_release(&res);
-    allocs_free(&a);
-    free(params);
-    free(rng);
-    api__request_free(&rq);
-    if (deferred) return 0;
-    if (!ok) {
+    if (k && j.state) k->release(&j);
+    free(j.state);
+    api__arrays_free(&j.arrays);
+    if (rc == 1) return 0; /* deferred: status 0, no body */
+    if (rc != 0) {
         if (e.code == API_E_INTERNAL_ERROR && reply->body.failed)
             api__fail(&e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");
         return fail_reply(reply, &e);
     }
     reply->status = 200;
-    static const char *const types[] = {
-        [API_FORMAT_SAFETENSORS] = "application/octet-stream",
-        [API_FORMAT_PNG] = "image/png",
-        [API_FORMAT_SVG] = "image/svg+xml",
-    };
-    if (types[format]) reply->content_type = types[format];
     return 200;
 }

@@ -16,7 +16,9 @@
  * Run through `make bench` (bench/run.sh), which times PyTorch on the same
  * shapes in the same run and prints the ratios.
  */
-#include "api/api_internal.h"
+#include "api/model/model.h"
+#include "api/module/module.h"
+#include "api/numbers/numbers.h"
 #include "core/attention.h"
 
 #include <cblas.h>

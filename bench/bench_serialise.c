@@ -20,9 +20,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "api/api_internal.h"
-#include "api/codec.h"
-#include "api/numscan.h"
+#include "api/model/model.h"
+#include "api/module/module.h"
+#include "api/numbers/numbers.h"
+#include "api/numbers/numbers.h"
+#include "api/numbers/numbers.h"
 
 int bench_old_format_float(char *out, float v, int precision);
 

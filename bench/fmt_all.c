@@ -19,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/api_internal.h"
+#include "api/model/model.h"
+#include "api/module/module.h"
+#include "api/numbers/numbers.h"
 
 int bench_old_format_float(char *out, float v, int precision);
 

@@ -1,7 +1,9 @@
 /* fmt_old.c - the float printer api/fmt.c had before Schubfach (double
  * arithmetic with a strtof check near the ends), kept for bench_serialise and
  * fmt_all to compare with. */
-#include "api/api_internal.h"
+#include "api/model/model.h"
+#include "api/module/module.h"
+#include "api/numbers/numbers.h"
 
 #include <math.h>
 #include <stdio.h>

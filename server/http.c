@@ -76,8 +76,7 @@ typedef struct {
     char never_msg[256];
     int gzip_body;           /* Content-Encoding: gzip, inflated by the worker */
     int gzip_ok;             /* Accept-Encoding takes gzip */
-    int want_safetensors;    /* Accept prefers application/octet-stream to JSON */
-    int want_image;          /* Accept prefers image/png (1) or image/svg+xml (2) to JSON */
+    int want_format;         /* 1 + the reply format Accept prefers to JSON; 0: none */
     int gzipped;             /* the reply body is gzip */
     double ms_gzip;          /* time the worker took to compress it */
     size_t held;             /* bytes reserved in the memory budget */
@@ -89,6 +88,24 @@ typedef struct {
     int status;              /* what was queued; 0 if nothing */
     size_t bytes_out;
 } request;
+
+/* 1 + the reply format (api.h's API_FORMAT_MAP) that an Accept header
+ * prefers to JSON: the highest q-value above JSON's, the earlier row on a
+ * tie; 0 when JSON is preferred or nothing else is named. */
+static int preferred_format(const char *accept) {
+    double q_json = srv_accept_q(accept, "application/json"), best_q = 0;
+    int best = 0;
+    for (int f = 0; f < API_FORMAT_COUNT; f++) {
+        const api_format_info *info = api_format_get((api_format)f);
+        if (info->flags & API_FMT_JSON) continue;
+        double q = srv_accept_q(accept, info->mime);
+        if (q > 0 && q > q_json && q > best_q) {
+            best_q = q;
+            best = f + 1;
+        }
+    }
+    return best;
+}
 
 static double seconds_since(const struct timespec *t0) {
     struct timespec t;
@@ -425,8 +442,7 @@ static void finish_job(request *q) {
 /* The server's limits with what this request's Accept header prefers. */
 static api_limits request_limits(const request *q) {
     api_limits lim = q->srv->limits;
-    lim.prefer_safetensors = q->want_safetensors;
-    lim.prefer_image = q->want_image;
+    lim.prefer_format = q->want_format;
     return lim;
 }
 
@@ -747,13 +763,8 @@ static enum MHD_Result begin(srv_http *s, struct MHD_Connection *conn, const cha
     q->gzip_body = coding == SRV_CODING_GZIP;
     q->gzip_ok = srv_accepts_gzip(
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
-    const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
-    double q_bin = srv_accept_q(accept, "application/octet-stream");
-    double q_json = srv_accept_q(accept, "application/json");
-    q->want_safetensors = q_bin > 0 && q_json < q_bin;
-    double q_png = srv_accept_q(accept, "image/png"), q_svg = srv_accept_q(accept, "image/svg+xml");
-    if (!q->want_safetensors && q_png > 0 && q_png > q_json && q_png >= q_svg) q->want_image = 1;
-    else if (!q->want_safetensors && q_svg > 0 && q_svg > q_json) q->want_image = 2;
+    q->want_format = preferred_format(
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (!cl) return MHD_YES;   /* chunked: checked while reading */
     errno = 0;

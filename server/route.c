@@ -1,4 +1,5 @@
-/* route.c - path and method table, see route.h. */
+/* route.c - path and method table, see route.h: the compute routes are
+ * api.h's endpoint table, the others the server's own. */
 #include "route.h"
 
 #include <string.h>
@@ -9,22 +10,16 @@ static const char *const fixed_paths[] = {
     [SRV_R_VIEWER] = "/",
 };
 
-static const char *const compute_paths[] = {
-    "/attention/simple", "/attention/self", "/attention/causal",
-    "/attention/multihead", "/attention/sdpa",
-    "/model/gpt2",
-};
-
 srv_route srv_route_find(const char *path) {
-    for (int r = SRV_R_SIMPLE; r <= SRV_R_LAST_COMPUTE; r++)
-        if (strcmp(path, compute_paths[r]) == 0) return (srv_route)r;
+    api_endpoint ep;
+    if (api_endpoint_from_path(path, &ep) == 0) return (srv_route)ep; /* in the same order */
     for (int r = SRV_R_HEALTHZ; r <= SRV_R_VIEWER; r++)
         if (strcmp(path, fixed_paths[r]) == 0) return (srv_route)r;
     return SRV_R_UNKNOWN;
 }
 
 const char *srv_route_label(srv_route r) {
-    if (r <= SRV_R_LAST_COMPUTE) return compute_paths[r];
+    if (r <= SRV_R_LAST_COMPUTE) return api_endpoint_path((api_endpoint)r);
     if (r <= SRV_R_VIEWER) return fixed_paths[r];
     return "other";
 }
@@ -35,13 +30,12 @@ const char *srv_route_allow(srv_route r) {
 
 int srv_route_allows(srv_route r, const char *method) {
     if (strcmp(method, "OPTIONS") == 0) return 1;
-    if (r <= SRV_R_LAST_COMPUTE) return strcmp(method, "POST") == 0;
+    if (r <= SRV_R_LAST_COMPUTE) return strcmp(method, api_endpoint_get((api_endpoint)r)->method) == 0;
     return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
 }
 
 int srv_route_endpoint(srv_route r, api_endpoint *ep) {
     if (r > SRV_R_LAST_COMPUTE) return 0;
-    /* Keeps the api's own table authoritative for the path of each id. */
-    if (api_endpoint_from_path(compute_paths[r], ep) != 0) return 0;
+    *ep = (api_endpoint)r; /* the compute routes are API_ENDPOINT_MAP's rows, in order */
     return 1;
 }

@@ -5,16 +5,18 @@
 #include "api/api.h"
 
 typedef enum {
-    /* the compute routes (POST) come first, in api_endpoint order */
-    SRV_R_SIMPLE, SRV_R_SELF, SRV_R_CAUSAL, SRV_R_MULTIHEAD, SRV_R_SDPA, SRV_R_MODEL_GPT2,
+    /* the compute routes come first, one per row of api.h's API_ENDPOINT_MAP */
+#define SRV_R_API(id, method, path, kind) SRV_R_##id,
+    API_ENDPOINT_MAP(SRV_R_API)
+#undef SRV_R_API
     SRV_R_HEALTHZ, SRV_R_READYZ, SRV_R_METRICS, SRV_R_VERSION, SRV_R_MODELS, SRV_R_OPENAPI,
     SRV_R_VIEWER,    /* GET /: the map viewer page */
     SRV_R_UNKNOWN,   /* any other path: 404 */
     SRV_R_COUNT
 } srv_route;
 
-/* The last compute route: r <= SRV_R_LAST_COMPUTE is a POST route. */
-#define SRV_R_LAST_COMPUTE SRV_R_MODEL_GPT2
+/* The last compute route: r <= SRV_R_LAST_COMPUTE is an api endpoint. */
+#define SRV_R_LAST_COMPUTE (SRV_R_HEALTHZ - 1)
 
 /* The route of a path (query string already removed); SRV_R_UNKNOWN if none. */
 srv_route srv_route_find(const char *path);

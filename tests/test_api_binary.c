@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/api_internal.h"
-#include "api/codec.h"
+#include "api/model/model.h"
+#include "api/module/module.h"
+#include "api/numbers/numbers.h"
+#include "api/numbers/numbers.h"
 #include "tests/support/files.h"
 #include "tests/support/check_main.h"
 
@@ -660,7 +662,7 @@ START_TEST(test_format_errors) {
     ck_assert_str_eq(r.content_type, "application/json");
     api_buf_free(&r.body);
     /* Accept: application/octet-stream makes safetensors the default */
-    api_limits lim = {.max_elements = 1 << 20, .prefer_safetensors = 1};
+    api_limits lim = {.max_elements = 1 << 20, .prefer_format = 1 + API_FORMAT_SAFETENSORS};
     const char *body = "{\"inputs\": [[1, 2], [3, 4]]}";
     ck_assert_int_eq(api_handle(API_EP_SIMPLE, body, strlen(body), &lim, &r), 200);
     ck_assert_str_eq(r.content_type, "application/octet-stream");

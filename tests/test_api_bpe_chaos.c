@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/bpe.h"
+#include "api/bpe/bpe.h"
 #include "support/files.h"
 #include "tests/support/check_main.h"
 #include "tests/support/fail_alloc.h"

@@ -38,7 +38,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "api/api_internal.h"
+#include "api/model/model.h"
+#include "api/module/module.h"
+#include "api/numbers/numbers.h"
 #include "support/api_requests.h"
 #include "support/check_main.h"
 #include "support/files.h"
@@ -274,21 +276,20 @@ static void write_requests(const api_request_list *l) {
     free(ts);
 }
 
-/* Every ```ts block of README.md as readme_N.ts (its "./attention" import,
- * the name the README gives the generated types, becomes "./openapi");
- * their paths, absolute, into files. Returns how many. */
-static int write_readme_ts(char files[][1400], int max) {
-    char *text = tfile_read_rel("README.md", NULL);
-    ck_assert_ptr_nonnull(text);
-    int n = 0;
+/* Every ```ts block of the document rel as readme_N.ts (N counting on from
+ * *n; its "./attention" import, the name the documents give the generated
+ * types, becomes "./openapi"); their paths, absolute, into files. */
+static void write_doc_ts(const char *rel, char files[][1400], int max, int *n) {
+    char *text = tfile_read_rel(rel, NULL);
+    ck_assert_msg(text != NULL, "cannot read %s", rel);
     for (char *p = strstr(text, "\n```ts\n"); p; p = strstr(p, "\n```ts\n")) {
         char *code = p + 7, *end = strstr(code, "\n```\n");
-        ck_assert_msg(end != NULL, "README.md: a ```ts block is not closed");
-        ck_assert_int_lt(n, max);
+        ck_assert_msg(end != NULL, "%s: a ```ts block is not closed", rel);
+        ck_assert_int_lt(*n, max);
         *end = '\0';
         const char *from = "from \"./attention\"", *at = strstr(code, from);
         char name[32];
-        snprintf(name, sizeof name, "readme_%d.ts", n);
+        snprintf(name, sizeof name, "readme_%d.ts", *n);
         size_t len = strlen(code) + 64;
         char *ts = malloc(len);
         ck_assert_ptr_nonnull(ts);
@@ -296,10 +297,21 @@ static int write_readme_ts(char files[][1400], int max) {
         else snprintf(ts, len, "%s\n", code);
         write_file(g_work, name, ts, strlen(ts));
         free(ts);
-        snprintf(files[n++], 1400, "%s/%s", g_work, name);
+        snprintf(files[(*n)++], 1400, "%s/%s", g_work, name);
         p = end + 1;
     }
     free(text);
+}
+
+/* The ```ts blocks of README.md and docs/ (write_doc_ts). Returns how many. */
+static int write_readme_ts(char files[][1400], int max) {
+    char *names[64];
+    int docs = tfile_docs(names, 64), n = 0;
+    ck_assert_msg(docs > 0, "cannot list docs/");
+    for (int i = 0; i < docs; i++) {
+        write_doc_ts(names[i], files, max, &n);
+        free(names[i]);
+    }
     return n;
 }
 
@@ -421,7 +433,7 @@ START_TEST(t_typescript_client) {
             gpt2_rank3++;
         }
     }
-    ck_assert_msg(gpt2_rank3 == 1, "README.md has %d GPT-2 example(s) with attn_weights, expected 1", gpt2_rank3);
+    ck_assert_msg(gpt2_rank3 == 1, "README.md and docs/ have %d GPT-2 example(s) with attn_weights, expected 1", gpt2_rank3);
     ck_assert_int_ge(forms, 3);
     fprintf(stderr, "clients: openapi-typescript %.1f s, tsc %.1f s, %zu requests (%zu of README.md) "
             "and %d reply forms checked by the client in %.1f s\n",

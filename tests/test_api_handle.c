@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "api/api_internal.h"
+#include "api/model/model.h"
+#include "api/module/module.h"
+#include "api/numbers/numbers.h"
 #include "support/check_main.h"
 #include "support/files.h"
 
@@ -343,7 +345,8 @@ START_TEST(test_every_example) {
     closedir(d);
     ck_assert_int_ge(seen, 5);
     for (int e = 0; e < API_EP_COUNT; e++)
-        ck_assert_msg(per_ep[e] > 0, "no example for %s", api_endpoint_path((api_endpoint)e));
+        if (api_endpoint_get((api_endpoint)e)->kind == API_KIND_MODULE)
+            ck_assert_msg(per_ep[e] > 0, "no example for %s", api_endpoint_path((api_endpoint)e));
 }
 END_TEST
 

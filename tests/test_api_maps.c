@@ -14,7 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "api/api_internal.h"
+#include "api/model/model.h"
+#include "api/module/module.h"
+#include "api/numbers/numbers.h"
 #include "tests/support/files.h"
 #include "tests/support/jschema.h"
 #include "tests/support/check_main.h"
@@ -556,13 +558,13 @@ END_TEST
 
 START_TEST(test_png_from_accept) {
     json_t *req = seed_request();
-    api_limits lim = {.prefer_image = 1};
+    api_limits lim = {.prefer_format = 1 + API_FORMAT_PNG};
     reply r = run(API_EP_MULTIHEAD, req, &lim);
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(r.type, "image/png");
     ck_assert_int_eq(memcmp(r.raw.data, "\x89PNG\r\n\x1a\n", 8), 0);
     reply_free(&r);
-    lim.prefer_image = 2;
+    lim.prefer_format = 1 + API_FORMAT_SVG;
     r = run(API_EP_MULTIHEAD, req, &lim);
     ck_assert_str_eq(r.type, "image/svg+xml");
     reply_free(&r);

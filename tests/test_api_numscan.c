@@ -12,7 +12,7 @@
 
 #include <dirent.h>
 
-#include "api/numscan.h"
+#include "api/numbers/numbers.h"
 #include "core/attention.h"
 #include "tests/support/files.h"
 #include "tests/support/reply_check.h"

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/api_internal.h"
+#include "api/model/model.h"
+#include "api/module/module.h"
+#include "api/numbers/numbers.h"
 #include "tests/support/check_main.h"
 
 static uint64_t g_state = 0x9e3779b97f4a7c15ull;

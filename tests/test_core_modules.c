@@ -69,6 +69,7 @@ END_TEST
 START_TEST(test_endpoints) {
     int seen[ATTN_MODULE_COUNT] = {0};
     for (int e = 0; e < API_EP_COUNT; e++) {
+        if (api_endpoint_get((api_endpoint)e)->kind != API_KIND_MODULE) continue;
         attn_module mods[ATTN_MODULE_COUNT];
         const char *path = api_endpoint_path((api_endpoint)e);
         int n = attn_modules_on_endpoint(path, mods);

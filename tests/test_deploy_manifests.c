@@ -1,7 +1,7 @@
 /* test_deploy_manifests.c - the deployment files agree with the real server.
  *
  * docker/Dockerfile, docker/compose.yaml, docker/nginx.conf, docker/k8s/ manifests,
- * README.md (its Deploy section) and tests/scaleout/nginx.conf.in name ports, environment
+ * docs/deploy.md and tests/scaleout/nginx.conf.in name ports, environment
  * variables, flags, probe paths, a body limit and a drain time. This test takes
  * each of them from the files and compares it with `$BUILD/attention-server
  * --help`, then starts the server and checks that every probe path answers 200
@@ -32,7 +32,7 @@
 static const char *const DEPLOY_FILES[] = {
     "docker/Dockerfile",          "docker/compose.yaml",        "docker/nginx.conf",
     "docker/k8s/deployment.yaml", "docker/k8s/service.yaml",    "docker/k8s/hpa.yaml",
-    "docker/k8s/pdb.yaml",        "README.md",                   "tests/scaleout/nginx.conf.in",
+    "docker/k8s/pdb.yaml",        "docs/deploy.md",              "tests/scaleout/nginx.conf.in",
 };
 #define N_DEPLOY_FILES (sizeof DEPLOY_FILES / sizeof DEPLOY_FILES[0])
 
@@ -41,18 +41,10 @@ static char g_server[512];
 
 /* ==== Helpers ============================================================== */
 
-/* The file rel of the repository; of README.md only its Deploy section (the
- * rest names C constants such as ATTN_MHA). */
+/* The whole file rel of the repository. */
 static char *slurp(const char *rel) {
     char *text = tfile_read_rel(rel, NULL);
     ck_assert_msg(text != NULL, "cannot read %s", rel);
-    if (strcmp(rel, "README.md") == 0) {
-        char *start = strstr(text, "\n## Deploy\n");
-        ck_assert_msg(start != NULL, "README.md has no \"## Deploy\" section");
-        char *end = strstr(start + 1, "\n## ");
-        if (end) *end = '\0';
-        memmove(text, start, strlen(start) + 1);
-    }
     return text;
 }
 

@@ -1,5 +1,5 @@
-/* test_readme.c - runs every curl example of README.md as written and checks
- * its output against the block shown under it.
+/* test_readme.c - runs every curl example of README.md and of every docs/NAME.md
+ * as written and checks its output against the block shown under it.
  *
  * An example is a ```sh block whose lines start with "curl"; the fenced
  * block right after it (```json or ```text) is the expected output. JSON is
@@ -18,13 +18,14 @@
 #include "support/procs.h"
 #include "support/server_harness.h"
 
-#define MAX_EXAMPLES 64
+#define MAX_EXAMPLES 128
 
 typedef struct {
     char *command;   /* the sh block */
     char *expected;  /* the block after it */
     int is_json;
-    int line;        /* where the command starts in README.md */
+    const char *file; /* README.md or docs/NAME.md */
+    int line;        /* where the command starts in it */
 } example;
 
 static example examples[MAX_EXAMPLES];
@@ -48,18 +49,22 @@ static char *take_block(char **p) {
     return block;
 }
 
-/* Fills examples[]; returns NULL or a description of what is wrong. */
-static const char *collect_examples(void) {
+/* Adds the examples of the repository file rel to examples[]; returns NULL
+ * or a description of what is wrong. */
+static const char *collect_file(const char *rel) {
     static char problem[256];
-    char *readme = tfile_read_rel("README.md", NULL);
-    if (!readme) return "cannot read README.md";
-    char *p = readme;
+    char *text = tfile_read_rel(rel, NULL);
+    if (!text) {
+        snprintf(problem, sizeof problem, "cannot read %s", rel);
+        return problem;
+    }
+    char *p = text;
     while ((p = strstr(p, "```")) != NULL) {
         int is_sh = strncmp(p, "```sh\n", 6) == 0;
         char *eol = strchr(p, '\n');
         if (!eol) break;
         p = eol + 1;
-        int line = line_of(readme, p);
+        int line = line_of(text, p);
         char *block = take_block(&p);
         if (!block) break;
         if (!is_sh || strncmp(block, "curl ", 5) != 0) {
@@ -69,22 +74,35 @@ static const char *collect_examples(void) {
         /* The expected output: the next fenced block, after blank lines only. */
         while (*p == '\n') p++;
         if (strncmp(p, "```", 3) != 0 || !strchr(p, '\n')) {
-            snprintf(problem, sizeof problem, "README.md:%d: a curl example needs its output "
-                     "block right after it", line);
+            snprintf(problem, sizeof problem, "%s:%d: a curl example needs its output "
+                     "block right after it", rel, line);
             return problem;
         }
         int is_json = strncmp(p, "```json\n", 8) == 0;
         p = strchr(p, '\n') + 1;
         char *expected = take_block(&p);
         if (!expected || n_examples == MAX_EXAMPLES) {
-            snprintf(problem, sizeof problem, "README.md:%d: unterminated output block or too "
-                     "many examples", line);
+            snprintf(problem, sizeof problem, "%s:%d: unterminated output block or too "
+                     "many examples", rel, line);
             return problem;
         }
-        examples[n_examples++] = (example){block, expected, is_json, line};
+        examples[n_examples++] = (example){block, expected, is_json, strdup(rel), line};
     }
-    free(readme);
+    free(text);
     return NULL;
+}
+
+/* Fills examples[] from README.md, then the .md files of docs/ in name order. */
+static const char *collect_examples(void) {
+    char *names[64];
+    int n = tfile_docs(names, 64);
+    if (n < 0) return "cannot list docs/";
+    const char *problem = NULL;
+    for (int i = 0; i < n; i++) {
+        if (!problem) problem = collect_file(names[i]);
+        free(names[i]);
+    }
+    return problem;
 }
 
 /* Replaces every "localhost:8080" by the test server's address. */
@@ -111,8 +129,8 @@ static int server_started;
 START_TEST(readme_has_examples) {
     ck_assert_msg(collect_problem == NULL, "%s", collect_problem);
     ck_assert_msg(server_started, "the server did not answer /healthz");
-    ck_assert_msg(n_examples >= 5, "README.md shows %d curl examples, expected one per endpoint",
-                  n_examples);
+    ck_assert_msg(n_examples >= 5, "README.md and docs/ show %d curl examples, expected one "
+                  "per endpoint at least", n_examples);
 }
 END_TEST
 
@@ -122,20 +140,20 @@ START_TEST(readme_example_runs) {
     char *cmd = retarget(ex->command);
     int rc = -1;
     char *out = procs_capture(cmd, &rc);
-    ck_assert_msg(out != NULL && rc == 0, "README.md:%d: exit status %d: %s", ex->line, rc, cmd);
+    ck_assert_msg(out != NULL && rc == 0, "%s:%d: exit status %d: %s", ex->file, ex->line, rc, cmd);
     if (ex->is_json) {
         json_error_t e1, e2;
         json_t *got = json_loads(out, 0, &e1), *want = json_loads(ex->expected, 0, &e2);
-        ck_assert_msg(want != NULL, "README.md:%d: the shown output is not JSON: %s", ex->line,
+        ck_assert_msg(want != NULL, "%s:%d: the shown output is not JSON: %s", ex->file, ex->line,
                       e2.text);
-        ck_assert_msg(got != NULL, "README.md:%d: the reply is not JSON: %s", ex->line, out);
-        ck_assert_msg(json_equal(got, want), "README.md:%d: reply differs from the README:\n%s",
-                      ex->line, out);
+        ck_assert_msg(got != NULL, "%s:%d: the reply is not JSON: %s", ex->file, ex->line, out);
+        ck_assert_msg(json_equal(got, want), "%s:%d: reply differs from the document:\n%s",
+                      ex->file, ex->line, out);
         json_decref(got);
         json_decref(want);
     } else {
         ck_assert_msg(strcmp(out, ex->expected) == 0,
-                      "README.md:%d: output differs from the README:\n%s", ex->line, out);
+                      "%s:%d: output differs from the document:\n%s", ex->file, ex->line, out);
     }
     free(out);
     free(cmd);

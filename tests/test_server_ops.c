@@ -411,7 +411,7 @@ START_TEST(t_content_codings) {
     /* safetensors: sent from the arrays the computation wrote (api_reply
      * parts), or made whole for gzip; the bytes of api_handle's copied file
      * either way */
-    api_limits lim = {.max_elements = 1 << 24, .prefer_safetensors = 1};
+    api_limits lim = {.max_elements = 1 << 24, .prefer_format = 1 + API_FORMAT_SAFETENSORS};
     api_reply want;
     ck_assert_int_eq(api_handle(API_EP_MULTIHEAD, body, strlen(body), &lim, &want), 200);
     ck_assert_int_eq(want.n_parts, 0);

@@ -29,7 +29,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api/api_internal.h"
+#include "api/model/model.h"
+#include "api/module/module.h"
+#include "api/numbers/numbers.h"
 #include "support/check_main.h"
 #include "support/files.h"
 #include "support/npm.h"

@@ -24,14 +24,13 @@ static int add(api_request_list *l, const char *name, const char *path, json_t *
     return 0;
 }
 
-/* The curl lines of README.md that POST a JSON body with -d '...' (other
- * options, such as an Accept header, and what the output is piped to are
- * left out: the body is the request). */
-static int load_readme(api_request_list *l, char *err, size_t cap) {
-    char file[1024];
-    char *text = tfile_read(tfile_path(file, sizeof file, "README.md"), NULL);
+/* The curl lines of the document rel (README.md, docs/NAME.md) that POST a
+ * JSON body with -d '...' (other options, such as an Accept header, and what
+ * the output is piped to are left out: the body is the request). */
+static int load_doc(api_request_list *l, const char *rel, char *err, size_t cap) {
+    char *text = tfile_read_rel(rel, NULL);
     if (text == NULL) {
-        snprintf(err, cap, "cannot read %s", file);
+        snprintf(err, cap, "cannot read %s", rel);
         return -1;
     }
     int line = 1, rc = 0;
@@ -41,10 +40,10 @@ static int load_readme(api_request_list *l, char *err, size_t cap) {
         const char *host = "localhost:8080/attention/", *at = strstr(p, host), *d = strstr(p, " -d '");
         const char *end = d ? strchr(d + 5, '\'') : NULL;   /* the bodies hold no ' */
         if (strncmp(p, "curl ", 5) == 0 && at && end) {
-            char path[64], name[32];
+            char path[64], name[96];
             snprintf(path, sizeof path, "/attention/%.*s", (int)strcspn(at + strlen(host), " "),
                      at + strlen(host));
-            snprintf(name, sizeof name, "README.md:%d", line);
+            snprintf(name, sizeof name, "%s:%d", rel, line);
             json_error_t je;
             json_t *body = json_loadb(d + 5, (size_t)(end - (d + 5)), 0, &je);
             if (body == NULL) {
@@ -57,6 +56,21 @@ static int load_readme(api_request_list *l, char *err, size_t cap) {
         p = eol ? eol + 1 : p + strlen(p);
     }
     free(text);
+    return rc;
+}
+
+/* The requests of README.md, then of docs/ (tfile_docs). */
+static int load_docs(api_request_list *l, char *err, size_t cap) {
+    char *names[64];
+    int n = tfile_docs(names, 64), rc = 0;
+    if (n < 0) {
+        snprintf(err, cap, "cannot list docs/");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (rc == 0) rc = load_doc(l, names[i], err, cap);
+        free(names[i]);
+    }
     l->from_readme = l->count;
     return rc;
 }
@@ -102,7 +116,7 @@ static int load_examples(api_request_list *l, char *err, size_t cap) {
 
 int api_requests_load(api_request_list *l, char *err, size_t cap) {
     memset(l, 0, sizeof *l);
-    if (load_readme(l, err, cap) != 0 || load_examples(l, err, cap) != 0) {
+    if (load_docs(l, err, cap) != 0 || load_examples(l, err, cap) != 0) {
         api_requests_free(l);
         return -1;
     }

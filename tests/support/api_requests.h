@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 typedef struct {
-    char name[96];   /* "README.md:120", "api/examples/sdpa_gqa.json" */
+    char name[96];   /* "README.md:120", "docs/api.md:98", "api/examples/sdpa_gqa.json" */
     char path[64];   /* "/attention/multihead" */
     json_t *body;    /* the request, owned */
 } api_example_request;
@@ -22,7 +22,7 @@ typedef struct {
 typedef struct {
     api_example_request *items;
     size_t count;
-    size_t from_readme;   /* how many of them come from README.md (the first ones) */
+    size_t from_readme;   /* how many of them come from README.md and docs/ (the first ones) */
 } api_request_list;
 
 /* Reads README.md, then api/examples/ (sorted by name). Returns 0, or -1 with

@@ -1,6 +1,7 @@
 /* files.c - see files.h. */
 #include "files.h"
 
+#include <dirent.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,4 +46,28 @@ char *tfile_read(const char *path, size_t *len) {
 char *tfile_read_rel(const char *rel, size_t *len) {
     char path[1024];
     return tfile_read(tfile_path(path, sizeof path, rel), len);
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int tfile_docs(char **names, int max) {
+    char dir[4096];
+    DIR *d = opendir(tfile_path(dir, sizeof dir, "docs"));
+    if (d == NULL || max < 1) {
+        if (d) closedir(d);
+        return -1;
+    }
+    int n = 0;
+    names[n++] = strdup("README.md");
+    for (struct dirent *de; (de = readdir(d)) != NULL && n < max;) {
+        size_t len = strlen(de->d_name);
+        if (len <= 3 || strcmp(de->d_name + len - 3, ".md") != 0) continue;
+        names[n] = malloc(len + 6);
+        if (names[n]) snprintf(names[n++], len + 6, "docs/%s", de->d_name);
+    }
+    closedir(d);
+    qsort(names + 1, (size_t)(n - 1), sizeof names[0], by_name);
+    return n;
 }

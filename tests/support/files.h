@@ -27,4 +27,9 @@ char *tfile_read(const char *path, size_t *len);
 /* The whole file rel of the repository (tfile_path, then tfile_read). */
 char *tfile_read_rel(const char *rel, size_t *len);
 
+/* The documents whose examples the tests run: "README.md", then every
+ * "docs/NAME.md" in name order, as malloc'd relative paths into names (room
+ * for max). Returns how many, or -1 when docs/ cannot be listed. */
+int tfile_docs(char **names, int max);
+
 #endif

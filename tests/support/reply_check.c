@@ -17,8 +17,12 @@ static int fail(char *why, size_t size, const char *fmt, ...) {
 }
 
 api_endpoint reply_check_endpoint(unsigned char first_byte) {
-    /* +2 so that the digits 0 to 4 name the endpoints in api_endpoint order */
-    return (api_endpoint)((((unsigned)first_byte & ~REPLY_CHECK_GZIP) + 2) % API_EP_COUNT);
+    /* the attention endpoints, which come first in api_endpoint order; +2 so
+     * that the digits 0 to 4 name them in that order */
+    unsigned modules = 0;
+    while (modules < API_EP_COUNT && api_endpoint_get((api_endpoint)modules)->kind == API_KIND_MODULE)
+        modules++;
+    return (api_endpoint)((((unsigned)first_byte & ~REPLY_CHECK_GZIP) + 2) % modules);
 }
 
 /* The server's way: a safetensors reply in parts, then made whole here

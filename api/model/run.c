@@ -1,0 +1,335 @@
+/* run.c - the whole models' kind (pipeline.h's steps) for POST /model/gpt2:
+ * seed 003's GPT2 (gpt2_min.py), core's attn_gpt2_*.
+ *
+ *   {"vocab_size": 50, "block_size": 16, "n_layer": 2, "n_head": 2, "n_embd": 8,
+ *    "init": {"seed": 0}, "idx": [[1, 2, 3]], "return": ["logits", "attn_weights"]}
+ *
+ *   parse     request.c: GPTConfig's fields (n_layer, n_head, n_embd and
+ *             dropout default to the dataclass's 12, 12, 768 and 0.1) or a
+ *             checkpoint loaded at start ("model"); idx [T] or [B][T], or
+ *             "text" through a loaded tokenizer; every tensor of a [T]
+ *             request loses its batch axis
+ *   plan      attn_gpt2_plan_make, and the maps' selection
+ *   prepare   init.seed (torch.manual_seed(seed); GPT2(config), bit for
+ *             bit), the state_dict (state_dict.c), or a checkpoint's
+ *             buffer read in place, never copied
+ *   compute   attn_gpt2_forward, next_token, the selected maps
+ *   contents  model, config, shape, then the outputs in MODEL_OUTPUT_MAP's order
+ */
+#include "api/model/model.h"
+#include "api/bpe/bpe.h"
+#include "api/pipeline.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Reply values per float in the JSON estimate (as the modules count them). */
+#define REPLY_FLOATS_PER_VALUE 3
+
+/* attn_weights as the reply gives them: the layers of "layers", then the
+ * heads of "heads", the rows of "query_rows", and with "top_k" the k largest
+ * weights of each row (masked keys, above the causal diagonal, never chosen):
+ * [n_layers][B][Hs][R][cols]. */
+typedef struct {
+    float *values;      /* the forward's own buffer, or a cut in the job's arrays */
+    int32_t *indices;   /* top-k: the key of each value, -1 = padding; else NULL */
+    int Hs, R, cols;
+} model_maps;
+
+enum { MAX_ITEMS = M_OUT_COUNT + 4 };
+
+typedef struct {
+    model_rq rq;
+    attn_gpt2_plan plan;
+    const float *weights;      /* the parameters: params, or a loaded checkpoint's */
+    float *params, *logits, *attn, *hidden;
+    int32_t *next;
+    attn_rng rng;
+    attn_rng *rng_ptr;         /* the generator dropout draws from (NULL: a fresh process's) */
+    model_maps maps;
+    api_item items[MAX_ITEMS];
+    api_buf config, shape, layers, name, tokens; /* JSON text of those items */
+} model_state;
+
+static model_state *state_of(api_job *j) { return j->state; }
+
+static int returns(const model_state *s, int k) { return (s->rq.returns & 1u << k) != 0; }
+
+static int parse(api_job *j, const json_t *root, api_err *e) {
+    model_state *s = state_of(j);
+    if (api__model_parse(root, j->lim, &s->rq, e)) return -1;
+    j->fmt = s->rq.fmt;
+    return 0;
+}
+
+/* ==== plan =============================================================== */
+
+static void maps_dims(const model_rq *rq, const attn_gpt2_plan *p, model_maps *m) {
+    const api_select *s = &rq->sel;
+    m->Hs = s->n_heads ? s->n_heads : p->H;
+    m->R = s->has_rows ? s->row_stop - s->row_start : p->T;
+    m->cols = s->top_k ? s->top_k : p->T;
+}
+
+/* Elements of the selected view (values, and indices with top-k). */
+static size_t maps_count(const model_rq *rq, const attn_gpt2_plan *p) {
+    model_maps m;
+    maps_dims(rq, p, &m);
+    size_t n = (size_t)rq->n_layers * (size_t)p->B * (size_t)m.Hs * (size_t)m.R * (size_t)m.cols;
+    return rq->sel.top_k ? 2 * n : n;
+}
+
+/* The budget: the plan's bound (parameters, outputs, work space) and the
+ * reply text; a loaded checkpoint's parameters are held once, not per
+ * request, but they stand for the work all the same. */
+static int plan(api_job *j, api_err *e) {
+    model_state *s = state_of(j);
+    const model_rq *rq = &s->rq;
+    const attn_gpt2_plan *p = &s->plan;
+    attn_error ae = {0};
+    if (attn_gpt2_plan_make(&rq->cfg, rq->B, rq->T, rq->training, &s->plan, &ae) != ATTN_OK) {
+        api__from_attn(e, &ae, ATTN_MODULE_COUNT);
+        return -1;
+    }
+    size_t out_values = 0, need = p->total_elements;
+    if (returns(s, M_OUT_LOGITS)) out_values += p->n_logits;
+    if (returns(s, M_OUT_ATTN_WEIGHTS)) out_values += p->n_attn;
+    if (returns(s, M_OUT_HIDDEN_STATES)) out_values += p->n_hidden;
+    /* the selected maps are a copy (top_k: values and indices); their reply
+     * text is counted instead of the whole maps' */
+    if (returns(s, M_OUT_ATTN_WEIGHTS) && api__select_any(&rq->sel)) {
+        size_t sel = maps_count(rq, p);
+        out_values = out_values - p->n_attn + sel;
+        need += sel;
+    }
+    if (rq->model) need -= p->n_params;
+    j->need = need + out_values * REPLY_FLOATS_PER_VALUE; /* each term below 2^44 */
+    j->work = j->need + (rq->model ? p->n_params : 0);
+    j->reply_values = out_values;
+    j->need_noun = "model";
+    j->need_what = "parameters, activations, outputs and reply";
+    return 0;
+}
+
+/* ==== prepare and compute ================================================= */
+
+/* The parameters: a checkpoint's buffer as it is, the state_dict, or
+ * GPT2(config) after torch.manual_seed(seed), whose generator dropout then
+ * continues from (or dropout_seed's). */
+static int prepare(api_job *j, api_err *e) {
+    model_state *s = state_of(j);
+    const model_rq *rq = &s->rq;
+    attn_error ae = {0};
+    if (rq->model) {
+        s->weights = rq->model->params;
+    } else {
+        s->params = api__arrays_take(&j->arrays, s->plan.n_params, sizeof(float));
+        if (s->params == NULL) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the model");
+        s->weights = s->params;
+        if (rq->state_dict) {
+            if (api__model_state_dict_read(rq->state_dict, &s->plan, s->params, e)) return -1;
+        } else {
+            attn_rng_seed(&s->rng, rq->seed);
+            if (attn_gpt2_params_init(&s->plan, s->params, &s->rng, &ae) != ATTN_OK) {
+                api__from_attn(e, &ae, ATTN_MODULE_COUNT);
+                return -1;
+            }
+            s->rng_ptr = &s->rng;
+        }
+    }
+    if (rq->has_dropout_seed) {
+        attn_rng_seed(&s->rng, rq->dropout_seed);
+        s->rng_ptr = &s->rng;
+    }
+    return 0;
+}
+
+/* next[b]: argmax of the last position's logits, the first on ties
+ * (torch.argmax); logits are [B][T][V], or [B][V] with last_only. */
+static void next_tokens(const attn_gpt2_plan *p, const float *logits, int last_only, int32_t *next) {
+    for (int bi = 0; bi < p->B; bi++) {
+        size_t at = last_only ? (size_t)bi : (size_t)bi * p->T + (size_t)(p->T - 1);
+        const float *row = logits + at * (size_t)p->V;
+        int best = 0;
+        for (int v = 1; v < p->V; v++)
+            if (row[v] > row[best]) best = v;
+        next[bi] = best;
+    }
+}
+
+/* The view of attn [n_layer][B][H][T][T]: the selected layers moved together
+ * in place when nothing else is selected, else a cut (maps/select.c). */
+static int maps_make(api_job *j, model_state *s, api_err *e) {
+    const model_rq *rq = &s->rq;
+    const attn_gpt2_plan *p = &s->plan;
+    size_t T = (size_t)p->T, per = (size_t)p->B * (size_t)p->H * T * T;
+    model_maps *m = &s->maps;
+    maps_dims(rq, p, m);
+    if (!api__select_any(&rq->sel)) {
+        for (int i = 0; i < rq->n_layers; i++)
+            if (rq->layers[i] != i)
+                memmove(s->attn + (size_t)i * per, s->attn + (size_t)rq->layers[i] * per,
+                        per * sizeof *s->attn);
+        m->values = s->attn;
+        return 0;
+    }
+    int outer = rq->n_layers * p->B;
+    int *src_block = api__arrays_take(&j->arrays, (size_t)outer, sizeof(int));
+    uint8_t *tril = rq->sel.top_k ? api__arrays_take(&j->arrays, T * T, 1) : NULL;
+    if (j->arrays.failed) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the selected maps");
+    for (int o = 0; o < outer; o++) src_block[o] = rq->layers[o / p->B] * p->B + o % p->B;
+    for (size_t i = 0; tril && i < T; i++)
+        for (size_t k = 0; k < T; k++) tril[i * T + k] = k > i; /* 1 = masked out */
+    const api_select *sel = &rq->sel;
+    api_map_src src = {.data = s->attn, .outer = outer, .outer_src = src_block, .H = p->H,
+                       .rows = p->T, .cols = p->T, .mask = tril};
+    api_map_cut cut = {.heads = sel->n_heads ? sel->heads : NULL, .n_heads = sel->n_heads,
+                       .r0 = sel->has_rows ? sel->row_start : 0,
+                       .r1 = sel->has_rows ? sel->row_stop : p->T, .top_k = sel->top_k};
+    return api__map_cut(&src, &cut, &j->arrays, (void **)&m->values, &m->indices, e);
+}
+
+static int compute(api_job *j, api_err *e) {
+    model_state *s = state_of(j);
+    const attn_gpt2_plan *p = &s->plan;
+    api_arrays *a = &j->arrays;
+    /* next_token alone needs the last position's logits only: [B][V] */
+    int last_only = !returns(s, M_OUT_LOGITS);
+    s->logits = api__arrays_take(a, last_only ? (size_t)p->B * (size_t)p->V : p->n_logits, sizeof(float));
+    if (returns(s, M_OUT_ATTN_WEIGHTS)) s->attn = api__arrays_take(a, p->n_attn, sizeof(float));
+    if (returns(s, M_OUT_HIDDEN_STATES)) s->hidden = api__arrays_take(a, p->n_hidden, sizeof(float));
+    s->next = api__arrays_take(a, (size_t)p->B, sizeof(int32_t));
+    if (a->failed) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the model");
+    attn_gpt2_outputs out = {.logits = s->logits, .attn_weights = s->attn,
+                             .hidden_states = s->hidden, .last_only = last_only};
+    attn_error ae = {0};
+    if (attn_gpt2_forward(p, s->weights, s->rq.idx, j->lim ? j->lim->compute : NULL, s->rng_ptr,
+                          &out, &ae) != ATTN_OK) {
+        api__from_attn(e, &ae, ATTN_MODULE_COUNT);
+        return -1;
+    }
+    next_tokens(p, s->logits, last_only, s->next);
+    return returns(s, M_OUT_ATTN_WEIGHTS) ? maps_make(j, s, e) : 0;
+}
+
+/* ==== contents ============================================================ */
+
+/* The GPTConfig used, and the activation, as a JSON object. */
+static void config_json(api_buf *b, const attn_gpt2_config *c) {
+    /* dropout: the shortest of 15 or 17 digits that reads back (0.1, not 0.10000000000000001) */
+    char drop[32];
+    snprintf(drop, sizeof drop, "%.15g", c->dropout);
+    if (strtod(drop, NULL) != c->dropout) snprintf(drop, sizeof drop, "%.17g", c->dropout);
+    api__buf_printf(b,
+                    "{\"vocab_size\":%d,\"block_size\":%d,\"n_layer\":%d,\"n_head\":%d,"
+                    "\"n_embd\":%d,\"dropout\":%s,\"activation\":\"%s\"}",
+                    c->vocab_size, c->block_size, c->n_layer, c->n_head, c->n_embd, drop,
+                    c->gelu == ATTN_GELU_TANH ? "gelu_new" : "gelu");
+}
+
+/* tokens: each token's text ([T], or [B][T]) as the tokenizer shows it
+ * (api_bpe_token_text: U+FFFD for a piece of a character). */
+static void tokens_json(api_buf *b, const model_rq *rq, const attn_gpt2_plan *p) {
+    size_t cap = 3 * api_bpe_max_token_bytes(rq->tok->bpe) + 1, len;
+    char *text = malloc(cap);
+    if (text == NULL) {
+        b->failed = 1;
+        return;
+    }
+    api__buf_puts(b, rq->batched ? "[" : "");
+    for (int bi = 0; bi < p->B; bi++) {
+        api__buf_puts(b, bi ? ",[" : "[");
+        for (int t = 0; t < p->T; t++) {
+            if (t) api__buf_puts(b, ",");
+            /* ids were checked below vocab_size, not below the tokenizer's size */
+            if (api_bpe_token_text(rq->tok->bpe, rq->idx[(size_t)bi * p->T + t], text, cap,
+                                   &len) == 0)
+                api__buf_json_stringn(b, text, len);
+            else
+                api__buf_puts(b, "null");
+        }
+        api__buf_puts(b, "]");
+    }
+    api__buf_puts(b, rq->batched ? "]" : "");
+    free(text);
+}
+
+/* A tensor item [lead...][B][rest...], without the B axis for a [T] request. */
+static api_item *tensor(api_item *it, const model_rq *rq, const char *name, api_item_kind kind,
+                        const void *data, int n_lead, const int *lead, int n_rest, const int *rest) {
+    *it = (api_item){.name = name, .kind = kind, .data = data};
+    for (int i = 0; i < n_lead; i++) it->shape[it->rank++] = lead[i];
+    if (rq->batched) it->shape[it->rank++] = rq->B;
+    for (int i = 0; i < n_rest; i++) it->shape[it->rank++] = rest[i];
+    return it;
+}
+
+static api_item json_item(const char *name, const api_buf *text) {
+    return (api_item){.name = name, .kind = API_ITEM_JSON, .data = text->data};
+}
+
+/* The outputs after "model", "config" and "shape", in MODEL_OUTPUT_MAP's order. */
+static int output_items(model_state *s, api_item *items) {
+    const model_rq *rq = &s->rq;
+    const attn_gpt2_plan *p = &s->plan;
+    const model_maps *m = &s->maps;
+    int n = 0, T[1] = {p->T}, TV[2] = {p->T, p->V}, TC[2] = {p->T, p->C}, L[1] = {rq->n_layers};
+    int H1[1] = {p->n_layer + 1}, maps_rest[3] = {m->Hs, m->R, m->cols};
+    if (returns(s, M_OUT_IDX)) tensor(&items[n++], rq, "idx", API_ITEM_I32, rq->idx, 0, NULL, 1, T)->plain = 1;
+    if (returns(s, M_OUT_TOKENS)) items[n++] = json_item("tokens", &s->tokens);
+    if (returns(s, M_OUT_LOGITS)) tensor(&items[n++], rq, "logits", API_ITEM_F32, s->logits, 0, NULL, 2, TV);
+    if (returns(s, M_OUT_NEXT_TOKEN))
+        tensor(&items[n++], rq, "next_token", API_ITEM_I32, s->next, 0, NULL, 0, NULL)->plain = 1;
+    if (returns(s, M_OUT_ATTN_WEIGHTS)) {
+        items[n++] = json_item("layers", &s->layers);
+        tensor(&items[n++], rq, "attn_weights", API_ITEM_F32, m->values, 1, L, 3, maps_rest)->indices =
+            m->indices;
+    }
+    if (returns(s, M_OUT_HIDDEN_STATES))
+        tensor(&items[n++], rq, "hidden_states", API_ITEM_F32, s->hidden, 1, H1, 2, TC);
+    if (returns(s, M_OUT_TIMING)) items[n++] = (api_item){.name = "timing", .kind = API_ITEM_TIMING};
+    return n;
+}
+
+static int contents(api_job *j, api_contents *c, api_err *e) {
+    model_state *s = state_of(j);
+    const model_rq *rq = &s->rq;
+    const attn_gpt2_plan *p = &s->plan;
+    int n = 0;
+    config_json(&s->config, &rq->cfg);
+    api__buf_printf(&s->shape, "{\"batch\":%d,\"tokens\":%d,\"head_dim\":%d}", p->B, p->T, p->C / p->H);
+    api__buf_puts(&s->layers, "[");
+    for (int i = 0; i < rq->n_layers; i++) api__buf_printf(&s->layers, i ? ",%d" : "%d", rq->layers[i]);
+    api__buf_puts(&s->layers, "]");
+    if (rq->model) api__buf_json_string(&s->name, rq->model->name);
+    if (returns(s, M_OUT_TOKENS)) tokens_json(&s->tokens, rq, p);
+    if (s->config.failed || s->shape.failed || s->layers.failed || s->name.failed || s->tokens.failed)
+        return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");
+    if (rq->model) s->items[n++] = json_item("model", &s->name);
+    s->items[n++] = json_item("config", &s->config);
+    s->items[n++] = json_item("shape", &s->shape);
+    n += output_items(s, s->items + n);
+    c->module = "GPT2";
+    c->item = s->items;
+    c->n = n;
+    return 0;
+}
+
+static void release(api_job *j) {
+    model_state *s = state_of(j);
+    api_buf *texts[] = {&s->config, &s->shape, &s->layers, &s->name, &s->tokens};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) api_buf_free(texts[i]);
+    api__model_rq_free(&s->rq);
+}
+
+const api_kind_ops api__model_kind = {
+    .state_size = sizeof(model_state),
+    .formats = API_MODEL_FORMATS,
+    .parse = parse,
+    .plan = plan,
+    .prepare = prepare,
+    .compute = compute,
+    .contents = contents,
+    .release = release,
+};

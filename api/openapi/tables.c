@@ -1,0 +1,107 @@
+/* tables.c - the tables the OpenAPI document is made from, as JSON: the
+ * endpoints (API_ENDPOINT_MAP) with their kinds, formats and modules, the
+ * fields of each module, the outputs (API_OUTPUT_MAP), the error codes
+ * (API_ERROR_MAP) and the reply formats (API_FORMAT_MAP). `make` runs
+ * build/tools/api-tables, which prints this, and api/openapi/gen.py turns it
+ * (with api/examples/) into build/gen/openapi.json, the document served. */
+#include "api/module/module.h"
+#include "api/pipeline.h"
+#include "api/openapi/openapi.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *strings(const char *const *s) {
+    json_t *a = json_array();
+    for (; s && *s; s++) json_array_append_new(a, json_string(*s));
+    return a;
+}
+
+/* The modules (core's ATTN_MODULE_MAP) and their request fields. */
+static json_t *modules_json(void) {
+    json_t *mods = json_array();
+    for (int m = 0; m < ATTN_MODULE_COUNT; m++) {
+        const attn_module_info *info = attn_module_get((attn_module)m);
+        const char *aliases[] = {info->alias, NULL};
+        json_array_append_new(mods, json_pack("{s:s, s:o, s:o}", "name", info->name,
+                                              "aliases", strings(aliases),
+                                              "fields", strings(api__module_fields((attn_module)m))));
+    }
+    return mods;
+}
+
+/* The formats a kind writes, as their names. */
+static json_t *format_names(unsigned formats) {
+    json_t *a = json_array();
+    for (int f = 0; f < API_FORMAT_COUNT; f++)
+        if (formats & 1u << f) json_array_append_new(a, json_string(api_format_get((api_format)f)->name));
+    return a;
+}
+
+/* Each endpoint: its path, its name (the path's last part), its kind, the
+ * formats it writes and its modules (the attention kind's), the first being
+ * the default. */
+static json_t *endpoints_json(void) {
+    static const char *const kind_names[API_KIND_COUNT] = {[API_KIND_MODULE] = "module",
+                                                           [API_KIND_MODEL] = "model"};
+    static const api_kind_ops *const kinds[API_KIND_COUNT] = {[API_KIND_MODULE] = &api__module_kind,
+                                                              [API_KIND_MODEL] = &api__model_kind};
+    json_t *eps = json_array();
+    for (int e = 0; e < API_EP_COUNT; e++) {
+        const api_endpoint_info *info = api_endpoint_get((api_endpoint)e);
+        attn_module mods[ATTN_MODULE_COUNT];
+        int n = info->kind == API_KIND_MODULE ? api__endpoint_modules((api_endpoint)e, mods) : 0;
+        json_t *names = json_array();
+        for (int i = 0; i < n; i++) json_array_append_new(names, json_string(attn_module_name(mods[i])));
+        json_array_append_new(eps, json_pack("{s:s, s:s, s:s, s:s, s:o, s:o}", "name",
+                                             strrchr(info->path, '/') + 1, "path", info->path,
+                                             "method", info->method, "kind", kind_names[info->kind],
+                                             "formats", format_names(kinds[info->kind]->formats),
+                                             "modules", names));
+    }
+    return eps;
+}
+
+/* The reply formats: name, MIME type, and whether the reply is JSON. */
+static json_t *formats_json(void) {
+    json_t *a = json_array();
+    for (int f = 0; f < API_FORMAT_COUNT; f++) {
+        const api_format_info *i = api_format_get((api_format)f);
+        json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:b}", "name", i->name, "mime", i->mime,
+                                           "json", (i->flags & API_FMT_JSON) != 0, "image",
+                                           (i->flags & API_FMT_IMAGE) != 0));
+    }
+    return a;
+}
+
+static json_t *outputs_json(void) {
+    static const char *const elems[] = {[API_ELEM_F32] = "f32", [API_ELEM_U8] = "u8",
+                                        [API_ELEM_JSON] = "json"};
+    json_t *outs = json_array();
+    for (int k = 0; k < API_OUT_COUNT; k++) {
+        const api_output *o = &api__outputs[k];
+        json_array_append_new(outs, json_pack("{s:s, s:s, s:b, s:s?}", "name", o->name,
+                                              "element", elems[o->elem], "map", o->map,
+                                              "description", o->doc));
+    }
+    return outs;
+}
+
+static json_t *errors_json(void) {
+    json_t *errs = json_array();
+    for (int i = 0; i < API_E_COUNT; i++) {
+        const api_error_info *e = api_error_get((api_error)i);
+        json_array_append_new(errs, json_pack("{s:s, s:i, s:s}", "code", e->code, "status", e->status,
+                                              "description", e->description));
+    }
+    return errs;
+}
+
+char *api__tables_json(void) {
+    json_t *t = json_pack("{s:o, s:o, s:o, s:o, s:o}", "endpoints", endpoints_json(), "modules",
+                          modules_json(), "outputs", outputs_json(), "errors", errors_json(),
+                          "formats", formats_json());
+    char *s = t ? json_dumps(t, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(t);
+    return s;
+}
