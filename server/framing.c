@@ -33,11 +33,9 @@ static enum MHD_Result collect(void *cls, enum MHD_ValueKind kind, const char *k
     return MHD_YES;
 }
 
-static void fail(srv_framing *f, int status, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void fail(srv_framing *f, int status, const char *code, const char *fmt, ...) {
-    f->status = status;
-    f->code = code;
+void srv_framing_fail(srv_framing *f, api_error err, const char *fmt, ...) {
+    f->err = err;
+    f->status = api_error_get(err)->status;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(f->message, sizeof f->message, fmt, ap);
@@ -51,13 +49,13 @@ static void fail(srv_framing *f, int status, const char *code, const char *fmt, 
 static void check_value(const char *v, srv_framing *f) {
     size_t n = strspn(v, "0123456789");
     if (n == 0 || v[n] != '\0') {
-        fail(f, 400, "bad_request", "Content-Length '%.40s' is not a decimal number", v);
+        srv_framing_fail(f, API_E_BAD_REQUEST, "Content-Length '%.40s' is not a decimal number", v);
         return;
     }
     uint64_t x = 0;
     for (size_t i = 0; i < n; i++) {
         if (x > (UINT64_MAX - 9) / 10) {
-            fail(f, 413, "too_large", "Content-Length %.40s is beyond any limit", v);
+            srv_framing_fail(f, API_E_TOO_LARGE, "Content-Length %.40s is beyond any limit", v);
             return;
         }
         x = x * 10 + (uint64_t)(v[i] - '0');
@@ -66,7 +64,7 @@ static void check_value(const char *v, srv_framing *f) {
 
 static void check_lengths(const head *h, srv_framing *f) {
     if (h->lengths > 1) {
-        fail(f, 400, "bad_request", "Content-Length is given %d times ('%.20s', '%.20s'): "
+        srv_framing_fail(f, API_E_BAD_REQUEST, "Content-Length is given %d times ('%.20s', '%.20s'): "
              "send it once", h->lengths, h->length[0], h->length[1]);
         return;
     }
@@ -89,11 +87,11 @@ static const char *next_coding(const char *p, char *out, size_t cap) {
 
 static void check_codings(const head *h, int http10, srv_framing *f) {
     if (http10) {
-        fail(f, 400, "bad_request", "Transfer-Encoding in an HTTP/1.0 request");
+        srv_framing_fail(f, API_E_BAD_REQUEST, "Transfer-Encoding in an HTTP/1.0 request");
         return;
     }
     if (h->lengths) {
-        fail(f, 400, "bad_request", "both Content-Length and Transfer-Encoding: send one");
+        srv_framing_fail(f, API_E_BAD_REQUEST, "both Content-Length and Transfer-Encoding: send one");
         return;
     }
     char coding[48], last[48] = "", other[48] = "";
@@ -106,12 +104,12 @@ static void check_codings(const head *h, int http10, srv_framing *f) {
         snprintf(last, sizeof last, "%s", coding);
     }
     if (count == 0 || strcmp(last, "chunked") != 0)
-        fail(f, 400, "bad_request", "Transfer-Encoding '%.60s' does not end in chunked: the "
+        srv_framing_fail(f, API_E_BAD_REQUEST, "Transfer-Encoding '%.60s' does not end in chunked: the "
              "body's end cannot be known", h->te);
     else if (chunked > 1)
-        fail(f, 400, "bad_request", "Transfer-Encoding '%.60s' applies chunked twice", h->te);
+        srv_framing_fail(f, API_E_BAD_REQUEST, "Transfer-Encoding '%.60s' applies chunked twice", h->te);
     else if (other[0])
-        fail(f, 501, "not_implemented", "transfer coding '%.40s' is not implemented: send the "
+        srv_framing_fail(f, API_E_NOT_IMPLEMENTED, "transfer coding '%.40s' is not implemented: send the "
              "body chunked, or with Content-Encoding: gzip", other);
 }
 
@@ -127,11 +125,11 @@ void srv_framing_check(struct MHD_Connection *conn, const char *version, const c
     int http10 = version && strcmp(version, MHD_HTTP_VERSION_1_0) == 0;
     int http11 = version && strcmp(version, MHD_HTTP_VERSION_1_1) == 0;
     if (http11 && h.hosts == 0) {
-        fail(out, 400, "bad_request", "an HTTP/1.1 request without Host");
+        srv_framing_fail(out, API_E_BAD_REQUEST, "an HTTP/1.1 request without Host");
         return;
     }
     if (h.hosts > 1) {
-        fail(out, 400, "bad_request", "Host is given %d times", h.hosts);
+        srv_framing_fail(out, API_E_BAD_REQUEST, "Host is given %d times", h.hosts);
         return;
     }
     if (h.encodings) {
@@ -140,7 +138,7 @@ void srv_framing_check(struct MHD_Connection *conn, const char *version, const c
     }
     check_lengths(&h, out);
     if (!out->status && !h.lengths && takes_body(method))
-        fail(out, 411, "length_required", "%.10s without Content-Length or Transfer-Encoding: "
+        srv_framing_fail(out, API_E_LENGTH_REQUIRED, "%.10s without Content-Length or Transfer-Encoding: "
              "send the body's length", method);
 }
 
@@ -152,16 +150,7 @@ void srv_framing_check_length(struct MHD_Connection *conn, srv_framing *out) {
     if (h.lengths) check_value(h.length[0], out);
 }
 
-size_t srv_framing_body(const srv_framing *f, char *buf, size_t cap) {
-    /* message: printable ASCII (fail); '"' and '\' escaped here. */
-    char msg[2 * sizeof f->message];
-    size_t n = 0;
-    for (const char *p = f->message; *p && n + 2 < sizeof msg; p++) {
-        if (*p == '"' || *p == '\\') msg[n++] = '\\';
-        msg[n++] = *p;
-    }
-    msg[n] = '\0';
-    int len = snprintf(buf, cap, "{\"error\":{\"status\":%d,\"code\":\"%s\",\"message\":\"%s\","
-                       "\"field\":null}}", f->status, f->code, msg);
-    return len < 0 ? 0 : (size_t)len < cap ? (size_t)len : cap - 1;
+int srv_framing_body(const srv_framing *f, api_buf *buf) {
+    *buf = (api_buf){0};
+    return api_error_reply(buf, f->err, f->message, NULL);
 }

@@ -23,9 +23,12 @@
 
 #include <microhttpd.h>
 
+#include "api/api.h"
+
 typedef struct {
-    int status;          /* 0: the framing is sound; else 400, 411, 413 or 501 */
-    const char *code;    /* the error code of the JSON reply */
+    int status;          /* 0: the framing is sound; else the status of err's row */
+    api_error err;       /* BAD_REQUEST (400), LENGTH_REQUIRED (411), TOO_LARGE (413),
+                            NOT_IMPLEMENTED (501); OVERLOADED (503) from http.c */
     char message[256];   /* what is wrong, one line, the client's text clamped */
 } srv_framing;
 
@@ -39,8 +42,12 @@ void srv_framing_check(struct MHD_Connection *conn, const char *version, const c
  * bits, else out->status = 0. */
 void srv_framing_check_length(struct MHD_Connection *conn, srv_framing *out);
 
-/* Writes {"error":{"status":S,"code":C,"message":M,"field":null}} for f into
- * buf (cap bytes, at least 512). Returns its length. */
-size_t srv_framing_body(const srv_framing *f, char *buf, size_t cap);
+/* Sets f to err's row with a printf-style message (non-printable bytes of
+ * the client's text become '?'). */
+void srv_framing_fail(srv_framing *f, api_error err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The error reply for f into a fresh buf (api_error_reply). 0, -1 on OOM. */
+int srv_framing_body(const srv_framing *f, api_buf *buf);
 
 #endif

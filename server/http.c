@@ -630,15 +630,20 @@ static int declares_body(struct MHD_Connection *conn) {
 /* A head whose framing is unsound (framing.h): the JSON error, and the
  * connection closed after it, the rest of the upload read and dropped. */
 static enum MHD_Result answer_framing(request *q, const srv_framing *f) {
-    char body[768];
-    size_t len = srv_framing_body(f, body, sizeof body);
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_COPY);
-    if (!r) return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     q->framing_error = 1;
     srv_log("%s %s: %s", q->method, q->path, f->message);
     linger_after_reply(q);
-    return respond_with(q, f->status, "application/json", r, len);
+    api_buf b;
+    if (srv_framing_body(f, &b) != 0) api_buf_free(&b); /* respond_body: 500 */
+    if (!b.data || b.failed) return respond_body(q, f->status, "application/json", &b);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer_with_free_callback(b.len, b.data, free);
+    if (!r) {
+        api_buf_free(&b);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    return respond_with(q, f->status, "application/json", r, b.len);
 }
 
 /* The state of a request whose line has arrived (the URI log callback, or
@@ -675,18 +680,22 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn) {
 static void send_raw_error(request *q, const srv_framing *f) {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (!ci) return;
-    char body[768], head[256];
-    size_t len = srv_framing_body(f, body, sizeof body);
+    api_buf body;
+    if (!ci || srv_framing_body(f, &body) != 0 || !body.data) {
+        api_buf_free(&body);
+        return; /* libmicrohttpd closes the connection without a reply */
+    }
+    char head[256];
     int n = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
                      "Content-Length: %zu\r\n%sConnection: close\r\n\r\n", f->status,
                      f->status == 413   ? "Content Too Large"
                      : f->status == 503 ? "Service Unavailable"
                                         : "Bad Request",
-                     len, f->status == 503 ? "Retry-After: 1\r\n" : "");
-    struct iovec iov[2] = {{head, (size_t)n}, {body, len}};
+                     body.len, f->status == 503 ? "Retry-After: 1\r\n" : "");
+    struct iovec iov[2] = {{head, (size_t)n}, {body.data, body.len}};
     struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
     ssize_t w = sendmsg(ci->connect_fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+    api_buf_free(&body);
     shutdown(ci->connect_fd, SHUT_WR);
     srv_linger_add(q->srv->linger, ci->connect_fd);
     q->status = f->status;
@@ -711,24 +720,20 @@ static void no_room_error(const request *q, srv_budget_result r, size_t bytes, s
     srv_budget_stats st;
     srv_budget_get_stats(q->srv->budget, &st);
     double mib = 1024.0 * 1024.0;
-    if (r == SRV_BUDGET_NEVER) {
-        *f = (srv_framing){.status = 413, .code = "too_large"};
-        snprintf(f->message, sizeof f->message, "a request body of %.0f MiB is more than the "
-                 "server's whole memory budget of %.0f MiB (--max-memory)",
-                 (double)bytes / mib, (double)st.limit / mib);
-    } else {
-        *f = (srv_framing){.status = 503, .code = "overloaded"};
-        snprintf(f->message, sizeof f->message, "no memory for a request body of %.0f MiB now "
-                 "(memory budget %.0f MiB, --max-memory); retry later", (double)bytes / mib,
-                 (double)st.limit / mib);
-    }
+    if (r == SRV_BUDGET_NEVER)
+        srv_framing_fail(f, API_E_TOO_LARGE, "a request body of %.0f MiB is more than the "
+                         "server's whole memory budget of %.0f MiB (--max-memory)",
+                         (double)bytes / mib, (double)st.limit / mib);
+    else
+        srv_framing_fail(f, API_E_OVERLOADED, "no memory for a request body of %.0f MiB now "
+                         "(memory budget %.0f MiB, --max-memory); retry later",
+                         (double)bytes / mib, (double)st.limit / mib);
 }
 
 static enum MHD_Result answer_no_room(request *q, srv_budget_result r, size_t bytes) {
     srv_framing f;
     no_room_error(q, r, bytes, &f);
-    return respond_error(q, f.status == 413 ? API_E_TOO_LARGE : API_E_OVERLOADED, NULL, "%s",
-                         f.message);
+    return respond_error(q, f.err, NULL, "%s", f.message);
 }
 
 /* The first call: state, route, method check, early 413. */
@@ -839,9 +844,9 @@ static enum MHD_Result take_chunk(request *q, const char *data, size_t size) {
      * cannot queue a reply in the middle of a body, so it is written here
      * and the connection closed (MHD_NO). */
     if (q->too_large && keep) {
-        srv_framing f = {.status = 413, .code = "too_large"};
-        snprintf(f.message, sizeof f.message, "request body exceeds the limit of %zu bytes "
-                 "(--max-body)", max);
+        srv_framing f;
+        srv_framing_fail(&f, API_E_TOO_LARGE, "request body exceeds the limit of %zu bytes "
+                         "(--max-body)", max);
         send_raw_error(q, &f);
         return MHD_NO;
     }

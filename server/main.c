@@ -88,6 +88,51 @@ static double now_s(void) {
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* The checkpoints, validated in full before the port is bound: a bad file
+ * stops the server (exit 2) before it reports ready. Returns 0 or -1. */
+static int load_models(const srv_options *opt, api_models **models) {
+    for (int i = 0; i < opt->n_models; i++) {
+        char why[768];
+        double t0 = now_s();
+        if (api_models_load(models, opt->models[i], why, sizeof why) != 0) {
+            srv_log("--model %.200s: %s", opt->models[i], why);
+            api_models_free(*models);
+            *models = NULL;
+            return -1;
+        }
+        srv_log("--model %.200s: loaded in %.2f s", opt->models[i], now_s() - t0);
+    }
+    return 0;
+}
+
+/* After signal sig: refuses new connections, waits for the requests in
+ * flight (at most --drain-timeout; a second signal cuts the wait short),
+ * then runs the jobs still queued, which resumes every suspended
+ * connection, and gives their replies a second. Returns the requests left
+ * unanswered. */
+static long drain(srv_http *http, srv_pool *pool, const srv_options *opt, int sig) {
+    srv_log("%s: draining %ld request(s) in flight, at most %ds", strsignal(sig),
+            srv_metrics_in_flight(), opt->drain_timeout);
+    srv_http_quiesce(http);
+    /* A connection accepted just before the signal may not have sent its
+     * request yet: give open connections half a second to show one. */
+    double start = now_s(), deadline = start + opt->drain_timeout;
+    while (now_s() < deadline) {
+        if (srv_metrics_in_flight() == 0 &&
+            (srv_http_connections(http) == 0 || now_s() > start + 0.5))
+            break;
+        if (wait_signal(20)) {
+            srv_log("second signal: not waiting any longer");
+            break;
+        }
+    }
+    srv_pool_stop(pool);     /* runs what is queued: every connection resumed */
+    /* Replies of jobs that just finished still have to be sent. */
+    for (double grace = now_s() + 1.0; srv_metrics_in_flight() > 0 && now_s() < grace;)
+        wait_signal(10);
+    return srv_metrics_in_flight();
+}
+
 static int serve(const srv_options *opt) {
     /* OpenBLAS 0.3.21 keeps one lock per transpose variant for its threaded
      * level-3 calls, so threaded sgemm calls of different variants from
@@ -103,19 +148,8 @@ static int serve(const srv_options *opt) {
     /* Large arrays come from malloc's arenas and stay warm for the next
      * request, within the memory budget: see srv_budget_tune_malloc. */
     mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
-    /* The checkpoints, validated in full before the port is bound: a bad
-     * file stops the server (exit 2) before it reports ready. */
     api_models *models = NULL;
-    for (int i = 0; i < opt->n_models; i++) {
-        char why[768];
-        double t0 = now_s();
-        if (api_models_load(&models, opt->models[i], why, sizeof why) != 0) {
-            srv_log("--model %.200s: %s", opt->models[i], why);
-            api_models_free(models);
-            return 2;
-        }
-        srv_log("--model %.200s: loaded in %.2f s", opt->models[i], now_s() - t0);
-    }
+    if (load_models(opt, &models) != 0) return 2;
     srv_pool *pool = srv_pool_create(opt->threads, opt->max_queue);
     if (!pool) {
         srv_log("cannot start %d worker threads", opt->threads);
@@ -154,26 +188,7 @@ static int serve(const srv_options *opt) {
 
     int sig;
     while ((sig = wait_signal(-1)) == 0) {}
-    srv_log("%s: draining %ld request(s) in flight, at most %ds", strsignal(sig),
-            srv_metrics_in_flight(), opt->drain_timeout);
-    srv_http_quiesce(&http);
-    /* A connection accepted just before the signal may not have sent its
-     * request yet: give open connections half a second to show one. */
-    double start = now_s(), deadline = start + opt->drain_timeout;
-    while (now_s() < deadline) {
-        if (srv_metrics_in_flight() == 0 &&
-            (srv_http_connections(&http) == 0 || now_s() > start + 0.5))
-            break;
-        if (wait_signal(20)) {
-            srv_log("second signal: not waiting any longer");
-            break;
-        }
-    }
-    srv_pool_stop(pool);     /* runs what is queued: every connection resumed */
-    /* Replies of jobs that just finished still have to be sent. */
-    for (double grace = now_s() + 1.0; srv_metrics_in_flight() > 0 && now_s() < grace;)
-        wait_signal(10);
-    long left = srv_metrics_in_flight();
+    long left = drain(&http, pool, opt, sig);
     srv_http_stop(&http);
     srv_pool_destroy(pool);
     attn_pool_destroy(compute); /* no worker is left to use it */
