@@ -154,6 +154,10 @@ struct attn_pool;
 
 typedef struct {
     size_t max_elements;  /* most floats one request may make the server hold */
+    double max_work;      /* most work one request may take (0: no limit), in
+                             multiply-adds, each softmax element counted as 64 (the
+                             quadratic terms, the projections, a model's layers and
+                             lm_head): over it, 413 naming the field that sets the length */
     /* The loaded tokenizers (NULL, 0: none): /model/gpt2 takes "text". */
     const api_tokenizer *tokenizers;
     size_t n_tokenizers;

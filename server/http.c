@@ -962,6 +962,7 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
     s->opt = opt;
     s->pool = pool;
     s->limits.max_elements = opt->max_elements;
+    s->limits.max_work = (double)opt->max_work;
     s->limits.compute = compute;
     s->limits.tokenizers = opt->loaded_tokenizers;
     s->limits.n_tokenizers = (size_t)opt->n_tokenizers;
