@@ -54,7 +54,7 @@ LIBS_API    = -ljansson -ldeflate -lspng
 LIBS_SERVER = -lmicrohttpd
 LIBS_TEST   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck) -lcurl -lmicrohttpd -lz
 
-.PHONY: all deps test asan run clean golden gen bench container-check fuzz fuzz-merge fmt-all
+.PHONY: all deps test asan run clean golden gen bench container-check fuzz fuzz-merge fmt-all soak
 .DEFAULT_GOAL := all
 
 all: deps
@@ -160,6 +160,16 @@ asan: deps
 
 run: all
 	$(SERVER) --host 127.0.0.1 --port 8080
+
+# The soak and attack suite (tests/test_server_soak.c) for SOAK_SECONDS (300
+# here; `make test` runs it for 5): good clients, malformed HTTP and JSON,
+# slow readers, aborted uploads and connection floods against one server on
+# loopback; it reports requests served, failures, peak RSS against
+# --max-memory, and whether the server survived and stopped on SIGTERM.
+SOAK_SECONDS ?= 300
+soak: deps
+	@$(MAKE) --no-print-directory $(SERVER) $(BUILD)/tests/test_server_soak
+	@SOAK_SECONDS=$(SOAK_SECONDS) BUILD=$(BUILD) tests/run-tests.sh $(BUILD)/tests/test_server_soak
 
 # Core against PyTorch (python3-torch) on the same shapes, in the same run,
 # each side at its best and beside the machine's sgemm rate (bench/run.sh),

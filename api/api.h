@@ -154,6 +154,10 @@ struct attn_pool;
 
 typedef struct {
     size_t max_elements;  /* most floats one request may make the server hold */
+    double max_work;      /* most work one request may take (0: no limit), in
+                             multiply-adds, each softmax element counted as 64 (the
+                             quadratic terms, the projections, a model's layers and
+                             lm_head): over it, 413 naming the field that sets the length */
     /* The loaded tokenizers (NULL, 0: none): /model/gpt2 takes "text". */
     const api_tokenizer *tokenizers;
     size_t n_tokenizers;
@@ -251,19 +255,29 @@ int api_models_json(const api_models *models, api_buf *out);
        "A binary tensor's text is not base64 (RFC 4648 alphabet, '=' padding optional).")         \
     XX(INVALID_GZIP, 400, "invalid_gzip",                                                          \
        "A body sent with Content-Encoding: gzip is not one well-formed gzip member.")             \
+    XX(BAD_REQUEST, 400, "bad_request",                                                            \
+       "The HTTP framing is unsound (Content-Length twice or not a number, with Transfer-"        \
+       "Encoding, a coding not ending in chunked, HTTP/1.1 without Host): the connection closes.") \
     XX(TOO_LARGE, 413, "too_large",                                                                \
-       "The body is over --max-body, or the request needs more than --max-elements values.")       \
+       "The body is over --max-body, the request needs more than --max-elements values or "      \
+       "more memory than the whole --max-memory, or more work than --max-work.")                  \
     XX(NOT_FOUND, 404, "not_found", "No such path.")                                               \
     XX(METHOD_NOT_ALLOWED, 405, "method_not_allowed",                                              \
        "The path does not take this method; the Allow header lists those it takes.")               \
+    XX(LENGTH_REQUIRED, 411, "length_required",                                                    \
+       "A POST with neither Content-Length nor Transfer-Encoding: chunked.")                       \
     XX(UNSUPPORTED_ENCODING, 415, "unsupported_encoding",                                          \
        "A Content-Encoding other than gzip or identity.")                                          \
-    XX(OVERLOADED, 503, "overloaded", "Every worker is busy and the queue is full; retry later.")  \
+    XX(OVERLOADED, 503, "overloaded",                                                              \
+       "Every worker is busy and the queue is full, the memory budget is taken, or "              \
+       "--max-connections are open; retry later (Retry-After).")                                   \
     XX(DRAINING, 503, "draining", "The server is shutting down.")                                  \
     XX(OUT_OF_MEMORY, 503, "out_of_memory",                                                        \
        "Memory ran out (status 500 when even the error reply could not be allocated).")            \
     XX(INTERNAL_ERROR, 500, "internal_error",                                                      \
-       "A bug: a result holding NaN or infinity, or a route without a handler.")
+       "A bug: a result holding NaN or infinity, or a route without a handler.")                   \
+    XX(NOT_IMPLEMENTED, 501, "not_implemented",                                                    \
+       "A transfer coding other than chunked (gzip, chunked): send Content-Encoding: gzip.")
 
 typedef enum {
 #define API_E_ID(id, status, code, description) API_E_##id,

@@ -79,7 +79,7 @@ static int read_tree(const api_job *j, const char *body, size_t len, api_scan *s
 
 /* ==== admit ============================================================== */
 
-/* 413 over --max-elements; 1 when the request is to run elsewhere
+/* 413 over --max-elements or --max-work; 1 when the request is to run elsewhere
  * (lim->defer_above); the memory budget's reservation (503 when refused). */
 static int admit(const api_job *j, api_err *e) {
     const api_limits *lim = j->lim;
@@ -87,6 +87,11 @@ static int admit(const api_job *j, api_err *e) {
         return api__fail(e, API_E_TOO_LARGE, NULL,
                          "this %s needs about %zu values (%s), over this server's limit of %zu",
                          j->need_noun, j->need, j->need_what, j->max);
+    if (lim && lim->max_work > 0 && j->ops > lim->max_work)
+        return api__fail(e, API_E_TOO_LARGE, j->ops_field,
+                         "this %s takes about %.3g multiply-adds (its length in %s), over this "
+                         "server's limit of %.3g (--max-work)",
+                         j->need_noun, j->ops, j->ops_field, lim->max_work);
     if (lim && lim->defer_above && j->work > lim->defer_above) return 1;
     if (lim && lim->reserve) {
         char msg[256] = "no memory for this request now; retry later";

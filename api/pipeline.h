@@ -35,6 +35,8 @@ typedef struct api_job {
     size_t need;               /* elements the request holds at most (plan): --max-elements
                                   and the memory budget */
     size_t work;               /* elements that stand for its work (plan): deferral */
+    double ops;                /* its work in multiply-adds (plan): lim->max_work */
+    const char *ops_field;     /*   the field whose length sets it, named in the 413 */
     size_t reply_values;       /* values in the reply (plan): its first reservation */
     const char *need_noun;     /* the 413's message (plan): "this request" or "this model" */
     const char *need_what;     /*   "needs about N values (inputs, parameters, ...)" */

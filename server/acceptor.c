@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,6 +53,37 @@ static void sleep_ms(int ms) {
     nanosleep(&ts, NULL);
 }
 
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* At most one line a second, however many connections are refused. */
+static void log_refusals(srv_acceptor *a) {
+    double now = now_s();
+    if (now - a->logged_at < 1.0) return;
+    unsigned long long n = atomic_load(&a->refused);
+    srv_log("refused %llu connection(s) over --max-connections (%d open) since the last report",
+            n - a->logged, srv_conns_open(a->conns));
+    a->logged_at = now;
+    a->logged = n;
+}
+
+/* A connection over the limit: the reply fits in the empty send buffer of
+ * a new socket, so one send writes it; then the lingering close reads what
+ * the client sends until it hangs up (else its unread request would make
+ * the kernel reset the connection, reply and all). */
+static void refuse(srv_acceptor *a, int c) {
+    ssize_t w = send(c, a->refusal, a->refusal_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)w;
+    shutdown(c, SHUT_WR);
+    srv_linger_add(a->linger, c);
+    close(c);
+    atomic_fetch_add(&a->refused, 1);
+    log_refusals(a);
+}
+
 /* Hands every connection waiting in the backlog to the daemon. */
 static void accept_pending(srv_acceptor *a) {
     for (;;) {
@@ -67,9 +99,14 @@ static void accept_pending(srv_acceptor *a) {
             sleep_ms(50);
             return;
         }
+        if (!srv_conns_admit(a->conns)) {
+            refuse(a, c);
+            continue;
+        }
         /* MHD owns the socket from here, and closes it if it refuses it
-         * (connection limit, memory). */
-        MHD_add_connection(a->daemon, c, (struct sockaddr *)&addr, len);
+         * (memory: its own limit is never reached, see conns.h). */
+        if (MHD_add_connection(a->daemon, c, (struct sockaddr *)&addr, len) != MHD_YES)
+            srv_conns_unadmit(a->conns);
     }
 }
 
@@ -91,8 +128,13 @@ static void *accept_loop(void *arg) {
     }
 }
 
-int srv_acceptor_start(srv_acceptor *a, struct MHD_Daemon *d) {
+int srv_acceptor_start(srv_acceptor *a, struct MHD_Daemon *d, srv_conns *conns,
+                       srv_linger *linger, const char *refusal, size_t refusal_len) {
     a->daemon = d;
+    a->conns = conns;
+    a->linger = linger;
+    a->refusal = refusal;
+    a->refusal_len = refusal_len;
     if (pipe2(a->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
         a->wake[0] = a->wake[1] = -1;
         srv_log("cannot create the accept thread's pipe: %s", strerror(errno));
@@ -120,4 +162,20 @@ void srv_acceptor_close(srv_acceptor *a) {
     }
     if (a->fd >= 0) close(a->fd);
     a->fd = -1;
+}
+
+void srv_acceptor_fd_room(int max_connections) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    /* a descriptor per connection, one per lingering socket, and the rest */
+    rlim_t need = (rlim_t)max_connections * 2 + 128;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need)
+        srv_log("warning: %llu open files allowed (ulimit -n), --max-connections %d needs "
+                "about %llu; connections past that wait in the backlog",
+                (unsigned long long)rl.rlim_cur, max_connections, (unsigned long long)need);
 }

@@ -20,27 +20,108 @@ struct srv_budget {
     unsigned long long trims; /* free arena memory given back to keep within the limit */
 };
 
-size_t srv_budget_parse_estimate(const char *body, size_t len) {
-    typedef signed char v16 __attribute__((vector_size(16)));
-    size_t open = 0, sep = 0, i = 0;
-    /* A lane gains -1 (true) at most once a step: 127 steps before it could
-     * overflow, then the lanes are summed. */
+typedef signed char v16 __attribute__((vector_size(16)));
+
+static int any_lane(v16 m) {
+    unsigned long long w[2];
+    memcpy(w, &m, sizeof w);
+    return (w[0] | w[1]) != 0;
+}
+
+/* Brackets and separators, 16 bytes at a time. A lane gains -1 (true) at
+ * most once a step: 127 steps before it could overflow, then the lanes are
+ * summed. */
+static void count_structure(const char *body, size_t len, size_t *open, size_t *sep,
+                            size_t *quote) {
+    size_t o_n = 0, s_n = 0, q_n = 0, i = 0;
     while (len - i >= 16 * 127) {
-        v16 o = {0}, s = {0};
+        v16 o = {0}, s = {0}, q = {0};
         for (int k = 0; k < 127; k++, i += 16) {
             v16 c;
             memcpy(&c, body + i, sizeof c);
             o += (c == '[') + (c == '{');
             s += (c == ',') + (c == ':');
+            q += c == '"';
         }
-        for (int k = 0; k < 16; k++) open -= (size_t)(long)o[k], sep -= (size_t)(long)s[k];
+        for (int k = 0; k < 16; k++)
+            o_n -= (size_t)(long)o[k], s_n -= (size_t)(long)s[k], q_n -= (size_t)(long)q[k];
     }
     for (; i < len; i++) {
         char c = body[i];
-        open += c == '[' || c == '{';
-        sep += c == ',' || c == ':';
+        o_n += c == '[' || c == '{';
+        s_n += c == ',' || c == ':';
+        q_n += c == '"';
     }
-    return len + open * 192 + (sep + 1) * 48; /* len < 2^48: no overflow */
+    *open = o_n, *sep = s_n, *quote = q_n;
+}
+
+/* The bytes inside strings (total, and the longest string), and the
+ * longest token outside them (an upper bound: a run of 16-byte blocks free
+ * of separators, brackets, quotes and white space, plus a block's worth on
+ * either side). Blocks without a quote or a backslash are taken whole. */
+typedef struct {
+    size_t total, longest, in_run, longest_run;
+    int in, esc;
+} strings;
+
+static void scan_bytes(strings *st, const char *b, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char c = b[i];
+        if (!st->in) {
+            if (c == '"') st->in = 1, st->in_run = 0;
+        } else if (st->esc) {
+            st->esc = 0, st->in_run++;
+        } else if (c == '\\') {
+            st->esc = 1, st->in_run++;
+        } else if (c == '"') {
+            st->in = 0;
+            st->total += st->in_run;
+            if (st->in_run > st->longest) st->longest = st->in_run;
+        } else {
+            st->in_run++;
+        }
+    }
+}
+
+static void scan_strings(const char *body, size_t len, strings *st) {
+    size_t i = 0, run = 0, longest_run = 0;
+    for (; len - i >= 16; i += 16) {
+        v16 c;
+        memcpy(&c, body + i, sizeof c);
+        v16 qb = (c == '"') | (c == '\\');
+        /* Bytes that end a token outside strings, and a few more (control
+         * bytes and bytes over 0x7f, which are signed here, '|'): none can
+         * be inside a number or a literal, so the runs only get shorter
+         * where no token could be longer. */
+        v16 up = c | 0x20;
+        v16 brk = (c <= ' ') | (up == '{') | (up == '}') | (up == '|') | (c == ',') | (c == ':') | qb;
+        if (any_lane(brk)) {
+            longest_run = run > longest_run ? run : longest_run;
+            run = 0;
+        } else {
+            run += 16;
+        }
+        if (__builtin_expect(any_lane(qb) || st->esc, 0)) scan_bytes(st, body + i, 16);
+        else if (st->in) st->in_run += 16;
+    }
+    scan_bytes(st, body + i, len - i);
+    if (st->in) { /* unterminated: its text was kept all the same */
+        st->total += st->in_run;
+        if (st->in_run > st->longest) st->longest = st->in_run;
+    }
+    st->longest_run = run > longest_run ? run : longest_run;
+}
+
+size_t srv_budget_parse_estimate(const char *body, size_t len) {
+    size_t open, sep, quote;
+    count_structure(body, len, &open, &sep, &quote);
+    strings st = {0};
+    scan_strings(body, len, &st);
+    size_t token = st.longest_run + 32; /* a token outside strings reaches into two blocks */
+    if (st.longest > token) token = st.longest;
+    /* len < 2^48: no overflow */
+    return len + open * SRV_PARSE_PER_OPEN + (sep + 1) * SRV_PARSE_PER_SEP +
+           quote * SRV_PARSE_PER_QUOTE + st.total + 3 * token + SRV_PARSE_BASE;
 }
 
 srv_budget *srv_budget_create(size_t limit) {

@@ -1,8 +1,10 @@
 /* budget.h - one memory budget shared by every request (--max-memory).
  *
  * A compute request reserves its estimate before it allocates and releases it
- * once its reply has been sent, in two steps: the parse (the body and the JSON
- * tree made of it, estimated from the body) before api_handle, then the rest
+ * once its reply has been sent, in three steps: its body, from the first byte
+ * (on the I/O thread, without waiting: what does not fit now is 503, what
+ * would never fit 413), the parse (the JSON tree made of the body, estimated
+ * from it, and a gzip body's inflated text) before api_handle, then the rest
  * (parameters, intermediates, outputs and reply text: the api's element
  * estimate, through api_limits.reserve) once the sizes are known. A request
  * that does not fit waits on its worker, up to a deadline; requests that
@@ -25,11 +27,28 @@ typedef enum {
 typedef struct srv_budget srv_budget;
 
 /* The memory the parse of a JSON body of `len` bytes takes at most: the
- * body itself, and jansson's tree, counted from the brackets and
- * separators. Measured with jansson 2.14: about 41 bytes per number in an
- * array, 168 per value in one-element arrays ([[0],[0],...]); this counts
- * 192 per bracket and 48 per separator. Counted 16 bytes at a time: 0.05 ms
- * for 1 MB, where a loop over the bytes took 0.27. */
+ * body itself, and jansson 2.14's peak while it builds the tree, bounded
+ * from what the body holds. Measured with a counting allocator (malloc's
+ * usable size plus its 8-byte header, tests/test_server_units.c), per item,
+ * peak beside this bound:
+ *   a number in an array        42.5 bytes      48 (a separator)
+ *   an empty string in an array 90.5            112 (a separator, two quotes)
+ *   an empty array              138.5           304 (a separator, a bracket)
+ *   an empty object             234.5           304
+ *   {"a":0} in an array         346.5           417
+ *   a member "key": 0           133             165
+ *   one string of L bytes       2.68 L          4 L (its copy, and the
+ *     lexer's buffer, which doubles: old and new at once while it grows)
+ *   one number of L digits      2.1 L           3 L
+ * so: 256 per '[' or '{', 48 per ',' or ':' (and one), 32 per '"', the bytes
+ * inside strings once more, three times the longest token (string, number
+ * or literal: the lexer keeps each token's text in one buffer that grows by
+ * doubling, up to 2 L, and 3 L while it moves), and 4 KiB. Counted 16 bytes at a time: blocks without a quote
+ * or a backslash are not looked at byte by byte. */
+#define SRV_PARSE_PER_OPEN 256
+#define SRV_PARSE_PER_SEP 48
+#define SRV_PARSE_PER_QUOTE 32
+#define SRV_PARSE_BASE 4096
 size_t srv_budget_parse_estimate(const char *body, size_t len);
 
 /* Lets freed memory stay mapped for the next request, within a budget of
@@ -73,8 +92,8 @@ void srv_budget_get_stats(srv_budget *b, srv_budget_stats *st);
  * memory.max or v1 memory.limit_in_bytes, the smallest along its path) when
  * one is set, else half the physical memory; minus a margin of a quarter of
  * that (at least 64 MiB) for what the budget does not count: the process
- * itself, request bodies being received or queued, and the allocator's
- * slack. Writes how it was found into `how` ("cgroup memory.max 1.50 GiB"). */
+ * itself, libmicrohttpd's buffers (16 KiB a connection), small requests
+ * answered on the I/O threads, and the allocator's slack. Writes how it was found into `how` ("cgroup memory.max 1.50 GiB"). */
 size_t srv_budget_default(char *how, size_t how_size);
 
 #endif

@@ -1,17 +1,25 @@
 /* conns.c - see conns.h. A list of open connections under one mutex. */
 #include "conns.h"
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+/* Where a connection is: waiting for a request head (with a deadline),
+ * reading a body, or serving a complete request. */
+typedef enum { ST_HEAD, ST_BODY, ST_SERVING } state;
+
 typedef struct entry {
     struct entry *prev, *next;
     int fd;
-    double head_since;   /* waiting for a request head since; 0 while serving one */
+    state st;
+    double head_since;   /* ST_HEAD: waiting since */
+    int gone_seen;       /* the client was seen gone at the last look */
     int cut;             /* shut down already */
 } entry;
 
@@ -22,7 +30,9 @@ struct srv_conns {
     int stopping;
     double timeout;
     entry *head;
-    atomic_ullong cut;
+    atomic_ullong cut, hung_up;
+    atomic_int open;       /* slots taken (srv_conns_admit) */
+    int max_open;
 };
 
 static double now_s(void) {
@@ -31,35 +41,67 @@ static double now_s(void) {
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* The client has closed its side (or the socket failed) and nothing is
+ * left to read before the end of the stream. */
+static int peer_gone(int fd) {
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    if (poll(&p, 1, 0) != 1 || !(p.revents & (POLLRDHUP | POLLHUP | POLLERR))) return 0;
+    int unread = 0;
+    return ioctl(fd, FIONREAD, &unread) != 0 || unread == 0;
+}
+
+/* A late head is shut down both ways; a connection whose client is gone
+ * only for reading, so that libmicrohttpd reads the end of the stream at
+ * once and reports the client gone (aborted:client). The fd stays open:
+ * libmicrohttpd closes it after telling us. Called
+ * with c->mu held, so the entry (and its fd) cannot go meanwhile. */
+static void cut(entry *e, int how, atomic_ullong *counter) {
+    shutdown(e->fd, how);
+    e->cut = 1;
+    atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
+}
+
+static void look(srv_conns *c) {
+    double now = now_s();
+    for (entry *e = c->head; e; e = e->next) {
+        if (e->cut || e->st == ST_SERVING) continue;
+        if (e->st == ST_HEAD && now - e->head_since > c->timeout) {
+            cut(e, SHUT_RDWR, &c->cut);
+            continue;
+        }
+        /* Twice in a row with no change of state in between: libmicrohttpd
+         * may have read the last bytes of a complete request and not yet
+         * handed it over. */
+        int gone = peer_gone(e->fd);
+        if (gone && e->gone_seen) cut(e, SHUT_RD, &c->hung_up);
+        e->gone_seen = gone;
+    }
+}
+
 static void *watch(void *arg) {
     srv_conns *c = arg;
     pthread_mutex_lock(&c->mu);
     while (!c->stopping) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += 500000000L;
+        ts.tv_nsec += 200000000L;
         if (ts.tv_nsec >= 1000000000L) {
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000L;
         }
         pthread_cond_timedwait(&c->wake, &c->mu, &ts);
-        double now = now_s();
-        for (entry *e = c->head; e; e = e->next) {
-            if (e->cut || e->head_since == 0 || now - e->head_since <= c->timeout) continue;
-            /* The fd stays open: libmicrohttpd closes it after telling us. */
-            shutdown(e->fd, SHUT_RDWR);
-            e->cut = 1;
-            atomic_fetch_add_explicit(&c->cut, 1, memory_order_relaxed);
-        }
+        look(c);
     }
     pthread_mutex_unlock(&c->mu);
     return NULL;
 }
 
-srv_conns *srv_conns_start(int head_timeout_s) {
+srv_conns *srv_conns_start(int head_timeout_s, int max_open) {
     srv_conns *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->timeout = head_timeout_s;
+    c->max_open = max_open;
+    atomic_init(&c->open, 0);
     pthread_condattr_t ca;
     if (pthread_condattr_init(&ca) != 0) goto fail;
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -95,9 +137,22 @@ void srv_conns_stop(srv_conns *c) {
     free(c);
 }
 
+int srv_conns_admit(srv_conns *c) {
+    int n = atomic_load(&c->open);
+    do {
+        if (n >= c->max_open) return 0;
+    } while (!atomic_compare_exchange_weak(&c->open, &n, n + 1));
+    return 1;
+}
+
+void srv_conns_unadmit(srv_conns *c) { atomic_fetch_sub(&c->open, 1); }
+
+int srv_conns_open(srv_conns *c) { return c ? atomic_load(&c->open) : 0; }
+
 void srv_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
                       enum MHD_ConnectionNotificationCode code) {
     srv_conns *c = cls;
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED) atomic_fetch_sub(&c->open, 1);
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -105,6 +160,7 @@ void srv_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
         *socket_context = e;
         if (!e) return;   /* not watched: only the idle timeout applies */
         e->fd = ci->connect_fd;
+        e->st = ST_HEAD;
         e->head_since = now_s();
         pthread_mutex_lock(&c->mu);
         e->next = c->head;
@@ -124,22 +180,30 @@ void srv_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
     *socket_context = NULL;
 }
 
-static void set_since(srv_conns *c, struct MHD_Connection *conn, double since) {
+static void set_state(srv_conns *c, struct MHD_Connection *conn, state st) {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     entry *e = ci ? ci->socket_context : NULL;
     if (!e) return;
     pthread_mutex_lock(&c->mu);
-    e->head_since = since;
+    e->st = st;
+    e->gone_seen = 0;
+    if (st == ST_HEAD) e->head_since = now_s();
     pthread_mutex_unlock(&c->mu);
 }
 
-void srv_conns_head_done(srv_conns *c, struct MHD_Connection *conn) { set_since(c, conn, 0); }
+void srv_conns_head_done(srv_conns *c, struct MHD_Connection *conn) { set_state(c, conn, ST_BODY); }
 
-void srv_conns_reply_done(srv_conns *c, struct MHD_Connection *conn) {
-    set_since(c, conn, now_s());
+void srv_conns_body_done(srv_conns *c, struct MHD_Connection *conn) {
+    set_state(c, conn, ST_SERVING);
 }
+
+void srv_conns_reply_done(srv_conns *c, struct MHD_Connection *conn) { set_state(c, conn, ST_HEAD); }
 
 unsigned long long srv_conns_cut(srv_conns *c) {
     return c ? atomic_load_explicit(&c->cut, memory_order_relaxed) : 0;
+}
+
+unsigned long long srv_conns_hung_up(srv_conns *c) {
+    return c ? atomic_load_explicit(&c->hung_up, memory_order_relaxed) : 0;
 }

@@ -18,14 +18,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "acceptor.h"
 #include "encoding.h"
+#include "framing.h"
 #include "info.h"
 #include "log.h"
 #include "metrics.h"
+#include "mhd_errors.h"
 #include "route.h"
 #include "stream.h"
 #include "viewer.h"
@@ -53,6 +57,8 @@ typedef enum { PH_READING, PH_WORKING, PH_STREAMING, PH_DONE } phase;
 #define SRV_INLINE_MAX_ELEMENTS 16384
 
 typedef struct {
+    srv_head head;           /* first: the request line is in, the handler not called yet */
+    int begun;               /* the handler has been called (begin) */
     srv_http *srv;
     struct MHD_Connection *conn;
     srv_route route;
@@ -65,6 +71,9 @@ typedef struct {
     size_t bytes_in;         /* body bytes received, kept or not */
     int too_large, no_memory;
     int bad_encoding;        /* a Content-Encoding other than identity or gzip: 415 */
+    int framing_error;       /* answered for its framing (framing.h), connection closed */
+    int budget_never;        /* needs more than the whole memory budget: 413 */
+    char never_msg[256];
     int gzip_body;           /* Content-Encoding: gzip, inflated by the worker */
     int gzip_ok;             /* Accept-Encoding takes gzip */
     int want_format;         /* 1 + the reply format Accept prefers to JSON; 0: none */
@@ -75,6 +84,7 @@ typedef struct {
     _Atomic phase ph;        /* PH_DONE is set by the worker before it resumes */
     api_reply reply;         /* the worker's result */
     srv_stream *stream;      /* the reply's pieces while the worker writes it, or NULL */
+    size_t stream_piece;     /* their size */
     int status;              /* what was queued; 0 if nothing */
     size_t bytes_out;
 } request;
@@ -137,7 +147,9 @@ static enum MHD_Result respond_with(request *q, int status, const char *content_
     if (q->gzipped) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
     if (status == MHD_HTTP_NO_CONTENT) {
         MHD_add_response_header(r, "Access-Control-Allow-Methods", srv_route_allow(q->route));
-        MHD_add_response_header(r, "Access-Control-Allow-Headers", "Content-Type");
+        /* The request headers the documents use beyond the safelisted ones. */
+        MHD_add_response_header(r, "Access-Control-Allow-Headers",
+                                "Content-Type, Content-Encoding, Accept, If-None-Match");
         MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
     }
     if (q->route <= SRV_R_LAST_COMPUTE && atomic_load(&q->ph) == PH_DONE && q->reply.status == 200) {
@@ -284,6 +296,8 @@ static enum MHD_Result answer_get(request *q) {
                                 .connections = srv_http_connections(s),
                                 .lingering = srv_linger_count(s->linger),
                                 .slow_heads_cut = srv_conns_cut(s->conns)};
+        g.conn.refused = atomic_load(&s->acceptor.refused);
+        g.conn.hung_up = srv_conns_hung_up(s->conns);
         srv_pool_stats(s->pool, &g.queued, &g.running);
         srv_budget_get_stats(s->budget, &g.memory);
         char *text;
@@ -351,6 +365,10 @@ static int reserve_rest(void *ctx, size_t bytes, char *msg, size_t size) {
     request *q = ctx;
     srv_budget_result r = srv_budget_reserve(q->srv->budget, &q->held, bytes, q->deadline);
     if (r != SRV_BUDGET_OK) budget_message(q, r, bytes, msg, size);
+    if (r == SRV_BUDGET_NEVER) {
+        q->budget_never = 1;
+        snprintf(q->never_msg, sizeof q->never_msg, "%s", msg);
+    }
     return r != SRV_BUDGET_OK;
 }
 
@@ -360,6 +378,22 @@ static int reserve_rest(void *ctx, size_t bytes, char *msg, size_t size) {
 static int inflate_body(request *q) {
     char *plain, why[128];
     size_t len;
+    /* The inflated text counts in the budget: its length as the gzip
+     * trailer says it (ISIZE, the length mod 2^32; api_gunzip holds the
+     * output to it and to --max-body). */
+    size_t out = q->srv->opt->max_body;
+    if (q->len >= 18) {
+        const unsigned char *t = (const unsigned char *)q->body + q->len - 4;
+        size_t isize = (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24;
+        if (isize < out) out = isize;
+    }
+    srv_budget_result r = srv_budget_reserve(q->srv->budget, &q->held, out, q->deadline);
+    if (r != SRV_BUDGET_OK) {
+        char msg[256];
+        budget_message(q, r, out, msg, sizeof msg);
+        store_error(&q->reply, r == SRV_BUDGET_NEVER ? API_E_TOO_LARGE : API_E_OVERLOADED, msg);
+        return -1;
+    }
     int rc = api_gunzip(q->body ? q->body : "", q->len, q->srv->opt->max_body, &plain, &len, why);
     if (rc == API_GZ_OK) {
         free(q->body);
@@ -422,7 +456,10 @@ static api_endpoint ep_of(const request *q) {
 static int stream_piece(void *ctx, char *data, size_t len) {
     request *q = ctx;
     if (q->stream) return srv_stream_push(q->stream, data, len);
-    q->stream = srv_stream_create(q->conn, data, len);
+    /* Two pieces ahead of the client at most; a client that reads nothing
+     * for --timeout seconds loses the reply. */
+    q->stream = srv_stream_create(q->conn, data, len, 2 * q->stream_piece,
+                                  (double)q->srv->opt->timeout);
     if (!q->stream) return -1; /* the reply fails before it began: a 503, sent whole */
     atomic_store(&q->ph, PH_STREAMING);
     MHD_resume_connection(q->conn);
@@ -461,7 +498,9 @@ static void compute_job(void *arg) {
         finish_job(q);
         return;
     }
+    /* The body is held already (begin, take_chunk); the estimate counts it. */
     size_t parse = srv_budget_parse_estimate(q->body ? q->body : "", q->len);
+    parse = parse > q->held ? parse - q->held : 0;
     srv_budget_result r = srv_budget_reserve(s->budget, &q->held, parse, q->deadline);
     if (r == SRV_BUDGET_OK) {
         api_limits lim = request_limits(q);
@@ -479,6 +518,7 @@ static void compute_job(void *arg) {
             lim.stream_ctx = q;
             lim.stream_above = min;
             lim.stream_piece = min < SRV_STREAM_PIECE ? min : SRV_STREAM_PIECE;
+            q->stream_piece = lim.stream_piece;
         }
         lim.reserve = reserve_rest;
         lim.reserve_ctx = q;
@@ -486,7 +526,16 @@ static void compute_job(void *arg) {
     } else {
         char msg[256];
         budget_message(q, r, parse, msg, sizeof msg);
-        store_error(&q->reply, API_E_OVERLOADED, msg);
+        store_error(&q->reply, r == SRV_BUDGET_NEVER ? API_E_TOO_LARGE : API_E_OVERLOADED, msg);
+    }
+    /* More than the whole budget is no reason to retry: 413, not the api's
+     * 503 with Retry-After. */
+    if (q->budget_never && !q->stream) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", q->never_msg);
+        api_reply_free(&q->reply);
+        q->reply = (api_reply){0};
+        store_error(&q->reply, API_E_TOO_LARGE, msg);
     }
     if (q->stream) finish_stream(q);
     else finish_job(q);
@@ -560,23 +609,157 @@ static void linger_after_reply(request *q) {
     if (ci) srv_linger_add(q->srv->linger, ci->connect_fd);
 }
 
-/* The first call: state, route, method check, early 413. */
-static enum MHD_Result begin(srv_http *s, struct MHD_Connection *conn, const char *url,
-                             const char *method, void **req_cls) {
+/* 404 for an unknown path, 405 for a method the path does not take. */
+static enum MHD_Result answer_unrouted(request *q) {
+    if (q->route == SRV_R_UNKNOWN)
+        return respond_error(q, API_E_NOT_FOUND, NULL,
+                             "no such path: %.200s (POST /attention/{simple,self,causal,"
+                             "multihead,sdpa}, /model/gpt2; GET /healthz /readyz /metrics /version "
+                             "/openapi.json)", q->path);
+    return respond_error(q, API_E_METHOD_NOT_ALLOWED, NULL, "%.15s is not allowed on %s; allowed: %s",
+                         q->method, q->path, srv_route_allow(q->route));
+}
+
+/* The head announces a body (a Content-Length other than 0, or chunks). */
+static int declares_body(struct MHD_Connection *conn) {
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    return (cl && strcmp(cl, "0") != 0) ||
+           MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+}
+
+/* A head whose framing is unsound (framing.h): the JSON error, and the
+ * connection closed after it, the rest of the upload read and dropped. */
+static enum MHD_Result answer_framing(request *q, const srv_framing *f) {
+    q->framing_error = 1;
+    srv_log("%s %s: %s", q->method, q->path, f->message);
+    linger_after_reply(q);
+    api_buf b;
+    if (srv_framing_body(f, &b) != 0) api_buf_free(&b); /* respond_body: 500 */
+    if (!b.data || b.failed) return respond_body(q, f->status, "application/json", &b);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer_with_free_callback(b.len, b.data, free);
+    if (!r) {
+        api_buf_free(&b);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    return respond_with(q, f->status, "application/json", r, b.len);
+}
+
+/* The state of a request whose line has arrived (the URI log callback, or
+ * the handler's first call when that one could not allocate). */
+static request *new_request(srv_http *s, struct MHD_Connection *conn, const char *uri) {
     request *q = calloc(1, sizeof *q);
-    if (!q) return MHD_NO;
+    if (!q) return NULL;
     clock_gettime(CLOCK_MONOTONIC, &q->t0);
     q->srv = s;
     q->conn = conn;
+    snprintf(q->method, sizeof q->method, "-");
+    q->m = SRV_M_OTHER;
+    snprintf(q->path, sizeof q->path, "%.*s", (int)strcspn(uri, "?"), uri);
+    q->route = srv_route_find(q->path);
+    atomic_init(&q->ph, PH_READING);
+    srv_metrics_in_flight_add(1);
+    return q;
+}
+
+/* MHD_OPTION_URI_LOG_CALLBACK: the request line is in; what it returns is
+ * the request's *req_cls. Listed until its handler is called (mhd_errors.h). */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn) {
+    request *q = new_request(cls, conn, uri ? uri : "");
+    if (q) srv_heads_add(&q->head, conn);
+    return q;
+}
+
+/* Writes a whole JSON error reply for f on q's socket ourselves, where
+ * libmicrohttpd cannot queue one, and shuts the socket for writing: what
+ * libmicrohttpd still sends then fails and it closes the connection; the
+ * lingering close reads what the client still sends. A reply this small
+ * fits in the socket's send buffer: nothing of the request's reply has
+ * been sent before it. */
+static void send_raw_error(request *q, const srv_framing *f) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    api_buf body;
+    if (!ci || srv_framing_body(f, &body) != 0 || !body.data) {
+        api_buf_free(&body);
+        return; /* libmicrohttpd closes the connection without a reply */
+    }
+    char head[256];
+    int n = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n%sConnection: close\r\n\r\n", f->status,
+                     f->status == 413   ? "Content Too Large"
+                     : f->status == 503 ? "Service Unavailable"
+                                        : "Bad Request",
+                     body.len, f->status == 503 ? "Retry-After: 1\r\n" : "");
+    struct iovec iov[2] = {{head, (size_t)n}, {body.data, body.len}};
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+    ssize_t w = sendmsg(ci->connect_fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+    api_buf_free(&body);
+    shutdown(ci->connect_fd, SHUT_WR);
+    srv_linger_add(q->srv->linger, ci->connect_fd);
+    q->status = f->status;
+    q->bytes_out = w > 0 ? (size_t)w : 0;
+    q->framing_error = 1;
+}
+
+/* A request libmicrohttpd was about to answer with its own page
+ * (mhd_errors.h): our reply goes first. */
+static void answer_for_mhd(srv_head *h, const srv_framing *f, void *ctx) {
+    (void)ctx;
+    request *q = (request *)h;
+    srv_log("%s: %s", q->path, f->message);
+    send_raw_error(q, f);
+}
+
+/* A body the memory budget cannot take now (503, Retry-After) or ever
+ * (413: retrying would not help). The body counts in the budget from its
+ * first byte (a thousand uploads of 64 MiB are 64 GiB), reserved on the I/O
+ * thread without waiting. */
+static void no_room_error(const request *q, srv_budget_result r, size_t bytes, srv_framing *f) {
+    srv_budget_stats st;
+    srv_budget_get_stats(q->srv->budget, &st);
+    double mib = 1024.0 * 1024.0;
+    if (r == SRV_BUDGET_NEVER)
+        srv_framing_fail(f, API_E_TOO_LARGE, "a request body of %.0f MiB is more than the "
+                         "server's whole memory budget of %.0f MiB (--max-memory)",
+                         (double)bytes / mib, (double)st.limit / mib);
+    else
+        srv_framing_fail(f, API_E_OVERLOADED, "no memory for a request body of %.0f MiB now "
+                         "(memory budget %.0f MiB, --max-memory); retry later",
+                         (double)bytes / mib, (double)st.limit / mib);
+}
+
+static enum MHD_Result answer_no_room(request *q, srv_budget_result r, size_t bytes) {
+    srv_framing f;
+    no_room_error(q, r, bytes, &f);
+    return respond_error(q, f.err, NULL, "%s", f.message);
+}
+
+/* The first call: state, route, method check, early 413. */
+static enum MHD_Result begin(srv_http *s, struct MHD_Connection *conn, const char *url,
+                             const char *method, const char *version, void **req_cls) {
+    request *q = *req_cls ? *req_cls : new_request(s, conn, url);
+    if (!q) return MHD_NO;
+    srv_heads_remove(&q->head);
+    q->begun = 1;
     snprintf(q->method, sizeof q->method, "%s", method);
     q->m = srv_method_of(method);
     snprintf(q->path, sizeof q->path, "%s", url);
     q->route = srv_route_find(url);
-    atomic_init(&q->ph, PH_READING);
     *req_cls = q;
     srv_conns_head_done(s->conns, conn);
-    srv_metrics_in_flight_add(1);
 
+    srv_framing f;
+    srv_framing_check(conn, version, method, &f);
+    int unrouted = q->route == SRV_R_UNKNOWN || !srv_route_allows(q->route, method);
+    if (f.status && !(f.status == 411 && unrouted)) return answer_framing(q, &f);
+    /* A body is coming, or may be (411): refuse now, rather than after
+     * "100 Continue" and the whole upload, and close the connection. */
+    if (unrouted && (f.status || declares_body(conn))) {
+        linger_after_reply(q);
+        return answer_unrouted(q);
+    }
     if (q->route > SRV_R_LAST_COMPUTE || strcmp(method, "POST") != 0) return MHD_YES;
     /* Read and dropped like an oversized body; 415 once it is in. */
     srv_coding coding = srv_content_coding(
@@ -603,6 +786,11 @@ static enum MHD_Result begin(srv_http *s, struct MHD_Connection *conn, const cha
                              cl, s->opt->max_body);
     }
     if (n > 0) {
+        srv_budget_result r = srv_budget_reserve(s->budget, &q->held, (size_t)n, 0.0);
+        if (r != SRV_BUDGET_OK) {
+            linger_after_reply(q);
+            return answer_no_room(q, r, (size_t)n);
+        }
         q->body = malloc((size_t)n);
         if (q->body) q->cap = (size_t)n;
     }
@@ -619,8 +807,20 @@ static enum MHD_Result take_chunk(request *q, const char *data, size_t size) {
         if (size > max - q->len) {
             q->too_large = 1;
         } else if (q->len + size > q->cap) {
-            size_t cap = q->cap ? q->cap : 65536;
-            while (cap < q->len + size) cap = cap > max / 2 ? max : cap * 2;
+            size_t need = q->len + size, cap = q->cap ? q->cap : 65536;
+            while (cap < need) cap = cap > max / 2 ? max : cap * 2;
+            srv_budget *budget = q->srv->budget;
+            srv_budget_result r = srv_budget_reserve(budget, &q->held, cap - q->cap, 0.0);
+            if (r != SRV_BUDGET_OK && cap > need) { /* without the doubling's slack */
+                cap = need;
+                r = srv_budget_reserve(budget, &q->held, cap - q->cap, 0.0);
+            }
+            if (r != SRV_BUDGET_OK) {
+                srv_framing f;
+                no_room_error(q, r, need, &f);
+                send_raw_error(q, &f);
+                return MHD_NO;
+            }
             char *b = realloc(q->body, cap);
             if (!b) {
                 q->no_memory = 1;
@@ -639,8 +839,19 @@ static enum MHD_Result take_chunk(request *q, const char *data, size_t size) {
             q->len = q->cap = 0;
         }
     }
-    /* The rest of an oversized body is read and dropped so that the client
-     * gets its 413, up to another max_body (at least 1 MiB); then we hang up. */
+    /* Over the limit (only a chunked body can be: a Content-Length over it
+     * was refused at once): the 413 now, whatever follows. libmicrohttpd
+     * cannot queue a reply in the middle of a body, so it is written here
+     * and the connection closed (MHD_NO). */
+    if (q->too_large && keep) {
+        srv_framing f;
+        srv_framing_fail(&f, API_E_TOO_LARGE, "request body exceeds the limit of %zu bytes "
+                         "(--max-body)", max);
+        send_raw_error(q, &f);
+        return MHD_NO;
+    }
+    /* A body read only to be dropped (415): at most another max_body (at
+     * least 1 MiB) past the limit, then we hang up. */
     size_t slack = max < ((size_t)1 << 20) ? ((size_t)1 << 20) : max;
     if (q->bytes_in > max && q->bytes_in - max > slack) return MHD_NO;
     return MHD_YES;
@@ -650,22 +861,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
                                   void **req_cls) {
-    (void)version;
     request *q = *req_cls;
-    if (!q) return begin(cls, conn, url, method, req_cls);
+    if (!q || !q->begun) return begin(cls, conn, url, method, version, req_cls);
     if (*upload_data_size) {
         enum MHD_Result r = take_chunk(q, upload_data, *upload_data_size);
         *upload_data_size = 0;
         return r;
     }
-    if (q->route == SRV_R_UNKNOWN)
-        return respond_error(q, API_E_NOT_FOUND, NULL,
-                             "no such path: %.200s (POST /attention/{simple,self,causal,"
-                             "multihead,sdpa}, /model/gpt2; GET /healthz /readyz /metrics /version "
-                             "/openapi.json)", q->path);
-    if (!srv_route_allows(q->route, q->method))
-        return respond_error(q, API_E_METHOD_NOT_ALLOWED, NULL, "%.15s is not allowed on %s; allowed: %s",
-                             q->method, q->path, srv_route_allow(q->route));
+    srv_conns_body_done(q->srv->conns, conn);
+    if (q->route == SRV_R_UNKNOWN || !srv_route_allows(q->route, q->method))
+        return answer_unrouted(q);
     return answer(q);
 }
 
@@ -674,6 +879,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     srv_http *s = cls;
     request *q = *req_cls;
     if (!q) return;
+    srv_heads_remove(&q->head);
     srv_conns_reply_done(s->conns, conn);
     double sec = seconds_since(&q->t0);
     static const char *const why[] = {
@@ -685,6 +891,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
         [MHD_REQUEST_TERMINATED_CLIENT_ABORT] = "aborted:client",
     };
     const char *note = (unsigned)toe < sizeof why / sizeof why[0] ? why[toe] : "aborted";
+    if (q->framing_error) note = NULL; /* answered, then closed on purpose */
     if (q->stream) q->bytes_out = srv_stream_sent(q->stream);
     if (q->status) srv_metrics_request(q->route, q->m, q->status, sec, q->bytes_in, q->bytes_out);
     else srv_metrics_aborted(q->route, q->m);
@@ -704,9 +911,40 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
     size_t n = strlen(msg);
     while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r')) msg[--n] = '\0';
     srv_log("libmicrohttpd: %s", msg);
+    srv_heads_on_log(msg, answer_for_mhd, cls);
 }
 
 /* ==== Daemon ============================================================ */
+
+/* The whole reply to a connection over --max-connections, which the
+ * acceptor writes itself: 503, JSON, Retry-After, and the connection closed. */
+static int make_refusal(srv_http *s) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "the server has %d connections open, its limit "
+             "(--max-connections); retry later", s->opt->max_connections);
+    api_buf b = {0};
+    int rc = api_error_reply(&b, API_E_OVERLOADED, msg, NULL);
+    int n = rc == 0 && b.data ? snprintf(s->refusal, sizeof s->refusal,
+                     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%.*s",
+                     b.len, (int)b.len, b.data) : -1;
+    api_buf_free(&b);
+    if (n < 0 || (size_t)n >= sizeof s->refusal) {
+        srv_log("cannot make the reply to connections over --max-connections");
+        return -1;
+    }
+    s->refusal_len = (size_t)n;
+    return 0;
+}
+
+/* libmicrohttpd's own limit, which it splits evenly between its I/O
+ * threads and hands connections to them by descriptor number: each thread
+ * may hold every connection, and a few it is closing (reported closed, not
+ * yet counted out). */
+static unsigned mhd_connection_limit(const srv_options *opt) {
+    unsigned per_thread = (unsigned)opt->max_connections + (unsigned)opt->io_threads + 16;
+    return per_thread * (unsigned)opt->io_threads;
+}
 
 /* Stops what srv_http_start started besides libmicrohttpd (NULL-safe). */
 static void stop_helpers(srv_http *s) {
@@ -724,6 +962,7 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
     s->opt = opt;
     s->pool = pool;
     s->limits.max_elements = opt->max_elements;
+    s->limits.max_work = (double)opt->max_work;
     s->limits.compute = compute;
     s->limits.tokenizers = opt->loaded_tokenizers;
     s->limits.n_tokenizers = (size_t)opt->n_tokenizers;
@@ -747,12 +986,14 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
     srv_budget_tune_malloc(budget, 2 * opt->threads + opt->io_threads + 2);
     s->budget = srv_budget_create(budget);
     s->linger = srv_linger_start(linger_bytes, opt->max_connections < 1024 ? opt->max_connections : 1024);
-    s->conns = srv_conns_start(opt->timeout);
+    s->conns = srv_conns_start(opt->timeout, opt->max_connections);
     if (!s->budget || !s->linger || !s->conns) {
         srv_log("cannot start the memory budget, the lingering close or the connection watch");
         goto fail;
     }
     srv_log("memory budget for requests: %.0f MiB (%s)", (double)budget / (1 << 20), why);
+    if (make_refusal(s) != 0) goto fail;
+    srv_acceptor_fd_room(opt->max_connections);
     if (srv_acceptor_listen(&s->acceptor, opt->host, opt->port) != 0) goto fail;
     s->port = s->acceptor.port;
 
@@ -764,13 +1005,16 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
         flags, 0, NULL, NULL, on_request, s,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,   /* first, to catch every message */
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)opt->io_threads,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)opt->max_connections,
+        /* Never reached (conns.h): the acceptor keeps to --max-connections,
+         * and each I/O thread may take all of them and a few closing. */
+        MHD_OPTION_CONNECTION_LIMIT, mhd_connection_limit(opt),
         /* libmicrohttpd zeroes a connection's memory pool for every request:
          * its default 32 KiB was a fifth of the instructions of a small
          * request (callgrind). 16 KiB still holds any browser's headers. */
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)opt->timeout,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
         MHD_OPTION_NOTIFY_CONNECTION, srv_conns_notify, s->conns,
         MHD_OPTION_END);
     if (!s->daemon) {
@@ -778,7 +1022,8 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
         srv_acceptor_close(&s->acceptor);
         goto fail;
     }
-    if (srv_acceptor_start(&s->acceptor, s->daemon) != 0) {
+    if (srv_acceptor_start(&s->acceptor, s->daemon, s->conns, s->linger, s->refusal,
+                           s->refusal_len) != 0) {
         srv_acceptor_close(&s->acceptor);
         MHD_stop_daemon(s->daemon);
         s->daemon = NULL;

@@ -39,6 +39,8 @@ typedef struct {
     atomic_int draining;          /* set on SIGTERM: /readyz says 503 */
     struct MHD_Daemon *daemon;
     srv_acceptor acceptor;        /* the listening socket and its thread */
+    char refusal[640];            /* the reply over --max-connections (acceptor.h) */
+    size_t refusal_len;
     int port;                     /* the port actually bound */
 } srv_http;
 

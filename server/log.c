@@ -60,5 +60,10 @@ void srv_log(const char *fmt, ...) {
     va_start(ap, fmt);
     k = vsnprintf(line + n, sizeof line - n, fmt, ap);
     va_end(ap);
+    /* What the message quotes (a path, a header, libmicrohttpd's own text
+     * about a request) may carry control bytes: one line, no terminal
+     * escapes. */
+    for (size_t i = n; i < sizeof line && line[i]; i++)
+        if ((unsigned char)line[i] < ' ' || line[i] == 0x7f) line[i] = '?';
     emit(line, n + (k > 0 ? (size_t)k : 0), sizeof line);
 }

@@ -1,10 +1,17 @@
 /* main.c - attention-server: options, startup, signals, graceful shutdown.
  *
- * Signals: SIGTERM and SIGINT are caught by a handler that only writes one
- * byte to a pipe (a self-pipe; no other work in the handler). A handler, not
- * sigwait, because OpenBLAS starts its threads before main runs, with every
- * signal unblocked: with sigwait the kernel could pick one of them and the
- * default action would kill the process. The main thread sleeps on the pipe.
+ * Signals: SIGTERM, SIGINT, SIGHUP and SIGQUIT all drain (nginx's QUIT is
+ * its graceful stop; there is no configuration to reload on HUP, and a
+ * hang-up's default action would cut every request in flight). They are
+ * caught by a handler that only writes one byte to a pipe (a self-pipe; no
+ * other work in the handler). A handler, not sigwait, because OpenBLAS
+ * starts its threads before main runs, with every signal unblocked: with
+ * sigwait the kernel could pick one of them and the default action would
+ * kill the process. The main thread sleeps on the pipe. The handler is
+ * installed once the checkpoints are loaded, just before the port is bound:
+ * during start-up there is nothing to drain and the default action ends the
+ * process, even while a loader is blocked (a FIFO given as a file). A
+ * SIGHUP ignored by the parent (nohup) stays ignored.
  *
  * Shutdown: close the listening socket (acceptor.h) and answer /readyz with 503;
  * wait until every request in flight has been answered (at most
@@ -43,16 +50,28 @@ static void on_signal(int sig) {
     errno = saved;
 }
 
+/* SIGPIPE: ignored from the start (a write to a closed socket fails). */
+static int ignore_sigpipe(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    sigemptyset(&sa.sa_mask);
+    return sigaction(SIGPIPE, &sa, NULL);
+}
+
 static int install_signals(void) {
     if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
-    struct sigaction sa;
+    struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0) return -1;
-    sa.sa_handler = SIG_IGN;
-    return sigaction(SIGPIPE, &sa, NULL);
+    static const int drain[] = {SIGTERM, SIGINT, SIGQUIT};
+    for (size_t i = 0; i < sizeof drain / sizeof drain[0]; i++)
+        if (sigaction(drain[i], &sa, NULL) != 0) return -1;
+    if (sigaction(SIGHUP, NULL, &old) != 0) return -1;
+    if (old.sa_handler != SIG_IGN && sigaction(SIGHUP, &sa, NULL) != 0) return -1;
+    return 0;
 }
 
 /* Waits up to ms milliseconds (-1: forever) for a signal; returns it or 0. */
@@ -70,6 +89,51 @@ static double now_s(void) {
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* The checkpoints, validated in full before the port is bound: a bad file
+ * stops the server (exit 2) before it reports ready. Returns 0 or -1. */
+static int load_models(const srv_options *opt, api_models **models) {
+    for (int i = 0; i < opt->n_models; i++) {
+        char why[768];
+        double t0 = now_s();
+        if (api_models_load(models, opt->models[i], why, sizeof why) != 0) {
+            srv_log("--model %.200s: %s", opt->models[i], why);
+            api_models_free(*models);
+            *models = NULL;
+            return -1;
+        }
+        srv_log("--model %.200s: loaded in %.2f s", opt->models[i], now_s() - t0);
+    }
+    return 0;
+}
+
+/* After signal sig: refuses new connections, waits for the requests in
+ * flight (at most --drain-timeout; a second signal cuts the wait short),
+ * then runs the jobs still queued, which resumes every suspended
+ * connection, and gives their replies a second. Returns the requests left
+ * unanswered. */
+static long drain(srv_http *http, srv_pool *pool, const srv_options *opt, int sig) {
+    srv_log("%s: draining %ld request(s) in flight, at most %ds", strsignal(sig),
+            srv_metrics_in_flight(), opt->drain_timeout);
+    srv_http_quiesce(http);
+    /* A connection accepted just before the signal may not have sent its
+     * request yet: give open connections half a second to show one. */
+    double start = now_s(), deadline = start + opt->drain_timeout;
+    while (now_s() < deadline) {
+        if (srv_metrics_in_flight() == 0 &&
+            (srv_http_connections(http) == 0 || now_s() > start + 0.5))
+            break;
+        if (wait_signal(20)) {
+            srv_log("second signal: not waiting any longer");
+            break;
+        }
+    }
+    srv_pool_stop(pool);     /* runs what is queued: every connection resumed */
+    /* Replies of jobs that just finished still have to be sent. */
+    for (double grace = now_s() + 1.0; srv_metrics_in_flight() > 0 && now_s() < grace;)
+        wait_signal(10);
+    return srv_metrics_in_flight();
+}
+
 static int serve(const srv_options *opt) {
     /* OpenBLAS 0.3.21 keeps one lock per transpose variant for its threaded
      * level-3 calls, so threaded sgemm calls of different variants from
@@ -85,23 +149,8 @@ static int serve(const srv_options *opt) {
     /* Large arrays come from malloc's arenas and stay warm for the next
      * request, within the memory budget: see srv_budget_tune_malloc. */
     mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
-    if (install_signals() != 0) {
-        srv_log("cannot install signal handlers: %s", strerror(errno));
-        return 1;
-    }
-    /* The checkpoints, validated in full before the port is bound: a bad
-     * file stops the server (exit 2) before it reports ready. */
     api_models *models = NULL;
-    for (int i = 0; i < opt->n_models; i++) {
-        char why[768];
-        double t0 = now_s();
-        if (api_models_load(&models, opt->models[i], why, sizeof why) != 0) {
-            srv_log("--model %.200s: %s", opt->models[i], why);
-            api_models_free(models);
-            return 2;
-        }
-        srv_log("--model %.200s: loaded in %.2f s", opt->models[i], now_s() - t0);
-    }
+    if (load_models(opt, &models) != 0) return 2;
     srv_pool *pool = srv_pool_create(opt->threads, opt->max_queue);
     if (!pool) {
         srv_log("cannot start %d worker threads", opt->threads);
@@ -119,6 +168,13 @@ static int serve(const srv_options *opt) {
         return 1;
     }
     srv_http http;
+    if (install_signals() != 0) {
+        srv_log("cannot install signal handlers: %s", strerror(errno));
+        srv_pool_destroy(pool);
+        attn_pool_destroy(compute);
+        api_models_free(models);
+        return 1;
+    }
     if (srv_http_start(&http, opt, pool, compute, models) != 0) {
         srv_pool_destroy(pool);
         attn_pool_destroy(compute);
@@ -135,26 +191,7 @@ static int serve(const srv_options *opt) {
 
     int sig;
     while ((sig = wait_signal(-1)) == 0) {}
-    srv_log("%s: draining %ld request(s) in flight, at most %ds", strsignal(sig),
-            srv_metrics_in_flight(), opt->drain_timeout);
-    srv_http_quiesce(&http);
-    /* A connection accepted just before the signal may not have sent its
-     * request yet: give open connections half a second to show one. */
-    double start = now_s(), deadline = start + opt->drain_timeout;
-    while (now_s() < deadline) {
-        if (srv_metrics_in_flight() == 0 &&
-            (srv_http_connections(&http) == 0 || now_s() > start + 0.5))
-            break;
-        if (wait_signal(20)) {
-            srv_log("second signal: not waiting any longer");
-            break;
-        }
-    }
-    srv_pool_stop(pool);     /* runs what is queued: every connection resumed */
-    /* Replies of jobs that just finished still have to be sent. */
-    for (double grace = now_s() + 1.0; srv_metrics_in_flight() > 0 && now_s() < grace;)
-        wait_signal(10);
-    long left = srv_metrics_in_flight();
+    long left = drain(&http, pool, opt, sig);
     srv_http_stop(&http);
     srv_pool_destroy(pool);
     attn_pool_destroy(compute); /* no worker is left to use it */
@@ -202,6 +239,7 @@ int main(int argc, char **argv) {
     /* OpenBLAS's kernels checked before anything starts (kernels.h): a wrong
      * set is replaced by executing the server again with another one. */
     if (srv_kernels_select(argv) != 0) return 1;
+    if (ignore_sigpipe() != 0) return 1;
     api_tokenizer tokenizers[SRV_MAX_TOKENIZERS];
     if (load_tokenizers(&opt, tokenizers) != 0) return 1;
     int rc = serve(&opt);

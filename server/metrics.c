@@ -14,7 +14,7 @@
 #include "kernels.h"
 
 /* Status codes the server can send; anything else is counted as "other". */
-static const int statuses[] = {200, 204, 304, 400, 404, 405, 413, 415, 500, 503};
+static const int statuses[] = {200, 204, 304, 400, 404, 405, 411, 413, 415, 500, 501, 503};
 #define N_STATUS (sizeof statuses / sizeof statuses[0] + 1)
 
 static const char *const method_names[SRV_M_COUNT] = {"GET", "HEAD", "POST", "OPTIONS", "other"};
@@ -218,6 +218,18 @@ static void render_memory(text *t, const srv_budget_stats *m) {
         m->refused[SRV_BUDGET_NEVER], m->refused[SRV_BUDGET_TIMEOUT], m->refused[SRV_BUDGET_STUCK]);
 }
 
+/* The acceptor's and the connection watch's counters (acceptor.h, conns.h). */
+static void render_connections(text *t, const srv_metrics_gauges *g) {
+    put(t, "# HELP attn_connections_refused_total Connections over --max-connections, answered "
+           "503 and closed before the HTTP library saw them.\n"
+           "# TYPE attn_connections_refused_total counter\n"
+           "attn_connections_refused_total %llu\n", g->conn.refused);
+    put(t, "# HELP attn_connections_hung_up_total Connections closed because the client had "
+           "hung up before its request was complete.\n"
+           "# TYPE attn_connections_hung_up_total counter\n"
+           "attn_connections_hung_up_total %llu\n", g->conn.hung_up);
+}
+
 /* ==== process_* as the Prometheus client libraries export them ========== */
 
 static void render_process(text *t) {
@@ -329,6 +341,7 @@ void srv_metrics_render(const srv_metrics_gauges *g, char **out, size_t *len) {
     put(&t, "# HELP attn_draining 1 after SIGTERM while requests in flight finish.\n"
             "# TYPE attn_draining gauge\nattn_draining %d\n", g->draining);
     render_memory(&t, &g->memory);
+    render_connections(&t, g);
     render_process(&t);
 
     if (t.failed) {

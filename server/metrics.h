@@ -35,6 +35,10 @@ typedef struct {
     int lingering;            /* sockets in a lingering close (linger.h) */
     unsigned long long slow_heads_cut;   /* connections cut for a late request head */
     srv_budget_stats memory;
+    struct {
+        unsigned long long refused;   /* over --max-connections, answered 503 by the acceptor */
+        unsigned long long hung_up;   /* closed because the client had hung up (conns.h) */
+    } conn;
 } srv_metrics_gauges;
 
 /* Renders every metric into a fresh malloc'd text; *out is NULL on OOM. */

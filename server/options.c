@@ -20,6 +20,10 @@
  * the parse of the request (bounded separately by --max-body). */
 #define DEFAULT_MAX_ELEMENTS ((size_t)1 << 27)
 #define DEFAULT_MAX_BODY ((size_t)64 << 20)
+/* Default for --max-work: 2^40 multiply-adds, about 30 s of one core here
+ * (GPT-2 124M over 1,024 tokens is 1.6e11; the attention of 1 M tokens of
+ * width 1, 17 minutes on two cores, is 6.6e13). */
+#define DEFAULT_MAX_WORK ((size_t)1 << 40)
 
 typedef enum { OPT_STR, OPT_INT, OPT_SIZE, OPT_BOOL } opt_kind;
 
@@ -41,6 +45,7 @@ static const opt_def defs[] = {
     {"--max-body", "ATTN_MAX_BODY", OPT_SIZE, OFF(max_body), 0, 1, 0},
     {"--max-elements", "ATTN_MAX_ELEMENTS", OPT_SIZE, OFF(max_elements), 0, 1, 0},
     {"--max-memory", "ATTN_MAX_MEMORY", OPT_SIZE, OFF(max_memory), 0, 1, 0},
+    {"--max-work", "ATTN_MAX_WORK", OPT_SIZE, OFF(max_work), 0, 0, 0},
     {"--max-queue", "ATTN_MAX_QUEUE", OPT_INT, OFF(max_queue), 0, 1, 1000000},
     {"--max-connections", "ATTN_MAX_CONNECTIONS", OPT_INT, OFF(max_connections), 0, 1, 1000000},
     {"--timeout", "ATTN_TIMEOUT", OPT_INT, OFF(timeout), 0, 1, 86400},
@@ -74,10 +79,16 @@ void srv_options_usage(FILE *f, const char *argv0) {
         "  --max-elements N       ATTN_MAX_ELEMENTS     most floats one request may hold, inputs,\n"
         "                                               intermediates and outputs (134217728 =\n"
         "                                               512 MiB; k/M/G suffixes accepted)\n"
-        "  --max-memory SIZE      ATTN_MAX_MEMORY       memory all requests together may reserve;\n"
-        "                                               one that does not fit waits, then 503\n"
+        "  --max-memory SIZE      ATTN_MAX_MEMORY       memory all requests together may reserve,\n"
+        "                                               bodies included; one that does not fit\n"
+        "                                               waits, then 503; one larger than all 413\n"
         "                                               (the cgroup memory limit, else half the RAM,\n"
         "                                               minus a quarter for the rest of the process)\n"
+        "  --max-work N           ATTN_MAX_WORK         most multiply-adds one request may take\n"
+        "                                               (projections, scores with 64 per softmax\n"
+        "                                               element, a model's layers); over it 413;\n"
+        "                                               k/M/G suffixes (1024G: about 30 s of one\n"
+        "                                               core here; 0 = no limit)\n"
         "  --max-queue N          ATTN_MAX_QUEUE        requests waiting for a worker before 503 (64)\n"
         "  --max-connections N    ATTN_MAX_CONNECTIONS  open connections (1000)\n"
         "  --timeout SECONDS      ATTN_TIMEOUT          idle client timeout; also the longest a\n"
@@ -232,6 +243,7 @@ static void set_defaults(srv_options *o) {
     o->io_threads = o->threads < 4 ? o->threads : 4;
     o->max_body = DEFAULT_MAX_BODY;
     o->max_elements = DEFAULT_MAX_ELEMENTS;
+    o->max_work = DEFAULT_MAX_WORK;
     o->max_queue = 64;
     o->max_connections = 1000;
     o->timeout = 30;

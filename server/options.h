@@ -42,6 +42,8 @@ typedef struct {
                             * of a request head (conns.h) and of a wait for memory */
     int drain_timeout;     /* --drain-timeout, ATTN_DRAIN_TIMEOUT: seconds on SIGTERM */
     size_t max_memory;     /* --max-memory, ATTN_MAX_MEMORY: bytes for all requests; 0 = default */
+    size_t max_work;       /* --max-work, ATTN_MAX_WORK: multiply-adds one request may take
+                            * (api_limits.max_work); 0 = no limit */
     char cors_origin[2048];/* --cors-origin, ATTN_CORS_ORIGIN: "" = no CORS headers, "*", or a
                             * comma-separated list of origins (cors.h) */
     int access_log;        /* --access-log on|off, ATTN_ACCESS_LOG */

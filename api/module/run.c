@@ -59,6 +59,20 @@ static unsigned core_outputs(const api_request *rq) {
     return bits ? bits : ATTN_OUT_CONTEXT; /* the context is computed in any case */
 }
 
+/* The multiply-adds of one attn_forward: the projections of the queries,
+ * keys and values, Q·Kᵀ and the weighted sum (each score also costs a
+ * softmax, exp and all: counted as 64, about what a score of width 1 costs
+ * here), and the output projection. In double: no overflow. */
+static double module_ops(const attn_plan *p, int projects) {
+    double B = p->B, L = p->L, S = p->S, H = p->H, Hkv = p->Hkv;
+    double ops = B * H * L * S * (p->Dk + p->Dv + 64.0);
+    if (projects)
+        ops += B * L * p->in_width * H * p->Dk + B * S * p->kv_in_width[0] * Hkv * p->Dk +
+               B * S * p->kv_in_width[1] * Hkv * p->Dv;
+    if (p->has_out_proj) ops += B * L * (double)p->ctx_width * p->out_width;
+    return ops;
+}
+
 static int plan(api_job *j, api_err *e) {
     module_state *s = state_of(j);
     api_request *rq = &s->rq;
@@ -77,6 +91,8 @@ static int plan(api_job *j, api_err *e) {
     if (attn_module_has(rq->cfg.module, ATTN_MOD_QKV_INPUTS)) need += s->plan.n_context;
     api__job_sized(j, need, need, out_values, "request",
                    "inputs, parameters, intermediates, outputs and reply");
+    j->ops = module_ops(&s->plan, !attn_module_has(rq->cfg.module, ATTN_MOD_QKV_INPUTS));
+    j->ops_field = "inputs";
     return 0;
 }
 

@@ -118,13 +118,15 @@ SUMMARIES = {
 REQUIRED = {"simple": ["inputs"], "self": ["inputs"], "causal": ["inputs", "d_out"], "multihead": ["inputs"], "sdpa": ["query", "key", "value"]}
 
 ERROR_STATUSES = {
-    "400": "Malformed JSON (code invalid_json, with line and column), a missing field (missing_field), an unknown field (unknown_field), a wrong type (invalid_type), a bad value or configuration (invalid_argument, e.g. a module the endpoint does not serve), disagreeing sizes (invalid_shape, e.g. d_out not divisible by num_heads, T over context_length, ragged arrays), NaN or values beyond float32 (non_finite), a binary tensor whose text is not base64 (invalid_base64), a gzip body that is not one well-formed gzip member (invalid_gzip).",
+    "400": "Malformed JSON (code invalid_json, with line and column), a missing field (missing_field), an unknown field (unknown_field), a wrong type (invalid_type), a bad value or configuration (invalid_argument, e.g. a module the endpoint does not serve), disagreeing sizes (invalid_shape, e.g. d_out not divisible by num_heads, T over context_length, ragged arrays), NaN or values beyond float32 (non_finite), a binary tensor whose text is not base64 (invalid_base64), a gzip body that is not one well-formed gzip member (invalid_gzip), unsound HTTP framing (bad_request: Content-Length twice or not a number, Content-Length with Transfer-Encoding, a transfer coding that does not end in chunked, HTTP/1.1 without Host; the connection is closed).",
+    "411": "A POST with neither Content-Length nor Transfer-Encoding: chunked (length_required); the connection is closed.",
     "404": "Unknown path (not_found).",
     "405": "Method not allowed (method_not_allowed); the Allow header lists the allowed ones.",
     "415": "A Content-Encoding other than gzip or identity (unsupported_encoding); the Accept-Encoding header lists those taken.",
-    "413": "The body is over --max-body, or the request would make the server hold more than --max-elements values (too_large), checked before allocating.",
+    "413": "The body is over --max-body, the request would make the server hold more than --max-elements values or need more memory than the whole --max-memory, or take more work than --max-work (too_large), checked before allocating or computing.",
     "500": "Internal error (internal_error; a result holding NaN or infinity), or out_of_memory when the server cannot allocate even the error reply.",
-    "503": "Every worker is busy and the queue is full (overloaded, with Retry-After), or memory ran out (out_of_memory).",
+    "501": "A transfer coding other than chunked, such as gzip before chunked (not_implemented): send Content-Encoding: gzip instead; the connection is closed.",
+    "503": "Every worker is busy and the queue is full, the memory budget is taken for now, or --max-connections are open (overloaded, with Retry-After), or memory ran out (out_of_memory).",
 }
 
 

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -351,4 +352,109 @@ void srvt_assert_header(const srvt_reply *r, const char *name, const char *want)
     }
     ck_assert_msg(v != NULL, "no %s header in:\n%s", name, r->headers);
     ck_assert_str_eq(v, want);
+}
+
+/* ==== Raw exchanges ===================================================== */
+
+void srvt_raw_read(int fd, int timeout_ms, srvt_raw_reply *out) {
+    grow g = {0};
+    grow_put(&g, "", 0);
+    double end = procs_now() + timeout_ms / 1e3, t0 = procs_now();
+    out->end = SRVT_TIMEOUT;
+    for (;;) {
+        double left = end - procs_now();
+        if (left <= 0) break;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, (int)(left * 1e3) + 1) <= 0) continue;
+        char buf[16384];
+        ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n > 0) {
+            grow_put(&g, buf, (size_t)n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        out->end = n == 0 ? SRVT_EOF : SRVT_RESET;
+        break;
+    }
+    out->data = g.data;
+    out->len = g.len;
+    out->ms = (procs_now() - t0) * 1e3;
+}
+
+int srvt_raw(const srvt_server *s, const char *data, size_t len, int timeout_ms,
+             srvt_raw_reply *out) {
+    memset(out, 0, sizeof *out);
+    int fd = srvt_connect(s);
+    if (fd < 0) return -1;
+    size_t off = 0;
+    while (off < len) {
+        ssize_t n = send(fd, data + off, len - off, MSG_NOSIGNAL);
+        if (n <= 0) break;
+        off += (size_t)n;
+    }
+    srvt_raw_read(fd, timeout_ms, out);
+    close(fd);
+    return off == len ? 0 : -1;
+}
+
+void srvt_raw_free(srvt_raw_reply *r) {
+    free(r->data);
+    memset(r, 0, sizeof *r);
+}
+
+int srvt_raw_status(const srvt_raw_reply *r) {
+    int st = 0;
+    if (r->data && sscanf(r->data, "HTTP/1.%*d %d", &st) != 1) st = 0;
+    return st;
+}
+
+int srvt_raw_replies(const srvt_raw_reply *r) {
+    int n = 0;
+    for (const char *p = r->data; p && (p = strstr(p, "HTTP/1.")); p++)
+        n += p == r->data || p[-1] == '\n';
+    return n;
+}
+
+int srvt_raw_check_error(const srvt_raw_reply *r, int status, const char *code) {
+    const char *body = r->data ? strstr(r->data, "\r\n\r\n") : NULL;
+    if (srvt_raw_status(r) != status) {
+        fprintf(stderr, "status %d, expected %d: %.300s\n", srvt_raw_status(r), status,
+                r->data ? r->data : "");
+        return -1;
+    }
+    if (srvt_raw_replies(r) != 1) {
+        fprintf(stderr, "%d status lines: %.600s\n", srvt_raw_replies(r), r->data);
+        return -1;
+    }
+    if (r->end != SRVT_EOF) {
+        fprintf(stderr, "the connection was not closed after the reply (%s): %.300s\n",
+                r->end == SRVT_TIMEOUT ? "timeout" : "reset", r->data);
+        return -1;
+    }
+    srvt_reply rep = {.status = status, .body = (char *)(body ? body + 4 : ""),
+                      .len = body ? strlen(body + 4) : 0};
+    return srvt_check_error(&rep, status, code);
+}
+
+double srvt_metric(const srvt_server *s, const char *series) {
+    srvt_reply r;
+    double v = -1;
+    if (srvt_get(s, "/metrics", &r) == CURLE_OK && r.status == 200) {
+        size_t n = strlen(series);
+        for (const char *line = r.body; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+            if (strncmp(line, series, n) == 0 && line[n] == ' ') {
+                v = strtod(line + n + 1, NULL);
+                break;
+            }
+    }
+    srvt_reply_free(&r);
+    return v;
+}
+
+int srvt_log_count(const srvt_server *s, const char *needle) {
+    char *log = srvt_read_log(s);
+    int n = 0;
+    for (const char *p = log; p && (p = strstr(p, needle)); p += strlen(needle)) n++;
+    free(log);
+    return n;
 }

@@ -113,4 +113,39 @@ int srvt_wait_url(const char *url, pid_t pid, double timeout_s);
 /* A raw TCP connection to the server (for half-sent requests); -1 on error. */
 int srvt_connect(const srvt_server *s);
 
+/* ==== Raw exchanges (framing, hang-ups) ================================= */
+
+typedef enum { SRVT_EOF, SRVT_TIMEOUT, SRVT_RESET } srvt_end;
+
+typedef struct {
+    char *data;          /* every byte received, NUL-terminated (malloc'd) */
+    size_t len;
+    srvt_end end;        /* how the reading ended */
+    double ms;           /* from the send to that end */
+} srvt_raw_reply;
+
+/* Reads fd until the server closes it, resets it, or timeout_ms pass. */
+void srvt_raw_read(int fd, int timeout_ms, srvt_raw_reply *out);
+/* Connects, sends len bytes of data as they are, and reads as above.
+ * Returns 0, or -1 if it could not connect or send. */
+int srvt_raw(const srvt_server *s, const char *data, size_t len, int timeout_ms,
+             srvt_raw_reply *out);
+void srvt_raw_free(srvt_raw_reply *r);
+
+/* The status of the first reply in a raw exchange (0 if none), and how
+ * many status lines ("HTTP/1.") it holds at the start of a line. */
+int srvt_raw_status(const srvt_raw_reply *r);
+int srvt_raw_replies(const srvt_raw_reply *r);
+/* Checks that a raw exchange is one reply with that status, a JSON error
+ * body with that code, and the connection closed after it. Returns 0, or
+ * -1 with the reason on stderr. */
+int srvt_raw_check_error(const srvt_raw_reply *r, int status, const char *code);
+
+/* The value of a /metrics series (the whole name with its labels, as
+ * printed), or -1 when it is absent or the server does not answer. */
+double srvt_metric(const srvt_server *s, const char *series);
+
+/* Counts the lines of the server's log so far that contain `needle`. */
+int srvt_log_count(const srvt_server *s, const char *needle);
+
 #endif
