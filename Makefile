@@ -123,9 +123,15 @@ $(LIBTEST): $(TESTLIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-# The viewer page at GET /, embedded as it is (server/viewer.S).
-VIEWER_HTML := server/static/index.html
+# The viewer page at GET /: server/static/index.html with its scripts
+# (server/static/*.js) inlined by server/static/inline.py, embedded by
+# server/viewer.S.
+VIEWER_SRC  := server/static/index.html $(wildcard server/static/*.js)
+VIEWER_HTML := $(BUILD)/gen/viewer.html
 VIEWER_OBJ  := $(BUILD)/server/viewer.o
+$(VIEWER_HTML): server/static/inline.py $(VIEWER_SRC)
+	@mkdir -p $(dir $@)
+	/usr/bin/python3 server/static/inline.py server/static/index.html $@
 $(VIEWER_OBJ): server/viewer.S $(VIEWER_HTML)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DSRV_VIEWER_HTML='"$(VIEWER_HTML)"' -c $< -o $@
