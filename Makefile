@@ -209,6 +209,12 @@ $(BUILD)/bench/bench_decode: bench/bench_decode.c $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
 
+# The whole-model forward (both families, T = 128 and 512) as a fraction of
+# the sgemm rate of the same run.
+$(BUILD)/bench/bench_forward: bench/bench_forward.c $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
+
 # Every comparison runs with OpenBLAS's own kernels on both sides, as on a
 # machine that sets nothing: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset
 # for these commands alone (docs/performance.md).
