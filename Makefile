@@ -222,10 +222,12 @@ BENCH_ENV := env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
 
 bench: deps
 	@$(MAKE) --no-print-directory build-all $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise \
-	  $(BUILD)/bench/bench_gpt2
+	  $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_forward $(BUILD)/bench/bench_decode
 	$(call apt_install,python3-torch python3-fastapi python3-uvicorn wrk nginx-light)
 	$(BENCH_ENV) bench/run.sh $(BUILD)/bench/bench_core
 	$(BENCH_ENV) bench/run_gpt2.sh $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_core
+	$(BENCH_ENV) $(BUILD)/bench/bench_forward 2
+	$(BENCH_ENV) $(BUILD)/bench/bench_decode 2
 	$(BENCH_ENV) $(BUILD)/bench/bench_serialise
 	$(BENCH_ENV) /usr/bin/python3 bench/e2e.py $(SERVER)
 	$(BENCH_ENV) bench/http_small.sh $(SERVER)
