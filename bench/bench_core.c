@@ -168,6 +168,7 @@ int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : NULL; /* one case by name (run.sh runs them one by one) */
     if (only && strcmp(only, "sgemm") == 0) {
         for (int t = 1; t <= 2; t++) printf("sgemm %d %.1f\n", t, sgemm_gflops(t));
+        printf("kernels %s\n", openblas_get_corename());
         return 0;
     }
     attn_pool *two = attn_pool_create(2);
