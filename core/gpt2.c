@@ -9,6 +9,7 @@
  * /attention/multihead's GPT2CausalSelfAttention.
  */
 #include "internal.h"
+#include "parallel.h"
 #include "layers.h"
 #include "linear.h"
 
@@ -349,7 +350,7 @@ int attn_gpt2_forward(const attn_gpt2_plan *p, const float *params, const int32_
         int bad_logits = 0; /* checked by the blocks of lm_head */
         head.nonfinite = &bad_logits;
         if (out->logits) attn__linear_run(pool, &head);
-        if (!attn__all_finite(h, BTC) || bad_logits)
+        if ((rc = attn__cancel_check(err)) == ATTN_OK && (!attn__all_finite(h, BTC) || bad_logits))
             rc = attn__fail(err, ATTN_ERR_NONFINITE, "params",
                             "the result overflowed float32: parameters are too large");
     }
