@@ -12,15 +12,11 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread -I. $(SAN)
 CFLAGS  += -MMD -MP
 LDFLAGS += $(SAN) -pthread
 
-# OpenBLAS 0.3.21 does not know recent CPUs and falls back to its slow generic
-# kernel (Prescott); older builds miscompute with their own guess on AMD Zen 5.
-# Where the CPU has AVX2 and nothing is set, use the Haswell kernels (3x faster
-# here, and the setting this machine's notes describe).
-ifeq ($(origin OPENBLAS_CORETYPE),undefined)
-ifneq ($(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && echo yes),)
-export OPENBLAS_CORETYPE := Haswell
-endif
-endif
+# OpenBLAS picks its kernels by the CPU unless OPENBLAS_CORETYPE (or
+# OPENBLAS_L2_SIZE) is set in the environment: nothing here sets them, for
+# `make run`, the tests and the benchmarks alike. The server checks the
+# kernels it got at start and falls back to another set if they are wrong
+# (server/kernels.h).
 
 DEB_PACKAGES = build-essential pkg-config libopenblas-dev libjansson-dev \
                libmicrohttpd-dev check libcurl4-openssl-dev curl libdeflate-dev zlib1g-dev libspng-dev \
@@ -58,7 +54,7 @@ LIBS_API    = -ljansson -ldeflate -lspng
 LIBS_SERVER = -lmicrohttpd
 LIBS_TEST   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck) -lcurl -lmicrohttpd -lz
 
-.PHONY: all deps test asan run clean golden bench container-check fuzz fuzz-merge fmt-all soak
+.PHONY: all deps test asan run clean golden gen bench container-check fuzz fuzz-merge fmt-all soak
 .DEFAULT_GOAL := all
 
 all: deps
@@ -95,7 +91,9 @@ $(BUILD)/tests/support/%.o: tests/support/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) -c $< -o $@
 
-# Made afresh each time: `ar rcs` alone would keep the objects of renamed files.
+# Made afresh each time: `ar rcs` alone would keep the members of deleted
+# or renamed sources (a stale object would then shadow the file that
+# replaced it).
 $(LIBCORE): $(CORE_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -125,9 +123,15 @@ $(LIBTEST): $(TESTLIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-# The viewer page at GET /, embedded as it is (server/viewer.S).
-VIEWER_HTML := server/static/index.html
+# The viewer page at GET /: server/static/index.html with its scripts
+# (server/static/*.js) inlined by server/static/inline.py, embedded by
+# server/viewer.S.
+VIEWER_SRC  := server/static/index.html $(wildcard server/static/*.js)
+VIEWER_HTML := $(BUILD)/gen/viewer.html
 VIEWER_OBJ  := $(BUILD)/server/viewer.o
+$(VIEWER_HTML): server/static/inline.py $(VIEWER_SRC)
+	@mkdir -p $(dir $@)
+	/usr/bin/python3 server/static/inline.py server/static/index.html $@
 $(VIEWER_OBJ): server/viewer.S $(VIEWER_HTML)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DSRV_VIEWER_HTML='"$(VIEWER_HTML)"' -c $< -o $@
@@ -174,6 +178,7 @@ soak: deps
 	@SOAK_SECONDS=$(SOAK_SECONDS) BUILD=$(BUILD) tests/run-tests.sh $(BUILD)/tests/test_server_soak
 
 # Core against PyTorch (python3-torch) on the same shapes, in the same run,
+# each side at its best and beside the machine's sgemm rate (bench/run.sh),
 # then JSON numbers out (the float printer) and in (the tensor scanner).
 $(BUILD)/bench/bench_core: bench/bench_core.c $(LIBAPI) $(LIBCORE)
 	@mkdir -p $(dir $@)
@@ -198,22 +203,43 @@ $(BUILD)/bench/bench_gpt2: bench/bench_gpt2.c $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
 
+# Per-token decode with the key/value cache against the memory-bandwidth
+# floor of the same run (GPT-2 124M shape, both families, context 128 and 512).
+$(BUILD)/bench/bench_decode: bench/bench_decode.c $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
+
+# Every comparison runs with OpenBLAS's own kernels on both sides, as on a
+# machine that sets nothing: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset
+# for these commands alone (docs/performance.md).
+BENCH_ENV := env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
+
 bench: deps
 	@$(MAKE) --no-print-directory build-all $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise \
 	  $(BUILD)/bench/bench_gpt2
 	$(call apt_install,python3-torch python3-fastapi python3-uvicorn wrk nginx-light)
-	bench/run.sh $(BUILD)/bench/bench_core
-	bench/run_gpt2.sh $(BUILD)/bench/bench_gpt2
-	$(BUILD)/bench/bench_serialise
-	/usr/bin/python3 bench/e2e.py $(SERVER)
-	bench/http_small.sh $(SERVER)
+	$(BENCH_ENV) bench/run.sh $(BUILD)/bench/bench_core
+	$(BENCH_ENV) bench/run_gpt2.sh $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_core
+	$(BENCH_ENV) $(BUILD)/bench/bench_serialise
+	$(BENCH_ENV) /usr/bin/python3 bench/e2e.py $(SERVER)
+	$(BENCH_ENV) bench/http_small.sh $(SERVER)
+
+# Rewrites the committed generated files from their generators; the test
+# test_layout (tools/check-generated.sh) fails when one differs.
+gen:
+	$(call apt_install,python3 nodejs)
+	/usr/bin/python3 api/numbers/gen-pow10.py > api/numbers/pow10_tables.h
+	node api/bpe/gen-unicode.js > api/bpe/unicode.c
 
 # Regenerates the golden vectors with PyTorch (Debian's python3-torch).
 golden:
 	$(call apt_install,python3-torch)
 	/usr/bin/python3 tests/golden/generate.py tests/golden
 	/usr/bin/python3 tests/golden/generate_gpt2.py tests/golden/gpt2
+	/usr/bin/python3 tests/golden/generate_gptmodel.py tests/golden/gptmodel
+	/usr/bin/python3 tests/golden/generate_hooks.py tests/golden/hooks
 	/usr/bin/python3 tests/golden/generate_checkpoint.py tests/golden/ckpt
+	/usr/bin/python3 tests/golden/generate_sample.py tests/golden/sample.txt
 
 CONTAINER_CHECK ?= ../shared/tools/container-check
 

@@ -45,6 +45,18 @@ typedef struct api_job {
     void *state;               /* the kind's own (api_kind_ops.state_size bytes, zeroed) */
 } api_job;
 
+/* What plan found: the elements held (need), those that stand for the work
+ * (work), the reply's values, and the 413's words ("this <noun> needs about N
+ * values (<what>)"). */
+static inline void api__job_sized(api_job *j, size_t need, size_t work, size_t reply_values,
+                                  const char *noun, const char *what) {
+    j->need = need;
+    j->work = work;
+    j->reply_values = reply_values;
+    j->need_noun = noun;
+    j->need_what = what;
+}
+
 /* The steps of a kind: 0, or -1 with e filled. */
 typedef struct {
     size_t state_size;

@@ -1,7 +1,9 @@
 /* bench_gpt2.c - times attn_gpt2_forward on a GPT-2-124M-shaped model
  * (12 layers, 12 heads, 768 wide, vocab 50,257, block 1024; parameters from
  * torch.manual_seed(0)), eval mode, batch 1. Prints "name ms" lines (best of
- * 5 runs) as bench_gpt2_torch.py does; bench/run_gpt2.sh joins them.
+ * 5 runs) as bench_gpt2_torch.py does, and the GFLOP the forward needs
+ * (projections, the causal half of the attention products, lm_head);
+ * bench/run_gpt2.sh joins them.
  * Argument: the number of threads (default 1): OpenBLAS runs on one thread
  * and the forward pass shares its work with an attn_pool of that width, as
  * the server does. */
@@ -46,7 +48,10 @@ static void bench(const char *name, const attn_gpt2_config *cfg, const float *pa
         double ms = (now_ms() - t0) / iters;
         best = ms < best ? ms : best;
     }
-    printf("%s %.3f\n", name, best);
+    double C = cfg->n_embd, L = cfg->n_layer, V = cfg->vocab_size;
+    double flops = L * (24.0 * T * C * C + 2.0 * T * (double)T * C) +
+                   2.0 * (maps < 0 ? 1 : T) * C * V;
+    printf("%s %.3f %.3f\n", name, best, flops / 1e9);
     free(idx), free(logits), free(attn);
 }
 

@@ -79,6 +79,7 @@ def gpt2_case(name, T, runs):
 CASES = {
     "sdpa_causal_t4096_d64": lambda n: sdpa_case(n, 4096, 5),
     "sdpa_causal_t16384_d64": lambda n: sdpa_case(n, 16384, 2),
+    "gpt2_t128_context": lambda n: gpt2_case(n, 128, 40),
     "gpt2_t512_context": lambda n: gpt2_case(n, 512, 20),
     "gpt2_t512_weights": lambda n: gpt2_case(n, 512, 20),  # the weights are made either way
     "gpt2_t1024_context": lambda n: gpt2_case(n, 1024, 10),

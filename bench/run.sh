@@ -1,43 +1,64 @@
 #!/usr/bin/env bash
-# Runs the core and PyTorch benchmarks back to back (same machine, same run)
-# and prints, per case: our times with one thread and with both cores,
-# PyTorch's with one and two threads, PyTorch's best time divided by our
-# best, our GFLOP/s (both cores) against a bare cblas_sgemm of the same FLOPs
-# on both cores, and the peak memory each side added.
-# Each case runs on our side and then on PyTorch's before the next, so that
-# a change of load on a shared machine falls on both sides of a ratio.
+# Core against PyTorch on the same shapes, in the same run, each side at its
+# best: OpenBLAS's own kernels for both (run it with OPENBLAS_CORETYPE and
+# OPENBLAS_L2_SIZE unset, as `make bench` does), one and two threads each
+# (PyTorch's "two" is the best of OpenBLAS on two, PyTorch on two, or both:
+# bench_torch.py), the sides alternating case by case and round by round
+# (core first in odd rounds, PyTorch first in even ones), and the best of
+# BENCH_ROUNDS rounds (3) kept for each. A 1024-cube cblas_sgemm on one and
+# on two OpenBLAS threads is timed in every round too: each time is printed
+# with its rate as a fraction of that (the best sgemm rate of the run at the
+# same thread count), so that a figure says how near the machine's limit it
+# is, whatever the load of the machine was.
+#
+#   bench/run.sh build/bench/bench_core [case ...]
 set -euo pipefail
-cases="sdpa_causal_t4096_d64 sdpa_causal_t16384_d64 gpt2_t512_context gpt2_t512_weights
-       gpt2_t1024_context gpt2_t1024_weights"
-core="" torch=""
-for c in $cases; do
-    core+=$("$1" "$c")$'\n'
-    torch+=$(/usr/bin/python3 "$(dirname "$0")/bench_torch.py" "$c")$'\n'
+here=$(dirname "$0")
+core_bin=$1
+shift
+cases=${*:-"sdpa_causal_t4096_d64 sdpa_causal_t16384_d64 gpt2_t128_context gpt2_t512_context
+            gpt2_t512_weights gpt2_t1024_context gpt2_t1024_weights"}
+rounds=${BENCH_ROUNDS:-3}
+for v in OPENBLAS_CORETYPE OPENBLAS_L2_SIZE; do
+  [[ -z "${!v:-}" ]] || echo "note: $v=${!v} is set: both sides run those kernels, not their own"
 done
-core=${core%$'\n'}
-echo "$core" | awk -v torch="$torch" '
-BEGIN {
-    n = split(torch, lines, "\n")
-    for (i = 1; i <= n; i++) {
-        split(lines[i], f, " ")
-        tms[f[1], f[2]] = f[3]; tmb[f[1], f[2]] = f[4]
-    }
-    printf "%-24s %9s %9s %9s %9s %7s %7s %7s %5s %8s %8s\n", "case", "core_1t", "core_2t",
-           "torch_1t", "torch_2t", "speedup", "GFLOP/s", "sgemm", "%", "core_MB", "torch_MB"
+
+all=""   # lines "side case threads ms gflops mb", and "sgemm threads gflops"
+for round in $(seq "$rounds"); do
+  for c in $cases; do
+    core=$("$core_bin" "$c" | sed 's/^/core /')
+    torch=$(/usr/bin/python3 "$here/bench_torch.py" "$c" | sed 's/^/torch /')
+    if ((round % 2)); then all+="$core"$'\n'"$torch"$'\n'; else all+="$torch"$'\n'"$core"$'\n'; fi
+  done
+  all+=$("$core_bin" sgemm)$'\n'
+done
+
+awk -v rounds="$rounds" -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '
+NF < 4 && $1 != "sgemm" { next }
+$1 == "sgemm" { if (!sg[$2] || $3 > sg[$2]) sg[$2] = $3; next }
+NF >= 5 {
+    side = $1; k = $2; th = $3; ms = $4
+    if (!((side, k, th) in best) || ms < best[side, k, th]) best[side, k, th] = ms
+    if (side == "core") fl[k] = $5 * ms * 1e6   # GFLOP/s times ms: the FLOPs of the case
+    mb = side == "core" ? $6 : $5
+    if (mb > peak[side, k]) peak[side, k] = mb
+    if (!(k in seen)) { seen[k] = 1; order[++n] = k }
 }
-{
-    ms[$1, $2] = $3; gf[$1, $2] = $4; sg[$1, $2] = $5; mb[$1, $2] = $6
-    if (!($1 in seen)) { seen[$1] = 1; order[++cases] = $1 }
-}
+function frac(side, k, th) { return 100 * fl[k] / (best[side, k, th] * 1e6) / sg[th] }
 END {
-    for (c = 1; c <= cases; c++) {
-        k = order[c]
-        cb = ms[k, 1] < ms[k, 2] ? ms[k, 1] : ms[k, 2]
-        tb = tms[k, 1] < tms[k, 2] ? tms[k, 1] : tms[k, 2]
-        cm = mb[k, 1] > mb[k, 2] ? mb[k, 1] : mb[k, 2]
-        tm = tmb[k, 1] > tmb[k, 2] ? tmb[k, 1] : tmb[k, 2]
-        printf "%-24s %9.2f %9.2f %9.2f %9.2f %6.2fx %7.1f %7.1f %4.0f%% %8.1f %8.1f\n", k,
-               ms[k, 1], ms[k, 2], tms[k, 1], tms[k, 2], tb / cb, gf[k, 2], sg[k, 2],
-               100 * gf[k, 2] / sg[k, 2], cm, tm
+    printf "sgemm 1024^3, best of the run: %.1f GFLOP/s on 1 thread, %.1f on 2 (load average %s; best of %d rounds)\n",
+           sg[1], sg[2], load, rounds
+    printf "%-24s %17s %17s %17s %17s %8s %8s %8s\n", "case", "core_1t ms (%sg)", "core_2t ms (%sg)",
+           "torch_1t ms (%sg)", "torch_2t ms (%sg)", "speedup", "core_MB", "torch_MB"
+    for (i = 1; i <= n; i++) {
+        k = order[i]
+        cb = best["core", k, 1] < best["core", k, 2] ? best["core", k, 1] : best["core", k, 2]
+        tb = best["torch", k, 1] < best["torch", k, 2] ? best["torch", k, 1] : best["torch", k, 2]
+        printf "%-24s %9.2f (%4.0f%%) %9.2f (%4.0f%%) %9.2f (%4.0f%%) %9.2f (%4.0f%%) %7.2fx %8.1f %8.1f\n", k,
+               best["core", k, 1], frac("core", k, 1), best["core", k, 2], frac("core", k, 2),
+               best["torch", k, 1], frac("torch", k, 1), best["torch", k, 2], frac("torch", k, 2),
+               tb / cb, peak["core", k], peak["torch", k]
     }
-}'
+    print "(%sg: the FLOPs the module needs over the time, as a percentage of the sgemm rate at that thread count;"
+    print " speedup: the best time of PyTorch over the best of ours)"
+}' <<<"$all"

@@ -1,5 +1,6 @@
 /* flash.c - the fused attention kernel (see flash.h). */
 #include "flash.h"
+#include "rows.h"
 #include "vexp.h"
 
 #include <cblas.h>
@@ -45,20 +46,12 @@ static void mask_tile(const attn__flash *f, float *x, int b, int i0, int rows, i
     size_t moff = in->attn_mask_batched ? (size_t)b * p->L * (size_t)p->S : 0;
     const uint8_t *pad = in->key_padding_mask ? in->key_padding_mask + (size_t)b * p->S + j0 : NULL;
     for (int r = 0; r < rows; r++) {
-        float *xr = x + (size_t)r * BK;
         size_t row = moff + (size_t)(i0 + r) * p->S + (size_t)j0;
-        if (in->attn_mask_add) {
-            const float *add = in->attn_mask_add + row;
-            for (int c = 0; c < cols; c++) xr[c] += add[c];
-        }
-        if (in->attn_mask_bool) {
-            const uint8_t *bm = in->attn_mask_bool + row;
-            for (int c = 0; c < cols; c++) xr[c] = bm[c] ? -INFINITY : xr[c];
-        }
-        if (pad)
-            for (int c = 0; c < cols; c++) xr[c] = pad[c] ? -INFINITY : xr[c];
-        if (f->cfg->causal) /* keys j > i are masked: columns from i + 1 - j0 on */
-            for (int c = i0 + r + 1 - j0 < 0 ? 0 : i0 + r + 1 - j0; c < cols; c++) xr[c] = -INFINITY;
+        const float *add = in->attn_mask_add ? in->attn_mask_add + row : NULL;
+        const uint8_t *bm = in->attn_mask_bool ? in->attn_mask_bool + row : NULL;
+        /* causal: keys j > i are masked, columns from i + 1 - j0 on */
+        int causal_from = f->cfg->causal ? i0 + r + 1 - j0 : cols;
+        attn__mask_row(x + (size_t)r * BK, add, bm, pad, causal_from, cols);
     }
 }
 

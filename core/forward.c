@@ -69,9 +69,26 @@ static size_t projection_size(const attn_config *cfg, const attn_plan *p) {
     return n;
 }
 
-/* Projects the inputs into token-major Q, K, V ([rows][H*hd]) with the
- * module's weights (pv) and sets the views. `proj` has projection_size()
- * floats. */
+/* 1 when Q, K and V are one product: the same input, and weights (and
+ * biases, if any) that follow one another in memory as one [hq + hq + hv][in]
+ * matrix (GPT-2's c_attn, torch's in_proj_weight, bias-free separate
+ * Linears stored in a row). One call then shares the work: one wake-up of
+ * the pool instead of three, and the blocks of all three over its threads. */
+static int qkv_fused(const attn_config *cfg, const attn_plan *p, const attn_inputs *in,
+                     const attn__param_views *pv, const float *const xs[3]) {
+    size_t hq = (size_t)p->H * (size_t)p->Dk, w = (size_t)p->in_width;
+    if (attn_module_has(cfg->module, ATTN_MOD_HEAD_MODULES) || pv->w_in_out || p->S != p->L ||
+        xs[1] != in->x || xs[2] != in->x || p->kv_in_width[0] != p->in_width ||
+        p->kv_in_width[1] != p->in_width)
+        return 0;
+    if (pv->w_key != pv->w_query + hq * w || pv->w_value != pv->w_key + hq * w) return 0;
+    if (!pv->b_query && !pv->b_key && !pv->b_value) return 1;
+    return pv->b_query && pv->b_key == pv->b_query + hq && pv->b_value == pv->b_key + hq;
+}
+
+/* Projects the inputs into token-major Q, K, V ([rows][H*hd], or one
+ * [rows][2 H*Dk + H*Dv] when qkv_fused) with the module's weights (pv) and
+ * sets the views. `proj` has projection_size() floats. */
 static void project(const attn_config *cfg, const attn_plan *p, const attn_inputs *in,
                     const attn__param_views *pv, float *proj, attn__view v[3]) {
     float *q = proj, *k = q + p->n_queries, *val = k + p->n_keys;
@@ -82,6 +99,16 @@ static void project(const attn_config *cfg, const attn_plan *p, const attn_input
         x_value = in->x_value ? in->x_value : x_key;
     }
     const float *xs[3] = {in->x, x_key, x_value};
+    if (qkv_fused(cfg, p, in, pv, xs)) {
+        int all = 2 * hq + hv;
+        attn__linear(in->pool, proj, in->x, p->B * p->L, p->in_width, all, pv->w_query, 0,
+                     pv->b_query);
+        size_t sb = (size_t)p->L * (size_t)all;
+        v[0] = (attn__view){proj, sb, (size_t)p->Dk, all};
+        v[1] = (attn__view){proj + hq, sb, (size_t)p->Dk, all};
+        v[2] = (attn__view){proj + 2 * hq, sb, (size_t)p->Dv, all};
+        return;
+    }
     const float *w[3] = {pv->w_query, pv->w_key, pv->w_value};
     const float *b[3] = {pv->b_query, pv->b_key, pv->b_value};
     int widths[3] = {p->in_width, p->kv_in_width[0], p->kv_in_width[1]};

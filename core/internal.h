@@ -4,6 +4,7 @@
 
 #include "attention.h"
 
+#include <math.h>
 #include <stdarg.h>
 
 /* Fills err (if not NULL) and returns code. printf-style message. */
@@ -12,6 +13,21 @@ int attn__fail(attn_error *err, int code, const char *field, const char *fmt, ..
 
 /* a * b with overflow and ATTN_MAX_ELEMENTS checks; returns 0 on overflow. */
 int attn__mul(size_t a, size_t b, size_t *out);
+
+/* 53 random bits from two outputs, the first as the high word: PyTorch's
+ * random64() masked as its double uniforms mask it (rng.c). */
+uint64_t attn__rng_bits53(attn_rng *rng);
+
+/* n outputs into out, the same as n calls of attn_rng_u32 (rng.c). */
+void attn__rng_u32_fill(attn_rng *rng, uint32_t *out, size_t n);
+
+/* at::exponential_distribution<double>(lambd) of those bits, rounded to
+ * float as exponential_ stores it: u = bits / 2^53, -1 / lambd * log(1 - u)
+ * in double with libm's log (transformation::exponential, CPU branch). */
+static inline float attn__exponential_of(uint64_t bits53, double lambd) {
+    double u = (double)bits53 * (1.0 / (double)(UINT64_C(1) << 53));
+    return (float)(-1.0 / lambd * log(1.0 - u));
+}
 
 /* 1 if every value of x[0..n) is finite. */
 int attn__all_finite(const float *x, size_t n);

@@ -1,5 +1,6 @@
 /* kernel.c - scores, masks, softmax, dropout and the weighted sum, per head. */
 #include "kernel.h"
+#include "rows.h"
 #include "vexp.h"
 
 #include <cblas.h>
@@ -55,10 +56,7 @@ static void weigh_row(const attn__heads *a, const float *raw, const float *add,
                       const uint8_t *mask, float *masked, float *w, int n) {
     int S = a->plan->S;
     float scale = a->plan->scale;
-    for (int j = 0; j < n; j++) {
-        float s = raw[j] * scale + (add ? add[j] : 0.0f);
-        masked[j] = mask[j] ? -INFINITY : s;
-    }
+    attn__scores_row(masked, raw, scale, add, mask, n);
     for (int j = n; j < S; j++) masked[j] = -INFINITY, w[j] = 0.0f;
     if (a->cfg->normalization == ATTN_NORM_SUM) {
         for (int j = 0; j < S; j++) w[j] = mask[j] ? 0.0f : masked[j];
@@ -66,7 +64,7 @@ static void weigh_row(const attn__heads *a, const float *raw, const float *add,
     } else if (a->cfg->mask_method == ATTN_MASK_RENORM) {
         /* 3.5.1, first way: softmax over every key, zero the masked ones,
          * renormalise. Here `w` first holds the unmasked scaled scores. */
-        for (int j = 0; j < S; j++) w[j] = raw[j] * scale + (add ? add[j] : 0.0f);
+        attn__scores_row(w, raw, scale, add, NULL, S);
         softmax_row(w, w, S);
         for (int j = 0; j < S; j++)
             if (mask[j]) w[j] = 0.0f;
@@ -123,8 +121,7 @@ static void attend_item(void *ctx, long item, int slot) {
     }
     if (a->dropout) {
         const float *d = a->dropout + bh * LS + r0;
-        for (int r = 0; r < rows; r++)
-            for (int j = 0; j < n; j++) w[(size_t)r * S + j] *= d[(size_t)r * S + j];
+        for (int r = 0; r < rows; r++) attn__mul_row(w + (size_t)r * S, d + (size_t)r * S, n);
     }
     float *o = a->context_heads + ((size_t)b * L + (size_t)i0) * p->ctx_width + (size_t)h * p->Dv;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, p->Dv, n, 1.0f, w, S, v, a->v.ld,

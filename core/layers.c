@@ -8,7 +8,9 @@
 #include <math.h>
 #include <string.h>
 
-void attn__embed(float *x, const int32_t *idx, const float *wte, const float *wpe, int B, int T,
+#define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+
+CLONES void attn__embed(float *x, const int32_t *idx, const float *wte, const float *wpe, int B, int T,
                  int C) {
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
@@ -51,8 +53,7 @@ static inline void layernorm_row(float *yr, const float *xr, const float *gamma,
 }
 
 /* Clones for AVX-512, AVX2 and the baseline, picked once per process. */
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-void attn__layernorm(float *y, const float *x, const float *gamma, const float *beta, size_t rows,
+CLONES void attn__layernorm(float *y, const float *x, const float *gamma, const float *beta, size_t rows,
                      int C) {
     for (size_t r = 0; r < rows; r++)
         layernorm_row(y + r * (size_t)C, x + r * (size_t)C, gamma, beta, C);
@@ -68,6 +69,53 @@ void attn__dropout(float *x, size_t n, double p, attn_rng *rng) {
     for (size_t i = 0; i < n; i++) x[i] = attn_rng_bernoulli(rng, keep) ? x[i] * kept : 0.0f;
 }
 
-void attn__add(float *x, const float *y, size_t n) {
+CLONES void attn__add(float *x, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+/* The book's LayerNorm class (ch. 4): mean, biased variance, then
+ * (x - mean) / sqrt(var + eps) * scale + shift with eps 1e-5. The moments
+ * as layernorm_row takes them (double, LN_LANES partial sums); the division
+ * by the square root where nn.LayerNorm multiplies by its reciprocal. */
+static inline void layernorm_div_row(float *yr, const float *xr, const float *scale,
+                                     const float *shift, int C) {
+    double s[LN_LANES] = {0}, q[LN_LANES] = {0}, sum = 0.0, var = 0.0;
+    int c = 0;
+    for (; c + LN_LANES <= C; c += LN_LANES)
+        for (int l = 0; l < LN_LANES; l++) s[l] += xr[c + l];
+    for (int l = 0; c < C; c++, l++) s[l] += xr[c];
+    for (int l = 0; l < LN_LANES; l++) sum += s[l];
+    double mean = sum / C;
+    for (c = 0; c + LN_LANES <= C; c += LN_LANES)
+        for (int l = 0; l < LN_LANES; l++) q[l] += (xr[c + l] - mean) * (xr[c + l] - mean);
+    for (int l = 0; c < C; c++, l++) q[l] += (xr[c] - mean) * (xr[c] - mean);
+    for (int l = 0; l < LN_LANES; l++) var += q[l];
+    float m = (float)mean, sd = (float)sqrt(var / C + 1e-5);
+    for (c = 0; c < C; c++) yr[c] = (xr[c] - m) / sd * scale[c] + shift[c];
+}
+
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+void attn__layernorm_div(float *y, const float *x, const float *scale, const float *shift,
+                         size_t rows, int C) {
+    for (size_t r = 0; r < rows; r++)
+        layernorm_div_row(y + r * (size_t)C, x + r * (size_t)C, scale, shift, C);
+}
+
+void attn__dropout_masked(float *x, float *mask, size_t n, double p, attn_rng *rng) {
+    if (mask == NULL) {
+        attn__dropout(x, n, p, rng);
+        return;
+    }
+    if (p >= 1.0) { /* no draws, as attn__dropout */
+        memset(x, 0, n * sizeof *x);
+        memset(mask, 0, n * sizeof *mask);
+        return;
+    }
+    double keep = 1.0 - p;
+    float kept = (float)(1.0 / keep);
+    for (size_t i = 0; i < n; i++) {
+        int k = attn_rng_bernoulli(rng, keep);
+        mask[i] = k ? kept : 0.0f;
+        x[i] = k ? x[i] * kept : 0.0f;
+    }
 }

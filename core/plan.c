@@ -120,37 +120,12 @@ static int check_options(const attn_config *c, attn_plan *p, attn_error *err) {
     return ATTN_OK;
 }
 
-int attn_plan_make(const attn_config *cfg, attn_plan *plan, attn_error *err) {
-    int rc;
-    if (cfg == NULL || plan == NULL)
-        return attn__fail(err, ATTN_ERR_ARG, "", "config and plan must not be NULL");
-    *plan = (attn_plan){0};
-    if (attn_module_name(cfg->module) == NULL)
-        return attn__fail(err, ATTN_ERR_ARG, "module", "unknown module %d", (int)cfg->module);
-    if ((rc = check_positive(cfg->batch, "batch", err)) ||
-        (rc = check_positive(cfg->tokens, "tokens", err)) ||
-        (rc = check_positive(cfg->d_in, "d_in", err)) ||
-        (rc = derive_shapes(cfg, plan, err)) || (rc = check_options(cfg, plan, err)))
-        return rc;
-
-    attn_plan *p = plan;
-    p->B = cfg->batch;
+/* Elements of every tensor of the call (n_inputs, n_context, ..., n_dropout);
+ * 0 when one would overflow. */
+static int count_tensors(const attn_config *cfg, attn_plan *p) {
+    const attn_module_info *mod = attn_module_get(cfg->module);
     size_t B = (size_t)p->B, H = (size_t)p->H, Hkv = (size_t)p->Hkv;
     size_t L = (size_t)p->L, S = (size_t)p->S, Dk = (size_t)p->Dk, Dv = (size_t)p->Dv;
-    if ((size_t)p->H * (size_t)p->Dv > (size_t)INT32_MAX)
-        return attn__fail(err, ATTN_ERR_RANGE, "num_heads", "num_heads * d_out is too large");
-    /* OpenBLAS takes int sizes: the rows of one matrix product must fit. */
-    if (B * L > (size_t)INT32_MAX || B * S > (size_t)INT32_MAX)
-        return attn__fail(err, ATTN_ERR_RANGE, "batch",
-                          "batch * tokens is too large (%zu rows)", B * (L > S ? L : S));
-    const attn_module_info *mod = attn_module_get(cfg->module);
-    p->ctx_width = p->H * p->Dv;
-    /* an output projection maps back to d_out if the module takes it, else to d_in */
-    if (!p->has_out_proj)
-        p->out_width = p->ctx_width;
-    else
-        p->out_width = mod->out_name ? cfg->d_out : cfg->d_in;
-
     int ok = 1;
     size_t n = 0;
     if (mod->flags & ATTN_MOD_QKV_INPUTS) {
@@ -166,50 +141,77 @@ int attn_plan_make(const attn_config *cfg, attn_plan *plan, attn_error *err) {
     p->n_inputs = n;
     ok = ok && attn__mul(B, L, &n) && attn__mul(n, (size_t)p->out_width, &p->n_context) &&
          attn__mul(B * L, (size_t)p->ctx_width, &p->n_context_heads);
-    size_t t = 0;
-    ok = ok && add_product(&t, B, H, L, Dk);
-    p->n_queries = t;
-    t = 0;
-    ok = ok && add_product(&t, B, Hkv, S, Dk);
-    p->n_keys = t;
-    t = 0;
-    ok = ok && add_product(&t, B, Hkv, S, Dv);
-    p->n_values = t;
-    t = 0;
-    ok = ok && add_product(&t, B, H, L, S);
-    p->n_scores = t;
-    t = 0;
-    ok = ok && add_product(&t, B, L, S, 1);
-    p->n_mask = p->n_avg = t;
+    size_t *const counts[] = {&p->n_queries, &p->n_keys, &p->n_values, &p->n_scores, &p->n_mask};
+    const size_t dims[][4] = {{B, H, L, Dk}, {B, Hkv, S, Dk}, {B, Hkv, S, Dv}, {B, H, L, S}, {B, L, S, 1}};
+    for (int i = 0; ok && i < 5; i++) {
+        size_t t = 0;
+        ok = add_product(&t, dims[i][0], dims[i][1], dims[i][2], dims[i][3]);
+        *counts[i] = t;
+    }
+    p->n_avg = p->n_mask;
     p->n_dropout = p->drop_site == ATTN_DROP_OUTPUT ? p->n_context : p->n_scores;
-    if (!ok)
-        return attn__fail(err, ATTN_ERR_RANGE, "inputs",
-                          "the tensors of this call would exceed %zu elements",
-                          (size_t)ATTN_MAX_ELEMENTS);
+    return ok;
+}
 
-    if ((rc = attn__param_layout(cfg, plan, err))) return rc;
-
-    /* Everything at once: inputs, parameters, projections and their per-head
-     * copies, dropout and contexts; then either three score-sized tensors,
-     * masks and averages (materialised), or one tile of scores per thread
-     * (fused: nothing grows with L * S; the score-sized dropout mask exists
-     * only on the materialised path). */
+/* Everything at once: inputs, parameters, projections and their per-head
+ * copies, dropout and contexts; then either three score-sized tensors,
+ * masks and averages (materialised), or one tile of scores per thread
+ * (fused: nothing grows with L * S; the score-sized dropout mask exists
+ * only on the materialised path). 0 when it would overflow. */
+static int count_total(const attn_config *cfg, attn_plan *p) {
     p->fused = attn__flash_used(cfg, p, cfg->outputs ? cfg->outputs : ~0u);
     size_t total = 0;
-    ok = add_product(&total, p->n_inputs, 1, 1, 1) && add_product(&total, p->n_params, 1, 1, 1) &&
-         add_product(&total, p->n_queries + p->n_keys + p->n_values, 2, 1, 1) &&
-         add_product(&total, p->n_context_heads, 1, 1, 1) &&
-         add_product(&total, p->n_context, 1, 1, 1);
+    int ok = add_product(&total, p->n_inputs, 1, 1, 1) && add_product(&total, p->n_params, 1, 1, 1) &&
+             add_product(&total, p->n_queries + p->n_keys + p->n_values, 2, 1, 1) &&
+             add_product(&total, p->n_context_heads, 1, 1, 1) &&
+             add_product(&total, p->n_context, 1, 1, 1);
     if (ok && p->fused)
         ok = add_product(&total, attn__flash_scratch(p), 1, 1, 1) &&
              (p->drop_site != ATTN_DROP_OUTPUT || add_product(&total, p->n_dropout, 1, 1, 1));
     else if (ok)
         ok = add_product(&total, p->n_scores, 3, 1, 1) && add_product(&total, p->n_mask, 2, 1, 1) &&
              add_product(&total, p->n_dropout, 1, 1, 1);
-    if (!ok)
+    p->total_elements = total;
+    return ok;
+}
+
+int attn_plan_make(const attn_config *cfg, attn_plan *plan, attn_error *err) {
+    int rc;
+    if (cfg == NULL || plan == NULL)
+        return attn__fail(err, ATTN_ERR_ARG, "", "config and plan must not be NULL");
+    *plan = (attn_plan){0};
+    if (attn_module_name(cfg->module) == NULL)
+        return attn__fail(err, ATTN_ERR_ARG, "module", "unknown module %d", (int)cfg->module);
+    if ((rc = check_positive(cfg->batch, "batch", err)) ||
+        (rc = check_positive(cfg->tokens, "tokens", err)) ||
+        (rc = check_positive(cfg->d_in, "d_in", err)) ||
+        (rc = derive_shapes(cfg, plan, err)) || (rc = check_options(cfg, plan, err)))
+        return rc;
+
+    attn_plan *p = plan;
+    p->B = cfg->batch;
+    size_t B = (size_t)p->B, L = (size_t)p->L, S = (size_t)p->S;
+    if ((size_t)p->H * (size_t)p->Dv > (size_t)INT32_MAX)
+        return attn__fail(err, ATTN_ERR_RANGE, "num_heads", "num_heads * d_out is too large");
+    /* OpenBLAS takes int sizes: the rows of one matrix product must fit. */
+    if (B * L > (size_t)INT32_MAX || B * S > (size_t)INT32_MAX)
+        return attn__fail(err, ATTN_ERR_RANGE, "batch",
+                          "batch * tokens is too large (%zu rows)", B * (L > S ? L : S));
+    const attn_module_info *mod = attn_module_get(cfg->module);
+    p->ctx_width = p->H * p->Dv;
+    /* an output projection maps back to d_out if the module takes it, else to d_in */
+    if (!p->has_out_proj)
+        p->out_width = p->ctx_width;
+    else
+        p->out_width = mod->out_name ? cfg->d_out : cfg->d_in;
+    if (!count_tensors(cfg, p))
         return attn__fail(err, ATTN_ERR_RANGE, "inputs",
                           "the tensors of this call would exceed %zu elements",
                           (size_t)ATTN_MAX_ELEMENTS);
-    p->total_elements = total;
+    if ((rc = attn__param_layout(cfg, plan, err))) return rc;
+    if (!count_total(cfg, p))
+        return attn__fail(err, ATTN_ERR_RANGE, "inputs",
+                          "the tensors of this call would exceed %zu elements",
+                          (size_t)ATTN_MAX_ELEMENTS);
     return ATTN_OK;
 }

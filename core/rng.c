@@ -6,6 +6,7 @@
  * MKL) takes two outputs, the first as the high word, and keeps 53 bits.
  */
 #include "attention.h"
+#include "internal.h"
 
 #include <math.h>
 
@@ -98,4 +99,31 @@ int attn_rng_bernoulli(attn_rng *rng, double keep_p) {
     uint64_t bits = ((hi << 32) | lo) & ((UINT64_C(1) << 53) - 1);
     double x = (double)bits * (1.0 / (double)(UINT64_C(1) << 53));
     return x < keep_p;
+}
+
+/* The same outputs as n calls of attn_rng_u32, a state block at a time. */
+ATTN_SIMD_CLONES
+void attn__rng_u32_fill(attn_rng *rng, uint32_t *out, size_t n) {
+    while (n > 0) {
+        if (rng->index >= MT_N) mt_twist(rng);
+        size_t m = (size_t)(MT_N - rng->index);
+        if (m > n) m = n;
+        const uint32_t *s = rng->state + rng->index;
+        for (size_t i = 0; i < m; i++) out[i] = mt_temper(s[i]);
+        rng->index += (int)m;
+        out += m;
+        n -= m;
+    }
+}
+
+uint64_t attn__rng_bits53(attn_rng *rng) {
+    uint64_t hi = attn_rng_u32(rng);
+    uint64_t lo = attn_rng_u32(rng);
+    return ((hi << 32) | lo) & ((UINT64_C(1) << 53) - 1);
+}
+
+/* exponential_kernel (cpu/DistributionTemplates.h) on a build without MKL,
+ * as Debian's: at::exponential_distribution<double> element by element. */
+void attn_rng_exponential_fill(attn_rng *rng, float *x, size_t n, double lambd) {
+    for (size_t i = 0; i < n; i++) x[i] = attn__exponential_of(attn__rng_bits53(rng), lambd);
 }

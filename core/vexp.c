@@ -52,23 +52,68 @@ static inline float exp_nonpos(float x) {
 /* LANES floats as one vector (GCC's vector extension: one AVX-512 register,
  * two AVX2 or four SSE ones). The reductions below keep their partial
  * results in one: written as arrays, GCC left the maximum scalar and the
- * sum in memory. */
-typedef float lanes __attribute__((vector_size(LANES * sizeof(float))));
-typedef int32_t lanes_mask __attribute__((vector_size(LANES * sizeof(float))));
+ * sum in memory. Comparisons work on halves of 8 floats: GCC splits an
+ * operation on a vector wider than the machine's into machine-wide pieces,
+ * but a comparison into single floats (16 vcomiss and branches in the AVX2
+ * clone). */
+typedef float half __attribute__((vector_size(LANES / 2 * sizeof(float))));
+typedef int32_t half_mask __attribute__((vector_size(LANES / 2 * sizeof(float))));
+
+/* Where m is all ones, a, else b (a macro: vectors passed by value change
+ * the ABI between clones). */
+#define SELECT_HALF(m, a, b) ((half)(((half_mask)(a) & (m)) | ((half_mask)(b) & ~(m))))
+
+/* exp_poly on LANES / 2 values at once: y = exp(r) and *n with
+ * exp(x) = y * 2^n, the same operations in the same order. */
+__attribute__((always_inline)) static inline void exp_poly_half(const half *x, half *y,
+                                                                half *n_out) {
+    const half zero = {0};
+    half t = *x * 1.44269504088896341f + 12582912.0f;
+    half n = t - 12582912.0f;
+    half r = *x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    half p = zero + 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    *n_out = n;
+    *y = p * (r * r) + r + 1.0f;
+}
+
+/* *v = exp_nonpos(*v) on LANES / 2 values at once: the same operations in
+ * the same order, written on vectors. The scalar form in a loop stayed
+ * scalar: its selects compare floats, which may raise "invalid" on NaN, so
+ * GCC kept them as branches (34 instructions an exponential). */
+__attribute__((always_inline)) static inline void exp_nonpos_half(half *v) {
+    const half zero = {0};
+    half_mask under = *v < -87.33654f;
+    half x = SELECT_HALF(under, zero - 87.33654f, *v), y, n;
+    exp_poly_half(&x, &y, &n);
+    half_mask in_range = (n >= -126.0f) & (n <= 0.0f);
+    half_mask e = (__builtin_convertvector(SELECT_HALF(in_range, n, zero), half_mask) + 127) << 23;
+    half scaled = y * (half)e;
+    *v = SELECT_HALF(under, zero, scaled);
+}
 
 CLONES float attn__row_max(const float *x, int n) {
-    lanes m = {0};
-    m -= INFINITY;
+    half m[2] = {{0}, {0}};
+    m[0] -= INFINITY, m[1] -= INFINITY;
     int j = 0;
-    for (; j + LANES <= n; j += LANES) {
-        lanes v;
-        memcpy(&v, x + j, sizeof v);
-        lanes_mask gt = v > m; /* all ones where x is larger: x > m ? x : m */
-        m = (lanes)(((lanes_mask)v & gt) | ((lanes_mask)m & ~gt));
-    }
-    float max = m[0];
+    for (; j + LANES <= n; j += LANES)
+        for (int h = 0; h < 2; h++) {
+            half v;
+            memcpy(&v, x + j + h * (LANES / 2), sizeof v);
+            half_mask gt = v > m[h]; /* all ones where x is larger: x > m ? x : m */
+            m[h] = SELECT_HALF(gt, v, m[h]);
+        }
+    float max = m[0][0];
     for (; j < n; j++) max = x[j] > max ? x[j] : max;
-    for (int l = 1; l < LANES; l++) max = m[l] > max ? m[l] : max;
+    for (int l = 1; l < LANES; l++) {
+        float ml = m[l / (LANES / 2)][l % (LANES / 2)];
+        max = ml > max ? ml : max;
+    }
     return max;
 }
 
@@ -86,25 +131,28 @@ CLONES float attn__row_max(const float *x, int n) {
 
 FUSED_MULTIPLY_ADD
 CLONES float attn__exp_shifted(float *y, const float *x, float shift, int n) {
-    lanes s = {0};
+    half s[2] = {{0}, {0}}; /* lane l of the sum is s[l / 8][l % 8] */
     int j = 0;
-    for (; j + LANES <= n; j += LANES) {
-        float e[LANES];
-        for (int l = 0; l < LANES; l++) e[l] = exp_nonpos(x[j + l] - shift);
-        lanes v;
-        memcpy(&v, e, sizeof v);
-        memcpy(y + j, &v, sizeof v);
-        s += v;
-    }
+    for (; j + LANES <= n; j += LANES)
+        for (int h = 0; h < 2; h++) {
+            half v;
+            memcpy(&v, x + j + h * (LANES / 2), sizeof v);
+            v -= shift;
+            exp_nonpos_half(&v);
+            memcpy(y + j + h * (LANES / 2), &v, sizeof v);
+            s[h] += v;
+        }
+    float sum[LANES];
+    memcpy(sum, s, sizeof sum);
     for (int l = 0; j < n; j++, l++) {
         float e = exp_nonpos(x[j] - shift);
         y[j] = e;
-        s[l] += e;
+        sum[l] += e;
     }
     /* pairwise, always the same tree */
     for (int w = LANES / 2; w > 0; w /= 2)
-        for (int l = 0; l < w; l++) s[l] += s[l + w];
-    return s[0];
+        for (int l = 0; l < w; l++) sum[l] += sum[l + w];
+    return sum[0];
 }
 
 CLONES void attn__scale_row(float *y, float a, int n) {
@@ -151,9 +199,53 @@ static inline float gelu_tanh(float v) {
     return 0.5f * v * (1.0f + th);
 }
 
+/* exp_clamped on LANES / 2 values at once (x <= 0, not NaN). */
+__attribute__((always_inline)) static inline void exp_clamped_half(half *v) {
+    const half zero = {0};
+    half x = SELECT_HALF(*v < -87.33654f, zero - 87.33654f, *v), y, n;
+    exp_poly_half(&x, &y, &n);
+    half_mask e = (__builtin_convertvector(n, half_mask) + 127) << 23;
+    *v = y * (half)e;
+}
+
+/* |x| and copysign(mag, sign) on the bits, as fabsf and copysignf */
+#define ABS_HALF(x) ((half)((half_mask)(x) & 0x7fffffff))
+#define COPYSIGN_HALF(mag, sign) \
+    ((half)(((half_mask)(mag) & 0x7fffffff) | ((half_mask)(sign) & (int32_t)0x80000000)))
+
+/* gelu_erf and gelu_tanh on LANES / 2 values at once, in place: the same
+ * operations in the same order (scalar, the exponential's clamp kept the
+ * AVX2 clone's loops scalar). */
+__attribute__((always_inline)) static inline void gelu_half(half *x, int tanh_form) {
+    half v = *x;
+    if (tanh_form) {
+        half u = 0.7978845608028654f * (v + 0.044715f * (v * v * v));
+        half e = -2.0f * ABS_HALF(u);
+        exp_clamped_half(&e);
+        half th = COPYSIGN_HALF((1.0f - e) / (1.0f + e), u);
+        *x = 0.5f * v * (1.0f + th);
+        return;
+    }
+    half z = v * 0.70710678118654752f;
+    half t = 1.0f / (0.3275911f * ABS_HALF(z) + 1.0f);
+    half r = t - t + 1.061405429f;
+    r = r * t + -1.453152027f;
+    r = r * t + 1.421413741f;
+    r = r * t + -0.284496736f;
+    r = r * t + 0.254829592f;
+    half e = -(z * z);
+    exp_clamped_half(&e);
+    half erf_abs = 1.0f - (e * t) * r;
+    *x = v * 0.5f * (1.0f + COPYSIGN_HALF(erf_abs, z));
+}
+
 CLONES void attn__gelu_row(float *x, int n, int tanh_form) {
-    if (tanh_form)
-        for (int j = 0; j < n; j++) x[j] = gelu_tanh(x[j]);
-    else
-        for (int j = 0; j < n; j++) x[j] = gelu_erf(x[j]);
+    int j = 0;
+    for (; j + LANES / 2 <= n; j += LANES / 2) {
+        half v;
+        memcpy(&v, x + j, sizeof v);
+        gelu_half(&v, tanh_form);
+        memcpy(x + j, &v, sizeof v);
+    }
+    for (; j < n; j++) x[j] = tanh_form ? gelu_tanh(x[j]) : gelu_erf(x[j]);
 }

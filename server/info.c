@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/attention.h"
+#include "kernels.h"
 
 #ifdef __clang__
 #define COMPILER "clang " __clang_version__
@@ -14,12 +15,16 @@
 #endif
 
 char *srv_info_version_json(size_t *len) {
-    json_t *v = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:i, s:s}}",
+    const srv_kernels *k = srv_kernels_get();
+    json_t *v = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:i, s:s, s:{s:b, s:i, s:f, s:f, s:s}}}",
                           "name", "attention-server", "version", ATTN_VERSION,
                           "build", "date", __DATE__ " " __TIME__, "compiler", COMPILER,
                           "openblas", "core", openblas_get_corename(),
                           "threads", openblas_get_num_threads(),
-                          "config", openblas_get_config());
+                          "config", openblas_get_config(),
+                          "check", "passed", k->report.passed, "products", k->report.products,
+                          "worst", k->report.worst, "ms", k->report.ms,
+                          "fallback_from", k->fallback_from);
     if (!v) return NULL;
     char *s = json_dumps(v, JSON_COMPACT);
     json_decref(v);

@@ -5,7 +5,10 @@
 #include <stddef.h>
 
 /* {"name","version","build":{"date","compiler"},"openblas":{"core","threads",
- * "config"}} as a fresh malloc'd text; NULL on OOM. */
+ * "config","check":{"passed","products","worst","ms","fallback_from"}}} as a
+ * fresh malloc'd text; NULL on OOM. "check" is the start-up check of the
+ * kernels (kernels.h): worst is the largest error over its bound (< 1),
+ * fallback_from the kernel sets that failed before ("" when none). */
 char *srv_info_version_json(size_t *len);
 
 /* One line for --version and the startup log. */

@@ -34,6 +34,7 @@
 
 #include "http.h"
 #include "info.h"
+#include "kernels.h"
 #include "log.h"
 #include "metrics.h"
 #include "options.h"
@@ -187,10 +188,12 @@ static int serve(const srv_options *opt) {
         return 1;
     }
     srv_log("%s listening on %s port %d: %d workers, %d I/O threads, max-queue %d, "
-            "max-body %zu, max-elements %zu, timeout %ds, OpenBLAS %s x%d",
+            "max-body %zu, max-elements %zu, timeout %ds, OpenBLAS %s x%d (checked%s%s)",
             srv_info_version_line(), opt->host, http.port, opt->threads, opt->io_threads,
             opt->max_queue, opt->max_body, opt->max_elements, opt->timeout,
-            openblas_get_corename(), openblas_get_num_threads());
+            openblas_get_corename(), openblas_get_num_threads(),
+            srv_kernels_get()->fallback_from[0] ? ", after " : "",
+            srv_kernels_get()->fallback_from);
 
     int sig;
     while ((sig = wait_signal(-1)) == 0) {}
@@ -239,6 +242,9 @@ int main(int argc, char **argv) {
     case SRV_MODE_SERVE:
         break;
     }
+    /* OpenBLAS's kernels checked before anything starts (kernels.h): a wrong
+     * set is replaced by executing the server again with another one. */
+    if (srv_kernels_select(argv) != 0) return 1;
     if (ignore_sigpipe() != 0) return 1;
     api_tokenizer tokenizers[SRV_MAX_TOKENIZERS];
     if (load_tokenizers(&opt, tokenizers) != 0) return 1;

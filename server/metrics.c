@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "info.h"
+#include "kernels.h"
 
 /* Status codes the server can send; anything else is counted as "other". */
 static const int statuses[] = {200, 204, 304, 400, 404, 405, 411, 413, 415, 500, 501, 503};
@@ -282,6 +283,22 @@ static void render_process(text *t) {
             (unsigned long long)rl.rlim_cur);
 }
 
+/* The OpenBLAS kernels in use and their start-up check (kernels.h). */
+static void render_kernels(text *t) {
+    const srv_kernels *k = srv_kernels_get();
+    put(t, "# HELP attn_blas_kernels_info The OpenBLAS kernels in use (core), and the kernel "
+           "sets that failed the start-up check before them (fallback_from, empty if none); "
+           "always 1.\n# TYPE attn_blas_kernels_info gauge\nattn_blas_kernels_info{core=\"");
+    put_escaped(t, k->report.core);
+    put(t, "\",check=\"%s\",fallback_from=\"", k->report.passed ? "passed" : "not run");
+    put_escaped(t, k->fallback_from);
+    put(t, "\"} 1\n");
+    put(t, "# HELP attn_blas_check_error_ratio The start-up check's largest error of an "
+           "OpenBLAS product over its float32 bound (passes below 1).\n"
+           "# TYPE attn_blas_check_error_ratio gauge\nattn_blas_check_error_ratio %g\n",
+        k->report.worst);
+}
+
 void srv_metrics_render(const srv_metrics_gauges *g, char **out, size_t *len) {
     text t = {malloc(16384), 0, 16384, 0};
     if (!t.data) { *out = NULL; *len = 0; return; }
@@ -295,6 +312,7 @@ void srv_metrics_render(const srv_metrics_gauges *g, char **out, size_t *len) {
     put(&t, "\",openblas=\"");
     put_escaped(&t, srv_info_openblas());
     put(&t, "\"} 1\n");
+    render_kernels(&t);
 
     render_requests(&t);
     put(&t, "# HELP attn_request_bytes_total Request body bytes received.\n"

@@ -284,22 +284,39 @@ static int models_from_env(srv_options *o) {
     return 0;
 }
 
-int srv_options_parse(srv_options *o, int argc, char **argv) {
-    const char *argv0 = argc > 0 ? argv[0] : "attention-server";
-    set_defaults(o);
-    if (models_from_env(o) != 0) return fail(argv0);
-    int model_flags = 0;
+/* The ATTN_* variables, before the flags. Returns 0, or -1 after saying why. */
+static int from_environment(srv_options *o) {
+    if (models_from_env(o) != 0) return -1;
     for (size_t i = 0; i < N_DEFS; i++) {
         const char *v = getenv(defs[i].env);
-        if (v && *v && set_value(o, &defs[i], v, defs[i].env) != 0) return fail(argv0);
+        if (v && *v && set_value(o, &defs[i], v, defs[i].env) != 0) return -1;
     }
     const char *tokenizers = getenv("ATTN_TOKENIZER");
     for (const char *p = tokenizers; p && *p;) {
         size_t n = strcspn(p, ",");
-        if (add_tokenizer(o, p, n, "ATTN_TOKENIZER") != 0) return fail(argv0);
+        if (add_tokenizer(o, p, n, "ATTN_TOKENIZER") != 0) return -1;
         p += n + (p[n] == ',');
     }
-    int healthcheck = 0, tokenizer_flags = 0;
+    return 0;
+}
+
+/* --healthcheck: the probe URL from --host and --port; a server bound to
+ * every interface is probed on loopback. */
+static void healthcheck_url(srv_options *o) {
+    const char *h = o->host;
+    if (strcmp(h, "0.0.0.0") == 0 || strcmp(h, "") == 0) h = "127.0.0.1";
+    else if (strcmp(h, "::") == 0) h = "::1";
+    int v6 = strchr(h, ':') != NULL;
+    snprintf(o->probe_url, sizeof o->probe_url, "http://%s%s%s:%d/healthz", v6 ? "[" : "", h,
+             v6 ? "]" : "", o->port);
+    o->mode = SRV_MODE_PROBE;
+}
+
+int srv_options_parse(srv_options *o, int argc, char **argv) {
+    const char *argv0 = argc > 0 ? argv[0] : "attention-server";
+    set_defaults(o);
+    if (from_environment(o) != 0) return fail(argv0);
+    int healthcheck = 0, tokenizer_flags = 0, model_flags = 0;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) { o->mode = SRV_MODE_HELP; return 0; }
@@ -359,15 +376,6 @@ int srv_options_parse(srv_options *o, int argc, char **argv) {
         fprintf(stderr, "attention-server: --cors-origin: %s\n", err);
         return fail(argv0);
     }
-    if (healthcheck && o->mode != SRV_MODE_PROBE) {
-        /* A server bound to every interface is probed on loopback. */
-        const char *h = o->host;
-        if (strcmp(h, "0.0.0.0") == 0 || strcmp(h, "") == 0) h = "127.0.0.1";
-        else if (strcmp(h, "::") == 0) h = "::1";
-        int v6 = strchr(h, ':') != NULL;
-        snprintf(o->probe_url, sizeof o->probe_url, "http://%s%s%s:%d/healthz",
-                 v6 ? "[" : "", h, v6 ? "]" : "", o->port);
-        o->mode = SRV_MODE_PROBE;
-    }
+    if (healthcheck && o->mode != SRV_MODE_PROBE) healthcheck_url(o);
     return 0;
 }

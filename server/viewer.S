@@ -1,4 +1,5 @@
-/* viewer.S - embeds the viewer page served at GET / (server/static/index.html),
+/* viewer.S - embeds the viewer page served at GET / (build/gen/viewer.html:
+ * server/static/index.html with its scripts inlined by server/static/inline.py),
  * NUL-terminated, as srv__viewer_html (srv_viewer_html() in viewer.h). The
  * Makefile passes its path as SRV_VIEWER_HTML. */
     .section .rodata

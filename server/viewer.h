@@ -1,5 +1,6 @@
 /* viewer.h - the attention map viewer page served at GET /: one HTML file
- * with its script and style inline (server/static/index.html), embedded in
+ * with its script and style inline (server/static/index.html and its .js
+ * files, joined by server/static/inline.py at build time), embedded in
  * the binary by server/viewer.S. */
 #ifndef SRV_VIEWER_H
 #define SRV_VIEWER_H

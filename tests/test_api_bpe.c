@@ -26,6 +26,8 @@
 
 #include "api/bpe/bpe.h"
 #include "support/check_main.h"
+#include "support/bpe_files.h"
+#include "support/api_call.h"
 #include "support/files.h"
 #include "support/npm.h"
 #include "support/procs.h"
@@ -229,17 +231,7 @@ END_TEST
 /* GPT-2's 256 byte symbols as a JSON object with ids 0 .. 255, the byte's
  * own order, then the extra tokens (NULL-terminated) from 256 on. */
 static char *vocab_json(const char *const extra[]) {
-    json_t *v = json_object();
-    unsigned n = 0;
-    for (unsigned b = 0; b < 256; b++) {
-        int printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
-        unsigned cp = printable ? b : 256 + n++;
-        char name[3] = {0};
-        if (cp < 0x80) name[0] = (char)cp;
-        else name[0] = (char)(0xC0 | cp >> 6), name[1] = (char)(0x80 | (cp & 0x3F));
-        json_object_set_new(v, name, json_integer(b));
-    }
-    for (int i = 0; extra && extra[i]; i++) json_object_set_new(v, extra[i], json_integer(256 + i));
+    json_t *v = tbpe_vocab(extra);
     char *s = json_dumps(v, JSON_SORT_KEYS);
     json_decref(v);
     return s;
@@ -419,15 +411,7 @@ END_TEST
 
 static json_t *call(const api_tokenizer *toks, size_t n, const char *body, int want_status) {
     api_limits lim = {.max_elements = 50000000, .tokenizers = toks, .n_tokenizers = n};
-    api_reply r;
-    int st = api_handle(API_EP_MODEL_GPT2, body, strlen(body), &lim, &r);
-    ck_assert_msg(st == want_status, "status %d, expected %d: %.600s", st, want_status,
-                  r.body.data);
-    json_error_t je;
-    json_t *j = json_loads(r.body.data, 0, &je);
-    ck_assert_msg(j != NULL, "reply is not JSON: %s", je.text);
-    api_buf_free(&r.body);
-    return j;
+    return tapi_call(API_EP_MODEL_GPT2, body, &lim, want_status);
 }
 
 /* A 400 whose error names field and has code. */

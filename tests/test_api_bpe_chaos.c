@@ -15,6 +15,7 @@
 
 #include "api/bpe/bpe.h"
 #include "support/files.h"
+#include "support/bpe_files.h"
 #include "tests/support/check_main.h"
 #include "tests/support/fail_alloc.h"
 #include "tests/support/reply_check.h"
@@ -40,18 +41,8 @@ static void write_small(void) {
     else tfile_path(g_dir, sizeof g_dir, rel);
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", g_dir);
     ck_assert_int_eq(system(cmd), 0);
-    json_t *v = json_object();
-    unsigned n = 0;
-    for (unsigned b = 0; b < 256; b++) {
-        int printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
-        unsigned cp = printable ? b : 256 + n++;
-        char name[3] = {0};
-        if (cp < 0x80) name[0] = (char)cp;
-        else name[0] = (char)(0xC0 | cp >> 6), name[1] = (char)(0x80 | (cp & 0x3F));
-        json_object_set_new(v, name, json_integer(b));
-    }
-    json_object_set_new(v, "ab", json_integer(256));
-    json_object_set_new(v, "\xc4\xa0" "ab", json_integer(257));
+    static const char *const extra[] = {"ab", "\xc4\xa0" "ab", NULL};
+    json_t *v = tbpe_vocab(extra);
     char path[1100];
     snprintf(path, sizeof path, "%s/vocab.json", g_dir);
     ck_assert_int_eq(json_dump_file(v, path, 0), 0);

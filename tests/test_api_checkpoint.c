@@ -14,6 +14,7 @@
 
 #include "api/api.h"
 #include "tests/support/check_main.h"
+#include "support/api_call.h"
 #include "tests/support/ckpt_files.h"
 #include "tests/support/files.h"
 
@@ -59,14 +60,7 @@ static json_t *load_golden(api_models **models, const char *name) {
 
 static json_t *call(const api_models *models, const char *body, int want_status) {
     api_limits lim = {.max_elements = 50000000, .models = models};
-    api_reply r;
-    int st = api_handle(API_EP_MODEL_GPT2, body, strlen(body), &lim, &r);
-    ck_assert_msg(st == want_status, "status %d, expected %d: %.600s", st, want_status,
-                  r.body.data);
-    json_t *j = json_loads(r.body.data, 0, NULL);
-    ck_assert_ptr_nonnull(j);
-    api_buf_free(&r.body);
-    return j;
+    return tapi_call(API_EP_MODEL_GPT2, body, &lim, want_status);
 }
 
 static void expect_error(const api_models *models, const char *body, const char *code,

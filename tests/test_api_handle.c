@@ -15,6 +15,7 @@
 #include "api/module/module.h"
 #include "api/numbers/numbers.h"
 #include "support/check_main.h"
+#include "support/api_call.h"
 #include "support/files.h"
 
 #define TOL4 (0.5e-4 + 1e-6)
@@ -28,15 +29,7 @@ static char *read_file(const char *rel, size_t *len) {
 }
 
 static json_t *call(api_endpoint ep, const char *body, int want_status) {
-    api_limits lim = {.max_elements = 100000000};
-    api_reply r;
-    int st = api_handle(ep, body, strlen(body), &lim, &r);
-    ck_assert_msg(st == want_status, "status %d: %.600s", st, r.body.data);
-    json_error_t je;
-    json_t *j = json_loads(r.body.data, 0, &je);
-    ck_assert_msg(j != NULL, "reply is not JSON: %s", je.text);
-    api_buf_free(&r.body);
-    return j;
+    return tapi_call(ep, body, NULL, want_status);
 }
 
 /* json value -> text, for exact comparisons */

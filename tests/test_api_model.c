@@ -12,6 +12,7 @@
 #include "api/api.h"
 #include "core/attention.h"
 #include "tests/support/check_main.h"
+#include "support/api_call.h"
 
 #include <cblas.h> /* openblas_set_num_threads */
 
@@ -22,15 +23,7 @@ static const attn_gpt2_config CONFIG = {.vocab_size = 11, .block_size = 8, .n_la
 
 static json_t *call_lim(const char *body, int want_status, size_t max) {
     api_limits lim = {.max_elements = max};
-    api_reply r;
-    int st = api_handle(API_EP_MODEL_GPT2, body, strlen(body), &lim, &r);
-    ck_assert_msg(st == want_status, "status %d, expected %d: %.600s", st, want_status,
-                  r.body.data);
-    json_error_t je;
-    json_t *j = json_loads(r.body.data, 0, &je);
-    ck_assert_msg(j != NULL, "reply is not JSON: %s", je.text);
-    api_buf_free(&r.body);
-    return j;
+    return tapi_call(API_EP_MODEL_GPT2, body, &lim, want_status);
 }
 
 static json_t *call(const char *body, int want_status) { return call_lim(body, want_status, 50000000); }

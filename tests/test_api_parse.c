@@ -8,33 +8,19 @@
 
 #include "api/api.h"
 #include "tests/support/check_main.h"
+#include "support/api_call.h"
 
 #define X6 "[[0.43,0.15,0.89],[0.55,0.87,0.66],[0.57,0.85,0.64],[0.22,0.58,0.33],[0.77,0.25,0.10],[0.05,0.80,0.55]]"
 #define MHA_HEAD "\"module\":\"MultiHeadAttention\",\"d_out\":2,\"num_heads\":2,\"context_length\":6,"
 
-typedef struct {
-    int status;
-    json_t *j;      /* the parsed reply */
-    char *text;
-} reply_t;
+typedef tapi_reply reply_t;
 
 static reply_t call(api_endpoint ep, const char *body, size_t max_elements) {
     api_limits lim = {.max_elements = max_elements ? max_elements : 100000000};
-    api_reply r;
-    int st = api_handle(ep, body, strlen(body), &lim, &r);
-    ck_assert_int_eq(st, r.status);
-    ck_assert_ptr_nonnull(r.body.data);
-    json_error_t je;
-    reply_t out = {.status = st, .j = json_loads(r.body.data, 0, &je), .text = strdup(r.body.data)};
-    ck_assert_msg(out.j != NULL, "reply is not JSON (%s): %.300s", je.text, r.body.data);
-    api_buf_free(&r.body);
-    return out;
+    return tapi_handle(ep, body, &lim);
 }
 
-static void reply_free(reply_t *r) {
-    json_decref(r->j);
-    free(r->text);
-}
+static void reply_free(reply_t *r) { tapi_reply_free(r); }
 
 /* Asserts an error reply: status, code and field (NULL = JSON null); returns the message. */
 static void expect_error_max(api_endpoint ep, const char *body, size_t max, int status,

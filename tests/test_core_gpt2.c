@@ -1,6 +1,8 @@
-/* test_core_gpt2.c - core's GPT-2 (attn_gpt2_*) against seed 003's
- * gpt2_min.py run by PyTorch: every file of tests/golden/gpt2/ (written by
- * tests/golden/generate_gpt2.py), plus the errors.
+/* test_core_gpt2.c - core's whole models (attn_gpt2_*) against PyTorch:
+ * seed 003's gpt2_min.py GPT2 (every file of tests/golden/gpt2/, written by
+ * tests/golden/generate_gpt2.py) and the book's chapter-4 GPTModel
+ * (tests/golden/gptmodel/, tests/golden/generate_gptmodel.py), plus the
+ * errors.
  *
  * Per golden file:
  *   "state_dict": attn_gpt2_param_get's names, in order, and the float count
@@ -10,9 +12,11 @@
  *   "forward": attn_gpt2_forward with PyTorch's parameters and the generator
  *      left by the init (training files draw their dropout from it): logits,
  *      hidden states and every attention map within
- *      |got - want| <= 1e-4 + 1e-3 |want|. In training mode a single
- *      dropout draw out of place changes whole rows, far beyond that.
- * Set GOLDEN_GPT2_DIR to use another directory; run from the repository root.
+ *      |got - want| <= 1e-4 + 1e-3 |want|, and every dropout multiplier
+ *      bit for bit (memcmp). In training mode a single dropout draw out of
+ *      place changes whole rows, far beyond the tolerance too.
+ * Set GOLDEN_GPT2_DIR to use another directory instead of both; run from the
+ * repository root.
  */
 #include <check.h>
 #include <dirent.h>
@@ -39,8 +43,8 @@ typedef struct {
     int training, B, T;
     char *names;        /* space-separated state_dict names */
     int32_t *idx;
-    float *params, *logits, *hidden, *attn;
-    size_t n_idx, n_params, n_logits, n_hidden, n_attn;
+    float *params, *logits, *hidden, *attn, *dropout;
+    size_t n_idx, n_params, n_logits, n_hidden, n_attn, n_dropout;
 } gcase;
 
 static void gcase_free(gcase *g) {
@@ -50,6 +54,7 @@ static void gcase_free(gcase *g) {
     free(g->logits);
     free(g->hidden);
     free(g->attn);
+    free(g->dropout);
 }
 
 /* Reads one *.gpt2 file; 0 on success, else -1 with a reason. */
@@ -80,18 +85,24 @@ static int gcase_load(const char *path, gcase *g, char *why, size_t len) {
             else if (!strcmp(tname, "logits")) g->logits = data, g->n_logits = count;
             else if (!strcmp(tname, "hidden")) g->hidden = data, g->n_hidden = count;
             else if (!strcmp(tname, "attn")) g->attn = data, g->n_attn = count;
+            else if (!strcmp(tname, "dropout")) g->dropout = data, g->n_dropout = count;
             else free(data);
             continue;
         }
         if (sscanf(line, "%31s", key) != 1) continue;
         const char *val = line + strlen(key) + (line[strlen(key)] ? 1 : 0);
         if (!strcmp(key, "case")) snprintf(g->name, sizeof g->name, "%s", val);
+        else if (!strcmp(key, "family"))
+            g->cfg.family = strcmp(val, "GPTModel") == 0 ? ATTN_FAMILY_GPTMODEL : ATTN_FAMILY_GPT2;
         else if (!strcmp(key, "vocab_size")) g->cfg.vocab_size = atoi(val);
-        else if (!strcmp(key, "block_size")) g->cfg.block_size = atoi(val);
-        else if (!strcmp(key, "n_layer")) g->cfg.n_layer = atoi(val);
-        else if (!strcmp(key, "n_head")) g->cfg.n_head = atoi(val);
-        else if (!strcmp(key, "n_embd")) g->cfg.n_embd = atoi(val);
-        else if (!strcmp(key, "dropout")) g->cfg.dropout = strtod(val, NULL);
+        else if (!strcmp(key, "block_size") || !strcmp(key, "context_length"))
+            g->cfg.block_size = atoi(val);
+        else if (!strcmp(key, "n_layer") || !strcmp(key, "n_layers")) g->cfg.n_layer = atoi(val);
+        else if (!strcmp(key, "n_head") || !strcmp(key, "n_heads")) g->cfg.n_head = atoi(val);
+        else if (!strcmp(key, "n_embd") || !strcmp(key, "emb_dim")) g->cfg.n_embd = atoi(val);
+        else if (!strcmp(key, "dropout") || !strcmp(key, "drop_rate"))
+            g->cfg.dropout = strtod(val, NULL);
+        else if (!strcmp(key, "qkv_bias")) g->cfg.qkv_bias = atoi(val);
         else if (!strcmp(key, "seed")) g->seed = strtoull(val, NULL, 10);
         else if (!strcmp(key, "training")) g->training = atoi(val);
         else if (!strcmp(key, "B")) g->B = atoi(val);
@@ -102,7 +113,8 @@ static int gcase_load(const char *path, gcase *g, char *why, size_t len) {
     }
     free(line);
     fclose(f);
-    if (rc == 0 && (!g->idx || !g->params || !g->logits || !g->hidden || !g->attn || !g->names)) {
+    if (rc == 0 && (!g->idx || !g->params || !g->logits || !g->hidden || !g->attn || !g->names ||
+                    !g->dropout)) {
         snprintf(why, len, "%s: a tensor or the names line is missing", path);
         rc = -1;
     }
@@ -131,19 +143,26 @@ static long compare(const char *what, const float *got, const float *want, size_
 /* ==== The files =========================================================== */
 
 static char **g_paths;
-static int g_n;
+static int g_n, g_per_dir[2];
 
-static const char *golden_dir(void) {
+/* The directories of golden files: one per family, or GOLDEN_GPT2_DIR. */
+static int golden_dirs(const char *dirs[2]) {
     const char *d = getenv("GOLDEN_GPT2_DIR");
-    return d ? d : "tests/golden/gpt2";
+    if (d) {
+        dirs[0] = d;
+        return 1;
+    }
+    dirs[0] = "tests/golden/gpt2";
+    dirs[1] = "tests/golden/gptmodel";
+    return 2;
 }
 
 static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void list_files(void) {
-    DIR *d = opendir(golden_dir());
+static void list_dir(const char *dir) {
+    DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
@@ -152,17 +171,31 @@ static void list_files(void) {
         char **grown = realloc(g_paths, (size_t)(g_n + 1) * sizeof *g_paths);
         if (!grown) break;
         g_paths = grown;
-        size_t n = strlen(golden_dir()) + l + 2;
+        size_t n = strlen(dir) + l + 2;
         g_paths[g_n] = malloc(n);
         if (!g_paths[g_n]) break;
-        snprintf(g_paths[g_n++], n, "%s/%s", golden_dir(), e->d_name);
+        snprintf(g_paths[g_n++], n, "%s/%s", dir, e->d_name);
     }
     closedir(d);
+}
+
+static void list_files(void) {
+    const char *dirs[2];
+    int n = golden_dirs(dirs);
+    for (int i = 0; i < n; i++) {
+        int before = g_n;
+        list_dir(dirs[i]);
+        g_per_dir[i] = g_n - before;
+    }
     qsort(g_paths, (size_t)g_n, sizeof *g_paths, cmp_str);
 }
 
 START_TEST(golden_files_exist) {
-    ck_assert_msg(g_n >= 10, "expected the golden files of %s (found %d)", golden_dir(), g_n);
+    const char *dirs[2];
+    int n = golden_dirs(dirs);
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(g_per_dir[i] >= 10, "expected the golden files of %s (found %d)", dirs[i],
+                      g_per_dir[i]);
 }
 END_TEST
 
@@ -245,10 +278,19 @@ START_TEST(golden_forward) {
     float *logits = malloc(plan.n_logits * sizeof(float));
     float *hidden = malloc(plan.n_hidden * sizeof(float));
     float *attn = malloc((plan.n_attn ? plan.n_attn : 1) * sizeof(float));
-    ck_assert(logits && hidden && attn);
-    attn_gpt2_outputs out = {.logits = logits, .hidden_states = hidden, .attn_weights = attn};
+    float *drop = malloc(plan.n_dropout * sizeof(float));
+    ck_assert(logits && hidden && attn && drop);
+    attn_gpt2_outputs out = {.logits = logits, .hidden_states = hidden, .attn_weights = attn,
+                             .dropout_masks = drop};
     int rc = attn_gpt2_forward(&plan, g.params, g.idx, NULL, &rng, &out, &err);
     ck_assert_msg(rc == ATTN_OK, "%s: %s (%s)", g.name, err.message, err.field);
+    /* every dropout multiplier, bit for bit */
+    ck_assert_uint_eq(plan.n_dropout, g.n_dropout);
+    size_t first_bad = 0;
+    while (first_bad < g.n_dropout && drop[first_bad] == g.dropout[first_bad]) first_bad++;
+    ck_assert_msg(first_bad == g.n_dropout, "%s: dropout multiplier %zu is %g, PyTorch's %g",
+                  g.name, first_bad, (double)drop[first_bad], (double)g.dropout[first_bad]);
+    free(drop);
     char r1[256], r2[256], r3[256];
     long bad_l = compare("logits", logits, g.logits, plan.n_logits, r1, sizeof r1);
     long bad_h = compare("hidden", hidden, g.hidden, plan.n_hidden, r2, sizeof r2);
@@ -284,8 +326,8 @@ START_TEST(golden_forward) {
 END_TEST
 
 /* Larger inits, checked through a hash of the whole state_dict (and one
- * draw after the constructor: lm_head's draws consumed) from
- * tests/golden/gpt2/init_hashes.txt. */
+ * draw after the constructor: the head's draws consumed) from
+ * init_hashes.txt of each directory (its columns are the family's config). */
 static uint64_t fnv1a64(const float *x, size_t n) {
     uint64_t h = UINT64_C(0xcbf29ce484222325);
     const unsigned char *p = (const unsigned char *)x;
@@ -293,22 +335,34 @@ static uint64_t fnv1a64(const float *x, size_t n) {
     return h;
 }
 
+/* One line of init_hashes.txt; 1 if read. */
+static int hash_line(const char *line, int book, attn_gpt2_config *c, unsigned long long *seed,
+                     size_t *n, unsigned long long *hash, double *after) {
+    *c = (attn_gpt2_config){.family = book ? ATTN_FAMILY_GPTMODEL : ATTN_FAMILY_GPT2};
+    if (book)
+        return sscanf(line, "%d %d %d %d %d %lf %d %llu %zu %llx %lf", &c->vocab_size,
+                      &c->block_size, &c->n_embd, &c->n_head, &c->n_layer, &c->dropout,
+                      &c->qkv_bias, seed, n, hash, after) == 11;
+    return sscanf(line, "%d %d %d %d %d %lf %llu %zu %llx %lf", &c->vocab_size, &c->block_size,
+                  &c->n_layer, &c->n_head, &c->n_embd, &c->dropout, seed, n, hash, after) == 10;
+}
+
 START_TEST(golden_init_hashes) {
+    const char *dirs[2];
+    ck_assert_int_gt(golden_dirs(dirs), _i);
     char path[512];
-    snprintf(path, sizeof path, "%s/init_hashes.txt", golden_dir());
+    snprintf(path, sizeof path, "%s/init_hashes.txt", dirs[_i]);
     FILE *f = fopen(path, "r");
     ck_assert_msg(f != NULL, "cannot open %s", path);
     char line[512];
-    int cases = 0;
+    int cases = 0, book = strstr(dirs[_i], "gptmodel") != NULL;
     while (fgets(line, sizeof line, f)) {
         if (line[0] == '#') continue;
-        attn_gpt2_config c = {0};
+        attn_gpt2_config c;
         unsigned long long seed, hash;
         size_t n;
         double after;
-        ck_assert_int_eq(sscanf(line, "%d %d %d %d %d %lf %llu %zu %llx %lf", &c.vocab_size,
-                                &c.block_size, &c.n_layer, &c.n_head, &c.n_embd, &c.dropout, &seed,
-                                &n, &hash, &after), 10);
+        ck_assert_msg(hash_line(line, book, &c, &seed, &n, &hash, &after), "%s: %s", path, line);
         attn_gpt2_plan plan;
         attn_error err;
         ck_assert_int_eq(attn_gpt2_plan_make(&c, 1, 1, 0, &plan, &err), ATTN_OK);
@@ -522,8 +576,10 @@ END_TEST
  * and training with dropout (the draws stay in order on the calling thread). */
 START_TEST(same_bits_any_pool) {
     attn_gpt2_config c = {.vocab_size = 700, .block_size = 160, .n_layer = 2, .n_head = 4,
-                          .n_embd = 96, .dropout = 0.2, .gelu = (attn_gelu)(_i & 1)};
-    int training = _i >= 2, B = 2, T = 150;
+                          .n_embd = 96, .dropout = 0.2, .gelu = (attn_gelu)(_i & 1),
+                          .family = _i >= 4 ? ATTN_FAMILY_GPTMODEL : ATTN_FAMILY_GPT2,
+                          .qkv_bias = _i & 1};
+    int training = (_i & 2) != 0, B = 2, T = 150;
     attn_gpt2_plan plan;
     attn_error err = {0};
     ck_assert_int_eq(attn_gpt2_plan_make(&c, B, T, training, &plan, &err), ATTN_OK);
@@ -534,7 +590,7 @@ START_TEST(same_bits_any_pool) {
     attn_rng_seed(&rng, 11);
     ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
     for (int i = 0; i < B * T; i++) idx[i] = (int32_t)((i * 7919u) % 700u);
-    size_t n = plan.n_logits + plan.n_hidden + plan.n_attn;
+    size_t n = plan.n_logits + plan.n_hidden + plan.n_attn + plan.n_dropout;
     float *want = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
     float *want_only = malloc(plan.n_logits * sizeof(float));
     ck_assert(want && got && want_only);
@@ -542,7 +598,8 @@ START_TEST(same_bits_any_pool) {
         attn_pool *pool = width > 1 ? attn_pool_create(width) : NULL;
         float *dst = width == 1 ? want : got;
         attn_gpt2_outputs out = {.logits = dst, .hidden_states = dst + plan.n_logits,
-                                 .attn_weights = dst + plan.n_logits + plan.n_hidden};
+                                 .attn_weights = dst + plan.n_logits + plan.n_hidden,
+                                 .dropout_masks = dst + n - plan.n_dropout};
         attn_rng r;
         attn_rng_seed(&r, 5);
         ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, pool, &r, &out, &err), ATTN_OK);
@@ -558,6 +615,114 @@ START_TEST(same_bits_any_pool) {
     }
     free(want_only);
     free(want), free(got), free(params), free(idx);
+}
+END_TEST
+
+/* The family table: names both ways, each family's attention module. */
+START_TEST(family_table) {
+    attn_family f;
+    ck_assert_int_eq(attn_family_from_name("GPTModel", &f), ATTN_OK);
+    ck_assert_int_eq(f, ATTN_FAMILY_GPTMODEL);
+    ck_assert_int_eq(attn_family_from_name("GPT2", &f), ATTN_OK);
+    ck_assert_int_eq(f, ATTN_FAMILY_GPT2);
+    ck_assert_int_eq(attn_family_from_name("gptmodel", &f), ATTN_ERR_ARG);
+    ck_assert_int_eq(attn_family_from_name(NULL, &f), ATTN_ERR_ARG);
+    ck_assert_ptr_null(attn_family_get(ATTN_FAMILY_COUNT));
+    const attn_family_info *book = attn_family_get(ATTN_FAMILY_GPTMODEL);
+    ck_assert_int_eq(book->attn, ATTN_MHA);
+    ck_assert_str_eq(book->context_name, "context_length");
+    ck_assert_int_eq(book->tied, 0);
+    ck_assert_int_eq(attn_family_get(ATTN_FAMILY_GPT2)->tied, 1);
+    ck_assert_ptr_null(attn_family_get(ATTN_FAMILY_GPT2)->qkv_bias_name);
+}
+END_TEST
+
+/* GPTModel's errors name the book's config keys. */
+START_TEST(gptmodel_plan_errors) {
+    attn_gpt2_config c = SMALL;
+    c.family = ATTN_FAMILY_GPTMODEL;
+    expect_plan_error(c, 1, 7, ATTN_ERR_SHAPE, "idx");
+    c.n_head = 3;
+    expect_plan_error(c, 1, 2, ATTN_ERR_SHAPE, "n_heads");
+    c = SMALL, c.family = ATTN_FAMILY_GPTMODEL, c.n_layer = -1;
+    expect_plan_error(c, 1, 2, ATTN_ERR_ARG, "n_layers");
+    c = SMALL, c.family = ATTN_FAMILY_GPTMODEL, c.block_size = 0;
+    expect_plan_error(c, 1, 2, ATTN_ERR_ARG, "context_length");
+    c = SMALL, c.family = ATTN_FAMILY_GPTMODEL, c.dropout = -0.1;
+    expect_plan_error(c, 1, 2, ATTN_ERR_ARG, "drop_rate");
+    c = SMALL, c.family = ATTN_FAMILY_GPTMODEL, c.n_embd = 1 << 20, c.n_head = 1;
+    expect_plan_error(c, 1, 2, ATTN_ERR_RANGE, "emb_dim");
+    c = SMALL, c.family = (attn_family)7;
+    expect_plan_error(c, 1, 2, ATTN_ERR_ARG, "family");
+    attn_gpt2_plan plan;
+    attn_error err = {0};
+    c = SMALL, c.family = ATTN_FAMILY_GPTMODEL;
+    ck_assert_int_eq(attn_gpt2_plan_make(&c, 1, 7, 0, &plan, &err), ATTN_ERR_SHAPE);
+    ck_assert_ptr_nonnull(strstr(err.message, "context_length 6"));
+    /* GPTModel's GELU is the tanh form whatever cfg.gelu says */
+    ck_assert_int_eq(attn_gpt2_plan_make(&c, 1, 2, 0, &plan, &err), ATTN_OK);
+    ck_assert_int_eq(plan.gelu, ATTN_GELU_TANH);
+}
+END_TEST
+
+/* No blocks: logits = final_norm(x) · out_head, the head's own weight
+ * (untied: not the token embedding). */
+START_TEST(gptmodel_no_layers_untied) {
+    attn_gpt2_config c = SMALL;
+    c.family = ATTN_FAMILY_GPTMODEL, c.n_layer = 0;
+    attn_gpt2_plan plan;
+    attn_error err = {0};
+    ck_assert_int_eq(attn_gpt2_plan_make(&c, 1, 2, 0, &plan, &err), ATTN_OK);
+    ck_assert_int_eq(plan.param_count, 5);
+    float *params = malloc(plan.n_params * sizeof *params);
+    ck_assert_ptr_nonnull(params);
+    attn_rng rng;
+    attn_rng_seed(&rng, 2);
+    ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
+    attn_param head;
+    ck_assert_int_eq(attn_gpt2_param_get(&plan, 4, &head), ATTN_OK);
+    ck_assert_str_eq(head.name, "out_head.weight");
+    float logits[2 * 10], hidden[2 * 8];
+    int32_t idx[2] = {3, 4};
+    attn_gpt2_outputs out = {.logits = logits, .hidden_states = hidden};
+    ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_OK);
+    for (int t = 0; t < 2; t++) {
+        double dot = 0.0;
+        for (int k = 0; k < 8; k++) dot += (double)hidden[t * 8 + k] * params[head.offset + 5 * 8 + k];
+        ck_assert_double_eq_tol(logits[t * 10 + 5], dot, 1e-5);
+    }
+    free(params);
+}
+END_TEST
+
+/* att.mask must hold triu(ones, diagonal=1); a NaN is named too. */
+START_TEST(gptmodel_mask_buffer) {
+    attn_gpt2_config c = SMALL;
+    c.family = ATTN_FAMILY_GPTMODEL, c.qkv_bias = 1;
+    attn_gpt2_plan plan;
+    attn_error err = {0};
+    ck_assert_int_eq(attn_gpt2_plan_make(&c, 1, 3, 0, &plan, &err), ATTN_OK);
+    float *params = malloc(plan.n_params * sizeof *params);
+    ck_assert_ptr_nonnull(params);
+    attn_rng rng;
+    attn_rng_seed(&rng, 1);
+    ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
+    attn_param p;
+    int found = 0;
+    for (int i = 0; i < plan.param_count && !found; i++) {
+        attn_gpt2_param_get(&plan, i, &p);
+        found = strcmp(p.name, "trf_blocks.1.att.mask") == 0;
+    }
+    ck_assert(found && p.buffer == ATTN_BUFFER_TRIU && p.count == 36 && p.rank == 2);
+    ck_assert_int_eq(attn_gpt2_params_check(&plan, params, &err), ATTN_OK);
+    params[p.offset + 6] = 1.0f; /* [1][0]: below the diagonal */
+    ck_assert_int_eq(attn_gpt2_params_check(&plan, params, &err), ATTN_ERR_ARG);
+    ck_assert_str_eq(err.field, "state_dict.trf_blocks.1.att.mask");
+    params[p.offset + 6] = 0.0f;
+    params[plan.n_params - 1] = NAN;
+    ck_assert_int_eq(attn_gpt2_params_check(&plan, params, &err), ATTN_ERR_NONFINITE);
+    ck_assert_str_eq(err.field, "state_dict.out_head.weight");
+    free(params);
 }
 END_TEST
 
@@ -586,7 +751,8 @@ static Suite *suite(void) {
     TCase *files = tcase_create("golden");
     tcase_set_timeout(files, 30);
     tcase_add_test(files, golden_files_exist);
-    tcase_add_test(files, golden_init_hashes);
+    const char *dirs[2];
+    tcase_add_loop_test(files, golden_init_hashes, 0, golden_dirs(dirs));
     if (g_n > 0) {
         tcase_add_loop_test(files, golden_state_dict, 0, g_n);
         tcase_add_loop_test(files, golden_init, 0, g_n);
@@ -600,7 +766,11 @@ static Suite *suite(void) {
     tcase_add_test(errors, nonfinite_results);
     tcase_add_test(errors, normal_small_cache);
     tcase_add_test(errors, gelu_forms);
-    tcase_add_loop_test(errors, same_bits_any_pool, 0, 4);
+    tcase_add_loop_test(errors, same_bits_any_pool, 0, 8);
+    tcase_add_test(errors, family_table);
+    tcase_add_test(errors, gptmodel_plan_errors);
+    tcase_add_test(errors, gptmodel_no_layers_untied);
+    tcase_add_test(errors, gptmodel_mask_buffer);
     suite_add_tcase(s, errors);
     return s;
 }

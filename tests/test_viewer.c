@@ -96,6 +96,22 @@ static char *python(const char *script, const char *file) {
     return out;
 }
 
+/* The report a page script of tests/viewer/ printed: JSON, the script
+ * ran to its end, no console error and no request to another host. */
+static json_t *page_report(const char *script, int status, const char *out) {
+    ck_assert_msg(out && status == 0, "%s failed (%d): %s", script, status, out ? out : "");
+    json_error_t je;
+    json_t *r = json_loads(out, 0, &je);
+    ck_assert_msg(r != NULL, "%s: the report is not JSON (%s): %s", script, je.text, out);
+    ck_assert_msg(json_object_get(r, "exception") == NULL, "the page script failed: %s",
+                  json_string_value(json_object_get(r, "exception")));
+    ck_assert_msg(json_array_size(json_object_get(r, "console_errors")) == 0, "console errors: %s",
+                  json_dumps(json_object_get(r, "console_errors"), 0));
+    ck_assert_msg(json_array_size(json_object_get(r, "foreign_requests")) == 0,
+                  "requests to other hosts: %s", json_dumps(json_object_get(r, "foreign_requests"), 0));
+    return r;
+}
+
 START_TEST(test_viewer_in_chromium) {
     ck_assert_msg(procs_ensure_package(CHROMIUM, "chromium"), "could not install chromium");
     ck_assert_msg(procs_ensure_package("/usr/bin/node", "nodejs"), "could not install nodejs");
@@ -115,18 +131,7 @@ START_TEST(test_viewer_in_chromium) {
     char *out = procs_capture(cmd, &st);
     srvt_stop(&s, 10);
     srvt_release(&s);
-    ck_assert_msg(out && st == 0, "viewer.mjs failed (%d): %s", st, out ? out : "");
-    json_error_t je;
-    json_t *r = json_loads(out, 0, &je);
-    ck_assert_msg(r != NULL, "report is not JSON: %s", out);
-    ck_assert_msg(json_object_get(r, "exception") == NULL, "the page script failed: %s",
-                  json_string_value(json_object_get(r, "exception")));
-
-    /* no console error, nothing from another host */
-    ck_assert_msg(json_array_size(at(r, "console_errors")) == 0, "console errors: %s",
-                  json_dumps(at(r, "console_errors"), 0));
-    ck_assert_msg(json_array_size(at(r, "foreign_requests")) == 0, "requests to other hosts: %s",
-                  json_dumps(at(r, "foreign_requests"), 0));
+    json_t *r = page_report("viewer.mjs", st, out);
     ck_assert_int_gt(json_integer_value(at(r, "requests")), 1);
 
     /* the seed example first, 2 heads x 6 x 6 in the service's colours */
@@ -321,15 +326,7 @@ START_TEST(test_viewer_model_view) {
     model_weights(&s, w);
     srvt_stop(&s, 10);
     srvt_release(&s);
-    ck_assert_msg(out && st == 0, "model.mjs failed (%d): %s", st, out ? out : "");
-    json_t *r = json_loads(out, 0, NULL);
-    ck_assert_msg(r != NULL, "report is not JSON: %s", out);
-    ck_assert_msg(json_object_get(r, "exception") == NULL, "the page script failed: %s",
-                  json_string_value(json_object_get(r, "exception")));
-    ck_assert_msg(json_array_size(at(r, "console_errors")) == 0, "console errors: %s",
-                  json_dumps(at(r, "console_errors"), 0));
-    ck_assert_msg(json_array_size(at(r, "foreign_requests")) == 0, "requests to other hosts: %s",
-                  json_dumps(at(r, "foreign_requests"), 0));
+    json_t *r = page_report("model.mjs", st, out);
     ck_assert_uint_eq(json_array_size(at(r, "http_errors")), 1); /* the refusal below */
 
     /* GET /models as the choices, after the seed-built model */

@@ -124,6 +124,65 @@ static int read_file(const char *path, char **data, size_t *len, char *err, size
     return 0;
 }
 
+/* Each token's length in bytes (len[id]), every id given once, every
+ * symbol one of GPT-2's byte symbols (inverse: code point to byte). */
+static int vocab_lengths(json_t *vocab, const int16_t inverse[324], size_t *len, char *seen,
+                         const char *path, char *err, size_t err_size) {
+    const char *key;
+    json_t *value;
+    json_object_foreach(vocab, key, value) {
+        size_t id = (size_t)json_integer_value(value);
+        if (seen[id]) return fail(err, err_size, API_BPE_EFORMAT, "%s: id %zu is given to two tokens", path, id);
+        seen[id] = 1;
+        size_t klen = strlen(key), count = 0;
+        for (size_t p = 0; p < klen;) {
+            uint32_t cp;
+            size_t k = api__bpe_utf8((const unsigned char *)key + p, klen - p, &cp);
+            if (k == 0 || symbol_byte(inverse, cp) < 0)
+                return fail(err, err_size, API_BPE_EFORMAT,
+                            "%s: token %zu (\"%.40s\") is not made of GPT-2's byte symbols", path,
+                            id, key);
+            p += k;
+            count++;
+        }
+        len[id] = count;
+    }
+    return 0;
+}
+
+/* Every token's bytes at t->bytes + t->off[id]. */
+static void vocab_bytes(api_bpe *t, json_t *vocab, const int16_t inverse[324]) {
+    const char *key;
+    json_t *value;
+    json_object_foreach(vocab, key, value) {
+        size_t id = (size_t)json_integer_value(value), klen = strlen(key);
+        char *out = t->bytes + t->off[id];
+        for (size_t p = 0; p < klen;) {
+            uint32_t cp = 0;
+            p += api__bpe_utf8((const unsigned char *)key + p, klen - p, &cp);
+            *out++ = (char)symbol_byte(inverse, cp);
+        }
+    }
+}
+
+/* t->byte_id: every byte must have its own token. */
+static int vocab_byte_ids(api_bpe *t, json_t *vocab, const uint32_t sym[256], const char *path,
+                          char *err, size_t err_size) {
+    for (int b = 0; b < 256; b++) {
+        char name[4];
+        size_t k = 0;
+        if (sym[b] < 0x80) name[k++] = (char)sym[b];
+        else name[k++] = (char)(0xC0 | sym[b] >> 6), name[k++] = (char)(0x80 | (sym[b] & 0x3F));
+        name[k] = '\0';
+        json_t *id = json_object_get(vocab, name);
+        if (!id)
+            return fail(err, err_size, API_BPE_EFORMAT, "%s: no token for byte 0x%02X (\"%s\")",
+                        path, b, name);
+        t->byte_id[b] = (int32_t)json_integer_value(id);
+    }
+    return 0;
+}
+
 /* The vocabulary: {"symbols": id, ...} with ids 0 .. n - 1, each once; every
  * symbol made of GPT-2's byte symbols. Fills t->n_vocab, off, bytes, byte_id. */
 static int load_vocab(api_bpe *t, json_t *vocab, const char *path, char *err, size_t err_size) {
@@ -156,63 +215,19 @@ static int load_vocab(api_bpe *t, json_t *vocab, const char *path, char *err, si
     size_t *len = calloc(n, sizeof *len);
     char *seen = calloc(n, 1);
     int rc = 0;
-    if (!t->off || !t->bytes || !len || !seen) {
+    if (!t->off || !t->bytes || !len || !seen)
         rc = fail(err, err_size, API_BPE_ENOMEM, "%s: out of memory", path);
-        goto done;
-    }
-    /* lengths first, then offsets, then bytes */
-    json_object_foreach(vocab, key, value) {
-        size_t id = (size_t)json_integer_value(value);
-        if (seen[id]) {
-            rc = fail(err, err_size, API_BPE_EFORMAT, "%s: id %zu is given to two tokens", path, id);
-            goto done;
-        }
-        seen[id] = 1;
-        size_t klen = strlen(key), count = 0;
-        for (size_t p = 0; p < klen;) {
-            uint32_t cp;
-            size_t k = api__bpe_utf8((const unsigned char *)key + p, klen - p, &cp);
-            if (k == 0 || symbol_byte(inverse, cp) < 0) {
-                rc = fail(err, err_size, API_BPE_EFORMAT,
-                          "%s: token %zu (\"%.40s\") is not made of GPT-2's byte symbols", path,
-                          id, key);
-                goto done;
-            }
-            p += k;
-            count++;
-        }
-        len[id] = count;
-    }
-    for (size_t i = 0; i < n; i++) {
+    else
+        rc = vocab_lengths(vocab, inverse, len, seen, path, err, err_size);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
         t->off[i + 1] = t->off[i] + len[i];
         if (len[i] > t->max_token) t->max_token = len[i];
     }
-    json_object_foreach(vocab, key, value) {
-        size_t id = (size_t)json_integer_value(value), klen = strlen(key);
-        char *out = t->bytes + t->off[id];
-        for (size_t p = 0; p < klen;) {
-            uint32_t cp = 0;
-            p += api__bpe_utf8((const unsigned char *)key + p, klen - p, &cp);
-            *out++ = (char)symbol_byte(inverse, cp);
-        }
+    if (rc == 0) {
+        vocab_bytes(t, vocab, inverse);
+        t->n_vocab = n;
+        rc = vocab_byte_ids(t, vocab, sym, path, err, err_size);
     }
-    t->n_vocab = n;
-    /* every byte must have its own token */
-    for (int b = 0; b < 256; b++) {
-        char name[4];
-        size_t k = 0;
-        if (sym[b] < 0x80) name[k++] = (char)sym[b];
-        else name[k++] = (char)(0xC0 | sym[b] >> 6), name[k++] = (char)(0x80 | (sym[b] & 0x3F));
-        name[k] = '\0';
-        json_t *id = json_object_get(vocab, name);
-        if (!id) {
-            rc = fail(err, err_size, API_BPE_EFORMAT, "%s: no token for byte 0x%02X (\"%s\")",
-                      path, b, name);
-            goto done;
-        }
-        t->byte_id[b] = (int32_t)json_integer_value(id);
-    }
-done:
     free(len);
     free(seen);
     return rc;

@@ -122,9 +122,7 @@ typedef struct {
     const api_tokenizer *tok;  /* named in "tokenizer", or the only one loaded; may be NULL */
     int from_text;             /* idx is the tokens of "text" */
     int training;
-    int has_init;
-    uint64_t seed;
-    const json_t *state_dict;  /* borrowed from the tree */
+    api_params_source params;  /* init.seed or the state_dict (borrowed from the tree) */
     const api_model *model;    /* "model": a checkpoint loaded at start */
     int has_dropout_seed;
     uint64_t dropout_seed;

@@ -35,19 +35,15 @@ static int get_seed(const json_t *v, const char *name, uint64_t *out, api_err *e
 }
 
 static int check_fields(const json_t *root, api_err *e) {
-    const char *key;
-    const json_t *v;
-    json_object_foreach((json_t *)root, key, v) {
-        if (api__has_field(fields, key)) continue;
-        char echo[API_ECHO_MAX + 4];
-        api__echo(echo, sizeof echo, key);
-        return api__fail(e, API_E_UNKNOWN_FIELD, echo,
-                         "unknown field \"%s\" for /model/gpt2 (it takes GPTConfig's fields, "
-                         "init or state_dict, or model; idx or text, tokenizer, training, "
-                         "dropout_seed, return, layers, heads, query_rows, top_k, "
-                         "precision, output_format, dtype)", echo);
-    }
-    return 0;
+    const char *key = api__unknown_key(root, fields);
+    if (key == NULL) return 0;
+    char echo[API_ECHO_MAX + 4];
+    api__echo(echo, sizeof echo, key);
+    return api__fail(e, API_E_UNKNOWN_FIELD, echo,
+                     "unknown field \"%s\" for /model/gpt2 (it takes GPTConfig's fields, "
+                     "init or state_dict, or model; idx or text, tokenizer, training, "
+                     "dropout_seed, return, layers, heads, query_rows, top_k, "
+                     "precision, output_format, dtype)", echo);
 }
 
 static int read_config(const json_t *root, model_rq *rq, api_err *e) {
@@ -192,29 +188,17 @@ static int read_text(const json_t *root, const api_limits *lim, model_rq *rq, ap
 }
 
 static int read_return(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
-    const json_t *v = api__field(root, "return");
-    if (v == NULL) { /* with text: its idx and tokens too */
+    int tokens_at = -1;
+    int rc = api__return_read(root, out_names, M_OUT_COUNT, &rq->returns, &tokens_at, e);
+    if (rc < 0) return -1;
+    if (rc == 0) { /* with text: its idx and tokens too */
         rq->returns = 1u << M_OUT_LOGITS | 1u << M_OUT_NEXT_TOKEN;
         if (rq->from_text) rq->returns |= 1u << M_OUT_IDX | 1u << M_OUT_TOKENS;
-        return 0;
     }
-    if (!json_is_array(v)) return api__field_wrong_type(e, "return", v, "an array of strings");
-    for (size_t i = 0; i < json_array_size(v); i++) {
-        const json_t *s = json_array_get(v, i);
+    if (tokens_at >= 0 && rq->tok == NULL) {
         char name[48];
-        snprintf(name, sizeof name, "return[%zu]", i);
-        if (!json_is_string(s)) return api__field_wrong_type(e, name, s, "a string");
-        int k = 0;
-        while (k < M_OUT_COUNT && strcmp(out_names[k], json_string_value(s)) != 0) k++;
-        if (k == M_OUT_COUNT) {
-            char echo[API_ECHO_MAX + 4];
-            return api__fail(e, API_E_INVALID_ARGUMENT, name,
-                             "%s \"%s\" is not an output; choose from idx, tokens, logits, "
-                             "next_token, attn_weights, hidden_states, timing",
-                             name, api__echo(echo, sizeof echo, json_string_value(s)));
-        }
-        if (k == M_OUT_TOKENS && rq->tok == NULL) return no_tokenizer(lim, name, e);
-        rq->returns |= 1u << k;
+        snprintf(name, sizeof name, "return[%d]", tokens_at);
+        return no_tokenizer(lim, name, e);
     }
     return 0;
 }
@@ -266,15 +250,6 @@ static int read_options(const json_t *root, const api_limits *lim, model_rq *rq,
     return api__select_parse(root, &rq->sel, e);
 }
 
-static int read_params_source(const json_t *root, model_rq *rq, api_err *e) {
-    api_params_source src;
-    if (api__params_source(root, "GPT2(config)", &src, e)) return -1;
-    rq->state_dict = src.state_dict;
-    rq->has_init = src.has_init;
-    rq->seed = src.seed;
-    return 0;
-}
-
 /* "model": a loaded checkpoint, which brings the config and the parameters. */
 static int read_model(const json_t *root, const json_t *v, const api_limits *lim, model_rq *rq,
                       api_err *e) {
@@ -310,7 +285,7 @@ int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, ap
         read_tokenizer(root, lim, rq, e) ||
         (api__field(root, "text") ? read_text(root, lim, rq, e) : read_idx(root, rq, &budget, e)) ||
         read_return(root, lim, rq, e) || read_layers(root, rq, e) || read_options(root, lim, rq, e) ||
-        (!model && read_params_source(root, rq, e)))
+        (!model && api__params_source(root, "GPT2(config)", &rq->params, e)))
         return -1;
     /* the maps' selection against the model's heads and the tokens */
     return api__select_check(&rq->sel, rq->cfg.n_head, rq->T, "model", e);

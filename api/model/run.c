@@ -113,13 +113,11 @@ static int plan(api_job *j, api_err *e) {
         need += sel;
     }
     if (rq->model) need -= p->n_params;
-    j->need = need + out_values * REPLY_FLOATS_PER_VALUE; /* each term below 2^44 */
-    j->work = j->need + (rq->model ? p->n_params : 0);
+    need += out_values * REPLY_FLOATS_PER_VALUE; /* each term below 2^44 */
+    api__job_sized(j, need, need + (rq->model ? p->n_params : 0), out_values, "model",
+                   "parameters, activations, outputs and reply");
     j->ops = model_ops(p);
     j->ops_field = rq->from_text ? "text" : "idx";
-    j->reply_values = out_values;
-    j->need_noun = "model";
-    j->need_what = "parameters, activations, outputs and reply";
     return 0;
 }
 
@@ -138,10 +136,10 @@ static int prepare(api_job *j, api_err *e) {
         s->params = api__arrays_take(&j->arrays, s->plan.n_params, sizeof(float));
         if (s->params == NULL) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the model");
         s->weights = s->params;
-        if (rq->state_dict) {
-            if (api__model_state_dict_read(rq->state_dict, &s->plan, s->params, e)) return -1;
+        if (rq->params.state_dict) {
+            if (api__model_state_dict_read(rq->params.state_dict, &s->plan, s->params, e)) return -1;
         } else {
-            attn_rng_seed(&s->rng, rq->seed);
+            attn_rng_seed(&s->rng, rq->params.seed);
             if (attn_gpt2_params_init(&s->plan, s->params, &s->rng, &ae) != ATTN_OK) {
                 api__from_attn(e, &ae, ATTN_MODULE_COUNT);
                 return -1;

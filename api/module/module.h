@@ -97,9 +97,6 @@ typedef struct {
 
 extern const api_output api__outputs[API_OUT_COUNT];
 
-/* The index of a `return` name, or -1. */
-int api__out_find(const char *name);
-
 /* ==== Requests ============================================================ */
 
 typedef struct {
@@ -111,9 +108,7 @@ typedef struct {
     api_tensor x, x_key, x_value, query, key, value, attn_mask, kpm;
     uint8_t *mask_bool;  /* attn_mask as 0/1 bytes, when boolean */
     uint8_t *kpm_bool;   /* key_padding_mask as bytes [B][S] */
-    int has_init;
-    uint64_t init_seed;
-    const json_t *state_dict; /* borrowed from the tree, valid until it is freed */
+    api_params_source params; /* init.seed or the state_dict (borrowed from the tree) */
     char *tokens;        /* n_tokens NUL-separated labels, malloc'd */
     int n_tokens;
     unsigned returns;    /* bits of api_out */

@@ -15,12 +15,6 @@ const api_output api__outputs[API_OUT_COUNT] = {
 #undef API_OUT_ROW
 };
 
-int api__out_find(const char *name) {
-    for (int k = 0; k < API_OUT_COUNT; k++)
-        if (strcmp(api__outputs[k].name, name) == 0) return k;
-    return -1;
-}
-
 /* [B][H][rows][cols] of count elements, where the row of k says; H = 0: no head axis */
 static void set(api_out_tensor *t, api_out k, size_t count, int B, int H, int rows, int cols) {
     *t = (api_out_tensor){.slot = api__outputs[k].slot, .core = api__outputs[k].core,

@@ -36,20 +36,15 @@ static int pick_module(api_endpoint ep, const json_t *root, attn_module *m, api_
 }
 
 static int check_fields(const json_t *root, attn_module m, api_err *e) {
-    const char *const *fields = api__module_fields(m);
-    const char *key;
-    const json_t *v;
-    json_object_foreach((json_t *)root, key, v) {
-        if (api__has_field(fields, key)) continue;
-        char echo[API_ECHO_MAX + 4];
-        api__echo(echo, sizeof echo, key);
-        for (int o = 0; o < ATTN_MODULE_COUNT; o++)
-            if (api__has_field(api__module_fields((attn_module)o), key))
-                return api__fail(e, API_E_UNKNOWN_FIELD, echo, "%s does not take \"%s\"",
-                                 attn_module_name(m), echo);
-        return api__fail(e, API_E_UNKNOWN_FIELD, echo, "unknown field \"%s\"", echo);
-    }
-    return 0;
+    const char *key = api__unknown_key(root, api__module_fields(m));
+    if (key == NULL) return 0;
+    char echo[API_ECHO_MAX + 4];
+    api__echo(echo, sizeof echo, key);
+    for (int o = 0; o < ATTN_MODULE_COUNT; o++) /* a field of another module */
+        if (api__has_field(api__module_fields((attn_module)o), key))
+            return api__fail(e, API_E_UNKNOWN_FIELD, echo, "%s does not take \"%s\"",
+                             attn_module_name(m), echo);
+    return api__fail(e, API_E_UNKNOWN_FIELD, echo, "unknown field \"%s\"", echo);
 }
 
 /* ==== Tensors ============================================================== */
@@ -220,40 +215,14 @@ static int read_tokens(const json_t *root, api_request *rq, api_err *e) {
 }
 
 static int read_return(const json_t *root, api_request *rq, api_err *e) {
-    const json_t *v = api__field(root, "return");
-    if (v == NULL) {
+    const char *names[API_OUT_COUNT];
+    for (int k = 0; k < API_OUT_COUNT; k++) names[k] = api__outputs[k].name;
+    int rc = api__return_read(root, names, API_OUT_COUNT, &rq->returns, NULL, e);
+    if (rc == 0) {
         rq->returns = 1u << API_OUT_CONTEXT | 1u << API_OUT_ATTN_WEIGHTS;
         if (rq->tokens) rq->returns |= 1u << API_OUT_TOKENS;
-        return 0;
     }
-    if (!json_is_array(v)) return api__field_wrong_type(e, "return", v, "an array of strings");
-    for (size_t i = 0; i < json_array_size(v); i++) {
-        const json_t *s = json_array_get(v, i);
-        char name[48];
-        snprintf(name, sizeof name, "return[%zu]", i);
-        if (!json_is_string(s)) return api__field_wrong_type(e, name, s, "a string");
-        int k = api__out_find(json_string_value(s));
-        if (k < 0) {
-            char echo[API_ECHO_MAX + 4], list[API_OUT_COUNT * 24] = "";
-            for (int o = 0; o < API_OUT_COUNT; o++) {
-                size_t n = strlen(list);
-                snprintf(list + n, sizeof list - n, "%s%s", o ? ", " : "", api__outputs[o].name);
-            }
-            return api__fail(e, API_E_INVALID_ARGUMENT, name, "%s \"%s\" is not an output; choose from %s",
-                             name, api__echo(echo, sizeof echo, json_string_value(s)), list);
-        }
-        rq->returns |= 1u << k;
-    }
-    return 0;
-}
-
-static int read_params_source(const json_t *root, api_request *rq, api_err *e) {
-    api_params_source src;
-    if (api__params_source(root, "the module", &src, e)) return -1;
-    rq->state_dict = src.state_dict;
-    rq->has_init = src.has_init;
-    rq->init_seed = src.seed;
-    return 0;
+    return rc < 0 ? -1 : 0;
 }
 
 /* ==== Constructor arguments ================================================ */
@@ -357,7 +326,9 @@ int api__request_parse(api_endpoint ep, const json_t *root, const api_limits *li
     if (read_options(root, lim, rq, e) || read_attn_mask(root, rq, &budget, e) ||
         read_kpm(root, rq, &budget, e) || read_tokens(root, rq, e) || read_return(root, rq, e))
         return -1;
-    if (api__has_field(api__module_fields(m), "init") && read_params_source(root, rq, e)) return -1;
+    if (api__has_field(api__module_fields(m), "init") &&
+        api__params_source(root, "the module", &rq->params, e))
+        return -1;
     return 0;
 }
 

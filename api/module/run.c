@@ -86,15 +86,13 @@ static int plan(api_job *j, api_err *e) {
     size_t out_values = 0; /* each below 2^42: no overflow */
     for (int k = 0; k < API_OUT_COUNT; k++)
         if (rq->returns & 1u << k) out_values += api__view_count(rq, &s->plan, (api_out)k);
-    j->need = s->plan.total_elements + out_values * REPLY_FLOATS_PER_VALUE;
-    if (api__select_any(&rq->sel)) j->need += out_values; /* the selected copies */
-    if (attn_module_has(rq->cfg.module, ATTN_MOD_QKV_INPUTS)) j->need += s->plan.n_context;
-    j->work = j->need;
+    size_t need = s->plan.total_elements + out_values * REPLY_FLOATS_PER_VALUE;
+    if (api__select_any(&rq->sel)) need += out_values; /* the selected copies */
+    if (attn_module_has(rq->cfg.module, ATTN_MOD_QKV_INPUTS)) need += s->plan.n_context;
+    api__job_sized(j, need, need, out_values, "request",
+                   "inputs, parameters, intermediates, outputs and reply");
     j->ops = module_ops(&s->plan, !attn_module_has(rq->cfg.module, ATTN_MOD_QKV_INPUTS));
     j->ops_field = "inputs";
-    j->reply_values = out_values;
-    j->need_noun = "request";
-    j->need_what = "inputs, parameters, intermediates, outputs and reply";
     return 0;
 }
 
@@ -106,9 +104,9 @@ static int prepare(api_job *j, api_err *e) {
     const api_request *rq = &s->rq;
     s->params = api__arrays_take(&j->arrays, s->plan.n_params, sizeof(float));
     if (s->params == NULL) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the parameters");
-    if (rq->state_dict) return api__state_dict_read(rq->state_dict, &rq->cfg, &s->plan, s->params, e);
-    if (!rq->has_init) return 0;
-    attn_rng_seed(&s->rng, rq->init_seed);
+    if (rq->params.state_dict) return api__state_dict_read(rq->params.state_dict, &rq->cfg, &s->plan, s->params, e);
+    if (!rq->params.has_init) return 0;
+    attn_rng_seed(&s->rng, rq->params.seed);
     attn_error ae = {0};
     if (attn_params_init(&rq->cfg, &s->plan, s->params, &s->rng, &ae) != ATTN_OK) {
         api__from_attn(e, &ae, rq->cfg.module);
@@ -157,7 +155,7 @@ static attn_inputs inputs_of(const api_job *j, const module_state *s) {
     attn_inputs in = {
         .params = s->plan.n_params ? s->params : NULL,
         /* drawn by attn_params_init from finite bounds: nothing to check */
-        .params_checked = rq->has_init && !rq->state_dict,
+        .params_checked = rq->params.has_init && !rq->params.state_dict,
         .key_padding_mask = rq->kpm_bool,
         .pool = j->lim ? j->lim->compute : NULL,
         .x = rq->x.data, .x_key = rq->x_key.data, .x_value = rq->x_value.data,

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""gen-pow10.py - writes api/pow10_tables.h, the powers of ten of the float
-printer (api/fmt.c) and of the number reader (api/numscan.c), from exact
+"""gen-pow10.py - writes api/numbers/pow10_tables.h, the powers of ten of the
+float printer (api/numbers/fmt.c) and of the number reader (numscan.c), from exact
 integer arithmetic:
 
   api__pow10_g[e - API_G_MIN]  for e in [API_G_MIN, API_G_MAX]: 10^e rounded
@@ -19,7 +19,7 @@ integer arithmetic:
       API_P5_MAX]: high and low 64 bits of 5^q normalised to [2^127, 2^128),
       truncated for q >= 0, rounded up for q < 0 (the Eisel-Lemire table).
 
-Run: python3 api/numbers/gen-pow10.py > api/pow10_tables.h
+Run: `make gen`, or python3 api/numbers/gen-pow10.py > api/numbers/pow10_tables.h
 """
 G_MIN, G_MAX = -38, 53       # 10^-k for the printer's k in [-53, 38]
 P5_MIN, P5_MAX = -80, 40     # decimal exponents the reader takes without strtod

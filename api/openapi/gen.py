@@ -431,8 +431,11 @@ def main():
         "description": "Version", "content": {"application/json": {"schema": {"type": "object", "properties": {
             "name": {"type": "string"}, "version": {"type": "string"},
             "build": {"type": "object", "additionalProperties": {"type": "string"}},
-            "openblas": {"type": "object", "properties": {"core": {"type": "string"}, "threads": {"type": "integer", "minimum": 1}, "config": {"type": "string"}},
-                         "required": ["core", "threads", "config"], "additionalProperties": False}},
+            "openblas": {"type": "object", "properties": {"core": {"type": "string"}, "threads": {"type": "integer", "minimum": 1}, "config": {"type": "string"},
+                         "check": {"type": "object", "description": "The start-up check of the OpenBLAS kernels against a double-precision reference: passed, products compared, worst error over its float32 bound (passes below 1), its time, and the kernel sets that failed before (fallback_from, empty if none).",
+                                   "properties": {"passed": {"type": "boolean"}, "products": {"type": "integer"}, "worst": {"type": "number"}, "ms": {"type": "number"}, "fallback_from": {"type": "string"}},
+                                   "required": ["passed", "products", "worst", "ms", "fallback_from"], "additionalProperties": False}},
+                         "required": ["core", "threads", "config", "check"], "additionalProperties": False}},
             "required": ["name", "version", "build", "openblas"], "additionalProperties": False}}}}}}}
     paths["/models"] = {"get": {"operationId": "models", "tags": ["models"], "summary": "The checkpoints loaded at start (--model NAME=FILE.safetensors) that POST /model/gpt2 runs with {\"model\": NAME}, with their config.",
         "responses": {"200": {"description": "The loaded models, in the order of the --model options (an empty list when none).",

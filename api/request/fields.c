@@ -72,6 +72,14 @@ int api__field_choice(const json_t *root, const char *name, const char *const *c
                      api__echo(echo, sizeof echo, json_string_value(v)), list);
 }
 
+const char *api__unknown_key(const json_t *root, const char *const *fields) {
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)root, key, v)
+        if (!api__has_field(fields, key)) return key;
+    return NULL;
+}
+
 int api__has_field(const char *const *fields, const char *field) {
     for (; fields && *fields; fields++)
         if (strcmp(*fields, field) == 0) return 1;

@@ -101,3 +101,30 @@ int api__params_source(const json_t *root, const char *what, api_params_source *
     out->seed = (uint64_t)json_integer_value(v); /* negative seeds wrap, as torch's */
     return 0;
 }
+
+int api__return_read(const json_t *root, const char *const *names, int n, unsigned *bits,
+                     int *tokens_at, api_err *e) {
+    const json_t *v = api__field(root, "return");
+    if (v == NULL) return 0;
+    if (!json_is_array(v)) return api__field_wrong_type(e, "return", v, "an array of strings");
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        const json_t *s = json_array_get(v, i);
+        char name[48];
+        snprintf(name, sizeof name, "return[%zu]", i);
+        if (!json_is_string(s)) return api__field_wrong_type(e, name, s, "a string");
+        int k = 0;
+        while (k < n && strcmp(names[k], json_string_value(s)) != 0) k++;
+        if (k == n) {
+            char echo[API_ECHO_MAX + 4], list[512] = "";
+            for (int o = 0; o < n; o++) {
+                size_t len = strlen(list);
+                snprintf(list + len, sizeof list - len, "%s%s", o ? ", " : "", names[o]);
+            }
+            return api__fail(e, API_E_INVALID_ARGUMENT, name, "%s \"%s\" is not an output; choose from %s",
+                             name, api__echo(echo, sizeof echo, json_string_value(s)), list);
+        }
+        if (tokens_at && strcmp(names[k], "tokens") == 0 && *tokens_at < 0) *tokens_at = (int)i;
+        *bits |= 1u << k;
+    }
+    return 1;
+}

@@ -63,6 +63,9 @@ int api__field_required_int(const json_t *root, const char *name, long long min,
                             int *out, api_err *e);
 int api__field_bool(const json_t *root, const char *name, int *out, api_err *e);
 int api__field_number(const json_t *root, const char *name, double *out, api_err *e);
+/* The first top-level key of root that is not in fields (NULL-terminated),
+ * or NULL. */
+const char *api__unknown_key(const json_t *root, const char *const *fields);
 /* 1 if field is in the NULL-terminated list. */
 int api__has_field(const char *const *fields, const char *field);
 /* One of the NULL-terminated choices; *out is its index. */
@@ -77,6 +80,13 @@ int api__field_choice(const json_t *root, const char *name, const char *const *c
  * it) and "precision" into f; f->pool is lim's compute pool. */
 int api__options_read(const json_t *root, const api_limits *lim, unsigned allowed, api_fmt *f,
                       api_err *e);
+
+/* "return": an array of output names among names[0..n) (at most 32) into
+ * bits (1 << index); *tokens_at (may be NULL; start it at -1): the index in
+ * the array of "tokens", for a kind that needs a tokenizer for it. 1 when
+ * read, 0 when absent (bits untouched), -1 with e filled. */
+int api__return_read(const json_t *root, const char *const *names, int n, unsigned *bits,
+                     int *tokens_at, api_err *e);
 
 /* ==== Parameters ========================================================== */
 

@@ -19,7 +19,10 @@ NewGELUActivation put in F.gelu's place), then for each tensor a line
 `tensor NAME DTYPE COUNT` followed by COUNT raw values (f32 or i32) and a
 newline. Tensors: idx [B][T]; params, the state_dict in order without
 lm_head.weight (the names are in the `names` line); logits [B][T][V];
-hidden [n_layer + 1][B][T][C]; attn [n_layer][B][H][T][T].
+hidden [n_layer + 1][B][T][C]; attn [n_layer][B][H][T][T]; dropout, every
+dropout multiplier in draw order (drop [B][T][C], then per block
+attn.resid_drop and mlp.drop [B][T][C]; ones in eval mode), recorded by
+dropout_record.py.
 """
 import math
 import os
@@ -30,6 +33,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from dropout_record import DropoutRecorder
 
 torch.set_num_threads(1)
 
@@ -198,7 +203,7 @@ def run_case(cfg_t, seed, training, B, T, idx_seed, activation="gelu"):
     if activation == "gelu_new":
         F.gelu = gelu_new
     try:
-        with torch.no_grad():
+        with DropoutRecorder() as drops, torch.no_grad():
             logits, _ = model(idx)
     finally:
         F.softmax = softmax
@@ -210,8 +215,10 @@ def run_case(cfg_t, seed, training, B, T, idx_seed, activation="gelu"):
         with torch.no_grad():
             again, _ = model(idx)
         assert torch.equal(again, logits)
+    assert len(drops.masks) == 1 + 2 * cfg.n_layer
     attn = torch.stack(maps).numpy() if maps else np.zeros(0, np.float32)
-    return cfg, idx, names, params, logits.numpy(), torch.stack(hidden).numpy(), attn
+    masks = np.concatenate([m.numpy().astype("<f4").ravel() for m in drops.masks])
+    return cfg, idx, names, params, logits.numpy(), torch.stack(hidden).numpy(), attn, masks
 
 
 def write_case(path, name, cfg, seed, training, B, T, idx, names, tensors, activation):
@@ -244,9 +251,11 @@ def main():
         for c, s, (n, h, after) in hashes:
             f.write("%d %d %d %d %d %r %d %d %016x %r\n" % (*c, s, n, h, after))
     print("wrote init_hashes.txt")
-    for (name, _, seed, training, B, T, _), act, (cfg, idx, names, params, logits, hidden, attn) in results:
+    for (name, _, seed, training, B, T, _), act, (cfg, idx, names, params, logits, hidden, attn,
+                                                  masks) in results:
         write_case(os.path.join(out, name + ".gpt2"), name, cfg, seed, training, B, T, idx, names,
-                   [("params", params), ("logits", logits), ("hidden", hidden), ("attn", attn)], act)
+                   [("params", params), ("logits", logits), ("hidden", hidden), ("attn", attn),
+                    ("dropout", masks)], act)
         print("wrote", name)
 
 

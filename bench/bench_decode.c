@@ -1,0 +1,175 @@
+/* bench_decode.c - per-token decode time with the key/value cache
+ * (attn_gpt2_decode) on the GPT-2 124M shape (12 layers, 12 heads, 768
+ * wide, vocab 50,257, context 1024; random parameters from
+ * torch.manual_seed(0)), both model families, batch 1, at context 128 and
+ * 512, against the memory-bandwidth floor measured in the same run: the
+ * float32 weights one step reads (every block's matrices and vectors and
+ * the output head, about 0.5 GB; not the embeddings' other rows nor the
+ * mask buffers) summed once by the same threads. A step cannot be faster
+ * than that read.
+ *
+ *   bench_decode [threads]      (default 2: an attn_pool of that width,
+ *                                OpenBLAS on one thread, as the server runs)
+ *
+ * Measure with OpenBLAS's own kernels, as a user's machine runs:
+ *   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_decode 2
+ *
+ * Each figure is the median of RUNS timings, the floor and the steps
+ * alternating so that both see the same machine; the ratio step / floor is
+ * the figure to read (1.0 = at the memory's limit).
+ */
+#include "core/attention.h"
+
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define RUNS 21
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* ==== The floor: the weights of one step, read once ====================== */
+
+typedef struct {
+    const float *base[64];  /* the regions a step reads */
+    size_t len[64];         /* floats */
+    int n;
+    size_t chunk;           /* floats per item */
+    long items;
+    double sums[256];
+} floor_job;
+
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+static double sum_floats(const float *x, size_t n) {
+    float s[32] = {0};
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int l = 0; l < 32; l++) s[l] += x[i + l];
+    double t = 0;
+    for (; i < n; i++) t += x[i];
+    for (int l = 0; l < 32; l++) t += s[l];
+    return t;
+}
+
+/* Item k: the k-th chunk of the concatenated regions. */
+static void floor_item(void *ctx, long item, int slot) {
+    floor_job *j = ctx;
+    size_t at = (size_t)item * j->chunk, left = j->chunk;
+    double s = 0;
+    for (int r = 0; r < j->n && left; r++) {
+        if (at >= j->len[r]) {
+            at -= j->len[r];
+            continue;
+        }
+        size_t take = j->len[r] - at < left ? j->len[r] - at : left;
+        s += sum_floats(j->base[r] + at, take);
+        left -= take, at = 0;
+    }
+    j->sums[slot] += s;
+}
+
+/* The regions a decode step reads: each block (its mask buffer excepted)
+ * and the head. */
+static void floor_regions(const attn_gpt2_plan *p, const float *params, floor_job *j) {
+    *j = (floor_job){.chunk = 1 << 16};
+    size_t total = 0;
+    for (int i = 0; i < p->param_count && j->n < 64; i++) {
+        attn_param e;
+        attn_gpt2_param_get(p, i, &e);
+        if (i < 2 || e.buffer) continue; /* the embeddings (one row each), the masks */
+        if (j->n > 0 && j->base[j->n - 1] + j->len[j->n - 1] == params + e.offset) {
+            j->len[j->n - 1] += e.count; /* contiguous with the previous one */
+        } else {
+            j->base[j->n] = params + e.offset, j->len[j->n] = e.count, j->n++;
+        }
+        total += e.count;
+    }
+    if (p->tied) { /* lm_head is wte */
+        j->base[j->n] = params, j->len[j->n] = (size_t)p->V * p->C, j->n++;
+        total += (size_t)p->V * p->C;
+    }
+    j->items = (long)((total + j->chunk - 1) / j->chunk);
+}
+
+static double floor_once(attn_pool *pool, floor_job *j) {
+    double t0 = now_ms();
+    attn_pool_run(pool, j->items, floor_item, j);
+    return now_ms() - t0;
+}
+
+/* ==== The steps =========================================================== */
+
+static void fail(const char *what, const attn_error *err) {
+    fprintf(stderr, "%s: %s (%s)\n", what, err->message, err->field);
+    exit(1);
+}
+
+static void bench_family(attn_family family, attn_pool *pool, int threads) {
+    attn_gpt2_config cfg = {.vocab_size = 50257, .block_size = 1024, .n_layer = 12, .n_head = 12,
+                            .n_embd = 768, .dropout = 0.1, .family = family};
+    const char *name = attn_family_get(family)->name;
+    attn_gpt2_plan plan;
+    attn_error err;
+    if (attn_gpt2_plan_make(&cfg, 1, 1, 0, &plan, &err)) fail(name, &err);
+    float *params = malloc(plan.n_params * sizeof *params);
+    float *logits = malloc((size_t)plan.V * sizeof *logits);
+    int32_t *idx = malloc(1024 * sizeof *idx);
+    if (!params || !logits || !idx) exit(1);
+    attn_rng rng;
+    attn_rng_seed(&rng, 0);
+    if (attn_gpt2_params_init(&plan, params, &rng, &err)) fail(name, &err);
+    for (int t = 0; t < 1024; t++) idx[t] = (int32_t)((t * 7919u) % 50257u);
+    floor_job fj;
+    floor_regions(&plan, params, &fj);
+    double gb = fj.items * (double)fj.chunk * 4 / 1e9;
+    const int contexts[2] = {128, 512};
+    for (int k = 0; k < 2; k++) {
+        int ctx = contexts[k];
+        attn_gpt2_cache *cache;
+        attn_gpt2_plan prompt;
+        if (attn_gpt2_cache_create(&cfg, 1, ctx, &cache, &err)) fail(name, &err);
+        if (attn_gpt2_plan_make(&cfg, 1, ctx - 1, 0, &prompt, &err)) fail(name, &err);
+        if (attn_gpt2_prefill(&prompt, params, idx, cache, pool, NULL, &err)) fail(name, &err);
+        double step[RUNS], fl[RUNS];
+        attn_gpt2_step_outputs so = {.logits = logits};
+        for (int r = 0; r < RUNS; r++) {
+            fl[r] = floor_once(pool, &fj);
+            attn_gpt2_cache_truncate(cache, ctx - 1, &err);
+            double t0 = now_ms();
+            if (attn_gpt2_decode(cache, params, &idx[ctx - 1], pool, &so, &err)) fail(name, &err);
+            step[r] = now_ms() - t0;
+        }
+        qsort(step, RUNS, sizeof *step, cmp_double);
+        qsort(fl, RUNS, sizeof *fl, cmp_double);
+        double s = step[RUNS / 2], f = fl[RUNS / 2];
+        printf("%-8s context %4d, %d threads: decode step %7.2f ms (best %6.2f), floor %6.2f ms "
+               "(%.3f GB at %5.1f GB/s): %.2fx the floor\n",
+               name, ctx, threads, s, step[0], f, gb, gb / f * 1e3, s / f);
+        attn_gpt2_cache_free(cache);
+    }
+    free(params), free(logits), free(idx);
+}
+
+int main(int argc, char **argv) {
+    int threads = argc > 1 ? atoi(argv[1]) : 2;
+    openblas_set_num_threads(1);
+    attn_pool *pool = threads > 1 ? attn_pool_create(threads) : NULL;
+    if (threads > 1 && pool == NULL) return 1;
+    printf("decode with the key/value cache, GPT-2 124M shape, batch 1; OPENBLAS_CORETYPE=%s\n",
+           getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)");
+    bench_family(ATTN_FAMILY_GPT2, pool, threads);
+    bench_family(ATTN_FAMILY_GPTMODEL, pool, threads);
+    attn_pool_destroy(pool);
+    return 0;
+}

@@ -1,0 +1,57 @@
+/* gemv.c - few-row products by blocks of weight rows (gemv.h). One row:
+ * cblas_sgemv per block (a plain stream over the weights; OpenBLAS's sgemm
+ * would pack them first). More rows: cblas_sgemm per block, which reads the
+ * block once for all of them. */
+#include "gemv.h"
+#include "linear.h"
+#include "parallel.h"
+#include "vexp.h"
+
+#include <cblas.h>
+#include <string.h>
+
+/* Rows from which one sgemm per block beats a gemv per row. */
+#define GEMM_ROWS 4
+
+typedef struct {
+    attn__gemv_args a;
+    int cols;
+} gemv_job;
+
+int attn__gemv_cols(int in) {
+    int cols = (65536 / (in > 0 ? in : 1)) / 16 * 16;
+    return cols < 16 ? 16 : cols;
+}
+
+static void gemv_item(void *ctx, long item, int slot) {
+    (void)slot;
+    const gemv_job *j = ctx;
+    const attn__gemv_args *a = &j->a;
+    int c0 = (int)item * j->cols, cols = a->out - c0 < j->cols ? a->out - c0 : j->cols;
+    const float *w = a->w + (size_t)c0 * (size_t)a->in;
+    float *y = a->y + c0;
+    float beta = 0.0f;
+    if (a->bias) {
+        for (int r = 0; r < a->rows; r++)
+            memcpy(y + (size_t)r * (size_t)a->ldy, a->bias + c0, (size_t)cols * sizeof *y);
+        beta = 1.0f;
+    }
+    if (a->rows >= GEMM_ROWS)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, a->rows, cols, a->in, 1.0f, a->x,
+                    a->in, w, a->in, beta, y, a->ldy);
+    else
+        for (int r = 0; r < a->rows; r++)
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, cols, a->in, 1.0f, w, a->in,
+                        a->x + (size_t)r * (size_t)a->in, 1, beta, y + (size_t)r * (size_t)a->ldy,
+                        1);
+    if (a->gelu != ATTN__NO_GELU)
+        for (int r = 0; r < a->rows; r++) attn__gelu_row(y + (size_t)r * (size_t)a->ldy, cols, a->gelu);
+}
+
+void attn__gemv_run(attn_pool *pool, const attn__gemv_args *args) {
+    gemv_job j = {.a = *args, .cols = attn__gemv_cols(args->in)};
+    if (j.a.ldy == 0) j.a.ldy = j.a.out;
+    long items = (j.a.out + j.cols - 1) / j.cols;
+    double bytes = 4.0 * j.a.in * (double)j.a.out;
+    attn__parallel(pool, items, bytes > 1e5, gemv_item, &j);
+}

@@ -1,0 +1,35 @@
+/* gemv.h - nn.Linear on a few rows (one token per batch row, as each step
+ * of incremental decoding makes), split over a pool by blocks of output
+ * columns (private).
+ *
+ * With one row a product is memory-bound: every weight is read once and
+ * used once. The items are blocks of whole weight rows ([cols][in], about
+ * 256 KB each, fixed by the shapes alone) so that the threads of the pool
+ * stream disjoint parts of the matrix at once; each block is read from
+ * memory once and stays in cache for the other rows of the batch. Each
+ * output element is one dot product with one fixed sequence of operations,
+ * so the results are the same bits whatever the pool.
+ */
+#ifndef ATTN_GEMV_H
+#define ATTN_GEMV_H
+
+#include "attention.h"
+
+typedef struct {
+    float *y;            /* [rows][ldy], columns [0, out) written */
+    int ldy;             /* 0: out */
+    const float *x;      /* [rows][in] */
+    int rows, in, out;
+    const float *w;      /* [out][in] as nn.Linear stores it */
+    const float *bias;   /* [out] or NULL */
+    int gelu;            /* ATTN__NO_GELU or an attn_gelu applied to each result */
+} attn__gemv_args;
+
+/* The column block of a product with `in` inputs: about 256 KB of weights,
+ * a multiple of 16 columns (at least 16). */
+int attn__gemv_cols(int in);
+
+/* y = x · Wᵀ + b (then GELU), by column blocks split over pool. */
+void attn__gemv_run(attn_pool *pool, const attn__gemv_args *a);
+
+#endif

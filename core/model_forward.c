@@ -1,0 +1,131 @@
+/* model_forward.c - a whole model's forward pass: the work space, the
+ * embeddings, the blocks in turn (model_block.c) and the final LayerNorm
+ * with the output head.
+ *
+ * One code path for both families: they differ only in what the plan and
+ * the typed views say (names, tied head, Q/K/V layout and biases, the
+ * LayerNorm formula, GELU's form, where dropout acts).
+ */
+#include "cache.h"
+#include "layers.h"
+#include "linear.h"
+#include "model.h"
+#include "parallel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ==== The model =========================================================== */
+
+void attn__model_layernorm(const attn_gpt2_plan *p, float *y, const float *x, const float *w,
+                           const float *b, size_t rows) {
+    if (p->family == ATTN_FAMILY_GPTMODEL)
+        attn__layernorm_div(y, x, w, b, rows, p->C);
+    else
+        attn__layernorm(y, x, w, b, rows, p->C);
+}
+
+static int check_idx(const attn_gpt2_plan *p, const int32_t *idx, attn_error *err) {
+    size_t BT = (size_t)p->B * (size_t)p->T;
+    for (size_t i = 0; i < BT; i++)
+        if (idx[i] < 0 || idx[i] >= p->V)
+            return attn__fail(err, ATTN_ERR_ARG, "idx",
+                              "idx[%zu][%zu] is %d, outside [0, vocab_size %d)", i / (size_t)p->T,
+                              i % (size_t)p->T, (int)idx[i], p->V);
+    return ATTN_OK;
+}
+
+/* x = drop(wte[idx] + wpe[t]), or the given input of block start_layer;
+ * the embeddings' dropout multipliers go to the first slice of
+ * dropout_masks when asked. */
+static void embed(attn__run *r) {
+    const attn_gpt2_plan *p = r->p;
+    size_t BTC = (size_t)p->B * (size_t)p->T * (size_t)p->C;
+    float *masks = r->out->dropout_masks;
+    if (masks && !p->dropout_active)
+        for (size_t i = 0; i < p->n_dropout; i++) masks[i] = 1.0f;
+    if (r->in->resid) {
+        memcpy(r->x, r->in->resid, BTC * sizeof(float));
+        return;
+    }
+    attn__embed(r->x, r->in->idx, r->mv.wte, r->mv.wpe, p->B, p->T, p->C);
+    if (p->dropout_active) attn__dropout_masked(r->x, masks, BTC, p->cfg.dropout, r->rng);
+}
+
+/* The final LayerNorm into r->h, then the head: logits of every position
+ * or of the last ones. Returns ATTN_ERR_NONFINITE if anything overflowed. */
+static int finish(attn__run *r, attn_error *err) {
+    const attn_gpt2_plan *p = r->p;
+    size_t BT = (size_t)p->B * (size_t)p->T, C = (size_t)p->C;
+    attn__capture_normalized(r, 0, ATTN_HOOK_LN_FINAL_NORMALIZED, r->x);
+    attn__model_layernorm(p, r->h, r->x, r->mv.lnf_w, r->mv.lnf_b, BT);
+    if (r->out->hidden_states)
+        memcpy(r->out->hidden_states + (size_t)p->n_layer * BT * C, r->h, BT * C * sizeof(float));
+    attn__linear_args head = {.y = r->out->logits, .x = r->h, .rows = (int)BT, .in = p->C,
+                              .out = p->V, .w = r->mv.head, .gelu = ATTN__NO_GELU};
+    if (r->out->last_only) { /* rows T-1, 2T-1, ... (stride T*C) */
+        head.x = r->h + (size_t)(p->T - 1) * C;
+        head.ldx = p->T * p->C;
+        head.rows = p->B;
+    }
+    int bad_logits = 0; /* checked by the blocks of the head */
+    head.nonfinite = &bad_logits;
+    if (r->out->logits) attn__linear_run(r->pool, &head);
+    if (!attn__all_finite(r->h, BT * C) || bad_logits)
+        return attn__fail(err, ATTN_ERR_NONFINITE, "params",
+                          "the result overflowed float32: parameters are too large");
+    return ATTN_OK;
+}
+
+/* The call: the embeddings (or the given residual), every block from
+ * start_layer, the head. */
+static int run(attn__run *r, attn_error *err) {
+    int rc = attn__check_inputs(r->p, r->in, err);
+    if (rc || (!r->in->resid && (rc = check_idx(r->p, r->in->idx, err)))) return rc;
+    attn_rng local;
+    if (r->p->dropout_active && r->rng == NULL) {
+        attn_rng_seed(&local, ATTN_TORCH_DEFAULT_SEED);
+        r->rng = &local;
+    }
+    attn__model_view_make(r->p, r->params, &r->mv);
+    void *work = attn__run_alloc(r, err);
+    if (work == NULL) return ATTN_ERR_NOMEM;
+    embed(r);
+    for (int l = r->in->start_layer; l < r->p->n_layer && !attn__cancelled(); l++)
+        attn__block_run(r, l);
+    rc = finish(r, err);
+    if (rc == ATTN_OK) rc = attn__cancel_check(err); /* items skipped: the caller's check said stop */
+    free(work);
+    return rc;
+}
+
+int attn_gpt2_run(const attn_gpt2_plan *p, const float *params, const attn_gpt2_inputs *in,
+                  attn_rng *rng, attn_gpt2_outputs *out, attn_error *err) {
+    if (p == NULL || params == NULL || in == NULL || out == NULL)
+        return attn__fail(err, ATTN_ERR_ARG, "", "plan, params, inputs and outputs are required");
+    attn__run r = {.p = p, .params = params, .pool = in->pool, .rng = rng, .out = out, .in = in};
+    return run(&r, err);
+}
+
+int attn_gpt2_forward(const attn_gpt2_plan *p, const float *params, const int32_t *idx,
+                      attn_pool *pool, attn_rng *rng, attn_gpt2_outputs *out, attn_error *err) {
+    if (idx == NULL) return attn__fail(err, ATTN_ERR_ARG, "idx", "idx is required");
+    attn_gpt2_inputs in = {.idx = idx, .pool = pool};
+    return attn_gpt2_run(p, params, &in, rng, out, err);
+}
+
+int attn_gpt2_prefill(const attn_gpt2_plan *p, const float *params, const int32_t *idx,
+                      attn_gpt2_cache *cache, attn_pool *pool, attn_gpt2_outputs *out,
+                      attn_error *err) {
+    attn_gpt2_outputs none = {0};
+    if (p == NULL || params == NULL || idx == NULL || cache == NULL)
+        return attn__fail(err, ATTN_ERR_ARG, "", "plan, params, idx and cache are required");
+    int rc = attn__cache_accepts(cache, p, err);
+    if (rc) return rc;
+    attn_gpt2_cache_reset(cache);
+    attn_gpt2_inputs in = {.idx = idx, .pool = pool};
+    attn__run r = {.p = p, .params = params, .pool = pool, .out = out ? out : &none, .in = &in,
+                   .cache = cache};
+    if ((rc = run(&r, err)) == ATTN_OK) cache->length = p->T;
+    return rc;
+}

@@ -1,0 +1,34 @@
+/* model_lens.c - the logit lens: the model's final LayerNorm and head on any
+ * rows of the residual stream (nostalgebraist's lens, TransformerLens's
+ * accumulated_resid with apply_ln followed by the unembedding). */
+#include "linear.h"
+#include "model.h"
+
+#include <stdlib.h>
+
+int attn_gpt2_logit_lens(const attn_gpt2_plan *p, const float *params, const float *resid,
+                         int rows, attn_pool *pool, float *logits, attn_error *err) {
+    if (p == NULL || params == NULL || resid == NULL || logits == NULL)
+        return attn__fail(err, ATTN_ERR_ARG, "", "plan, params, resid and logits are required");
+    size_t n;
+    if (rows < 1 || !attn__mul((size_t)rows, (size_t)p->C, &n))
+        return attn__fail(err, ATTN_ERR_ARG, "rows", "rows must be >= 1 and the residual within "
+                          "%zu elements, got %d rows", (size_t)ATTN_MAX_ELEMENTS, rows);
+    if (!attn__all_finite(resid, n))
+        return attn__fail(err, ATTN_ERR_NONFINITE, "resid", "resid holds NaN or infinity");
+    float *h = malloc(n * sizeof *h);
+    if (h == NULL)
+        return attn__fail(err, ATTN_ERR_NOMEM, "", "cannot allocate %zu bytes", n * sizeof *h);
+    attn__model_view mv;
+    attn__model_view_make(p, params, &mv);
+    attn__model_layernorm(p, h, resid, mv.lnf_w, mv.lnf_b, (size_t)rows);
+    int bad = 0;
+    attn__linear_args head = {.y = logits, .x = h, .rows = rows, .in = p->C, .out = p->V,
+                              .w = mv.head, .gelu = ATTN__NO_GELU, .nonfinite = &bad};
+    attn__linear_run(pool, &head);
+    free(h);
+    if (bad)
+        return attn__fail(err, ATTN_ERR_NONFINITE, "params",
+                          "the result overflowed float32: parameters are too large");
+    return ATTN_OK;
+}

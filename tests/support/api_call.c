@@ -1,0 +1,35 @@
+/* api_call.c - see api_call.h. */
+#include "api_call.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+tapi_reply tapi_handle(api_endpoint ep, const char *body, const api_limits *lim) {
+    static const api_limits defaults = {.max_elements = 100000000};
+    api_reply r;
+    int st = api_handle(ep, body, strlen(body), lim ? lim : &defaults, &r);
+    ck_assert_int_eq(st, r.status);
+    ck_assert_ptr_nonnull(r.body.data);
+    json_error_t je;
+    tapi_reply out = {.status = st, .j = json_loads(r.body.data, 0, &je), .text = strdup(r.body.data)};
+    ck_assert_msg(out.j != NULL, "reply is not JSON (%s): %.300s", je.text, r.body.data);
+    api_reply_free(&r);
+    return out;
+}
+
+void tapi_reply_free(tapi_reply *r) {
+    json_decref(r->j);
+    free(r->text);
+    *r = (tapi_reply){0};
+}
+
+json_t *tapi_call(api_endpoint ep, const char *body, const api_limits *lim, int want_status) {
+    tapi_reply r = tapi_handle(ep, body, lim);
+    ck_assert_msg(r.status == want_status, "status %d, expected %d: %.600s", r.status, want_status,
+                  r.text);
+    json_t *j = r.j;
+    r.j = NULL;
+    tapi_reply_free(&r);
+    return j;
+}

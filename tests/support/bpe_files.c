@@ -1,0 +1,19 @@
+/* bpe_files.c - see bpe_files.h. */
+#include "bpe_files.h"
+
+json_t *tbpe_vocab(const char *const extra[]) {
+    json_t *v = json_object();
+    unsigned n = 0;
+    for (unsigned b = 0; b < 256; b++) {
+        /* bytes_to_unicode: printable Latin-1 bytes are themselves, the
+         * others 256, 257, ... in byte order */
+        int printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+        unsigned cp = printable ? b : 256 + n++;
+        char name[3] = {0};
+        if (cp < 0x80) name[0] = (char)cp;
+        else name[0] = (char)(0xC0 | cp >> 6), name[1] = (char)(0x80 | (cp & 0x3F));
+        json_object_set_new(v, name, json_integer(b));
+    }
+    for (int i = 0; extra && extra[i]; i++) json_object_set_new(v, extra[i], json_integer(256 + i));
+    return v;
+}

@@ -1,0 +1,277 @@
+/* test_core_clones.c - every instruction-set clone of the core's own
+ * kernels that this CPU runs gives what the baseline (SSE2) clone gives, on
+ * the same inputs:
+ *   - bit for bit for the kernels without fused multiply-adds or reordered
+ *     sums: row maximum, row scaling, GELU (erf and tanh forms), LayerNorm,
+ *     scaled and masked score rows, flash tile masks, dropout multipliers,
+ *     the residual add and the embedding;
+ *   - for the softmax exponential, whose AVX2 and AVX-512 clones run the
+ *     polynomial as FMAs (vexp.c), each value within 4 ulp (each clone is
+ *     within 2 ulp of the correctly rounded exp) and the sum within that plus
+ *     the rounding of its (n / 16 + 4) additions, relative.
+ *
+ * How the clones are reached: GCC's target_clones makes, for a function f,
+ * local clones (f.arch_x86_64_v4, f.arch_x86_64_v3, f.default) and a global
+ * resolver "f.resolver" that returns one by libgcc's CPU feature words
+ * (__cpu_features2, three words in GCC 12). Calling the resolver with
+ * feature bits cleared one at a time, then all of them, returns every clone
+ * the CPU supports (clearing features only ever picks a lesser one). The
+ * count found must be what __builtin_cpu_supports says the CPU runs, so a
+ * change in that mechanism fails here instead of testing nothing.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/layers.h"
+#include "core/rows.h"
+#include "core/vexp.h"
+#include "tests/support/check_main.h"
+
+/* ==== the clones of a function ============================================= */
+
+typedef void (*anyfn)(void);
+#define RESOLVER(f) anyfn f##_resolver(void) __asm__(#f ".resolver");
+RESOLVER(attn__row_max)
+RESOLVER(attn__exp_shifted)
+RESOLVER(attn__scale_row)
+RESOLVER(attn__gelu_row)
+RESOLVER(attn__layernorm)
+RESOLVER(attn__scores_row)
+RESOLVER(attn__mask_row)
+RESOLVER(attn__mul_row)
+RESOLVER(attn__add)
+RESOLVER(attn__embed)
+
+#define FEATURE_WORDS 3
+extern unsigned int __cpu_features2[FEATURE_WORDS];
+
+#define MAX_CLONES 3
+
+static void add_unique(anyfn *out, int *n, anyfn f) {
+    for (int i = 0; i < *n; i++)
+        if (out[i] == f) return;
+    ck_assert_int_lt(*n, MAX_CLONES);
+    out[(*n)++] = f;
+}
+
+/* Every clone of a function this CPU runs; the last is the baseline. */
+static int clones_of(anyfn (*resolver)(void), anyfn out[MAX_CLONES]) {
+    unsigned saved[FEATURE_WORDS];
+    memcpy(saved, __cpu_features2, sizeof saved);
+    int n = 0;
+    add_unique(out, &n, resolver());
+    for (int w = 0; w < FEATURE_WORDS; w++)
+        for (int b = 0; b < 32; b++)
+            if (saved[w] >> b & 1) {
+                __cpu_features2[w] = saved[w] & ~(1u << b);
+                add_unique(out, &n, resolver());
+                __cpu_features2[w] = saved[w];
+            }
+    memset(__cpu_features2, 0, sizeof saved);
+    anyfn base = resolver();
+    memcpy(__cpu_features2, saved, sizeof saved);
+    for (int i = 0; i < n; i++) /* the baseline last */
+        if (out[i] == base) out[i] = out[n - 1];
+    out[n - 1] = base;
+    int want = 1 + (__builtin_cpu_supports("x86-64-v3") != 0) +
+               (__builtin_cpu_supports("x86-64-v4") != 0);
+    ck_assert_msg(n == want, "%d clones found, the CPU runs %d", n, want);
+    return n;
+}
+
+/* ==== inputs =================================================================== */
+
+static const int LENGTHS[] = {1, 7, 15, 16, 17, 64, 100, 257, 768, 1000, 3072};
+#define N_LENGTHS ((int)(sizeof LENGTHS / sizeof LENGTHS[0]))
+#define MAXN 3072
+
+static uint64_t g_seed = 1;
+
+static float uniform(float lo, float hi) {
+    g_seed = g_seed * 6364136223846793005u + 1442695040888963407u;
+    return lo + (hi - lo) * (float)((double)(g_seed >> 40) / (double)(1u << 24));
+}
+
+static void fill(float *x, int n, float lo, float hi) {
+    for (int i = 0; i < n; i++) x[i] = uniform(lo, hi);
+}
+
+static void fill_mask(uint8_t *m, int n) {
+    for (int i = 0; i < n; i++) m[i] = uniform(0, 1) < 0.3f;
+}
+
+static void expect_same_bits(const void *a, const void *b, size_t bytes, const char *what, int n,
+                             int clone) {
+    ck_assert_msg(memcmp(a, b, bytes) == 0, "%s, n = %d: clone %d differs from the baseline",
+                  what, n, clone);
+}
+
+/* ==== bit-identical kernels ======================================================= */
+
+START_TEST(test_row_kernels_identical) {
+    typedef float (*max_fn)(const float *, int);
+    typedef void (*scale_fn)(float *, float, int);
+    typedef void (*gelu_fn)(float *, int, int);
+    anyfn mx[MAX_CLONES], sc[MAX_CLONES], ge[MAX_CLONES];
+    int n_clones = clones_of(attn__row_max_resolver, mx);
+    ck_assert_int_eq(clones_of(attn__scale_row_resolver, sc), n_clones);
+    ck_assert_int_eq(clones_of(attn__gelu_row_resolver, ge), n_clones);
+    static float x[MAXN], want[MAXN], got[MAXN];
+    for (int li = 0; li < N_LENGTHS; li++) {
+        int n = LENGTHS[li];
+        fill(x, n, -12.0f, 12.0f);
+        if (n > 3) x[n / 3] = -INFINITY; /* a masked score */
+        float m0 = ((max_fn)mx[n_clones - 1])(x, n);
+        for (int c = 0; c < n_clones - 1; c++) {
+            float m = ((max_fn)mx[c])(x, n);
+            expect_same_bits(&m, &m0, sizeof m, "row_max", n, c);
+        }
+        for (int form = 0; form < 2; form++) {
+            fill(x, n, -8.0f, 8.0f);
+            memcpy(want, x, (size_t)n * sizeof *x);
+            ((gelu_fn)ge[n_clones - 1])(want, n, form);
+            for (int c = 0; c < n_clones - 1; c++) {
+                memcpy(got, x, (size_t)n * sizeof *x);
+                ((gelu_fn)ge[c])(got, n, form);
+                expect_same_bits(got, want, (size_t)n * sizeof *got, form ? "gelu tanh" : "gelu erf",
+                                 n, c);
+            }
+        }
+        memcpy(want, x, (size_t)n * sizeof *x);
+        ((scale_fn)sc[n_clones - 1])(want, 0.37f, n);
+        for (int c = 0; c < n_clones - 1; c++) {
+            memcpy(got, x, (size_t)n * sizeof *x);
+            ((scale_fn)sc[c])(got, 0.37f, n);
+            expect_same_bits(got, want, (size_t)n * sizeof *got, "scale_row", n, c);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_mask_kernels_identical) {
+    typedef void (*scores_fn)(float *, const float *, float, const float *, const uint8_t *, int);
+    typedef void (*mask_fn)(float *, const float *, const uint8_t *, const uint8_t *, int, int);
+    typedef void (*mul_fn)(float *, const float *, int);
+    anyfn so[MAX_CLONES], ma[MAX_CLONES], mu[MAX_CLONES];
+    int n_clones = clones_of(attn__scores_row_resolver, so);
+    ck_assert_int_eq(clones_of(attn__mask_row_resolver, ma), n_clones);
+    ck_assert_int_eq(clones_of(attn__mul_row_resolver, mu), n_clones);
+    static float raw[MAXN], add[MAXN], want[MAXN], got[MAXN];
+    static uint8_t m1[MAXN], m2[MAXN];
+    for (int li = 0; li < N_LENGTHS; li++) {
+        int n = LENGTHS[li];
+        fill(raw, n, -20.0f, 20.0f), fill(add, n, -3.0f, 3.0f);
+        fill_mask(m1, n), fill_mask(m2, n);
+        add[n / 2] = -INFINITY;
+        for (int v = 0; v < 4; v++) { /* with and without the additive mask and the boolean one */
+            const float *a = v & 1 ? add : NULL;
+            const uint8_t *m = v & 2 ? m1 : NULL;
+            ((scores_fn)so[n_clones - 1])(want, raw, 0.125f, a, m, n);
+            for (int c = 0; c < n_clones - 1; c++) {
+                ((scores_fn)so[c])(got, raw, 0.125f, a, m, n);
+                expect_same_bits(got, want, (size_t)n * sizeof *got, "scores_row", n, c);
+            }
+            int causal = v == 3 ? n / 2 : v == 2 ? -5 : n; /* partly, fully, not causal */
+            memcpy(want, raw, (size_t)n * sizeof *raw);
+            ((mask_fn)ma[n_clones - 1])(want, a, m, v & 1 ? m2 : NULL, causal, n);
+            for (int c = 0; c < n_clones - 1; c++) {
+                memcpy(got, raw, (size_t)n * sizeof *raw);
+                ((mask_fn)ma[c])(got, a, m, v & 1 ? m2 : NULL, causal, n);
+                expect_same_bits(got, want, (size_t)n * sizeof *got, "mask_row", n, c);
+            }
+        }
+        memcpy(want, raw, (size_t)n * sizeof *raw);
+        ((mul_fn)mu[n_clones - 1])(want, add, n);
+        for (int c = 0; c < n_clones - 1; c++) {
+            memcpy(got, raw, (size_t)n * sizeof *raw);
+            ((mul_fn)mu[c])(got, add, n);
+            expect_same_bits(got, want, (size_t)n * sizeof *got, "mul_row", n, c);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_layer_kernels_identical) {
+    typedef void (*ln_fn)(float *, const float *, const float *, const float *, size_t, int);
+    typedef void (*add_fn)(float *, const float *, size_t);
+    typedef void (*embed_fn)(float *, const int32_t *, const float *, const float *, int, int, int);
+    anyfn ln[MAX_CLONES], ad[MAX_CLONES], em[MAX_CLONES];
+    int n_clones = clones_of(attn__layernorm_resolver, ln);
+    ck_assert_int_eq(clones_of(attn__add_resolver, ad), n_clones);
+    ck_assert_int_eq(clones_of(attn__embed_resolver, em), n_clones);
+    enum { ROWS = 5, V = 11, T = 5 };
+    static float x[ROWS * MAXN], g[MAXN], b[MAXN], want[ROWS * MAXN], got[ROWS * MAXN];
+    static float wte[V * MAXN], wpe[T * MAXN];
+    int32_t idx[T] = {3, 10, 0, 3, 7};
+    for (int li = 0; li < N_LENGTHS; li++) {
+        int C = LENGTHS[li];
+        size_t n = (size_t)ROWS * C;
+        fill(x, (int)n, -4.0f, 6.0f), fill(g, C, 0.5f, 1.5f), fill(b, C, -0.5f, 0.5f);
+        ((ln_fn)ln[n_clones - 1])(want, x, g, b, ROWS, C);
+        for (int c = 0; c < n_clones - 1; c++) {
+            ((ln_fn)ln[c])(got, x, g, b, ROWS, C);
+            expect_same_bits(got, want, n * sizeof *got, "layernorm", C, c);
+        }
+        memcpy(want, x, n * sizeof *x);
+        ((add_fn)ad[n_clones - 1])(want, g, (size_t)C);
+        for (int c = 0; c < n_clones - 1; c++) {
+            memcpy(got, x, n * sizeof *x);
+            ((add_fn)ad[c])(got, g, (size_t)C);
+            expect_same_bits(got, want, n * sizeof *got, "add", C, c);
+        }
+        fill(wte, V * C, -1.0f, 1.0f), fill(wpe, T * C, -1.0f, 1.0f);
+        ((embed_fn)em[n_clones - 1])(want, idx, wte, wpe, 1, T, C);
+        for (int c = 0; c < n_clones - 1; c++) {
+            ((embed_fn)em[c])(got, idx, wte, wpe, 1, T, C);
+            expect_same_bits(got, want, (size_t)T * C * sizeof *got, "embed", C, c);
+        }
+    }
+}
+END_TEST
+
+/* ==== the exponential ============================================================ */
+
+START_TEST(test_exp_within_ulps) {
+    typedef float (*exp_fn)(float *, const float *, float, int);
+    anyfn ex[MAX_CLONES];
+    int n_clones = clones_of(attn__exp_shifted_resolver, ex);
+    static float x[MAXN], want[MAXN], got[MAXN];
+    double worst_ulps = 0;
+    for (int li = 0; li < N_LENGTHS; li++) {
+        int n = LENGTHS[li];
+        fill(x, n, -90.0f, 0.0f); /* down to where exp underflows to 0 */
+        x[0] = 0.0f;
+        if (n > 2) x[n - 1] = -INFINITY;
+        float s0 = ((exp_fn)ex[n_clones - 1])(want, x, 0.0f, n);
+        for (int c = 0; c < n_clones - 1; c++) {
+            float s = ((exp_fn)ex[c])(got, x, 0.0f, n);
+            for (int j = 0; j < n; j++) {
+                double ulp = want[j] > 0 ? (double)nextafterf(want[j], INFINITY) - want[j] : 0;
+                double d = fabs((double)got[j] - want[j]);
+                ck_assert_msg(d <= 4 * ulp, "exp, n = %d, clone %d, x = %g: %.9g against %.9g", n,
+                              c, x[j], got[j], want[j]);
+                if (ulp > 0 && d / ulp > worst_ulps) worst_ulps = d / ulp;
+            }
+            double tol = (4.0 + (n / 16 + 4)) * ldexp(1.0, -24) * s0;
+            ck_assert_msg(fabs((double)s - s0) <= tol, "exp sum, n = %d, clone %d: %.9g against %.9g",
+                          n, c, s, s0);
+        }
+    }
+    printf("clones: %d of each kernel run here; exp differs from the baseline's by at most %.0f ulp\n",
+           n_clones, worst_ulps);
+}
+END_TEST
+
+static Suite *clones_suite(void) {
+    Suite *s = suite_create("clones");
+    const TTest *tests[] = {test_row_kernels_identical, test_mask_kernels_identical,
+                            test_layer_kernels_identical, test_exp_within_ulps, NULL};
+    tcase_with(s, "clones", 0, tests);
+    return s;
+}
+
+const test_program TEST_PROGRAM = {.suites = {clones_suite}};
