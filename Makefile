@@ -151,6 +151,7 @@ $(BUILD)/tests/test_server_units: server/budget.c server/cors.c server/encoding.
 # through the wrappers of tests/support/fail_alloc.c (test_api_chaos, test_api_bpe_chaos).
 $(BUILD)/tests/test_api_chaos: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 $(BUILD)/tests/test_api_bpe_chaos: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
+$(BUILD)/tests/test_api_jansson_oom: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 
 # Every test program, each must run at least one check and fail none.
 test: deps
