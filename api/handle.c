@@ -7,62 +7,8 @@
 
 #include <pthread.h>
 #include <stdint.h>
-#include <setjmp.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ==== jansson's allocations ============================================= */
-
-/* jansson 2.14 does not always say when it ran out of memory: some failed
- * allocations of its lexer come back as syntax errors ("string or '}'
- * expected"), others drop a character and parse on (found by
- * tests/test_api_chaos.c). So its allocations go through this function,
- * which notes a failure for the thread that made it, and api_handle answers
- * 503 out_of_memory whenever one failed. Installed once; it is plain malloc
- * and free, like jansson's defaults, so a jansson call already running
- * elsewhere is not disturbed. */
-static _Thread_local int json_alloc_failed;
-static pthread_once_t json_alloc_once = PTHREAD_ONCE_INIT;
-
-static void *json_alloc(size_t n) {
-    void *p = malloc(n);
-    if (p == NULL) json_alloc_failed = 1;
-    return p;
-}
-
-static void json_alloc_install(void) { json_set_alloc_funcs(json_alloc, free); }
-
-/* And some failed allocations make it abort: its lexer asserts that the
- * character it could not save is there (load.c: assert(0) when the escape
- * it decodes has lost its letter, assert(c == d) when it puts a character
- * back), which any request could hit under real memory pressure (ulimit -v,
- * strict overcommit). So while jansson parses on a thread, the assertion
- * handler of glibc, replaced here for the whole program, jumps back out of
- * it when an allocation of that parse failed: the request gets 503
- * out_of_memory and what jansson held is lost (leaked), which only happens
- * when memory is already short. Any other failed assertion prints glibc's
- * message and aborts, as before. */
-static _Thread_local sigjmp_buf *json_escape;
-
-void __assert_fail(const char *assertion, const char *file, unsigned int line, const char *function) {
-    if (json_escape && json_alloc_failed) siglongjmp(*json_escape, 1);
-    fprintf(stderr, "%s:%u: %s: Assertion `%s' failed.\n", file, line, function, assertion);
-    abort();
-}
-
-/* json_loadb, jumped out of when jansson asserts after a failed allocation
- * (*root stays NULL; json_alloc_failed says so). */
-static json_t *json_parse(const char *text, size_t len, json_error_t *je) {
-    sigjmp_buf escape;
-    json_t *volatile root = NULL;
-    if (sigsetjmp(escape, 0) == 0) {
-        json_escape = &escape;
-        root = json_loadb(text, len, JSON_REJECT_DUPLICATES, je);
-    }
-    json_escape = NULL;
-    return root;
-}
 
 /* ==== The tables ========================================================= */
 
@@ -86,19 +32,18 @@ static const writer_fn writers[API_FORMAT_COUNT] = {
 static int read_tree(const api_job *j, const char *body, size_t len, api_scan *scan,
                      json_t **root, api_err *e) {
     json_error_t je;
-    pthread_once(&json_alloc_once, json_alloc_install);
-    json_alloc_failed = 0;
+    api__json_begin();
     if (api__scan_body(body, len, j->max, j->lim ? j->lim->compute : NULL, scan))
         return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the request's tensors");
     api__scan_set_current(scan);
     je.text[0] = '\0';
-    if (scan->text) *root = json_parse(scan->text, scan->len, &je);
-    if (*root == NULL && !json_alloc_failed) /* no tensor taken out, or a syntax error: its position */
-        *root = json_parse(body, len, &je);
+    if (scan->text) *root = api__json_parse(scan->text, scan->len, &je);
+    if (*root == NULL && !api__json_failed()) /* no tensor taken out, or a syntax error: its position */
+        *root = api__json_parse(body, len, &je);
     /* Even a tree that came back is not to be trusted after a failed
      * allocation: jansson 2.14's lexer drops the character it could not
      * append ("SelfAttention_v1" parsed as "SelfAttention_1"). */
-    if (json_alloc_failed || (*root == NULL && json_error_code(&je) == json_error_out_of_memory))
+    if (api__json_failed() || (*root == NULL && json_error_code(&je) == json_error_out_of_memory))
         return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the parsed request");
     if (*root == NULL) {
         /* jansson's text quotes the input near the error: keep it one line */
