@@ -65,7 +65,7 @@ static unsigned core_outputs(const api_request *rq) {
  * here), and the output projection. In double: no overflow. */
 static double module_ops(const attn_plan *p, int projects) {
     double B = p->B, L = p->L, S = p->S, H = p->H, Hkv = p->Hkv;
-    double ops = B * H * L * S * (p->Dk + p->Dv + 64.0);
+    double ops = B * H * L * S * ((double)p->Dk + p->Dv + 64.0);
     if (projects)
         ops += B * L * p->in_width * H * p->Dk + B * S * p->kv_in_width[0] * Hkv * p->Dk +
                B * S * p->kv_in_width[1] * Hkv * p->Dv;
