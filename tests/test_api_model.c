@@ -349,6 +349,23 @@ START_TEST(safetensors_reply) {
         json_decref(h);
         api_buf_free(&rep.body);
     }
+    /* In parts (the server's zero copy), the tensors outlive the request:
+     * idx among them (it once pointed into the released request). */
+    const char *parts_body = "{" CFG ",\"init\":{\"seed\":7},\"idx\":[4,4,9],\"output_format\":"
+                             "\"safetensors\",\"return\":[\"idx\",\"logits\"]}";
+    api_limits zlim = {.max_elements = 50000000, .zero_copy = 1};
+    api_reply zrep;
+    ck_assert_int_eq(api_handle(API_EP_MODEL_GPT2, parts_body, strlen(parts_body), &zlim, &zrep), 200);
+    ck_assert_int_gt(zrep.n_parts, 0);
+    ck_assert_int_eq(api_reply_flatten(&zrep), 0);
+    const unsigned char *zb = (const unsigned char *)zrep.body.data;
+    const char *zix = strstr((const char *)zb + 8, "\"idx\"");
+    ck_assert_ptr_nonnull(zix);
+    size_t zoff = (size_t)strtoull(strstr(zix, "data_offsets") + 15, NULL, 10);
+    int32_t zidx[3];
+    memcpy(zidx, zb + 8 + le64(zb) + zoff, sizeof zidx);
+    ck_assert(zidx[0] == 4 && zidx[1] == 4 && zidx[2] == 9);
+    api_reply_free(&zrep);
     /* float16 needs a binary format */
     json_t *j = call("{" CFG ",\"init\":{\"seed\":7},\"idx\":[4],\"dtype\":\"float16\"}", 400);
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "field")), "dtype");

@@ -119,6 +119,7 @@ typedef struct {
     attn_gpt2_config cfg;
     int batched, B, T;
     int32_t *idx;
+    int idx_in_arrays; /* the job's arrays own idx (a reply in parts may point into it) */
     const api_tokenizer *tok;  /* named in "tokenizer", or the only one loaded; may be NULL */
     int from_text;             /* idx is the tokens of "text" */
     int training;

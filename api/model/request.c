@@ -21,7 +21,7 @@ static const char *const fields[] = {
     "precision", "output_format", "dtype", "model", "heads", "query_rows", "top_k", NULL};
 
 void api__model_rq_free(model_rq *rq) {
-    free(rq->idx);
+    if (!rq->idx_in_arrays) free(rq->idx);
     free(rq->layers);
     api__select_free(&rq->sel);
 }

@@ -60,6 +60,13 @@ static int parse(api_job *j, const json_t *root, api_err *e) {
     model_state *s = state_of(j);
     if (api__model_parse(root, j->lim, &s->rq, e)) return -1;
     j->fmt = s->rq.fmt;
+    /* idx is a tensor of the reply: a reply sent in parts points into it after
+     * the request is released, so the reply's arrays own it from here. */
+    if (api__arrays_keep(&j->arrays, s->rq.idx)) {
+        s->rq.idx = NULL; /* freed by api__arrays_keep */
+        return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the request");
+    }
+    s->rq.idx_in_arrays = 1;
     return 0;
 }
 
