@@ -38,7 +38,7 @@ static int wants_top_p(const attn_sampler *opt) {
 size_t attn_sample_scratch_size(const attn_sampler *opt, int n_vocab) {
     size_t per = 0;
     if (n_vocab < 1) return 0;
-    if (opt == NULL || wants_draw(opt)) per += sizeof(float);              /* the row */
+    if (opt == NULL || wants_draw(opt)) per += sizeof(float);          /* the row */
     if (opt == NULL || wants_top_p(opt)) per += 2 * sizeof(attn__kv); /* sorting */
     size_t bytes;
     return attn__mul((size_t)n_vocab, per, &bytes) ? bytes : 0;
@@ -301,6 +301,8 @@ static int check_call(const attn_sampler *opt, const float *logits, int n_vocab,
     int rc = check_options(opt, n_vocab, err);
     if (rc != ATTN_OK) return rc;
     if (logits == NULL) return attn__fail(err, ATTN_ERR_ARG, "logits", "a NULL pointer");
+    if (wants_draw(opt) && scratch_need == 0)
+        return attn__fail(err, ATTN_ERR_RANGE, "n_vocab", "the scratch size overflows");
     if (scratch_need > 0 && (scratch == NULL || scratch_size < scratch_need))
         return attn__fail(err, ATTN_ERR_ARG, "scratch",
                           "scratch of %zu bytes; these options need %zu", scratch_size,

@@ -1,0 +1,600 @@
+#!/usr/bin/python3
+"""Trains the demo model: a small GPT-2 on Tiny Shakespeare, byte by byte, and
+exports it as a Hugging Face GPT-2 folder the server loads with --model and
+--tokenizer.
+
+    /usr/bin/python3 models/train_shakespeare.py [OUT_DIR]     (default models/shakespeare)
+    /usr/bin/python3 models/train_shakespeare.py --eval [OUT_DIR]   only the held-out figures
+
+Debian's python3-torch 1.13.1 on the CPU, one thread. The run is deterministic
+for a given PyTorch build, BLAS kernel set and thread count: the seed, the
+batches (a generator of their own), the initialisation and the optimiser are
+fixed below, and the script pins one thread (torch and OpenBLAS) and, where the
+CPU has AVX2 and nothing is set, OpenBLAS's Haswell kernels (as the Makefile
+does), before torch is imported.
+
+The model is seed 003's GPT2 (gpt2_min.py, the classes below as
+tests/golden/generate_gpt2.py has them) with one change: the MLP's activation
+is gelu_new, the tanh approximation the released GPT-2 checkpoints use, which
+is what the server runs for a model loaded from a model.safetensors
+(api/checkpoint.c). Its initialisation is GPT-2's (normal std 0.02, zero
+biases, the residual projections scaled by 1/sqrt(2 n_layer)), as nanoGPT
+does, instead of PyTorch's defaults (wte ~ N(0, 1) tied to lm_head makes the
+first logits huge and the first steps slow).
+
+Vocabulary: the 256 byte values, token id = byte value. Exported as GPT-2's
+byte-level BPE with no merges: vocab.json maps bytes_to_unicode's symbol of
+each byte to the byte, merges.txt holds only "#version: 0.2", so GPT-2's
+tokenizer (api/bpe.c, Hugging Face's GPT2Tokenizer) encodes any text to its
+UTF-8 bytes and decodes them back.
+
+Data: models/data/tinyshakespeare.txt (see models/data/README.md). The first
+90% trains; the last 10% (the end of the corpus, never seen in training) is
+the validation text, as nanoGPT splits it. models/data/heldout_poems.txt holds
+two public-domain poems that are not in the corpus.
+"""
+import json
+import math
+import os
+import struct
+import sys
+import time
+
+
+def _pin_threads_and_kernels():
+    os.environ["OMP_NUM_THREADS"] = "1"
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    if "OPENBLAS_CORETYPE" not in os.environ:
+        try:
+            with open("/proc/cpuinfo") as f:
+                if " avx2" in f.read():
+                    os.environ["OPENBLAS_CORETYPE"] = "Haswell"
+        except OSError:
+            pass
+
+
+_pin_threads_and_kernels()
+
+from dataclasses import dataclass  # noqa: E402
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+THREADS = 1
+torch.set_num_threads(THREADS)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "data", "tinyshakespeare.txt")
+POEMS = os.path.join(HERE, "data", "heldout_poems.txt")
+
+# ==== the run ================================================================
+
+SEED = 1337
+MODEL = dict(vocab_size=256, block_size=128, n_layer=4, n_head=8, n_embd=128, dropout=0.0)
+BATCH = 32            # sequences of block_size bytes per step
+STEPS = 2500
+LR_MAX = 2e-3         # AdamW, linear warm-up then cosine decay to LR_MIN
+LR_MIN = 1e-4
+WARMUP = 100
+WEIGHT_DECAY = 0.1    # on the matrices only (not biases, LayerNorms, embeddings' wpe)
+BETAS = (0.9, 0.99)
+GRAD_CLIP = 1.0
+TRAIN_FRACTION = 0.9
+EVAL_EVERY = 250
+EVAL_BATCHES = 10     # train and validation loss: the same 10 x 32 windows each time
+
+# ==== seed 003, gpt2_min.py (MLP's activation: gelu_new, see above) ==========
+
+
+def gelu_new(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+@dataclass
+class GPTConfig:
+    vocab_size: int
+    block_size: int
+    n_layer: int = 12
+    n_head: int = 12
+    n_embd: int = 768
+    dropout: float = 0.1
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        assert config.n_embd % config.n_head == 0
+        self.n_head, self.n_embd = config.n_head, config.n_embd
+        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd)
+        self.c_proj = nn.Linear(config.n_embd, config.n_embd)
+        self.resid_drop = nn.Dropout(config.dropout)
+        self.register_buffer("bias", torch.tril(torch.ones(config.block_size, config.block_size)).view(1, 1, config.block_size, config.block_size))
+    def forward(self, x):
+        B, T, C = x.size()
+        qkv = self.c_attn(x)
+        q, k, v = qkv.split(self.n_embd, dim=2)
+        head_dim = C // self.n_head
+        q = q.view(B, T, self.n_head, head_dim).transpose(1, 2)
+        k = k.view(B, T, self.n_head, head_dim).transpose(1, 2)
+        v = v.view(B, T, self.n_head, head_dim).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(head_dim))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_drop(self.c_proj(y))
+
+class MLP(nn.Module):
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.fc = nn.Linear(config.n_embd, 4 * config.n_embd)
+        self.proj = nn.Linear(4 * config.n_embd, config.n_embd)
+        self.drop = nn.Dropout(config.dropout)
+    def forward(self, x):
+        return self.drop(self.proj(gelu_new(self.fc(x))))
+
+class Block(nn.Module):
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.n_embd)
+        self.attn = CausalSelfAttention(config)
+        self.ln_2 = nn.LayerNorm(config.n_embd)
+        self.mlp = MLP(config)
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        x = x + self.mlp(self.ln_2(x))
+        return x
+
+class GPT2(nn.Module):
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.config = config
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+        self.wpe = nn.Embedding(config.block_size, config.n_embd)
+        self.drop = nn.Dropout(config.dropout)
+        self.h = nn.ModuleList([Block(config) for _ in range(config.n_layer)])
+        self.ln_f = nn.LayerNorm(config.n_embd)
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        self.lm_head.weight = self.wte.weight
+    def forward(self, idx, targets=None):
+        B, T = idx.size()
+        pos = torch.arange(0, T, dtype=torch.long, device=idx.device).unsqueeze(0)
+        x = self.wte(idx) + self.wpe(pos)
+        x = self.drop(x)
+        for block in self.h:
+            x = block(x)
+        x = self.ln_f(x)
+        logits = self.lm_head(x)
+        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1)) if targets is not None else None
+        return logits, loss
+
+# ==== data ===================================================================
+
+
+def load_bytes(path):
+    with open(path, "rb") as f:
+        return torch.tensor(list(f.read()), dtype=torch.long)
+
+
+def split_corpus():
+    data = load_bytes(CORPUS)
+    n = int(TRAIN_FRACTION * len(data))
+    return data[:n], data[n:]
+
+
+def windows(data, starts, T):
+    x = torch.stack([data[s:s + T] for s in starts])
+    y = torch.stack([data[s + 1:s + 1 + T] for s in starts])
+    return x, y
+
+
+def random_batch(data, gen, T):
+    starts = torch.randint(0, len(data) - T - 1, (BATCH,), generator=gen).tolist()
+    return windows(data, starts, T)
+
+
+def poems():
+    """The poems of heldout_poems.txt: (title, text) for each block between
+    '=== ' header lines (comment lines '#' before the first are skipped)."""
+    out, title, lines = [], None, []
+    with open(POEMS, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("=== "):
+                if title:
+                    out.append((title, "".join(lines).strip("\n") + "\n"))
+                title, lines = line[4:].strip(), []
+            elif title:
+                lines.append(line)
+    if title:
+        out.append((title, "".join(lines).strip("\n") + "\n"))
+    return out
+
+# ==== training ===============================================================
+
+
+def sinusoids(T, C):
+    """The position table of Vaswani et al. (2017): sin and cos of pos / 10000^(2i/C)."""
+    pos = torch.arange(T, dtype=torch.float32).unsqueeze(1)
+    freq = torch.exp(torch.arange(0, C, 2, dtype=torch.float32) * (-math.log(10000.0) / C))
+    pe = torch.zeros(T, C)
+    pe[:, 0::2] = torch.sin(pos * freq)
+    pe[:, 1::2] = torch.cos(pos * freq)
+    return pe
+
+
+def init_gpt2_(model):
+    """GPT-2's initialisation (nanoGPT's _init_weights and c_proj scaling),
+    except wpe: the sinusoidal table scaled to the same spread (std 0.02),
+    learned from there like any weight. A shift by one position is then a
+    fixed linear map of the table, which a head can learn to attend with."""
+    for name, p in model.named_parameters():
+        if name.endswith("bias"):
+            nn.init.zeros_(p)
+        elif "ln_" in name:
+            nn.init.ones_(p)
+        elif name.endswith("c_proj.weight") or name.endswith("mlp.proj.weight"):
+            nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * model.config.n_layer))
+        else:
+            nn.init.normal_(p, 0.0, 0.02)
+    with torch.no_grad():
+        model.wpe.weight.copy_(sinusoids(model.config.block_size, model.config.n_embd) *
+                               (0.02 * math.sqrt(2.0)))
+
+
+def lr_at(step):
+    if step < WARMUP:
+        return LR_MAX * (step + 1) / WARMUP
+    t = (step - WARMUP) / max(1, STEPS - 1 - WARMUP)
+    return LR_MIN + 0.5 * (LR_MAX - LR_MIN) * (1.0 + math.cos(math.pi * t))
+
+
+def make_optimizer(model):
+    decay = [p for n, p in model.named_parameters() if p.dim() == 2 and n != "wpe.weight"]
+    other = [p for n, p in model.named_parameters() if not (p.dim() == 2 and n != "wpe.weight")]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY},
+                              {"params": other, "weight_decay": 0.0}],
+                             lr=LR_MAX, betas=BETAS, foreach=False)
+
+
+@torch.no_grad()
+def eval_loss(model, data, T, n_batches, seed):
+    """Mean loss over n_batches fixed batches, and the largest mean
+    attention weight on position i-1 of any head (queries 1 .. T-1)."""
+    gen = torch.Generator().manual_seed(seed)
+    model.eval()
+    total, prev = 0.0, 0.0
+    maps, softmax = [], F.softmax
+
+    def recording_softmax(*a, **k):
+        out = softmax(*a, **k)
+        maps.append(torch.diagonal(out, offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2)))
+        return out
+
+    F.softmax = recording_softmax
+    try:
+        for _ in range(n_batches):
+            x, y = random_batch(data, gen, T)
+            total += model(x, y)[1].item()
+    finally:
+        F.softmax = softmax
+    prev = torch.stack(maps).view(n_batches, model.config.n_layer, -1).mean(0).max().item()
+    model.train()
+    return total / n_batches, prev
+
+
+def train(log):
+    torch.manual_seed(SEED)
+    cfg = GPTConfig(**MODEL)
+    model = GPT2(cfg)
+    init_gpt2_(model)
+    train_data, val_data = split_corpus()
+    opt = make_optimizer(model)
+    gen = torch.Generator().manual_seed(SEED + 1)
+    history, t0 = [], time.time()
+    model.train()
+    for step in range(STEPS):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step)
+        x, y = random_batch(train_data, gen, cfg.block_size)
+        _, loss = model(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), GRAD_CLIP)
+        opt.step()
+        if step % EVAL_EVERY == 0 or step == STEPS - 1:
+            tr, _ = eval_loss(model, train_data, cfg.block_size, EVAL_BATCHES, 7)
+            va, prev = eval_loss(model, val_data, cfg.block_size, EVAL_BATCHES, 8)
+            row = {"step": step, "lr": lr_at(step), "batch_loss": loss.item(), "train": tr,
+                   "val": va, "best_prev_token_head": prev, "seconds": time.time() - t0}
+            history.append(row)
+            log("step %5d  lr %.2e  batch %.4f  train %.4f  val %.4f  prev %.3f  %.0f s" %
+                (step, row["lr"], row["batch_loss"], tr, va, prev, row["seconds"]))
+    return model, history, time.time() - t0
+
+# ==== export: a Hugging Face GPT-2 folder ====================================
+
+
+def bytes_to_unicode():
+    """GPT-2's map of the 256 bytes to printable symbols (encoder.py)."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
+        list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, [chr(c) for c in cs]))
+
+
+def hf_state_dict(model):
+    """transformers' GPT2LMHeadModel names ("transformer." prefix, lm_head
+    tied and left out as save_pretrained leaves it out), Conv1D weights
+    [in][out]: the nn.Linear weights transposed."""
+    sd = {k: v.detach().float() for k, v in model.state_dict().items()}
+    out = {"transformer.wte.weight": sd["wte.weight"], "transformer.wpe.weight": sd["wpe.weight"]}
+    rename = {"ln_1.weight": "ln_1.weight", "ln_1.bias": "ln_1.bias",
+              "attn.c_attn.weight": "attn.c_attn.weight", "attn.c_attn.bias": "attn.c_attn.bias",
+              "attn.c_proj.weight": "attn.c_proj.weight", "attn.c_proj.bias": "attn.c_proj.bias",
+              "ln_2.weight": "ln_2.weight", "ln_2.bias": "ln_2.bias",
+              "mlp.fc.weight": "mlp.c_fc.weight", "mlp.fc.bias": "mlp.c_fc.bias",
+              "mlp.proj.weight": "mlp.c_proj.weight", "mlp.proj.bias": "mlp.c_proj.bias"}
+    for l in range(model.config.n_layer):
+        for src, dst in rename.items():
+            t = sd["h.%d.%s" % (l, src)]
+            out["transformer.h.%d.%s" % (l, dst)] = t.t() if src.endswith("weight") and t.dim() == 2 else t
+    out["transformer.ln_f.weight"] = sd["ln_f.weight"]
+    out["transformer.ln_f.bias"] = sd["ln_f.bias"]
+    return out
+
+
+def write_safetensors(path, tensors, metadata):
+    header, offset, blobs = {"__metadata__": metadata}, 0, []
+    for name, t in tensors.items():
+        data = t.contiguous().numpy().astype("<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+        blobs.append(data)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for b in blobs:
+            f.write(b)
+
+
+def read_safetensors(path):
+    import numpy as np
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        base = f.tell()
+        out = {}
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            b, e = info["data_offsets"]
+            f.seek(base + b)
+            arr = np.frombuffer(f.read(e - b), dtype="<f4").reshape(info["shape"])
+            out[name] = torch.from_numpy(arr.copy())
+    return out
+
+
+def export(model, out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    c = model.config
+    config = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
+              "vocab_size": c.vocab_size, "n_positions": c.block_size, "n_ctx": c.block_size,
+              "n_embd": c.n_embd, "n_layer": c.n_layer, "n_head": c.n_head, "n_inner": None,
+              "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
+              "resid_pdrop": c.dropout, "embd_pdrop": c.dropout, "attn_pdrop": c.dropout,
+              "initializer_range": 0.02, "bos_token_id": 10, "eos_token_id": 10,
+              "tie_word_embeddings": True, "torch_dtype": "float32"}
+    with open(os.path.join(out_dir, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+        f.write("\n")
+    write_safetensors(os.path.join(out_dir, "model.safetensors"), hf_state_dict(model),
+                      {"format": "pt", "n_head": str(c.n_head)})
+    vocab = {sym: b for b, sym in sorted(bytes_to_unicode().items())}
+    with open(os.path.join(out_dir, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump(vocab, f, ensure_ascii=False)
+        f.write("\n")
+    with open(os.path.join(out_dir, "merges.txt"), "w") as f:
+        f.write("#version: 0.2\n")
+
+
+def load_exported(out_dir):
+    """The exported folder back into seed 003's GPT2 (checks the export)."""
+    with open(os.path.join(out_dir, "config.json")) as f:
+        c = json.load(f)
+    cfg = GPTConfig(c["vocab_size"], c["n_positions"], c["n_layer"], c["n_head"], c["n_embd"], 0.0)
+    model = GPT2(cfg)
+    st = read_safetensors(os.path.join(out_dir, "model.safetensors"))
+    sd = {}
+    for name, t in st.items():
+        n = name[len("transformer."):]
+        n = n.replace("mlp.c_fc.", "mlp.fc.").replace("mlp.c_proj.", "mlp.proj.")
+        sd[n] = t.t().contiguous() if t.dim() == 2 and n.startswith("h.") else t
+    missing, unexpected = model.load_state_dict(sd, strict=False)
+    assert not unexpected and all(m.endswith("attn.bias") or m == "lm_head.weight" for m in missing), \
+        (missing, unexpected)
+    model.eval()
+    return model
+
+# ==== held-out figures =======================================================
+
+
+@torch.no_grad()
+def text_figures(model, data):
+    """Next-token loss (nats per byte) of data cut into windows of block_size
+    (each position predicted once, with the context of its window), and each
+    head's mean attention weight on the previous position (queries 1 .. T-1)."""
+    T, L, H = model.config.block_size, model.config.n_layer, model.config.n_head
+    maps = []
+    softmax = F.softmax
+
+    def recording_softmax(*a, **k):
+        out = softmax(*a, **k)
+        maps.append(out)
+        return out
+
+    total, count = 0.0, 0
+    prev = torch.zeros(L, H, dtype=torch.float64)
+    n_prev = 0
+    F.softmax = recording_softmax
+    try:
+        for s in range(0, len(data) - 1, T):
+            x = data[s:s + T].unsqueeze(0)
+            y = data[s + 1:s + 1 + T].unsqueeze(0)
+            x = x[:, :y.size(1)]
+            maps.clear()
+            logits, _ = model(x)
+            total += F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1), reduction="sum").item()
+            count += y.numel()
+            t = x.size(1)
+            if t > 1:
+                for l in range(L):
+                    sub = torch.diagonal(maps[l][0], offset=-1, dim1=-2, dim2=-1)  # [H][t-1]
+                    prev[l] += sub.double().sum(-1)
+                n_prev += t - 1
+    finally:
+        F.softmax = softmax
+    return total / count, (prev / max(1, n_prev)).tolist(), count
+
+
+TEST_WINDOWS = 64  # the windows tests/test_model_shakespeare.c sends to the server
+
+
+def test_subset(val, T):
+    """TEST_WINDOWS whole windows of the validation text, evenly spaced: the
+    bytes from start to start + T + 1 (T inputs, their T next bytes)."""
+    stride = ((len(val) - 1) // T) // TEST_WINDOWS
+    return [val[j * stride * T:j * stride * T + T + 1] for j in range(TEST_WINDOWS)]
+
+
+@torch.no_grad()
+def subset_figures(model, windows):
+    total, count, prev, n_prev = 0.0, 0, None, 0
+    for w in windows:
+        loss, p, n = text_figures(model, w)
+        total += loss * n
+        count += n
+        p = torch.tensor(p, dtype=torch.float64) * (n - 1)
+        prev = p if prev is None else prev + p
+        n_prev += n - 1
+    return total / count, (prev / n_prev).tolist(), count
+
+
+@torch.no_grad()
+def generate(model, idx, max_new_tokens, context_size, temperature=0.0, top_k=None, eos_id=None):
+    """The book's generate() (Raschka, ch. 5), verbatim."""
+    for _ in range(max_new_tokens):
+        idx_cond = idx[:, -context_size:]
+        with torch.no_grad():
+            logits = model(idx_cond)
+        logits = logits[:, -1, :]
+        if top_k is not None:
+            top_logits, _ = torch.topk(logits, top_k)
+            min_val = top_logits[:, -1]
+            logits = torch.where(logits < min_val, torch.tensor(float("-inf")).to(logits.device), logits)
+        if temperature > 0.0:
+            logits = logits / temperature
+            probs = torch.softmax(logits, dim=-1)
+            idx_next = torch.multinomial(probs, num_samples=1)
+        else:
+            idx_next = torch.argmax(logits, dim=-1, keepdim=True)
+        if idx_next == eos_id:
+            break
+        idx = torch.cat((idx, idx_next), dim=1)
+    return idx
+
+
+SAMPLE = {"prompt": "ROMEO:\n", "seed": 123, "temperature": 0.8, "top_k": 40, "max_new_tokens": 300}
+
+
+def sample_text(model):
+    """torch.manual_seed(seed), then generate() from the prompt (the model's
+    logits only: GPT2.forward returns (logits, loss))."""
+    class LogitsOnly(nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, idx):
+            return self.m(idx)[0]
+
+    prompt = torch.tensor([list(SAMPLE["prompt"].encode())])
+    torch.manual_seed(SAMPLE["seed"])
+    out = generate(LogitsOnly(model), prompt, SAMPLE["max_new_tokens"], model.config.block_size,
+                   SAMPLE["temperature"], SAMPLE["top_k"])
+    ids = out[0].tolist()
+    return dict(SAMPLE, idx=ids, text=bytes(ids).decode("utf-8", errors="replace"))
+
+
+def evaluate(out_dir, log):
+    model = load_exported(out_dir)
+    _, val = split_corpus()
+    figures = {"chance_nats": math.log(256)}
+    loss, prev, n = text_figures(model, val)
+    figures["validation"] = {"bytes": n, "loss_nats": loss, "prev_token_attention": prev}
+    log("validation (last 10%%, %d bytes): %.4f nats/byte (chance %.4f)" % (n, loss, math.log(256)))
+    loss_s, prev_s, n_s = subset_figures(model, test_subset(val, model.config.block_size))
+    figures["test_subset"] = {"windows": TEST_WINDOWS, "bytes": n_s, "loss_nats": loss_s,
+                              "prev_token_attention": prev_s}
+    log("the test's %d validation windows (%d bytes): %.4f nats/byte" % (TEST_WINDOWS, n_s, loss_s))
+    for title, text in poems():
+        data = torch.tensor(list(text.encode("utf-8")), dtype=torch.long)
+        loss_p, prev_p, n_p = text_figures(model, data)
+        figures.setdefault("poems", []).append({"title": title, "bytes": n_p, "loss_nats": loss_p,
+                                                "prev_token_attention": prev_p})
+        log("%s (%d bytes): %.4f nats/byte" % (title, n_p, loss_p))
+    figures["sample"] = sample_text(model)
+    log("sample (seed %d, temperature %r, top_k %d):\n%s" % (
+        SAMPLE["seed"], SAMPLE["temperature"], SAMPLE["top_k"], figures["sample"]["text"]))
+    log("mean attention weight on position i-1 (validation text), layer x head:")
+    for l, row in enumerate(prev):
+        log("  layer %d: %s" % (l, "  ".join("%.3f" % v for v in row)))
+    return figures
+
+
+def main(argv):
+    eval_only = "--eval" in argv
+    args = [a for a in argv if a != "--eval"]
+    out_dir = args[0] if args else os.path.join(HERE, "shakespeare")
+    lines = []
+
+    def log(s):
+        print(s, flush=True)
+        lines.append(s)
+
+    log("torch %s, %d thread(s), OPENBLAS_CORETYPE=%s" %
+        (torch.__version__, torch.get_num_threads(), os.environ.get("OPENBLAS_CORETYPE")))
+    run = None
+    if not eval_only:
+        model, history, seconds = train(log)
+        export(model, out_dir)
+        # the exported weights must give the trained model's logits
+        check = load_exported(out_dir)
+        model.eval()
+        x = split_corpus()[1][:model.config.block_size].unsqueeze(0)
+        with torch.no_grad():
+            assert torch.equal(model(x)[0], check(x)[0])
+        run = {"seed": SEED, "model": MODEL, "batch": BATCH, "steps": STEPS, "lr_max": LR_MAX,
+               "lr_min": LR_MIN, "warmup": WARMUP, "weight_decay": WEIGHT_DECAY, "betas": BETAS,
+               "grad_clip": GRAD_CLIP, "threads": THREADS,
+               "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
+               "torch": torch.__version__, "seconds": seconds, "history": history}
+    figures = evaluate(out_dir, log)
+    path = os.path.join(out_dir, "training_run.json")
+    if run is None and os.path.exists(path):
+        with open(path) as f:
+            run = json.load(f).get("run")
+    with open(path, "w") as f:
+        json.dump({"run": run, "heldout": figures}, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
