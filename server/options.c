@@ -2,6 +2,7 @@
 #include "options.h"
 
 #include "cors.h"
+#include "route.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -60,13 +61,15 @@ static const opt_def defs[] = {
 #define N_DEFS (sizeof defs / sizeof defs[0])
 
 void srv_options_usage(FILE *f, const char *argv0) {
+    char paths[600];
+    srv_route_list(paths, sizeof paths, "\n  ");
     fprintf(f,
         "usage: %s [options]\n"
         "       %s --probe URL | --healthcheck [--host H] [--port P]\n"
         "\n"
-        "Serves the attention modules over HTTP (POST /attention/{simple,self,causal,\n"
-        "multihead,sdpa}, POST /model/gpt2; GET /healthz /readyz /metrics /version /models\n"
-        "/openapi.json).\n"
+        "Serves the attention modules and whole models over HTTP:\n"
+        "  %s\n"
+        "(GET / is the viewer, /openapi.json the API document.)\n"
         "Every option can also be set by the environment variable shown; the flag wins.\n"
         "\n"
         "  --host ADDR            ATTN_HOST             address to bind (127.0.0.1; 0.0.0.0 or ::\n"
@@ -111,16 +114,20 @@ void srv_options_usage(FILE *f, const char *argv0) {
         "                                               send \"text\" (and \"tokenizer\": NAME when\n"
         "                                               more than one is loaded); repeatable; the\n"
         "                                               variable takes NAME=DIR,NAME=DIR\n"
-        "  --model NAME=FILE      ATTN_MODELS           load a Hugging Face GPT-2 model.safetensors\n"
-        "                                               at start for POST /model/gpt2 {\"model\": NAME};\n"
-        "                                               repeatable (the variable: comma-separated);\n"
-        "                                               FILE:heads=N sets n_head (else the file's\n"
-        "                                               __metadata__ n_head, else n_embd/64)\n"
+        "  --model NAME=DIR       ATTN_MODELS           load a model at start for POST /model/gpt2\n"
+        "  --model NAME=FILE                            {\"model\": NAME}: DIR a Hugging Face folder\n"
+        "                                               (config.json, model.safetensors or its\n"
+        "                                               shards, the tokenizer files, which then\n"
+        "                                               serve \"text\"); FILE one .safetensors of\n"
+        "                                               GPT-2 or of the book's GPTModel, with\n"
+        "                                               FILE:heads=N for n_head (else the file's\n"
+        "                                               __metadata__, else width/64); repeatable\n"
+        "                                               (the variable: comma-separated)\n"
         "  --probe URL                                  GET URL, exit 0 on 2xx, 1 otherwise\n"
         "  --healthcheck                                probe http://HOST:PORT/healthz\n"
         "  --version                                    print the version and exit\n"
         "  --help                                       print this text and exit\n",
-        argv0, argv0);
+        argv0, argv0, paths);
 }
 
 int srv_parse_size(const char *s, size_t *out) {
@@ -254,8 +261,9 @@ static void set_defaults(srv_options *o) {
     o->stream_min_size = (size_t)128 << 20;
 }
 
+/* After the error's own line: where the options are, not all of them. */
 static int fail(const char *argv0) {
-    srv_options_usage(stderr, argv0);
+    fprintf(stderr, "attention-server: '%s --help' lists every option\n", argv0);
     return -1;
 }
 
@@ -284,80 +292,83 @@ static int models_from_env(srv_options *o) {
     return 0;
 }
 
-int srv_options_parse(srv_options *o, int argc, char **argv) {
-    const char *argv0 = argc > 0 ? argv[0] : "attention-server";
-    set_defaults(o);
-    if (models_from_env(o) != 0) return fail(argv0);
-    int model_flags = 0;
+/* The ATTN_* variables; 0, or -1 after saying what is wrong. */
+static int read_environment(srv_options *o) {
+    if (models_from_env(o) != 0) return -1;
     for (size_t i = 0; i < N_DEFS; i++) {
         const char *v = getenv(defs[i].env);
-        if (v && *v && set_value(o, &defs[i], v, defs[i].env) != 0) return fail(argv0);
+        if (v && *v && set_value(o, &defs[i], v, defs[i].env) != 0) return -1;
     }
     const char *tokenizers = getenv("ATTN_TOKENIZER");
     for (const char *p = tokenizers; p && *p;) {
         size_t n = strcspn(p, ",");
-        if (add_tokenizer(o, p, n, "ATTN_TOKENIZER") != 0) return fail(argv0);
+        if (add_tokenizer(o, p, n, "ATTN_TOKENIZER") != 0) return -1;
         p += n + (p[n] == ',');
     }
-    int healthcheck = 0, tokenizer_flags = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) { o->mode = SRV_MODE_HELP; return 0; }
-        if (strcmp(arg, "--version") == 0) { o->mode = SRV_MODE_VERSION; return 0; }
-        if (strcmp(arg, "--healthcheck") == 0) { healthcheck = 1; continue; }
-        /* --flag value or --flag=value */
-        const char *eq = strchr(arg, '=');
-        size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
-        const char *value = NULL;
-        if (name_len == 7 && strncmp(arg, "--probe", 7) == 0) {
-            value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!value || strlen(value) >= sizeof o->probe_url) {
-                fprintf(stderr, "attention-server: --probe needs a URL\n");
-                return fail(argv0);
-            }
-            strcpy(o->probe_url, value);
-            o->mode = SRV_MODE_PROBE;
-            continue;
-        }
-        if (name_len == 11 && strncmp(arg, "--tokenizer", 11) == 0) {
-            value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!value) {
-                fprintf(stderr, "attention-server: --tokenizer needs NAME=DIR\n");
-                return fail(argv0);
-            }
-            if (tokenizer_flags++ == 0) o->n_tokenizers = 0; /* the flags replace the variable */
-            if (add_tokenizer(o, value, strlen(value), "--tokenizer") != 0) return fail(argv0);
-            continue;
-        }
-        if (name_len == 7 && strncmp(arg, "--model", 7) == 0) {
-            value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!value || !*value) {
-                fprintf(stderr, "attention-server: --model needs NAME=FILE.safetensors\n");
-                return fail(argv0);
-            }
-            if (!model_flags++) o->n_models = 0; /* the flags win over ATTN_MODELS */
-            if (add_model(o, value) != 0) return fail(argv0);
-            continue;
-        }
-        const opt_def *d = NULL;
-        for (size_t k = 0; k < N_DEFS && !d; k++)
-            if (strlen(defs[k].flag) == name_len && strncmp(arg, defs[k].flag, name_len) == 0) d = &defs[k];
-        if (!d) {
-            fprintf(stderr, "attention-server: unknown option '%.64s'\n", arg);
-            return fail(argv0);
-        }
-        value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-        if (!value) {
-            fprintf(stderr, "attention-server: %s needs a value\n", d->flag);
-            return fail(argv0);
-        }
-        if (set_value(o, d, value, d->flag) != 0) return fail(argv0);
+    return 0;
+}
+
+/* The flags outside defs[]: --probe URL, and the repeatable --tokenizer and
+ * --model, whose first flag replaces the variable's list. */
+enum { FLAG_PROBE, FLAG_TOKENIZER, FLAG_MODEL, FLAG_COUNT };
+static const struct {
+    const char *flag, *needs;
+} list_flags[FLAG_COUNT] = {{"--probe", "a URL"}, {"--tokenizer", "NAME=DIR"},
+                            {"--model", "NAME=DIR or NAME=FILE.safetensors"}};
+
+static int list_flag_of(const char *arg, size_t name_len) {
+    for (int k = 0; k < FLAG_COUNT; k++)
+        if (strlen(list_flags[k].flag) == name_len && strncmp(arg, list_flags[k].flag, name_len) == 0) return k;
+    return -1;
+}
+
+/* value (may be NULL) of list flag k, the k-th seen times[k] before. */
+static int set_list_flag(srv_options *o, int k, const char *value, int times[FLAG_COUNT]) {
+    if (!value || !*value || (k == FLAG_PROBE && strlen(value) >= sizeof o->probe_url)) {
+        fprintf(stderr, "attention-server: %s needs %s\n", list_flags[k].flag, list_flags[k].needs);
+        return -1;
     }
+    if (k == FLAG_PROBE) {
+        strcpy(o->probe_url, value);
+        o->mode = SRV_MODE_PROBE;
+        return 0;
+    }
+    if (k == FLAG_TOKENIZER) {
+        if (times[k]++ == 0) o->n_tokenizers = 0; /* the flags replace the variable */
+        return add_tokenizer(o, value, strlen(value), "--tokenizer");
+    }
+    if (times[k]++ == 0) o->n_models = 0; /* the flags win over ATTN_MODELS */
+    return add_model(o, value);
+}
+
+/* One "--flag value" or "--flag=value" at argv[*i] (moved past its value). */
+static int read_flag(srv_options *o, int argc, char **argv, int *i, int times[FLAG_COUNT]) {
+    const char *arg = argv[*i], *eq = strchr(arg, '=');
+    size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+    int k = list_flag_of(arg, name_len);
+    const opt_def *d = NULL;
+    for (size_t n = 0; n < N_DEFS && !d && k < 0; n++)
+        if (strlen(defs[n].flag) == name_len && strncmp(arg, defs[n].flag, name_len) == 0) d = &defs[n];
+    if (!d && k < 0) {
+        fprintf(stderr, "attention-server: unknown option '%.64s'\n", arg);
+        return -1;
+    }
+    const char *value = eq ? eq + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
+    if (k >= 0) return set_list_flag(o, k, value, times);
+    if (!value) {
+        fprintf(stderr, "attention-server: %s needs a value\n", d->flag);
+        return -1;
+    }
+    return set_value(o, d, value, d->flag);
+}
+
+/* --cors-origin checked; --healthcheck's URL from the host and port. */
+static int finish(srv_options *o, int healthcheck) {
     srv_cors cors;
     char err[160];
     if (srv_cors_parse(&cors, o->cors_origin, err, sizeof err) != 0) {
         fprintf(stderr, "attention-server: --cors-origin: %s\n", err);
-        return fail(argv0);
+        return -1;
     }
     if (healthcheck && o->mode != SRV_MODE_PROBE) {
         /* A server bound to every interface is probed on loopback. */
@@ -370,4 +381,19 @@ int srv_options_parse(srv_options *o, int argc, char **argv) {
         o->mode = SRV_MODE_PROBE;
     }
     return 0;
+}
+
+int srv_options_parse(srv_options *o, int argc, char **argv) {
+    const char *argv0 = argc > 0 ? argv[0] : "attention-server";
+    set_defaults(o);
+    if (read_environment(o) != 0) return fail(argv0);
+    int healthcheck = 0, times[FLAG_COUNT] = {0};
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) { o->mode = SRV_MODE_HELP; return 0; }
+        if (strcmp(arg, "--version") == 0) { o->mode = SRV_MODE_VERSION; return 0; }
+        if (strcmp(arg, "--healthcheck") == 0) { healthcheck = 1; continue; }
+        if (read_flag(o, argc, argv, &i, times) != 0) return fail(argv0);
+    }
+    return finish(o, healthcheck) != 0 ? fail(argv0) : 0;
 }

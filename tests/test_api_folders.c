@@ -118,7 +118,7 @@ START_TEST(folders_answer_text) {
     check_text(models, "folder_book", "GPTModel");
     /* GET /models: each with its tokenizer, config.json's n_head, the shards */
     api_buf b = {0};
-    ck_assert_int_eq(api_models_json(models, &b), 0);
+    ck_assert_int_eq(api_models_json(&(api_limits){.models = models}, &b), 0);
     json_t *root = json_loads(b.data, 0, NULL), *list = json_object_get(root, "models");
     api_buf_free(&b);
     json_t *g = json_array_get(list, 0), *s = json_array_get(list, 1), *k = json_array_get(list, 2);
@@ -133,6 +133,10 @@ START_TEST(folders_answer_text) {
     ck_assert_str_eq(json_string_value(json_object_get(k, "module")), "GPTModel");
     ck_assert(json_is_true(json_object_get(json_object_get(k, "config"), "qkv_bias")));
     ck_assert_str_eq(json_string_value(json_object_get(k, "lm_head")), "out_head.weight, untied");
+    /* every tokenizer a request may name: the three folders' */
+    json_t *toks = json_object_get(root, "tokenizers");
+    ck_assert_uint_eq(json_array_size(toks), 3);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(toks, 2), "name")), "folder_book");
     json_decref(root);
     /* a folder's tokenizer by name, for a model built from a seed; and a
      * model without a tokenizer of its own takes "tokenizer" */

@@ -157,6 +157,12 @@ const api_tokenizer *api__models_tokenizer(const api_models *r, int i) {
     return NULL;
 }
 
+const api_tokenizer *api__tokenizer_at(const api_limits *lim, size_t i) {
+    size_t n = lim ? lim->n_tokenizers : 0;
+    if (i < n) return &lim->tokenizers[i];
+    return lim ? api__models_tokenizer(lim->models, (int)(i - n)) : NULL;
+}
+
 void api__models_names(const api_models *r, char *out, size_t size) {
     size_t n = 0;
     out[0] = '\0';
@@ -193,11 +199,19 @@ static void model_json(api_buf *b, const api_model *m) {
     api__buf_puts(b, "}");
 }
 
-int api_models_json(const api_models *r, api_buf *b) {
+int api_models_json(const api_limits *lim, api_buf *b) {
+    const api_models *r = lim ? lim->models : NULL;
     api__buf_puts(b, "{\"models\":[");
     for (int i = 0; r && i < r->count; i++) {
         if (i) api__buf_puts(b, ",");
         model_json(b, &r->items[i]);
+    }
+    api__buf_puts(b, "],\"tokenizers\":[");
+    const api_tokenizer *t;
+    for (size_t i = 0; (t = api__tokenizer_at(lim, i)) != NULL; i++) {
+        api__buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
+        api__buf_json_string(b, t->name);
+        api__buf_printf(b, ",\"tokens\":%zu}", api_bpe_vocab_size(t->bpe));
     }
     api__buf_puts(b, "]}");
     return b->failed ? -1 : 0;

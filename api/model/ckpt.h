@@ -156,5 +156,8 @@ const api_model *api__models_find(const api_models *m, const char *name);
 void api__models_names(const api_models *m, char *out, size_t size);
 /* The tokenizers of the loaded folders, in load order: the i-th, or NULL. */
 const api_tokenizer *api__models_tokenizer(const api_models *m, int i);
+/* The tokenizers a request may name: --tokenizer's (lim->tokenizers), then
+ * the model folders' (named after their models); the i-th, or NULL. */
+const api_tokenizer *api__tokenizer_at(const api_limits *lim, size_t i);
 
 #endif

@@ -98,13 +98,7 @@ static int read_idx(const json_t *root, model_rq *rq, size_t *budget, api_err *e
     return rc;
 }
 
-/* The tokenizers a request may name: --tokenizer's, then the model
- * folders' (named after their models); the i-th, or NULL. */
-static const api_tokenizer *tokenizer_at(const api_limits *lim, size_t i) {
-    size_t n = lim ? lim->n_tokenizers : 0;
-    if (i < n) return &lim->tokenizers[i];
-    return lim ? api__models_tokenizer(lim->models, (int)(i - n)) : NULL;
-}
+static const api_tokenizer *tokenizer_at(const api_limits *lim, size_t i) { return api__tokenizer_at(lim, i); }
 
 static size_t tokenizer_count(const api_limits *lim) {
     size_t n = 0;

@@ -505,8 +505,10 @@ def main():
                     "parameters": {"type": "integer", "minimum": 0, "description": "Weights in the file (lm_head.weight and buffers excluded)."},
                     "transformer_prefix": {"type": "boolean", "description": "The names started with transformer. (GPT2LMHeadModel)."},
                     "lm_head": {"type": "string"}},
-                "required": ["name", "file", "folder", "shards", "module", "config", "n_head_from", "dtype", "parameters", "transformer_prefix", "lm_head", "tokenizer"], "additionalProperties": False}}},
-                "required": ["models"], "additionalProperties": False}}}}}}}
+                "required": ["name", "file", "folder", "shards", "module", "config", "n_head_from", "dtype", "parameters", "transformer_prefix", "lm_head", "tokenizer"], "additionalProperties": False}},
+                "tokenizers": {"type": "array", "description": "Every tokenizer a /model/gpt2 request may name in tokenizer: --tokenizer's, then the model folders' (named after their models). Empty: text needs one.",
+                               "items": {"type": "object", "properties": {"name": {"type": "string"}, "tokens": {"type": "integer", "minimum": 1}}, "required": ["name", "tokens"], "additionalProperties": False}}},
+                "required": ["models", "tokenizers"], "additionalProperties": False}}}}}}}
     paths["/"] = {"get": {"operationId": "viewer", "tags": ["operations"], "summary": "The attention map viewer: one HTML page with its script inline, embedded in the binary (ETag and Cache-Control: no-cache as /openapi.json).", "responses": {"200": {
         "description": "The page", "content": {"text/html": {"schema": {"type": "string"}}}}}}}
     etag = {"ETag": {"description": "A strong tag of this document; send it back in If-None-Match.", "schema": {"type": "string"}}}
