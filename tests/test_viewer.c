@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api/maps/maps.h"
 #include "api/model/model.h"
 #include "api/module/module.h"
 #include "api/numbers/numbers.h"
@@ -185,12 +186,20 @@ START_TEST(test_viewer_in_chromium) {
     char *png = python("tests/maps/png_pixels.py", file);
     int width = 0, height = 0, used = 0;
     ck_assert_int_eq(sscanf(png, "%d %d%n", &width, &height, &used), 2);
-    ck_assert_int_eq(width, 2 * 6 * 32 + 4); /* the default cell for 6 x 6: 32 pixels */
-    ck_assert_int_eq(height, 6 * 32);
+    /* the default cell for 6 x 6 (32 pixels), the seed's tokens on both axes */
+    static const char *const tokens[] = {"Your", "journey", "starts", "with", "one", "step"};
+    api_image im = {.map = {.B = 1, .H = 2, .rows = 6, .cols = 6}, .labels = tokens, .n_labels = 6};
+    api_image_layout lay;
+    api_png_frame f;
+    api__image_layout(&im.map, 0, &lay);
+    api__png_frame(&im, &lay, &f);
+    ck_assert_int_eq(lay.cell, 32);
+    ck_assert_int_eq(width, f.width);
+    ck_assert_int_eq(height, f.height);
     const uint8_t *c00 = api__viridis[api__image_level(w[0][2][1], 0, 0, API_COLOR_UNIT)];
     char want[7];
     snprintf(want, sizeof want, "%02x%02x%02x", c00[0], c00[1], c00[2]);
-    ck_assert(strncmp(png + used + 1 + ((size_t)(2 * 32 + 16) * width + 32 + 16) * 6, want, 6) == 0);
+    ck_assert(strncmp(png + used + 1 + ((size_t)(f.y0 + 2 * 32 + 16) * width + f.x0 + 32 + 16) * 6, want, 6) == 0);
     free(png);
     snprintf(file, sizeof file, "%s/download.svg", outdir);
     char *svg = python("tests/maps/svg_summary.py", file);
