@@ -51,6 +51,8 @@ typedef struct {
     const float *weights;      /* the parameters: params, or a loaded checkpoint's */
     float *params, *logits, *attn, *hidden;
     int32_t *next;
+    int32_t *idx;              /* the request's ids in the job's arrays: a safetensors reply sent
+                                  in parts outlives the request's own copy */
     attn_rng rng;
     attn_rng *rng_ptr;         /* the generator dropout draws from (NULL: a fresh process's) */
     model_maps maps;
@@ -246,7 +248,9 @@ static int compute(api_job *j, api_err *e) {
     if (returns(s, M_OUT_HIDDEN_STATES)) s->hidden = api__arrays_take(a, p->n_hidden, sizeof(float));
     if (returns(s, M_OUT_DROPOUT_MASKS)) s->dropout = api__arrays_take(a, p->n_dropout, sizeof(float));
     s->next = api__arrays_take(a, (size_t)p->B, sizeof(int32_t));
+    s->idx = api__arrays_take(a, (size_t)p->B * (size_t)p->T, sizeof(int32_t));
     if (a->failed) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the model");
+    memcpy(s->idx, s->rq.idx, (size_t)p->B * (size_t)p->T * sizeof(int32_t));
     attn_gpt2_outputs out = {.logits = s->logits, .attn_weights = s->attn,
                              .hidden_states = s->hidden, .dropout_masks = s->dropout,
                              .last_only = last_only};
@@ -314,7 +318,7 @@ static int output_items(model_state *s, api_item *items) {
     const model_maps *m = &s->maps;
     int n = 0, T[1] = {p->T}, TV[2] = {p->T, p->V}, TC[2] = {p->T, p->C}, L[1] = {rq->n_layers};
     int H1[1] = {p->n_layer + 1}, maps_rest[3] = {m->Hs, m->R, m->cols};
-    if (returns(s, M_OUT_IDX)) tensor(&items[n++], rq, "idx", API_ITEM_I32, rq->idx, 0, NULL, 1, T)->plain = 1;
+    if (returns(s, M_OUT_IDX)) tensor(&items[n++], rq, "idx", API_ITEM_I32, s->idx, 0, NULL, 1, T)->plain = 1;
     if (returns(s, M_OUT_TOKENS)) items[n++] = json_item("tokens", &s->tokens);
     if (returns(s, M_OUT_LOGITS)) tensor(&items[n++], rq, "logits", API_ITEM_F32, s->logits, 0, NULL, 2, TV);
     if (returns(s, M_OUT_NEXT_TOKEN))
