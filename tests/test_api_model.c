@@ -549,6 +549,22 @@ START_TEST(gptmodel_errors) {
 }
 END_TEST
 
+/* The budget counts only the outputs asked for: a request for next_token
+ * alone fits a limit below the plan's bound (which holds every map, hidden
+ * state and position's logits), the same request asking for the maps does
+ * not. */
+START_TEST(budget_counts_outputs_asked) {
+    attn_gpt2_plan p;
+    attn_error err;
+    ck_assert_int_eq(attn_gpt2_plan_make(&CONFIG, 1, 8, 0, &p, &err), ATTN_OK);
+    size_t limit = p.total_elements - p.n_attn / 2 - p.n_hidden / 2;
+    const char *next = "{" CFG ",\"init\":{\"seed\":1},\"idx\":[1,2,3,4,5,6,7,8],\"return\":[\"next_token\"]}";
+    const char *maps = "{" CFG ",\"init\":{\"seed\":1},\"idx\":[1,2,3,4,5,6,7,8],\"return\":[\"attn_weights\"]}";
+    json_decref(call_lim(next, 200, limit));
+    json_decref(call_lim(maps, 413, limit));
+}
+END_TEST
+
 /* The OpenAPI document's example is answered. */
 START_TEST(document_example) {
     json_error_t je;
@@ -593,7 +609,7 @@ static Suite *model_suite(void) {
     const TTest *tests[] = {batched_every_output, unbatched_layers, state_dict_round_trip,
                             training_dropout, formats, no_maps, errors, document_example, path,
                             selection, safetensors_reply, deferred, pool_same_bytes, gptmodel_errors,
-                            NULL};
+                            budget_counts_outputs_asked, NULL};
     tcase_with(s, "gpt2", 30, tests);
     return s;
 }

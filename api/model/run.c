@@ -123,6 +123,20 @@ static int groups_plan(const model_state *s, size_t *values, api_err *e) {
     return 0;
 }
 
+/* The outputs the plan's bound counts that this request never allocates:
+ * the maps, hidden states and dropout masks it does not ask for, and all the
+ * logits but the last position's when it asks for next_token alone (core's
+ * own work space is the rest of the bound). */
+static size_t unasked(const model_state *s) {
+    const attn_gpt2_plan *p = &s->plan;
+    size_t n = 0;
+    if (!returns(s, M_OUT_LOGITS)) n += p->n_logits - (size_t)p->B * (size_t)p->V;
+    if (!returns(s, M_OUT_ATTN_WEIGHTS)) n += p->n_attn;
+    if (!returns(s, M_OUT_HIDDEN_STATES)) n += p->n_hidden;
+    if (!returns(s, M_OUT_DROPOUT_MASKS)) n += p->n_dropout;
+    return n;
+}
+
 /* The budget: the plan's bound (parameters, outputs, work space) and the
  * reply text; a loaded checkpoint's parameters are held once, not per
  * request, but they stand for the work all the same. */
@@ -135,7 +149,7 @@ static int plan(api_job *j, api_err *e) {
         api__from_attn(e, &ae, ATTN_MODULE_COUNT);
         return -1;
     }
-    size_t out_values = 0, need = p->total_elements;
+    size_t out_values = 0, need = p->total_elements - unasked(s);
     if (returns(s, M_OUT_LOGITS)) out_values += p->n_logits;
     if (returns(s, M_OUT_ATTN_WEIGHTS)) out_values += p->n_attn;
     if (returns(s, M_OUT_HIDDEN_STATES)) out_values += p->n_hidden;
