@@ -292,8 +292,8 @@ static int models_from_env(srv_options *o) {
     return 0;
 }
 
-/* The ATTN_* variables; 0, or -1 after saying what is wrong. */
-static int read_environment(srv_options *o) {
+/* The variables: ATTN_MODELS, ATTN_TOKENIZER and every option's own. */
+static int from_environment(srv_options *o) {
     if (models_from_env(o) != 0) return -1;
     for (size_t i = 0; i < N_DEFS; i++) {
         const char *v = getenv(defs[i].env);
@@ -308,92 +308,91 @@ static int read_environment(srv_options *o) {
     return 0;
 }
 
-/* The flags outside defs[]: --probe URL, and the repeatable --tokenizer and
- * --model, whose first flag replaces the variable's list. */
-enum { FLAG_PROBE, FLAG_TOKENIZER, FLAG_MODEL, FLAG_COUNT };
-static const struct {
-    const char *flag, *needs;
-} list_flags[FLAG_COUNT] = {{"--probe", "a URL"}, {"--tokenizer", "NAME=DIR"},
-                            {"--model", "NAME=DIR or NAME=FILE.safetensors"}};
-
-static int list_flag_of(const char *arg, size_t name_len) {
-    for (int k = 0; k < FLAG_COUNT; k++)
-        if (strlen(list_flags[k].flag) == name_len && strncmp(arg, list_flags[k].flag, name_len) == 0) return k;
-    return -1;
-}
-
-/* value (may be NULL) of list flag k, the k-th seen times[k] before. */
-static int set_list_flag(srv_options *o, int k, const char *value, int times[FLAG_COUNT]) {
-    if (!value || !*value || (k == FLAG_PROBE && strlen(value) >= sizeof o->probe_url)) {
-        fprintf(stderr, "attention-server: %s needs %s\n", list_flags[k].flag, list_flags[k].needs);
-        return -1;
-    }
-    if (k == FLAG_PROBE) {
-        strcpy(o->probe_url, value);
-        o->mode = SRV_MODE_PROBE;
-        return 0;
-    }
-    if (k == FLAG_TOKENIZER) {
-        if (times[k]++ == 0) o->n_tokenizers = 0; /* the flags replace the variable */
-        return add_tokenizer(o, value, strlen(value), "--tokenizer");
-    }
-    if (times[k]++ == 0) o->n_models = 0; /* the flags win over ATTN_MODELS */
-    return add_model(o, value);
-}
-
-/* One "--flag value" or "--flag=value" at argv[*i] (moved past its value). */
-static int read_flag(srv_options *o, int argc, char **argv, int *i, int times[FLAG_COUNT]) {
+/* The flags that are not rows of defs: --probe URL, --tokenizer NAME=DIR and
+ * --model NAME=SPEC (repeatable; the first replaces the variable's list).
+ * Returns 1 when arg is one of them (taken, *i past its value), 0 when it
+ * is not, -1 after saying what is wrong. */
+static int special_flag(srv_options *o, int argc, char **argv, int *i, int *seen) {
     const char *arg = argv[*i], *eq = strchr(arg, '=');
     size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
-    int k = list_flag_of(arg, name_len);
-    const opt_def *d = NULL;
-    for (size_t n = 0; n < N_DEFS && !d && k < 0; n++)
-        if (strlen(defs[n].flag) == name_len && strncmp(arg, defs[n].flag, name_len) == 0) d = &defs[n];
-    if (!d && k < 0) {
-        fprintf(stderr, "attention-server: unknown option '%.64s'\n", arg);
-        return -1;
-    }
+    static const char *const names[] = {"--probe", "--tokenizer", "--model"};
+    static const char *const needs[] = {"a URL", "NAME=DIR", "NAME=DIR or NAME=FILE.safetensors"};
+    int k = 0;
+    while (k < 3 && !(strlen(names[k]) == name_len && strncmp(arg, names[k], name_len) == 0)) k++;
+    if (k == 3) return 0;
     const char *value = eq ? eq + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
-    if (k >= 0) return set_list_flag(o, k, value, times);
-    if (!value) {
-        fprintf(stderr, "attention-server: %s needs a value\n", d->flag);
+    if (!value || !*value || (k == 0 && strlen(value) >= sizeof o->probe_url)) {
+        fprintf(stderr, "attention-server: %s needs %s\n", names[k], needs[k]);
         return -1;
     }
-    return set_value(o, d, value, d->flag);
+    if (k == 0) {
+        strcpy(o->probe_url, value);
+        o->mode = SRV_MODE_PROBE;
+        return 1;
+    }
+    if (seen[k]++ == 0) { /* the flags replace the variable */
+        if (k == 1) o->n_tokenizers = 0;
+        else o->n_models = 0;
+    }
+    int rc = k == 1 ? add_tokenizer(o, value, strlen(value), "--tokenizer") : add_model(o, value);
+    return rc != 0 ? -1 : 1;
 }
 
-/* --cors-origin checked; --healthcheck's URL from the host and port. */
-static int finish(srv_options *o, int healthcheck) {
-    srv_cors cors;
-    char err[160];
-    if (srv_cors_parse(&cors, o->cors_origin, err, sizeof err) != 0) {
-        fprintf(stderr, "attention-server: --cors-origin: %s\n", err);
-        return -1;
-    }
-    if (healthcheck && o->mode != SRV_MODE_PROBE) {
-        /* A server bound to every interface is probed on loopback. */
-        const char *h = o->host;
-        if (strcmp(h, "0.0.0.0") == 0 || strcmp(h, "") == 0) h = "127.0.0.1";
-        else if (strcmp(h, "::") == 0) h = "::1";
-        int v6 = strchr(h, ':') != NULL;
-        snprintf(o->probe_url, sizeof o->probe_url, "http://%s%s%s:%d/healthz",
-                 v6 ? "[" : "", h, v6 ? "]" : "", o->port);
-        o->mode = SRV_MODE_PROBE;
+/* The command line; *healthcheck when --healthcheck is there. */
+static int from_flags(srv_options *o, int argc, char **argv, int *healthcheck) {
+    int seen[3] = {0};
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) { o->mode = SRV_MODE_HELP; return 0; }
+        if (strcmp(arg, "--version") == 0) { o->mode = SRV_MODE_VERSION; return 0; }
+        if (strcmp(arg, "--healthcheck") == 0) { *healthcheck = 1; continue; }
+        int special = special_flag(o, argc, argv, &i, seen);
+        if (special < 0) return -1;
+        if (special) continue;
+        /* --flag value or --flag=value */
+        const char *eq = strchr(arg, '=');
+        size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+        const opt_def *d = NULL;
+        for (size_t k = 0; k < N_DEFS && !d; k++)
+            if (strlen(defs[k].flag) == name_len && strncmp(arg, defs[k].flag, name_len) == 0) d = &defs[k];
+        if (!d) {
+            fprintf(stderr, "attention-server: unknown option '%.64s'\n", arg);
+            return -1;
+        }
+        const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (!value) {
+            fprintf(stderr, "attention-server: %s needs a value\n", d->flag);
+            return -1;
+        }
+        if (set_value(o, d, value, d->flag) != 0) return -1;
     }
     return 0;
+}
+
+/* --healthcheck: probe /healthz where the server listens (a server bound
+ * to every interface is probed on loopback). */
+static void healthcheck_url(srv_options *o) {
+    const char *h = o->host;
+    if (strcmp(h, "0.0.0.0") == 0 || strcmp(h, "") == 0) h = "127.0.0.1";
+    else if (strcmp(h, "::") == 0) h = "::1";
+    int v6 = strchr(h, ':') != NULL;
+    snprintf(o->probe_url, sizeof o->probe_url, "http://%s%s%s:%d/healthz", v6 ? "[" : "", h,
+             v6 ? "]" : "", o->port);
+    o->mode = SRV_MODE_PROBE;
 }
 
 int srv_options_parse(srv_options *o, int argc, char **argv) {
     const char *argv0 = argc > 0 ? argv[0] : "attention-server";
     set_defaults(o);
-    if (read_environment(o) != 0) return fail(argv0);
-    int healthcheck = 0, times[FLAG_COUNT] = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) { o->mode = SRV_MODE_HELP; return 0; }
-        if (strcmp(arg, "--version") == 0) { o->mode = SRV_MODE_VERSION; return 0; }
-        if (strcmp(arg, "--healthcheck") == 0) { healthcheck = 1; continue; }
-        if (read_flag(o, argc, argv, &i, times) != 0) return fail(argv0);
+    int healthcheck = 0;
+    if (from_environment(o) != 0 || from_flags(o, argc, argv, &healthcheck) != 0) return fail(argv0);
+    if (o->mode == SRV_MODE_HELP || o->mode == SRV_MODE_VERSION) return 0;
+    srv_cors cors;
+    char err[160];
+    if (srv_cors_parse(&cors, o->cors_origin, err, sizeof err) != 0) {
+        fprintf(stderr, "attention-server: --cors-origin: %s\n", err);
+        return fail(argv0);
     }
-    return finish(o, healthcheck) != 0 ? fail(argv0) : 0;
+    if (healthcheck && o->mode != SRV_MODE_PROBE) healthcheck_url(o);
+    return 0;
 }
