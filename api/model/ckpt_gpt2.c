@@ -139,16 +139,34 @@ static int shapes_config(const api_st_set *set, const char *prefix, int n_layer,
     return 0;
 }
 
-/* lm_head.weight, when there, equals wte.weight (GPT-2 ties them). */
-static int check_head(const api_st_set *set, const attn_gpt2_plan *plan, api_model *m, char *why,
-                      size_t size) {
+/* After the parameters are filled: lm_head.weight, when there (GPT-2 ties
+ * it to wte.weight: a float tensor of its shape and values), and every value
+ * finite, named as the file names it (c_fc, not core's fc). */
+static int check_loaded(const api_st_set *set, const char *prefix, const attn_gpt2_plan *plan,
+                        api_model *m, char *why, size_t size) {
     const api_st_tensor *head = api__st_set_find(set, "lm_head.weight");
     m->has_lm_head = head != NULL;
-    if (head && !(head->rank == 2 && head->shape[0] == (size_t)plan->V &&
-                  head->shape[1] == (size_t)plan->C && api__st_equals_f32(head, m->params)))
+    if (head && strcmp(head->dtype, "F32") && strcmp(head->dtype, "F16") && strcmp(head->dtype, "BF16"))
+        return api__ckpt_fail(why, size, "lm_head.weight is %s: GPT-2 ties it to wte.weight, a "
+                              "float tensor (leave it out or make it equal)", head->dtype);
+    if (head && (head->rank != 2 || head->shape[0] != (size_t)plan->V || head->shape[1] != (size_t)plan->C)) {
+        char got[64];
+        size_t n = (size_t)snprintf(got, sizeof got, "[");
+        for (int d = 0; d < head->rank && n < sizeof got; d++)
+            n += (size_t)snprintf(got + n, sizeof got - n, d ? ", %zu" : "%zu", head->shape[d]);
+        return api__ckpt_fail(why, size, "lm_head.weight is %s], wte.weight [%d, %d]: GPT-2 ties them "
+                              "(leave it out or make it equal)", got, plan->V, plan->C);
+    }
+    if (head && !api__st_equals_f32(head, m->params))
         return api__ckpt_fail(why, size, "lm_head.weight differs from wte.weight: GPT-2 ties them "
                               "(leave it out or make it equal)");
-    return 0;
+    attn_error ae = {0};
+    if (attn_gpt2_params_check(plan, m->params, &ae) == ATTN_OK) return 0;
+    char name[96];
+    const char *core = strncmp(ae.field, "state_dict.", 11) == 0 ? ae.field + 11 : ae.field;
+    hf_name(name, sizeof name, prefix, core);
+    if (ae.code == ATTN_ERR_NONFINITE) return api__ckpt_fail(why, size, "tensor %s holds NaN or infinity", name);
+    return api__ckpt_fail(why, size, "tensor \"%s\": %s", name, ae.message);
 }
 
 int api__ckpt_gpt2_load(const api_st_set *set, const api_ckpt_hints *h, api_model *m, char *why,
@@ -156,15 +174,15 @@ int api__ckpt_gpt2_load(const api_st_set *set, const api_ckpt_hints *h, api_mode
     const char *prefix;
     int n_layer;
     attn_gpt2_plan plan;
-    attn_error ae = {0};
     if (find_prefix(set, &prefix, why, size) || check_names(set, prefix, &n_layer, why, size) ||
-        shapes_config(set, prefix, n_layer, h, &m->cfg, why, size) ||
-        api__ckpt_check_config(h, &m->cfg, why, size) ||
+        shapes_config(set, prefix, n_layer, h, &m->cfg, why, size))
+        return -1;
+    if (n_layer == 0) /* it would load as a GPT-2 of no layer */
+        return api__ckpt_fail(why, size, "no transformer block (%sh.0.*): not a GPT-2 checkpoint", prefix);
+    if (api__ckpt_check_config(h, &m->cfg, why, size) ||
         api__ckpt_finish_config(set, h, "n_head", m, &plan, why, size) ||
-        fill_params(set, prefix, &plan, m, why, size) || check_head(set, &plan, m, why, size))
+        fill_params(set, prefix, &plan, m, why, size) || check_loaded(set, prefix, &plan, m, why, size))
         return -1;
     m->prefixed = prefix[0] != '\0';
-    if (attn_gpt2_params_check(&plan, m->params, &ae) != ATTN_OK)
-        return api__ckpt_fail(why, size, "%s", ae.message);
     return 0;
 }
