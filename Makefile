@@ -1,6 +1,7 @@
 # attention-server: `make` builds everything into build/, `make test` runs every
-# test, `make run` serves on 127.0.0.1:8080. Each of them first installs the
-# Debian packages that are missing (`make deps`).
+# test, `make run` builds the server alone and serves on 127.0.0.1:8080
+# (ATTN_PORT / ATTN_HOST, or `make run PORT=N`). Each of them first installs
+# the Debian packages that are missing (`make deps`).
 
 BUILD   ?= build
 CC      ?= cc
@@ -165,8 +166,14 @@ asan: deps
 	@BUILD=build-asan ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  tests/run-tests.sh $(TEST_SRC:tests/%.c=build-asan/tests/%)
 
-run: all
-	$(SERVER) --host 127.0.0.1 --port 8080
+# `make run` builds the server alone (not the tests) and serves: on
+# ATTN_HOST:ATTN_PORT from the environment when set (127.0.0.1:8080 if not),
+# or on what the command line says: `make run PORT=9000 HOST=0.0.0.0`. Only
+# command-line PORT and HOST become flags (a shell may export HOST itself);
+# every other ATTN_* variable reaches the server as it is.
+run: deps
+	@$(MAKE) --no-print-directory $(SERVER)
+	$(SERVER)$(if $(filter command line,$(origin PORT)), --port $(PORT))$(if $(filter command line,$(origin HOST)), --host $(HOST))
 
 # The soak and attack suite (tests/test_server_soak.c) for SOAK_SECONDS (300
 # here; `make test` runs it for 5): good clients, malformed HTTP and JSON,
@@ -248,6 +255,7 @@ golden:
 	/usr/bin/python3 tests/golden/generate.py tests/golden
 	/usr/bin/python3 tests/golden/generate_gpt2.py tests/golden/gpt2
 	/usr/bin/python3 tests/golden/generate_gptmodel.py tests/golden/gptmodel
+	/usr/bin/python3 tests/golden/generate_api_model.py tests/golden/api_model
 	/usr/bin/python3 tests/golden/generate_hooks.py tests/golden/hooks
 	/usr/bin/python3 tests/golden/generate_checkpoint.py tests/golden/ckpt
 	/usr/bin/python3 tests/golden/generate_sample.py tests/golden/sample.txt

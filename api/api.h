@@ -142,10 +142,12 @@ typedef struct {
  * worker thread. */
 typedef struct api_models api_models;
 
-/* Loads a Hugging Face GPT-2 model.safetensors as model NAME from spec
- * "NAME=FILE[:heads=N]", validated in full, into *models (created when
- * NULL). Returns 0, or -1 with the reason (naming the file and the problem)
- * in why. Call before any thread reads *models. */
+/* Loads model NAME from spec "NAME=DIR" (a Hugging Face folder: config.json,
+ * model.safetensors or its shards, the tokenizer files) or
+ * "NAME=FILE[:heads=N]" (one safetensors file of GPT-2 or of the book's
+ * GPTModel), validated in full, into *models (created when NULL). Returns
+ * 0, or -1 with the reason (naming the file and the problem) in why. Call
+ * before any thread reads *models. */
 int api_models_load(api_models **models, const char *spec, char *why, size_t why_size);
 /* Accepts NULL. */
 void api_models_free(api_models *models);
@@ -232,9 +234,11 @@ int api_reply_flatten(api_reply *reply);
 int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *lim,
                api_reply *reply);
 
-/* GET /models: {"models": [{"name", "file", "module", "config", ...}]} into
- * out (models may be NULL: an empty list). 0, or -1 when memory ran out. */
-int api_models_json(const api_models *models, api_buf *out);
+/* GET /models: {"models": [{"name", "file", "module", "config", "tokenizer",
+ * ...}], "tokenizers": [{"name", "tokens"}]} into out: lim's models and every
+ * tokenizer a request may name (--tokenizer's, then the model folders'); lim
+ * may be NULL (empty lists). 0, or -1 when memory ran out. */
+int api_models_json(const api_limits *lim, api_buf *out);
 
 /* Every error a reply can carry, api/'s and the server's alike, in the order
  * the OpenAPI document lists them: XX(ID, HTTP status, code, description).

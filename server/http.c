@@ -253,7 +253,7 @@ static enum MHD_Result respond_json(request *q, int status, api_buf *b) {
 /* {"error":{...}} through the api's writer, so every error looks the same. */
 static enum MHD_Result respond_error(request *q, api_error err, const char *field,
                                      const char *fmt, ...) {
-    char msg[512];
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -313,9 +313,9 @@ static enum MHD_Result answer_get(request *q) {
         if (!v) return respond(q, 500, "application/json", (char *)oom_body, sizeof oom_body - 1, 0);
         return respond(q, 200, "application/json", v, len, 1);
     }
-    case SRV_R_MODELS: { /* the checkpoints loaded at start (--model) */
+    case SRV_R_MODELS: { /* the models loaded at start (--model) and the tokenizers */
         api_buf b = {0};
-        api_models_json(s->limits.models, &b); /* respond_json answers 500 if it failed */
+        api_models_json(&s->limits, &b); /* respond_json answers 500 if it failed */
         return respond_json(q, 200, &b);
     }
     case SRV_R_OPENAPI:
@@ -640,11 +640,12 @@ static void linger_after_reply(request *q) {
 
 /* 404 for an unknown path, 405 for a method the path does not take. */
 static enum MHD_Result answer_unrouted(request *q) {
-    if (q->route == SRV_R_UNKNOWN)
-        return respond_error(q, API_E_NOT_FOUND, NULL,
-                             "no such path: %.200s (POST /attention/{simple,self,causal,"
-                             "multihead,sdpa}, /model/gpt2; GET /healthz /readyz /metrics /version "
-                             "/openapi.json)", q->path);
+    if (q->route == SRV_R_UNKNOWN) {
+        char paths[600];
+        srv_route_list(paths, sizeof paths, "; ");
+        return respond_error(q, API_E_NOT_FOUND, NULL, "no such path: %.200s (this server answers %s)",
+                             q->path, paths);
+    }
     return respond_error(q, API_E_METHOD_NOT_ALLOWED, NULL, "%.15s is not allowed on %s; allowed: %s",
                          q->method, q->path, srv_route_allow(q->route));
 }

@@ -2,6 +2,7 @@
 #include "options.h"
 
 #include "cors.h"
+#include "route.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -60,13 +61,15 @@ static const opt_def defs[] = {
 #define N_DEFS (sizeof defs / sizeof defs[0])
 
 void srv_options_usage(FILE *f, const char *argv0) {
+    char paths[600];
+    srv_route_list(paths, sizeof paths, "\n  ");
     fprintf(f,
         "usage: %s [options]\n"
         "       %s --probe URL | --healthcheck [--host H] [--port P]\n"
         "\n"
-        "Serves the attention modules over HTTP (POST /attention/{simple,self,causal,\n"
-        "multihead,sdpa}, POST /model/gpt2; GET /healthz /readyz /metrics /version /models\n"
-        "/openapi.json).\n"
+        "Serves the attention modules and whole models over HTTP:\n"
+        "  %s\n"
+        "(GET / is the viewer, /openapi.json the API document.)\n"
         "Every option can also be set by the environment variable shown; the flag wins.\n"
         "\n"
         "  --host ADDR            ATTN_HOST             address to bind (127.0.0.1; 0.0.0.0 or ::\n"
@@ -111,16 +114,20 @@ void srv_options_usage(FILE *f, const char *argv0) {
         "                                               send \"text\" (and \"tokenizer\": NAME when\n"
         "                                               more than one is loaded); repeatable; the\n"
         "                                               variable takes NAME=DIR,NAME=DIR\n"
-        "  --model NAME=FILE      ATTN_MODELS           load a Hugging Face GPT-2 model.safetensors\n"
-        "                                               at start for POST /model/gpt2 {\"model\": NAME};\n"
-        "                                               repeatable (the variable: comma-separated);\n"
-        "                                               FILE:heads=N sets n_head (else the file's\n"
-        "                                               __metadata__ n_head, else n_embd/64)\n"
+        "  --model NAME=DIR       ATTN_MODELS           load a model at start for POST /model/gpt2\n"
+        "  --model NAME=FILE                            {\"model\": NAME}: DIR a Hugging Face folder\n"
+        "                                               (config.json, model.safetensors or its\n"
+        "                                               shards, the tokenizer files, which then\n"
+        "                                               serve \"text\"); FILE one .safetensors of\n"
+        "                                               GPT-2 or of the book's GPTModel, with\n"
+        "                                               FILE:heads=N for n_head (else the file's\n"
+        "                                               __metadata__, else width/64); repeatable\n"
+        "                                               (the variable: comma-separated)\n"
         "  --probe URL                                  GET URL, exit 0 on 2xx, 1 otherwise\n"
         "  --healthcheck                                probe http://HOST:PORT/healthz\n"
         "  --version                                    print the version and exit\n"
         "  --help                                       print this text and exit\n",
-        argv0, argv0);
+        argv0, argv0, paths);
 }
 
 int srv_parse_size(const char *s, size_t *out) {
@@ -254,8 +261,9 @@ static void set_defaults(srv_options *o) {
     o->stream_min_size = (size_t)128 << 20;
 }
 
+/* After the error's own line: where the options are, not all of them. */
 static int fail(const char *argv0) {
-    srv_options_usage(stderr, argv0);
+    fprintf(stderr, "attention-server: '%s --help' lists every option\n", argv0);
     return -1;
 }
 
@@ -308,7 +316,7 @@ static int special_flag(srv_options *o, int argc, char **argv, int *i, int *seen
     const char *arg = argv[*i], *eq = strchr(arg, '=');
     size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
     static const char *const names[] = {"--probe", "--tokenizer", "--model"};
-    static const char *const needs[] = {"a URL", "NAME=DIR", "NAME=FILE.safetensors"};
+    static const char *const needs[] = {"a URL", "NAME=DIR", "NAME=DIR or NAME=FILE.safetensors"};
     int k = 0;
     while (k < 3 && !(strlen(names[k]) == name_len && strncmp(arg, names[k], name_len) == 0)) k++;
     if (k == 3) return 0;

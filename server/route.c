@@ -2,6 +2,7 @@
  * api.h's endpoint table, the others the server's own. */
 #include "route.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char *const fixed_paths[] = {
@@ -22,6 +23,26 @@ const char *srv_route_label(srv_route r) {
     if (r <= SRV_R_LAST_COMPUTE) return api_endpoint_path((api_endpoint)r);
     if (r <= SRV_R_VIEWER) return fixed_paths[r];
     return "other";
+}
+
+/* The method of a route: its endpoint's, GET for the server's own. */
+static const char *route_method(int r) {
+    return r <= SRV_R_LAST_COMPUTE ? api_endpoint_get((api_endpoint)r)->method : "GET";
+}
+
+size_t srv_route_list(char *out, size_t size, const char *sep) {
+    size_t n = 0;
+    out[0] = '\0';
+    for (int r = 0; r <= SRV_R_VIEWER; r++) {
+        int first = 1; /* a method's paths follow its first route */
+        for (int k = 0; k < r && first; k++) first = strcmp(route_method(k), route_method(r)) != 0;
+        if (!first) continue;
+        n += (size_t)snprintf(out + n, n < size ? size - n : 0, "%s%s", n ? sep : "", route_method(r));
+        for (int k = r; k <= SRV_R_VIEWER; k++)
+            if (strcmp(route_method(k), route_method(r)) == 0)
+                n += (size_t)snprintf(out + n, n < size ? size - n : 0, " %s", srv_route_label((srv_route)k));
+    }
+    return n;
 }
 
 const char *srv_route_allow(srv_route r) {

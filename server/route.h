@@ -2,6 +2,8 @@
 #ifndef SRV_ROUTE_H
 #define SRV_ROUTE_H
 
+#include <stddef.h>
+
 #include "api/api.h"
 
 typedef enum {
@@ -22,6 +24,11 @@ typedef enum {
 srv_route srv_route_find(const char *path);
 /* The path, or "other" for SRV_R_UNKNOWN: the endpoint label in /metrics. */
 const char *srv_route_label(srv_route r);
+/* Every path the server answers, by method, from the tables (api.h's
+ * API_ENDPOINT_MAP and the server's own): "POST /attention/simple ...
+ * /model/gpt2<sep>GET /healthz ... /". Writes at most size bytes (NUL
+ * included); returns the length it needed, as snprintf. */
+size_t srv_route_list(char *out, size_t size, const char *sep);
 /* The value of the Allow header: "POST, OPTIONS" or "GET, HEAD, OPTIONS". */
 const char *srv_route_allow(srv_route r);
 /* 1 if the method is allowed on the route (OPTIONS always is). */

@@ -120,7 +120,7 @@ START_TEST(round_trip) {
 
     /* GET /models */
     api_buf b = {0};
-    ck_assert_int_eq(api_models_json(models, &b), 0);
+    ck_assert_int_eq(api_models_json(&(api_limits){.models = models}, &b), 0);
     json_t *list = json_loads(b.data, 0, NULL);
     api_buf_free(&b);
     json_t *m = json_object_get(list, "models");
@@ -140,7 +140,7 @@ START_TEST(round_trip) {
     json_decref(list);
     b = (api_buf){0};
     ck_assert_int_eq(api_models_json(NULL, &b), 0);
-    ck_assert_str_eq(b.data, "{\"models\":[]}");
+    ck_assert_str_eq(b.data, "{\"models\":[],\"tokenizers\":[]}");
     api_buf_free(&b);
 
     /* the model's maps and next_token, batch axis dropped for [T] */
@@ -378,7 +378,7 @@ START_TEST(broken_files) {
     ck_assert_int_eq(ckf_write_raw(tmp(p, sizeof p, "empty.safetensors"), "{}", NULL, 0), 0);
     expect_file_refused(p, "tensor \"wte.weight\" is missing");
     expect_file_refused("/nonexistent/model.safetensors", "cannot open");
-    expect_file_refused(tmpdir, "not a regular file");
+    expect_file_refused(tmpdir, "config.json: missing"); /* a folder without its config */
     free(good);
 }
 END_TEST
@@ -386,12 +386,12 @@ END_TEST
 START_TEST(specs) {
     char path[512], spec[700], why[768];
     ckf_golden(path, sizeof path, "tiny_f32.safetensors");
-    expect_refused(path, "expected NAME=FILE.safetensors");
+    expect_refused(path, "expected NAME=DIR or NAME=FILE.safetensors");
     snprintf(spec, sizeof spec, "=%s", path);
-    expect_refused(spec, "expected NAME=FILE.safetensors");
+    expect_refused(spec, "expected NAME=DIR or NAME=FILE.safetensors");
     snprintf(spec, sizeof spec, "a b=%s", path);
     expect_refused(spec, "NAME may hold letters, digits");
-    expect_refused("a=", "FILE is empty");
+    expect_refused("a=", "the path is empty");
     snprintf(spec, sizeof spec, "a=%s:heads=x", path);
     expect_refused(spec, "\":heads=\" must end the spec with a positive integer");
     snprintf(spec, sizeof spec, "a=%s:heads=0", path);

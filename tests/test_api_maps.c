@@ -476,6 +476,47 @@ static int level(float v, float d) {
     return (int)floor(x * 255 + 0.5);
 }
 
+static const char *const SEED_TOKENS[] = {"Your", "journey", "starts", "with", "one", "step"};
+
+/* 1 if the glyph of ch is drawn at (x, y) in ink and the rest of its box is
+ * white (up: turned to read upward from its bottom left at (x, y)). */
+static int glyph_at(const char *hex, int width, int x, int y, char ch, int up) {
+    const uint8_t *g = api__font5x7[api__font_index((unsigned char)ch)];
+    for (int col = 0; col < API_FONT_W; col++)
+        for (int r = 0; r < API_FONT_H; r++) {
+            int px = up ? x + r : x + col, py = up ? y - col : y + r;
+            int white = strncmp(hex + ((size_t)py * width + px) * 6, "ffffff", 6) == 0;
+            if ((g[col] >> r & 1) == white) return 0;
+        }
+    return 1;
+}
+
+/* The PNG's text and colour bar: the title's first letter, each row's
+ * label (its last letter, right-aligned to the cells), each key's label
+ * (its first letter, reading upward), the bar's 256 levels and its ends. */
+static void check_png_text(const char *hex, int width, const api_png_frame *f, int c, int rows,
+                           int row0, const char *scale) {
+    ck_assert_msg(glyph_at(hex, width, 4, 5, 'M', 0), "the title does not start with MultiHeadAttention");
+    for (int i = 0; f->labels && i < rows; i++) {
+        const char *t = SEED_TOKENS[row0 + i];
+        int y = f->y0 + i * c + (c - API_FONT_H) / 2, x = f->x0 - 3 - API_FONT_ADVANCE;
+        ck_assert_msg(glyph_at(hex, width, x, y, t[strlen(t) - 1], 0), "row %d's label %s", i, t);
+    }
+    for (int j = 0; f->labels && j < 6; j++)
+        ck_assert_msg(glyph_at(hex, width, f->x0 + j * c + (c - API_FONT_H) / 2, f->y0 - 4, SEED_TOKENS[j][0], 1),
+                      "key %d's label %s", j, SEED_TOKENS[j]);
+    for (int k = 0; k < 256; k++) {
+        char want[7];
+        snprintf(want, sizeof want, "%02x%02x%02x", api__viridis[k][0], api__viridis[k][1], api__viridis[k][2]);
+        ck_assert_msg(strncmp(hex + ((size_t)(f->bar_y + 5) * width + 4 + k) * 6, want, 6) == 0, "bar level %d", k);
+    }
+    int text_y = f->bar_y + 13;
+    ck_assert(glyph_at(hex, width, 4, text_y, '0', 0));
+    const char *top = !scale ? "1" : !strcmp(scale, "row") ? "row max" : "map max";
+    ck_assert_msg(glyph_at(hex, width, 4 + 257 - (int)strlen(top) * API_FONT_ADVANCE, text_y, top[0], 0),
+                  "the bar's top says %s", top);
+}
+
 /* The PNG of the seed example (heads, rows, colour scales) against the nested weights. */
 static void check_png(const char *scale, int cell, int sel_rows, int avg) {
     json_t *req = seed_request();
@@ -498,13 +539,22 @@ static void check_png(const char *scale, int cell, int sel_rows, int avg) {
     char *out = python("tests/maps/png_pixels.py", "", png.raw.data, png.raw.len);
     int width, height, used;
     ck_assert_int_eq(sscanf(out, "%d %d%n", &width, &height, &used), 2);
-    /* the stated layout: ceil(sqrt(n)) columns, 4 pixels apart */
+    /* the stated layout: ceil(sqrt(n)) columns, 4 pixels apart, each panel
+     * framed by its title and labels, the title line above, the colour bar below */
     int c = cell ? cell : (512 / (rows > cols ? rows : cols) > 32 ? 32 : 512 / (rows > cols ? rows : cols));
     int gc = 1;
     while (gc * gc < panels) gc++;
-    int gr = (panels + gc - 1) / gc;
-    ck_assert_int_eq(width, gc * cols * c + (gc - 1) * 4);
-    ck_assert_int_eq(height, gr * rows * c + (gr - 1) * 4);
+    api_image im = {.map = {.B = 1, .H = avg ? 0 : 2, .rows = rows, .cols = cols}, .labels = SEED_TOKENS,
+                    .n_labels = 6, .row0 = sel_rows ? 2 : 0, .color = API_COLOR_UNIT};
+    api_image_layout lay;
+    api_png_frame f;
+    api__image_layout(&im.map, c, &lay);
+    api__png_frame(&im, &lay, &f);
+    ck_assert_int_eq(lay.cell, c);
+    ck_assert_int_eq(lay.grid_cols, gc);
+    ck_assert_int_eq(width, f.width);
+    ck_assert_int_eq(height, f.height);
+    ck_assert_int_eq(f.labels, c >= 8);
     const char *hex = out + used + 1;
     ck_assert_uint_eq(strlen(hex), (size_t)width * height * 6 + 1);
     int cells = 0;
@@ -523,8 +573,8 @@ static void check_png(const char *scale, int cell, int sel_rows, int avg) {
                 /* every pixel of the cell */
                 for (int dy = 0; dy < c; dy++)
                     for (int dx = 0; dx < c; dx++) {
-                        int x = (p % gc) * (cols * c + 4) + j * c + dx;
-                        int y = (p / gc) * (rows * c + 4) + i * c + dy;
+                        int x = f.x0 + (p % gc) * f.step_x + j * c + dx;
+                        int y = f.y0 + (p / gc) * f.step_y + i * c + dy;
                         ck_assert_msg(strncmp(hex + ((size_t)y * width + x) * 6, want, 6) == 0,
                                       "panel %d cell (%d,%d) pixel (%d,%d): %.6s, expected %s "
                                       "for %g", p, i, j, x, y, hex + ((size_t)y * width + x) * 6,
@@ -534,8 +584,7 @@ static void check_png(const char *scale, int cell, int sel_rows, int avg) {
             }
         }
     }
-    if (gc > 1) /* the gap between the first two panels is white */
-        ck_assert(strncmp(hex + (size_t)(cols * c) * 6, "ffffff", 6) == 0);
+    check_png_text(hex, width, &f, c, rows, sel_rows ? 2 : 0, scale);
     ck_assert_int_eq(cells, (int)w.n);
     free(out);
     free(w.x);

@@ -501,6 +501,87 @@ START_TEST(errors) {
 }
 END_TEST
 
+/* The book's GPTModel: its own names, and every mix-up of the two families. */
+#define BOOK "\"module\":\"GPTModel\",\"vocab_size\":11,\"context_length\":8,\"n_layers\":1,\"n_heads\":2," \
+             "\"emb_dim\":8"
+
+static void expect_message(const char *body, const char *field, const char *text) {
+    json_t *j = call(body, 400);
+    json_t *e = json_object_get(j, "error");
+    ck_assert_str_eq(json_string_value(json_object_get(e, "field")), field);
+    ck_assert_msg(strstr(json_string_value(json_object_get(e, "message")), text), "%s",
+                  json_string_value(json_object_get(e, "message")));
+    json_decref(j);
+}
+
+START_TEST(gptmodel_errors) {
+    expect_message("{" BOOK ",\"block_size\":8,\"init\":{\"seed\":1},\"idx\":[1]}", "block_size",
+                   "block_size is GPT2's name: GPTModel calls it context_length");
+    expect_message("{" CFG ",\"emb_dim\":8,\"init\":{\"seed\":1},\"idx\":[1]}", "emb_dim",
+                   "emb_dim is GPTModel's name: GPT2 calls it n_embd");
+    expect_message("{" CFG ",\"qkv_bias\":true,\"init\":{\"seed\":1},\"idx\":[1]}", "qkv_bias",
+                   "qkv_bias is an option of GPTModel; GPT2 has none");
+    expect_message("{" BOOK ",\"activation\":\"gelu\",\"init\":{\"seed\":1},\"idx\":[1]}", "activation",
+                   "activation is an option of GPT2; GPTModel has none");
+    expect_message("{\"module\":\"GPTModel\",\"vocab_size\":11,\"init\":{\"seed\":1},\"idx\":[1]}",
+                   "context_length", "context_length is required");
+    expect_message("{\"module\":\"GPT3\",\"vocab_size\":11,\"idx\":[1]}", "module",
+                   "module \"GPT3\" is not one of \"GPT2\", \"GPTModel\"");
+    expect_message("{\"module\":\"GPTModel\",\"vocab_size\":11,\"context_length\":8,\"n_heads\":3,"
+                   "\"emb_dim\":8,\"init\":{\"seed\":1},\"idx\":[1]}", "n_heads",
+                   "emb_dim must be divisible by n_heads");
+    expect_message("{" BOOK ",\"drop_rate\":1.5,\"init\":{\"seed\":1},\"idx\":[1]}", "drop_rate",
+                   "drop_rate must be in [0, 1]");
+    expect_message("{" BOOK ",\"qkv_bias\":1,\"init\":{\"seed\":1},\"idx\":[1]}", "qkv_bias",
+                   "qkv_bias must be true or false");
+    expect_message("{" BOOK ",\"init\":{\"seed\":1},\"idx\":[1,2,3,4,5,6,7,8,9]}", "idx",
+                   "9 tokens exceed context_length 8");
+    expect_message("{" BOOK ",\"init\":{\"seed\":1},\"idx\":[1],\"layers\":[1]}", "layers[0]",
+                   "[0, n_layers 1)");
+    expect_message("{" BOOK ",\"idx\":[1]}", "init", "GPTModel(cfg)");
+    /* its state_dict: its names (a hint lists them), out_head.weight required and untied */
+    expect_message("{" BOOK ",\"state_dict\":{\"wte.weight\":[[1]]},\"idx\":[1]}", "state_dict.wte.weight",
+                   "GPTModel has no parameter \"wte.weight\" (names as GPTModel's state_dict: "
+                   "tok_emb.weight, pos_emb.weight, trf_blocks.0.att.W_query.weight");
+    expect_message("{" BOOK ",\"state_dict\":{\"lm_head.weight\":[[1]]},\"idx\":[1]}",
+                   "state_dict.lm_head.weight", "GPTModel has no parameter");
+    /* the params of one, as the state_dict of another: all but out_head */
+    json_t *j = call("{" BOOK ",\"init\":{\"seed\":4},\"idx\":[1],\"return\":[\"params\"]}", 200);
+    json_t *sd = json_object_get(j, "params");
+    ck_assert_ptr_nonnull(json_object_get(sd, "trf_blocks.0.att.mask"));
+    ck_assert_ptr_null(json_object_get(sd, "trf_blocks.0.att.W_query.bias"));
+    json_object_del(sd, "out_head.weight");
+    json_t *rq = json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:O,s:[i]}", "module", "GPTModel", "vocab_size", 11,
+                           "context_length", 8, "n_layers", 1, "n_heads", 2, "emb_dim", 8, "state_dict", sd,
+                           "idx", 1);
+    char *body = json_dumps(rq, JSON_COMPACT);
+    expect_message(body, "state_dict.out_head.weight", "state_dict has no \"out_head.weight\": GPTModel needs it");
+    free(body);
+    json_decref(rq);
+    json_decref(j);
+    /* a safetensors reply holds at most 114 tensors of the groups */
+    expect_message("{\"module\":\"GPTModel\",\"vocab_size\":5,\"context_length\":4,\"n_layers\":8,\"n_heads\":1,"
+                   "\"emb_dim\":2,\"init\":{\"seed\":1},\"idx\":[1],\"return\":[\"params\"],"
+                   "\"output_format\":\"safetensors\"}", "return", "ask for them with a JSON output_format");
+}
+END_TEST
+
+/* The budget counts only the outputs asked for: a request for next_token
+ * alone fits a limit below the plan's bound (which holds every map, hidden
+ * state and position's logits), the same request asking for the maps does
+ * not. */
+START_TEST(budget_counts_outputs_asked) {
+    attn_gpt2_plan p;
+    attn_error err;
+    ck_assert_int_eq(attn_gpt2_plan_make(&CONFIG, 1, 8, 0, &p, &err), ATTN_OK);
+    size_t limit = p.total_elements - p.n_attn / 2 - p.n_hidden / 2;
+    const char *next = "{" CFG ",\"init\":{\"seed\":1},\"idx\":[1,2,3,4,5,6,7,8],\"return\":[\"next_token\"]}";
+    const char *maps = "{" CFG ",\"init\":{\"seed\":1},\"idx\":[1,2,3,4,5,6,7,8],\"return\":[\"attn_weights\"]}";
+    json_decref(call_lim(next, 200, limit));
+    json_decref(call_lim(maps, 413, limit));
+}
+END_TEST
+
 /* The OpenAPI document's example is answered. */
 START_TEST(document_example) {
     json_error_t je;
@@ -544,7 +625,8 @@ static Suite *model_suite(void) {
     Suite *s = suite_create("api_model");
     const TTest *tests[] = {batched_every_output, unbatched_layers, state_dict_round_trip,
                             training_dropout, formats, no_maps, errors, document_example, path,
-                            selection, safetensors_reply, deferred, pool_same_bytes, NULL};
+                            selection, safetensors_reply, deferred, pool_same_bytes, gptmodel_errors,
+                            budget_counts_outputs_asked, NULL};
     tcase_with(s, "gpt2", 30, tests);
     return s;
 }

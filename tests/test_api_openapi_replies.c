@@ -413,9 +413,30 @@ START_TEST(t_model_replies) {
                 run_json(&t, what, API_EP_MODEL_GPT2, req, 200);
                 json_decref(req);
             }
+    /* the book's GPTModel, training, with the groups of tensors; GPT2's groups */
+    static const char *const book[] = {
+        "{\"module\":\"GPTModel\",\"vocab_size\":10,\"context_length\":8,\"n_layers\":2,\"n_heads\":2,"
+        "\"emb_dim\":4,\"qkv_bias\":true,\"init\":{\"seed\":1},\"training\":true,\"idx\":%s,"
+        "\"output_format\":\"%s\",\"return\":[\"logits\",\"attn_weights\",\"dropout_masks\",\"params\"]}",
+        "{\"vocab_size\":10,\"block_size\":8,\"n_layer\":1,\"n_head\":2,\"n_embd\":4,\"init\":{\"seed\":1},"
+        "\"idx\":%s,\"output_format\":\"%s\",\"return\":[\"next_token\",\"dropout_masks\",\"params\"]}"};
+    for (size_t b = 0; b < 2; b++)
+        for (size_t i = 0; i < 2; i++)
+            for (size_t f = 0; f < 3; f++) {
+                char body[600], what[64];
+                snprintf(body, sizeof body, book[b], idx[i], formats[f]);
+                snprintf(what, sizeof what, "%s %zu %s", b ? "gpt2 groups" : "gptmodel", i, formats[f]);
+                json_t *req = json_loads(body, 0, NULL);
+                ck_assert_ptr_nonnull(req);
+                jschema_error e;
+                ck_assert_msg(jschema_validate(g_doc, rq_schema, req, &e) == JSCHEMA_VALID,
+                              "%s: request at %s: %s", what, e.path, e.message);
+                run_json(&t, what, API_EP_MODEL_GPT2, req, 200);
+                json_decref(req);
+            }
     ck_assert_msg(t.failures == 0, "%d of %d replies disagree with the document (details above)",
                   t.failures, t.replies);
-    ck_assert_int_eq(t.replies, 2 * 3 * 5);
+    ck_assert_int_eq(t.replies, 2 * 3 * 5 + 2 * 2 * 3);
 }
 END_TEST
 

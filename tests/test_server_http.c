@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api.h"
 #include "core/attention.h"
 #include "support/check_main.h"
 #include "support/server_harness.h"
@@ -224,6 +225,10 @@ START_TEST(t_malformed_json_400) {
 }
 END_TEST
 
+/* The server's own paths besides API_ENDPOINT_MAP's (server/route.c). */
+static const char *const SERVER_PATHS[] = {" /healthz", " /readyz", " /metrics", " /version",
+                                           " /models", " /openapi.json", "GET /"};
+
 START_TEST(t_not_found_404) {
     start(NULL);
     /* The path is echoed in the message: bytes that are not UTF-8, and a
@@ -241,6 +246,13 @@ START_TEST(t_not_found_404) {
         ck_assert_int_eq(srvt_do(&srv, paths[i][1], &rq, &r), 0);
         ck_assert_msg(srvt_check_error(&r, 404, "not_found") == 0, "%s %s", paths[i][0], paths[i][1]);
         srvt_assert_header(&r, "Content-Type", "application/json");
+        /* the message lists every path: each endpoint of the table, the server's own */
+        for (int ep = 0; ep < API_EP_COUNT; ep++) {
+            char want[80];
+            snprintf(want, sizeof want, " %s", api_endpoint_path((api_endpoint)ep));
+            ck_assert_msg(strstr(r.body, want), "404 message lacks %s: %s", want, r.body);
+        }
+        for (int k = 0; k < 7; k++) ck_assert_msg(strstr(r.body, SERVER_PATHS[k]), "404 lacks %s", SERVER_PATHS[k]);
         srvt_reply_free(&r);
     }
     stop();

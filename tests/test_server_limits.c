@@ -14,6 +14,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "api/api.h"
 #include "core/attention.h"
 #include "support/check_main.h"
 #include "support/server_harness.h"
@@ -250,7 +251,12 @@ START_TEST(t_bad_flags_exit_2) {
         char *out = NULL, *err = NULL;
         int rc = srvt_run(cases[i], NULL, &out, &err);
         ck_assert_msg(rc == 2, "%s %s: exit %d", cases[i][0], cases[i][1] ? cases[i][1] : "", rc);
-        ck_assert_msg(err && strstr(err, "usage:"), "no usage on stderr: %s", err ? err : "");
+        /* the error, then one line pointing at --help: not the whole usage */
+        ck_assert_msg(err && strstr(err, "--help' lists every option") && !strstr(err, "usage:"),
+                      "stderr: %s", err ? err : "");
+        int lines = 0;
+        for (const char *c = err; *c; c++) lines += *c == '\n';
+        ck_assert_msg(lines == 2, "%d lines on stderr: %s", lines, err);
         ck_assert_msg(out && !*out, "stdout not empty: %s", out ? out : "");
         free(out);
         free(err);
@@ -272,6 +278,16 @@ START_TEST(t_help_and_version) {
                            "ATTN_PORT", "ATTN_MAX_BODY"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         ck_assert_msg(strstr(out, flags[i]), "--help lacks %s", flags[i]);
+    /* every path: the endpoints of the table and the server's own */
+    for (int ep = 0; ep < API_EP_COUNT; ep++) {
+        char want[80];
+        snprintf(want, sizeof want, " %s", api_endpoint_path((api_endpoint)ep));
+        ck_assert_msg(strstr(out, want), "--help lacks %s", want);
+    }
+    const char *own[] = {" /healthz", " /readyz", " /metrics", " /version", " /models", " /openapi.json",
+                         "GET /"};
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        ck_assert_msg(strstr(out, own[i]), "--help lacks %s", own[i]);
     free(out);
     free(err);
     const char *ver[] = {"--version", NULL};

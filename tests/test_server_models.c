@@ -1,6 +1,7 @@
 /* test_server_models.c - checkpoints loaded at start against the real
  * attention-server: --model NAME=FILE (and ATTN_MODELS) loads the golden
- * checkpoints written by PyTorch, GET /models lists them, POST /model/gpt2
+ * checkpoints written by PyTorch, --model NAME=DIR a model folder with its
+ * tokenizer, GET /models lists them, POST /model/gpt2
  * {"model": NAME} gives PyTorch's logits over HTTP, unknown names are 400s
  * naming the field, a bad file stops the server before it listens (exit 2,
  * the problem on stderr), and the parameters are held once: requests do not
@@ -141,7 +142,7 @@ START_TEST(bad_file_stops_the_server) {
     /* a spec without a file, and a missing file */
     const char *args2[] = {"--port", port, "--model", "gpt2", NULL};
     ck_assert_int_eq(srvt_run(args2, NULL, NULL, &err), 2);
-    ck_assert_msg(err && strstr(err, "expected NAME=FILE.safetensors"), "stderr: %s", err ? err : "");
+    ck_assert_msg(err && strstr(err, "expected NAME=DIR or NAME=FILE.safetensors"), "stderr: %s", err ? err : "");
     free(err);
     const char *args3[] = {"--port", port, "--model", "gpt2=/nonexistent.safetensors", NULL};
     ck_assert_int_eq(srvt_run(args3, NULL, NULL, &err), 2);
@@ -150,6 +151,47 @@ START_TEST(bad_file_stops_the_server) {
     unlink(p);
     rmdir(dir);
     free(good);
+}
+END_TEST
+
+/* --model NAME=DIR: a Hugging Face folder with its tokenizer answers text
+ * without a tokenizer field, with next_token_text; GET /models names its
+ * tokenizer; a folder with a fault stops the server naming the file. */
+START_TEST(folder) {
+    char dir[512], spec[600];
+    snprintf(spec, sizeof spec, "gpt2=%s", ckf_golden(dir, sizeof dir, "folder_gpt2"));
+    const char *args[] = {"--model", spec, NULL};
+    ck_assert_msg(srvt_start(&srv, args, NULL) == 0, "cannot start %s", srvt_binary());
+    srvt_reply r;
+    ck_assert_int_eq(srvt_get(&srv, "/models", &r), 0);
+    ck_assert_msg(strstr(r.body, "\"tokenizer\":{\"name\":\"gpt2\",\"tokens\":257}"), "%s", r.body);
+    srvt_reply_free(&r);
+    json_t *j = post_json("/model/gpt2", "{\"model\":\"gpt2\",\"text\":\"the cat\"}", 200);
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(j, "idx"), 0)), 't');
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(j, "tokens"), 3)), " ");
+    json_t *next = json_object_get(j, "next_token"), *text = json_object_get(j, "next_token_text");
+    /* the model's 300 ids outnumber the tokenizer's 257: null past them */
+    ck_assert(json_is_integer(next) && (json_integer_value(next) < 257 ? json_is_string(text) : json_is_null(text)));
+    if (json_integer_value(next) < 128 && json_integer_value(next) >= 32)
+        ck_assert_int_eq(json_string_value(text)[0], (char)json_integer_value(next));
+    json_decref(j);
+    stop();
+    /* config.json disagrees with the tensors: exit 2, the file and the fault */
+    char tmp[] = "/tmp/folder-srv-XXXXXX", cmd[1400];
+    ck_assert_ptr_nonnull(mkdtemp(tmp));
+    snprintf(cmd, sizeof cmd, "cp -r '%s' '%s/m' && sed -i 's/\"n_layer\": 2/\"n_layer\": 4/' '%s/m/config.json'",
+             dir, tmp, tmp);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(spec, sizeof spec, "gpt2=%s/m", tmp);
+    char port[16], *err = NULL;
+    snprintf(port, sizeof port, "%d", procs_free_port());
+    const char *bad[] = {"--port", port, "--model", spec, NULL};
+    ck_assert_int_eq(srvt_run(bad, NULL, NULL, &err), 2);
+    ck_assert_msg(err && strstr(err, "/m/model.safetensors: config.json says n_layer 4, the tensors 2"),
+                  "stderr: %s", err ? err : "");
+    free(err);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
@@ -217,7 +259,7 @@ END_TEST
 
 static Suite *models_suite(void) {
     Suite *s = suite_create("server_models");
-    const TTest *tests[] = {load_list_and_run, from_environment, bad_file_stops_the_server,
+    const TTest *tests[] = {load_list_and_run, from_environment, bad_file_stops_the_server, folder,
                             parameters_are_not_copied, NULL};
     TCase *tc = tcase_with(s, "models", 60, tests);
     tcase_add_checked_fixture(tc, NULL, teardown);

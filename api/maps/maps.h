@@ -137,6 +137,45 @@ int api__image_check(const api_map *m, int cell, api_format f, api_err *e);
  * memory estimate: its pixels (PNG) or text (SVG). */
 size_t api__image_values(const api_map *m, int cell, api_format f);
 
+/* ==== Text in pictures (font.c) and the PNG's frame (png.c) ============== */
+
+#define API_FONT_W 5           /* a glyph's columns */
+#define API_FONT_H 7           /* and rows */
+#define API_FONT_ADVANCE 6     /* pixels from one character to the next */
+extern const uint8_t api__font5x7[95][5]; /* ASCII 32..126, columns of 7 bits, bit 0 on top */
+
+/* An RGB picture being drawn: width x height x 3 bytes. */
+typedef struct {
+    uint8_t *rgb;
+    int width, height;
+} api_canvas;
+
+/* The glyph of c (ASCII 32..126, anything else '?'). */
+int api__font_index(unsigned char c);
+/* Characters of UTF-8 text, at most max. */
+size_t api__font_chars(const char *text, size_t max);
+/* The first max characters of text with the top left of the first at (x,
+ * y), or with up turned to read upward from its bottom left at (x, y);
+ * pixels outside the canvas are skipped. */
+void api__font_draw(const api_canvas *cv, long x, long y, const char *text, size_t max, int up,
+                    const uint8_t color[3]);
+
+/* Where the PNG puts things: a title line, then the panels in the grid of
+ * api__image_layout, each framed by its title and (cells of at least
+ * API_FONT_H + 1 pixels) its token labels, then a colour bar. */
+typedef struct {
+    int labels;            /* the axes carry labels */
+    int left, top;         /* a panel's query labels' width, key labels' height */
+    int box_w, box_h;      /* a panel with its title and labels */
+    int x0, y0;            /* the first panel's first cell's top left pixel */
+    int step_x, step_y;    /* from one panel to the next across and down */
+    int bar_y;             /* the colour bar's top */
+    int width, height;
+} api_png_frame;
+void api__png_frame(const api_image *im, const api_image_layout *lay, api_png_frame *f);
+/* The largest a PNG of m can be (the labels at their longest): its sides. */
+void api__png_bound(const api_map *m, int cell, long long *width, long long *height);
+
 /* The writers of the picture rows of API_FORMAT_MAP (reply.h's signature):
  * contents->image drawn. */
 int api__write_png(api_buf *b, const api_contents *c, api_st_parts *parts, api_err *e);

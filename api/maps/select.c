@@ -132,13 +132,13 @@ static size_t cells(const api_map *m) {
 }
 
 int api__image_check(const api_map *m, int cell, api_format f, api_err *e) {
-    api_image_layout lay;
-    api__image_layout(m, cell, &lay);
-    if (f == API_FORMAT_PNG && (lay.width > MAX_IMAGE_SIDE || lay.height > MAX_IMAGE_SIDE))
+    long long w, h; /* the PNG with its title, labels and colour bar */
+    api__png_bound(m, cell, &w, &h);
+    if (f == API_FORMAT_PNG && (w > MAX_IMAGE_SIDE || h > MAX_IMAGE_SIDE))
         return api__fail(e, API_E_TOO_LARGE, "cell",
-                         "the image would be %d x %d pixels, over %d: choose a smaller cell, "
+                         "the image would be %lld x %lld pixels, over %d: choose a smaller cell, "
                          "fewer heads or query_rows",
-                         lay.width, lay.height, MAX_IMAGE_SIDE);
+                         w, h, MAX_IMAGE_SIDE);
     if (f == API_FORMAT_SVG && cells(m) > MAX_SVG_CELLS)
         return api__fail(e, API_E_TOO_LARGE, "output_format",
                          "an SVG of %zu cells is too large to view (the limit is %d): select "
@@ -149,9 +149,9 @@ int api__image_check(const api_map *m, int cell, api_format f, api_err *e) {
 
 size_t api__image_values(const api_map *m, int cell, api_format f) {
     /* the picture (3 bytes a pixel) or the SVG text (about 128 bytes a cell), in floats */
-    api_image_layout lay;
-    api__image_layout(m, cell, &lay);
-    return f == API_FORMAT_PNG ? (size_t)lay.width * (size_t)lay.height : cells(m) * 32;
+    long long w, h;
+    api__png_bound(m, cell, &w, &h);
+    return f == API_FORMAT_PNG ? (size_t)w * (size_t)h : cells(m) * 32;
 }
 
 /* ==== Cutting ============================================================= */

@@ -1,14 +1,14 @@
-/* model.h - whole models (private to api/, prefix api__): POST /model/gpt2
- * and the checkpoints loaded at start.
+/* model.h - whole models (private to api/, prefix api__): POST /model/gpt2.
  *
+ *   config.c      the family ("module") and its config under the family's names
  *   request.c     a /model/gpt2 request into a model_rq
- *   state_dict.c  its state_dict into core's GPT2 parameter buffer
+ *   state_dict.c  its state_dict into core's parameter buffer (either family)
+ *   groups.c      the outputs that are groups of tensors: params (the
+ *                 state_dict) and dropout_masks (one per dropout call)
  *   run.c         the kind's steps (api__model_kind): plan, parameters,
  *                 attn_gpt2_forward, the selected maps, the reply's contents
- *   st_read.c     a safetensors file: mapped read-only, its header parsed with
- *                 jansson and validated in full before any tensor is used
- *   checkpoint.c  the Hugging Face GPT-2 layout of such a file into core's
- *                 GPT2 parameter buffer; the registry of loaded models
+ *
+ * The models loaded at start are ckpt.h's.
  */
 #ifndef API_MODEL_H
 #define API_MODEL_H
@@ -19,77 +19,10 @@
 #include <jansson.h>
 
 #include "api/maps/maps.h"
+#include "api/reply/reply.h"
+#include "api/model/ckpt.h"
 #include "api/request/request.h"
 #include "core/attention.h"
-
-/* ==== safetensors (st_read.c) ============================================= */
-
-/* Writes the message into why (size bytes, when given) and returns -1: how
- * the loaders below say what is wrong with a file. */
-int api__ckpt_fail(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-#define API_ST_MAX_RANK 8
-/* Largest header accepted (the Rust safetensors crate's limit too). */
-#define API_ST_MAX_HEADER ((size_t)100 << 20)
-
-typedef struct {
-    const char *name;               /* a key of the header tree */
-    const char *dtype;              /* "F32", "F16", "BF16", "U8", ... */
-    size_t elem_size;               /* bytes per element of dtype */
-    int rank;
-    size_t shape[API_ST_MAX_RANK];
-    size_t count;                   /* product of the shape */
-    const uint8_t *data;            /* count * elem_size bytes in the mapping (any alignment) */
-    size_t begin, end;              /* data_offsets */
-} api_st_tensor;
-
-typedef struct {
-    void *map;                      /* the whole file, PROT_READ, MAP_SHARED */
-    size_t size;
-    json_t *header;                 /* owns the names and dtypes */
-    const json_t *metadata;         /* "__metadata__": {string: string}, or NULL */
-    api_st_tensor *tensors;         /* in header order */
-    size_t count;
-} api_st_file;
-
-/* Maps path and validates it: the 8-byte length within the file, the header
- * one JSON object of {dtype, shape, data_offsets} entries (and an optional
- * __metadata__ of strings), every dtype known, every size product(shape) x
- * dtype size without overflow and equal to end - begin, the tensors covering
- * the data exactly (sorted by offset: no gap, no overlap, nothing past the
- * end). Returns 0, or -1 with the reason in why. */
-int api__st_open(api_st_file *f, const char *path, char *why, size_t why_size);
-/* The tensor called name, or NULL. */
-const api_st_tensor *api__st_find(const api_st_file *f, const char *name);
-/* Writes t (F32, F16 or BF16, rank 1 or 2) as float32 into out, transposed
- * ([cols][rows]) when transpose is set and t has rank 2. Returns 0, or -1
- * for any other dtype. */
-int api__st_to_f32(const api_st_tensor *t, float *out, int transpose);
-/* 1 if t (F32, F16 or BF16) holds exactly the float32 values x[0..count). */
-int api__st_equals_f32(const api_st_tensor *t, const float *x);
-/* Unmaps and frees; accepts a zeroed or closed file. */
-void api__st_close(api_st_file *f);
-
-/* ==== Loaded models (checkpoint.c) ======================================== */
-
-typedef struct {
-    char name[64];
-    char file[256];                 /* the file's base name, for GET /models */
-    attn_gpt2_config cfg;
-    float *params;                  /* core's GPT2 buffer (attn_gpt2_param_get order), read-only
-                                       after the load, shared by every worker */
-    size_t n_params;                /* floats in params */
-    size_t n_weights;               /* floats the checkpoint itself holds (lm_head excluded) */
-    const char *n_head_from;        /* "option", "metadata" or "n_embd/64" */
-    char dtype[8];                  /* the dtype of the file's weights */
-    int prefixed;                   /* names started with "transformer." */
-    int has_lm_head;                /* lm_head.weight was there (equal to wte.weight) */
-} api_model;
-
-/* The model called name, or NULL. */
-const api_model *api__models_find(const api_models *m, const char *name);
-/* Loaded names for an error message: "a, b" (or "none"). */
-void api__models_names(const api_models *m, char *out, size_t size);
 
 /* ==== POST /model/gpt2 ==================================================== */
 
@@ -101,6 +34,8 @@ void api__models_names(const api_models *m, char *out, size_t size);
     XX(NEXT_TOKEN, "next_token")                                                                   \
     XX(ATTN_WEIGHTS, "attn_weights")                                                               \
     XX(HIDDEN_STATES, "hidden_states")                                                             \
+    XX(DROPOUT_MASKS, "dropout_masks")                                                             \
+    XX(PARAMS, "params")                                                                           \
     XX(TIMING, "timing")
 
 enum {
@@ -133,12 +68,54 @@ typedef struct {
     api_fmt fmt;
 } model_rq;
 
+/* ==== The family and its config (config.c) ================================ */
+
+/* The family's names of those columns (NULL where it has no such option). */
+void api__model_config_names(const attn_family_info *f, const char *out[API_MODEL_CONFIG_COLS]);
+/* 1 for the family that takes "activation" (GPT2; GPTModel's GELU is the tanh form). */
+int api__model_takes_activation(attn_family f);
+/* The column of key among fam's config fields (API_MODEL_CONFIG_COLS for
+ * "activation"), or -1. */
+int api__model_config_field(attn_family fam, const char *key);
+/* "module" (a family's class name; absent: GPT2) into *out: 0 or -1. */
+int api__model_family_read(const json_t *root, attn_family *out, api_err *e);
+/* fam's config fields into c (required vocab and context, defaults 12, 12,
+ * 768, 0.1, no qkv_bias, gelu): 0 or -1. */
+int api__model_config_read(const json_t *root, attn_family fam, attn_gpt2_config *c, api_err *e);
+/* c as a JSON object under its family's names (and "activation" for GPT2). */
+void api__model_config_json(api_buf *b, const attn_gpt2_config *c);
+/* 1 with e filled (unknown_field) when key is another family's config field
+ * ("block_size is GPT2's name: GPTModel calls it context_length"); else 0. */
+int api__model_config_other(attn_family fam, const char *key, api_err *e);
+
+/* ==== Groups of tensors (groups.c) ========================================= */
+
+/* Items of "params": the state_dict entries in core's order (buffers
+ * included), and for a tied family "lm_head.weight" again at the token
+ * embedding's values, so that load_state_dict(strict=True) takes them. */
+int api__model_params_count(const attn_gpt2_plan *plan);
+/* Fills items[0..api__model_params_count) with views into params, their
+ * names in names[] (the same count). */
+void api__model_params_items(const attn_gpt2_plan *plan, const float *params,
+                             char (*names)[ATTN_PARAM_NAME_MAX], api_item *items);
+/* Items of "dropout_masks": one per dropout call in draw order, named after
+ * the nn.Dropout module ("drop_emb", "trf_blocks.0.att.dropout",
+ * "trf_blocks.0.drop_shortcut.0" and ".1": its calls after the attention
+ * and after the feed-forward; GPT2: "drop", "h.0.attn.resid_drop",
+ * "h.0.mlp.drop"); names[] holds their text (API_MODEL_DROP_NAME bytes
+ * each). masks: core's attn_gpt2_outputs.dropout_masks. batched 0: no B axis. */
+#define API_MODEL_DROP_NAME 48
+int api__model_dropout_count(const attn_gpt2_plan *plan);
+void api__model_dropout_items(const attn_gpt2_plan *plan, const float *masks, int batched,
+                              char (*names)[API_MODEL_DROP_NAME], api_item *items);
+
 /* Reads every field of a /model/gpt2 request (request.c); the caller calls
  * api__model_rq_free either way. */
 int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e);
 void api__model_rq_free(model_rq *rq);
-/* "state_dict" into params (state_dict.c): every parameter, the buffers
- * optional, lm_head.weight optional but equal to wte.weight. */
+/* "state_dict" into params (state_dict.c) under the family's names: every
+ * parameter, the buffers optional; for the tied GPT2, lm_head.weight
+ * optional but equal to wte.weight. */
 int api__model_state_dict_read(const json_t *sd, const attn_gpt2_plan *plan, float *params,
                                api_err *e);
 

@@ -1,5 +1,6 @@
-/* request.c - a /model/gpt2 request object into a model_rq: GPTConfig or
- * a loaded checkpoint ("model"), the token ids (idx, or text through a
+/* request.c - a /model/gpt2 request object into a model_rq: the family
+ * ("module") and its config (config.c) or a loaded checkpoint ("model"),
+ * the token ids (idx, or text through a
  * tokenizer), the outputs and their options. */
 #include "api/model/model.h"
 #include "api/bpe/bpe.h"
@@ -15,10 +16,11 @@ static const char *const out_names[M_OUT_COUNT] = {
 #undef M_OUT_NAME
 };
 
+/* The fields every family takes; the config's are the family's own
+ * (config.c). */
 static const char *const fields[] = {
-    "vocab_size", "block_size", "n_layer", "n_head", "n_embd", "dropout", "activation",
-    "init", "state_dict", "idx", "text", "tokenizer", "training", "dropout_seed", "return", "layers",
-    "precision", "output_format", "dtype", "model", "heads", "query_rows", "top_k", NULL};
+    "module", "init", "state_dict", "idx", "text", "tokenizer", "training", "dropout_seed", "return",
+    "layers", "precision", "output_format", "dtype", "model", "heads", "query_rows", "top_k", NULL};
 
 void api__model_rq_free(model_rq *rq) {
     if (!rq->idx_in_arrays) free(rq->idx);
@@ -34,43 +36,28 @@ static int get_seed(const json_t *v, const char *name, uint64_t *out, api_err *e
     return 0;
 }
 
-static int check_fields(const json_t *root, api_err *e) {
-    const char *key = api__unknown_key(root, fields);
-    if (key == NULL) return 0;
-    char echo[API_ECHO_MAX + 4];
-    api__echo(echo, sizeof echo, key);
-    return api__fail(e, API_E_UNKNOWN_FIELD, echo,
-                     "unknown field \"%s\" for /model/gpt2 (it takes GPTConfig's fields, "
-                     "init or state_dict, or model; idx or text, tokenizer, training, "
-                     "dropout_seed, return, layers, heads, query_rows, top_k, "
-                     "precision, output_format, dtype)", echo);
+/* Every key is a field of the endpoint or a config field of the family;
+ * another family's config name is told apart. */
+static int check_fields(const json_t *root, attn_family fam, api_err *e) {
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)root, key, v) {
+        if (api__has_field(fields, key) || api__model_config_field(fam, key) >= 0) continue;
+        if (api__model_config_other(fam, key, e)) return -1;
+        char echo[API_ECHO_MAX + 4];
+        api__echo(echo, sizeof echo, key);
+        return api__fail(e, API_E_UNKNOWN_FIELD, echo,
+                         "unknown field \"%s\" for /model/gpt2 (it takes module, %s's config "
+                         "fields, init or state_dict, or model; idx or text, tokenizer, training, "
+                         "dropout_seed, return, layers, heads, query_rows, top_k, "
+                         "precision, output_format, dtype)", echo, attn_family_get(fam)->name);
+    }
+    return 0;
 }
 
-static int read_config(const json_t *root, model_rq *rq, api_err *e) {
-    attn_gpt2_config *c = &rq->cfg;
-    *c = (attn_gpt2_config){.n_layer = 12, .n_head = 12, .n_embd = 768, .dropout = 0.1};
-    static const char *const acts[] = {"gelu", "gelu_new", NULL};
-    int act = 0;
-    if (api__field_required_int(root, "vocab_size", 1, INT32_MAX, &c->vocab_size, e) ||
-        api__field_required_int(root, "block_size", 1, INT32_MAX, &c->block_size, e) ||
-        api__field_int(root, "n_layer", 0, INT32_MAX, &c->n_layer, e) < 0 ||
-        api__field_int(root, "n_head", 1, INT32_MAX, &c->n_head, e) < 0 ||
-        api__field_int(root, "n_embd", 1, INT32_MAX, &c->n_embd, e) < 0 ||
-        api__field_choice(root, "activation", acts, &act, e) < 0)
-        return -1;
-    c->gelu = act ? ATTN_GELU_TANH : ATTN_GELU_ERF;
-    const json_t *p = api__field(root, "dropout");
-    if (p) {
-        if (!json_is_number(p)) return api__field_wrong_type(e, "dropout", p, "a number");
-        c->dropout = json_number_value(p);
-        if (!(c->dropout >= 0.0 && c->dropout <= 1.0))
-            return api__fail(e, API_E_INVALID_ARGUMENT, "dropout", "dropout must be in [0, 1]");
-    }
-    if (c->n_embd % c->n_head != 0)
-        return api__fail(e, API_E_INVALID_SHAPE, "n_head",
-                         "n_embd must be divisible by n_head (n_embd %d, n_head %d)", c->n_embd,
-                         c->n_head);
-    return 0;
+/* The family's name of block_size ("context_length" for GPTModel). */
+static const char *context_name(const model_rq *rq) {
+    return attn_family_get(rq->cfg.family)->context_name;
 }
 
 /* idx: [T] or [B][T] integers in [0, vocab_size), T <= block_size. */
@@ -88,8 +75,8 @@ static int read_idx(const json_t *root, model_rq *rq, size_t *budget, api_err *e
         rc = api__fail(e, API_E_INVALID_SHAPE, "idx", "idx holds no token");
     } else if (rq->T > rq->cfg.block_size) {
         rc = api__fail(e, API_E_INVALID_SHAPE, "idx",
-                       "%d tokens exceed block_size %d (wpe has only %d rows)", rq->T,
-                       rq->cfg.block_size, rq->cfg.block_size);
+                       "%d tokens exceed %s %d (the position embedding has only %d rows)",
+                       rq->T, context_name(rq), rq->cfg.block_size, rq->cfg.block_size);
     } else if ((rq->idx = malloc(t.count * sizeof *rq->idx)) == NULL) {
         rc = api__fail(e, API_E_OUT_OF_MEMORY, "idx", "cannot allocate idx");
     }
@@ -111,39 +98,50 @@ static int read_idx(const json_t *root, model_rq *rq, size_t *budget, api_err *e
     return rc;
 }
 
-/* tokenizer: the name of a loaded tokenizer; when left out, the only one
- * loaded (if exactly one is). */
+static const api_tokenizer *tokenizer_at(const api_limits *lim, size_t i) { return api__tokenizer_at(lim, i); }
+
+static size_t tokenizer_count(const api_limits *lim) {
+    size_t n = 0;
+    while (tokenizer_at(lim, n)) n++;
+    return n;
+}
+
+/* tokenizer: the name of a loaded tokenizer; when left out, the model
+ * folder's own, or else the only one loaded (if exactly one is). */
 static int read_tokenizer(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
-    size_t n = lim ? lim->n_tokenizers : 0;
+    size_t n = tokenizer_count(lim);
     const json_t *v = api__field(root, "tokenizer");
     if (v == NULL) {
-        if (n == 1) rq->tok = &lim->tokenizers[0];
+        if (rq->model && rq->model->bpe) rq->tok = &rq->model->tok;
+        else if (n == 1) rq->tok = tokenizer_at(lim, 0);
         return 0;
     }
     if (!json_is_string(v)) return api__field_wrong_type(e, "tokenizer", v, "a string");
     for (size_t i = 0; i < n; i++)
-        if (strcmp(lim->tokenizers[i].name, json_string_value(v)) == 0) {
-            rq->tok = &lim->tokenizers[i];
+        if (strcmp(tokenizer_at(lim, i)->name, json_string_value(v)) == 0) {
+            rq->tok = tokenizer_at(lim, i);
             return 0;
         }
     char echo[API_ECHO_MAX + 4], list[256] = "";
     for (size_t i = 0; i < n; i++) {
         size_t k = strlen(list);
-        snprintf(list + k, sizeof list - k, "%s\"%s\"", i ? ", " : "", lim->tokenizers[i].name);
+        snprintf(list + k, sizeof list - k, "%s\"%s\"", i ? ", " : "", tokenizer_at(lim, i)->name);
     }
     return api__fail(e, API_E_INVALID_ARGUMENT, "tokenizer",
                      "tokenizer \"%s\" is not loaded; this server has %s",
                      api__echo(echo, sizeof echo, json_string_value(v)),
-                     n ? list : "none (start it with --tokenizer NAME=DIR)");
+                     n ? list : "none (start it with --tokenizer NAME=DIR, or --model NAME=DIR of "
+                                "a folder with its tokenizer files)");
 }
 
 /* The error when field needs a tokenizer and the request has none. */
 static int no_tokenizer(const api_limits *lim, const char *field, api_err *e) {
-    size_t n = lim ? lim->n_tokenizers : 0;
+    size_t n = tokenizer_count(lim);
     if (n == 0)
         return api__fail(e, API_E_INVALID_ARGUMENT, field,
                          "%s needs a tokenizer and this server has none: start it with "
-                         "--tokenizer NAME=DIR (GPT-2's vocab.json + merges.txt)", field);
+                         "--tokenizer NAME=DIR (GPT-2's vocab.json + merges.txt), or --model "
+                         "NAME=DIR of a folder that has them", field);
     return api__fail(e, API_E_MISSING_FIELD, "tokenizer",
                      "%s needs a tokenizer: name one of the %zu loaded in \"tokenizer\"", field, n);
 }
@@ -161,7 +159,8 @@ static int read_text(const json_t *root, const api_limits *lim, model_rq *rq, ap
     /* each token covers at most `most` bytes: a longer text cannot fit */
     if (len > (size_t)block * most)
         return api__fail(e, API_E_INVALID_SHAPE, "text",
-                         "text of %zu bytes is more than block_size %d tokens", len, block);
+                         "text of %zu bytes is more than %s %d tokens", len, context_name(rq),
+                         block);
     size_t n = 0;
     int rc = api_bpe_encode(bpe, json_string_value(v), len, &rq->idx, &n);
     if (rc == API_BPE_ENOMEM)
@@ -171,8 +170,8 @@ static int read_text(const json_t *root, const api_limits *lim, model_rq *rq, ap
     if (n == 0) return api__fail(e, API_E_INVALID_SHAPE, "text", "text is empty: no token");
     if (n > (size_t)block)
         return api__fail(e, API_E_INVALID_SHAPE, "text",
-                         "text is %zu tokens, over block_size %d (wpe has only %d rows)", n, block,
-                         block);
+                         "text is %zu tokens, over %s %d (the position embedding has only %d "
+                         "rows)", n, context_name(rq), block, block);
     for (size_t i = 0; i < n; i++)
         if (rq->idx[i] >= rq->cfg.vocab_size)
             return api__fail(e, API_E_INVALID_ARGUMENT, "text",
@@ -207,10 +206,11 @@ static int read_return(const json_t *root, const api_limits *lim, model_rq *rq, 
 static int read_layers(const json_t *root, model_rq *rq, api_err *e) {
     const json_t *v = api__field(root, "layers");
     int L = rq->cfg.n_layer;
+    const char *nl = attn_family_get(rq->cfg.family)->layers_name;
     size_t n = v ? json_array_size(v) : (size_t)L;
     if (v && !json_is_array(v)) return api__field_wrong_type(e, "layers", v, "an array of layer indices");
     if (n > (size_t)L)
-        return api__fail(e, API_E_INVALID_ARGUMENT, "layers", "layers lists more than n_layer %d", L);
+        return api__fail(e, API_E_INVALID_ARGUMENT, "layers", "layers lists more than %s %d", nl, L);
     rq->layers = malloc((n ? n : 1) * sizeof *rq->layers);
     if (rq->layers == NULL) return api__fail(e, API_E_OUT_OF_MEMORY, "layers", "out of memory");
     rq->n_layers = (int)n;
@@ -226,8 +226,8 @@ static int read_layers(const json_t *root, model_rq *rq, api_err *e) {
         long long l = json_integer_value(x);
         if (l < 0 || l >= L || (i > 0 && l <= rq->layers[i - 1]))
             return api__fail(e, API_E_INVALID_ARGUMENT, name,
-                             "%s is %lld: layers are increasing indices in [0, n_layer %d)", name,
-                             l, L);
+                             "%s is %lld: layers are increasing indices in [0, %s %d)", name,
+                             l, nl, L);
         rq->layers[i] = (int)l;
     }
     return 0;
@@ -250,11 +250,33 @@ static int read_options(const json_t *root, const api_limits *lim, model_rq *rq,
     return api__select_parse(root, &rq->sel, e);
 }
 
-/* "model": a loaded checkpoint, which brings the config and the parameters. */
+/* A field a loaded model brings itself: any family's config field, the
+ * parameters, a "module" other than its own. */
+static int model_brings(const json_t *root, const api_model *m, api_err *e) {
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)root, key, v) {
+        int config = !strcmp(key, "init") || !strcmp(key, "state_dict");
+        for (int f = 0; f < ATTN_FAMILY_COUNT && !config; f++)
+            config = api__model_config_field((attn_family)f, key) >= 0;
+        if (config && !json_is_null(v))
+            return api__fail(e, API_E_INVALID_ARGUMENT, key,
+                             "model \"%s\" brings its config and parameters: leave %s out",
+                             m->name, key);
+    }
+    attn_family fam;
+    if (api__model_family_read(root, &fam, e)) return -1;
+    if (api__field(root, "module") && fam != m->cfg.family)
+        return api__fail(e, API_E_INVALID_ARGUMENT, "module",
+                         "model \"%s\" is a %s, not a %s: leave module out", m->name,
+                         attn_family_get(m->cfg.family)->name, attn_family_get(fam)->name);
+    return 0;
+}
+
+/* "model": a loaded checkpoint, which brings the family, the config and
+ * the parameters. */
 static int read_model(const json_t *root, const json_t *v, const api_limits *lim, model_rq *rq,
                       api_err *e) {
-    static const char *const own[] = {"vocab_size", "block_size", "n_layer", "n_head", "n_embd",
-                                      "dropout", "activation", "init", "state_dict", NULL};
     if (!json_is_string(v)) return api__field_wrong_type(e, "model", v, "a string (a loaded model's name)");
     const api_models *models = lim ? lim->models : NULL;
     rq->model = api__models_find(models, json_string_value(v));
@@ -263,16 +285,21 @@ static int read_model(const json_t *root, const json_t *v, const api_limits *lim
         api__models_names(models, names, sizeof names);
         return api__fail(e, API_E_INVALID_ARGUMENT, "model",
                          "model \"%s\" is not loaded (loaded: %s; GET /models lists them, "
-                         "--model NAME=FILE.safetensors loads one)",
+                         "--model NAME=DIR or NAME=FILE.safetensors loads one)",
                          api__echo(echo, sizeof echo, json_string_value(v)), names);
     }
-    for (int i = 0; own[i]; i++)
-        if (api__field(root, own[i]))
-            return api__fail(e, API_E_INVALID_ARGUMENT, own[i],
-                             "model \"%s\" brings its config and parameters: leave %s out",
-                             rq->model->name, own[i]);
+    if (model_brings(root, rq->model, e)) return -1;
     rq->cfg = rq->model->cfg;
-    return 0;
+    return check_fields(root, rq->cfg.family, e);
+}
+
+/* The family ("module"), its config fields, the parameters' source. */
+static int read_config(const json_t *root, model_rq *rq, api_err *e) {
+    attn_family fam;
+    return api__model_family_read(root, &fam, e) || check_fields(root, fam, e) ||
+           api__model_config_read(root, fam, &rq->cfg, e) ||
+           api__params_source(root, fam == ATTN_FAMILY_GPT2 ? "GPT2(config)" : "GPTModel(cfg)",
+                              &rq->params, e);
 }
 
 int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
@@ -280,14 +307,11 @@ int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, ap
         return api__fail(e, API_E_INVALID_TYPE, NULL, "the request body must be a JSON object");
     size_t budget = lim && lim->max_elements ? lim->max_elements : ATTN_MAX_ELEMENTS;
     const json_t *model = api__field(root, "model");
-    if (check_fields(root, e) ||
-        (model ? read_model(root, model, lim, rq, e) : read_config(root, rq, e)) ||
+    if ((model ? read_model(root, model, lim, rq, e) : read_config(root, rq, e)) ||
         read_tokenizer(root, lim, rq, e) ||
         (api__field(root, "text") ? read_text(root, lim, rq, e) : read_idx(root, rq, &budget, e)) ||
-        read_return(root, lim, rq, e) || read_layers(root, rq, e) || read_options(root, lim, rq, e) ||
-        (!model && api__params_source(root, "GPT2(config)", &rq->params, e)))
+        read_return(root, lim, rq, e) || read_layers(root, rq, e) || read_options(root, lim, rq, e))
         return -1;
     /* the maps' selection against the model's heads and the tokens */
     return api__select_check(&rq->sel, rq->cfg.n_head, rq->T, "model", e);
 }
-

@@ -1,20 +1,23 @@
 /* run.c - the whole models' kind (pipeline.h's steps) for POST /model/gpt2:
- * seed 003's GPT2 (gpt2_min.py), core's attn_gpt2_*.
+ * seed 003's GPT2 (gpt2_min.py) or the book's chapter-4 GPTModel, core's
+ * attn_gpt2_* (one forward for both families).
  *
  *   {"vocab_size": 50, "block_size": 16, "n_layer": 2, "n_head": 2, "n_embd": 8,
  *    "init": {"seed": 0}, "idx": [[1, 2, 3]], "return": ["logits", "attn_weights"]}
+ *   {"module": "GPTModel", "vocab_size": 50, "context_length": 16, "emb_dim": 8, ...}
  *
- *   parse     request.c: GPTConfig's fields (n_layer, n_head, n_embd and
- *             dropout default to the dataclass's 12, 12, 768 and 0.1) or a
- *             checkpoint loaded at start ("model"); idx [T] or [B][T], or
+ *   parse     request.c: the family ("module") and its config fields
+ *             (config.c), or a checkpoint loaded at start ("model"); idx [T] or [B][T], or
  *             "text" through a loaded tokenizer; every tensor of a [T]
  *             request loses its batch axis
  *   plan      attn_gpt2_plan_make, and the maps' selection
- *   prepare   init.seed (torch.manual_seed(seed); GPT2(config), bit for
- *             bit), the state_dict (state_dict.c), or a checkpoint's
+ *   prepare   init.seed (torch.manual_seed(seed); GPT2(config) or
+ *             GPTModel(cfg), bit for bit), the state_dict (state_dict.c), or a checkpoint's
  *             buffer read in place, never copied
- *   compute   attn_gpt2_forward, next_token, the selected maps
+ *   compute   attn_gpt2_forward, next_token, the selected maps, the dropout masks
  *   contents  model, config, shape, then the outputs in MODEL_OUTPUT_MAP's order
+ *             (next_token_text after next_token when a tokenizer is at hand;
+ *             params and dropout_masks as groups: groups.c)
  */
 #include "api/model/model.h"
 #include "api/bpe/bpe.h"
@@ -26,6 +29,9 @@
 
 /* Reply values per float in the JSON estimate (as the modules count them). */
 #define REPLY_FLOATS_PER_VALUE 3
+/* What a tensor of a group costs besides its values (its item, name and
+ * JSON key), in floats. */
+#define GROUP_TENSOR_FLOATS 64
 
 /* attn_weights as the reply gives them: the layers of "layers", then the
  * heads of "heads", the rows of "query_rows", and with "top_k" the k largest
@@ -37,7 +43,7 @@ typedef struct {
     int Hs, R, cols;
 } model_maps;
 
-enum { MAX_ITEMS = M_OUT_COUNT + 4 };
+enum { MAX_ITEMS = M_OUT_COUNT + 6 }; /* and model, config, shape, layers, next_token_text */
 
 typedef struct {
     model_rq rq;
@@ -45,11 +51,16 @@ typedef struct {
     const float *weights;      /* the parameters: params, or a loaded checkpoint's */
     float *params, *logits, *attn, *hidden;
     int32_t *next;
+    int32_t *idx;              /* the request's ids in the job's arrays: a safetensors reply sent
+                                  in parts outlives the request's own copy */
     attn_rng rng;
     attn_rng *rng_ptr;         /* the generator dropout draws from (NULL: a fresh process's) */
     model_maps maps;
+    float *dropout;            /* dropout_masks: core's plan.n_dropout multipliers */
     api_item items[MAX_ITEMS];
-    api_buf config, shape, layers, name, tokens; /* JSON text of those items */
+    api_item *group_items;     /* params' and dropout_masks' tensors (malloc'd) */
+    void *group_names;         /*   and their names (malloc'd) */
+    api_buf config, shape, layers, name, tokens, next_text; /* JSON text of those items */
 } model_state;
 
 static model_state *state_of(api_job *j) { return j->state; }
@@ -96,6 +107,43 @@ static double model_ops(const attn_gpt2_plan *p) {
     return block * p->n_layer + B * T * C * p->V;
 }
 
+/* Tensors of the groups params and dropout_masks (0 when not asked for). */
+static int group_tensors(const model_state *s) {
+    return (returns(s, M_OUT_PARAMS) ? api__model_params_count(&s->plan) : 0) +
+           (returns(s, M_OUT_DROPOUT_MASKS) ? api__model_dropout_count(&s->plan) : 0);
+}
+
+/* The values of the groups; and a safetensors reply holds at most
+ * API_ST_MAX_ENTRIES tensors (idx, logits, next_token, the maps' two and
+ * hidden_states besides the groups'). */
+static int groups_plan(const model_state *s, size_t *values, api_err *e) {
+    const attn_gpt2_plan *p = &s->plan;
+    *values = 0;
+    if (returns(s, M_OUT_DROPOUT_MASKS)) *values += p->n_dropout;
+    if (returns(s, M_OUT_PARAMS)) *values += p->n_params + (p->tied ? (size_t)p->V * (size_t)p->C : 0);
+    int n = group_tensors(s);
+    if (s->rq.fmt.format == API_FORMAT_SAFETENSORS && n > API_ST_MAX_ENTRIES - 6)
+        return api__fail(e, API_E_INVALID_ARGUMENT, "return",
+                         "params and dropout_masks are %d tensors here, more than one safetensors "
+                         "reply holds (%d): ask for them with a JSON output_format", n,
+                         API_ST_MAX_ENTRIES - 6);
+    return 0;
+}
+
+/* The outputs the plan's bound counts that this request never allocates:
+ * the maps, hidden states and dropout masks it does not ask for, and all the
+ * logits but the last position's when it asks for next_token alone (core's
+ * own work space is the rest of the bound). */
+static size_t unasked(const model_state *s) {
+    const attn_gpt2_plan *p = &s->plan;
+    size_t n = 0;
+    if (!returns(s, M_OUT_LOGITS)) n += p->n_logits - (size_t)p->B * (size_t)p->V;
+    if (!returns(s, M_OUT_ATTN_WEIGHTS)) n += p->n_attn;
+    if (!returns(s, M_OUT_HIDDEN_STATES)) n += p->n_hidden;
+    if (!returns(s, M_OUT_DROPOUT_MASKS)) n += p->n_dropout;
+    return n;
+}
+
 /* The budget: the plan's bound (parameters, outputs, work space) and the
  * reply text; a loaded checkpoint's parameters are held once, not per
  * request, but they stand for the work all the same. */
@@ -108,10 +156,13 @@ static int plan(api_job *j, api_err *e) {
         api__from_attn(e, &ae, ATTN_MODULE_COUNT);
         return -1;
     }
-    size_t out_values = 0, need = p->total_elements;
+    size_t out_values = 0, need = p->total_elements - unasked(s);
     if (returns(s, M_OUT_LOGITS)) out_values += p->n_logits;
     if (returns(s, M_OUT_ATTN_WEIGHTS)) out_values += p->n_attn;
     if (returns(s, M_OUT_HIDDEN_STATES)) out_values += p->n_hidden;
+    size_t group_values;
+    if (groups_plan(s, &group_values, e)) return -1;
+    out_values += group_values;
     /* the selected maps are a copy (top_k: values and indices); their reply
      * text is counted instead of the whole maps' */
     if (returns(s, M_OUT_ATTN_WEIGHTS) && api__select_any(&rq->sel)) {
@@ -121,6 +172,7 @@ static int plan(api_job *j, api_err *e) {
     }
     if (rq->model) need -= p->n_params;
     need += out_values * REPLY_FLOATS_PER_VALUE; /* each term below 2^44 */
+    need += (size_t)group_tensors(s) * GROUP_TENSOR_FLOATS;
     api__job_sized(j, need, need + (rq->model ? p->n_params : 0), out_values, "model",
                    "parameters, activations, outputs and reply");
     j->ops = model_ops(p);
@@ -215,10 +267,14 @@ static int compute(api_job *j, api_err *e) {
     s->logits = api__arrays_take(a, last_only ? (size_t)p->B * (size_t)p->V : p->n_logits, sizeof(float));
     if (returns(s, M_OUT_ATTN_WEIGHTS)) s->attn = api__arrays_take(a, p->n_attn, sizeof(float));
     if (returns(s, M_OUT_HIDDEN_STATES)) s->hidden = api__arrays_take(a, p->n_hidden, sizeof(float));
+    if (returns(s, M_OUT_DROPOUT_MASKS)) s->dropout = api__arrays_take(a, p->n_dropout, sizeof(float));
     s->next = api__arrays_take(a, (size_t)p->B, sizeof(int32_t));
+    s->idx = api__arrays_take(a, (size_t)p->B * (size_t)p->T, sizeof(int32_t));
     if (a->failed) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the model");
+    memcpy(s->idx, s->rq.idx, (size_t)p->B * (size_t)p->T * sizeof(int32_t));
     attn_gpt2_outputs out = {.logits = s->logits, .attn_weights = s->attn,
-                             .hidden_states = s->hidden, .last_only = last_only};
+                             .hidden_states = s->hidden, .dropout_masks = s->dropout,
+                             .last_only = last_only};
     attn_error ae = {0};
     if (attn_gpt2_forward(p, s->weights, s->rq.idx, j->lim ? j->lim->compute : NULL, s->rng_ptr,
                           &out, &ae) != ATTN_OK) {
@@ -231,44 +287,35 @@ static int compute(api_job *j, api_err *e) {
 
 /* ==== contents ============================================================ */
 
-/* The GPTConfig used, and the activation, as a JSON object. */
-static void config_json(api_buf *b, const attn_gpt2_config *c) {
-    /* dropout: the shortest of 15 or 17 digits that reads back (0.1, not 0.10000000000000001) */
-    char drop[32];
-    snprintf(drop, sizeof drop, "%.15g", c->dropout);
-    if (strtod(drop, NULL) != c->dropout) snprintf(drop, sizeof drop, "%.17g", c->dropout);
-    api__buf_printf(b,
-                    "{\"vocab_size\":%d,\"block_size\":%d,\"n_layer\":%d,\"n_head\":%d,"
-                    "\"n_embd\":%d,\"dropout\":%s,\"activation\":\"%s\"}",
-                    c->vocab_size, c->block_size, c->n_layer, c->n_head, c->n_embd, drop,
-                    c->gelu == ATTN_GELU_TANH ? "gelu_new" : "gelu");
-}
-
-/* tokens: each token's text ([T], or [B][T]) as the tokenizer shows it
- * (api_bpe_token_text: U+FFFD for a piece of a character). */
-static void tokens_json(api_buf *b, const model_rq *rq, const attn_gpt2_plan *p) {
-    size_t cap = 3 * api_bpe_max_token_bytes(rq->tok->bpe) + 1, len;
+/* The texts of ids[0..n) as the tokenizer shows them (api_bpe_token_text:
+ * U+FFFD for a piece of a character; null for an id past its vocabulary,
+ * since ids are checked below vocab_size, not below the tokenizer's size):
+ * a list, or the one string when list is 0. */
+static void id_texts(api_buf *b, const api_bpe *bpe, const int32_t *ids, int n, int list) {
+    size_t cap = 3 * api_bpe_max_token_bytes(bpe) + 1, len;
     char *text = malloc(cap);
     if (text == NULL) {
         b->failed = 1;
         return;
     }
+    api__buf_puts(b, list ? "[" : "");
+    for (int i = 0; i < n; i++) {
+        if (i) api__buf_puts(b, ",");
+        if (api_bpe_token_text(bpe, ids[i], text, cap, &len) == 0) api__buf_json_stringn(b, text, len);
+        else api__buf_puts(b, "null");
+    }
+    api__buf_puts(b, list ? "]" : "");
+    free(text);
+}
+
+/* tokens: each token's text, [T] or [B][T]. */
+static void tokens_json(api_buf *b, const model_rq *rq, const attn_gpt2_plan *p) {
     api__buf_puts(b, rq->batched ? "[" : "");
     for (int bi = 0; bi < p->B; bi++) {
-        api__buf_puts(b, bi ? ",[" : "[");
-        for (int t = 0; t < p->T; t++) {
-            if (t) api__buf_puts(b, ",");
-            /* ids were checked below vocab_size, not below the tokenizer's size */
-            if (api_bpe_token_text(rq->tok->bpe, rq->idx[(size_t)bi * p->T + t], text, cap,
-                                   &len) == 0)
-                api__buf_json_stringn(b, text, len);
-            else
-                api__buf_puts(b, "null");
-        }
-        api__buf_puts(b, "]");
+        if (bi) api__buf_puts(b, ",");
+        id_texts(b, rq->tok->bpe, rq->idx + (size_t)bi * (size_t)p->T, p->T, 1);
     }
     api__buf_puts(b, rq->batched ? "]" : "");
-    free(text);
 }
 
 /* A tensor item [lead...][B][rest...], without the B axis for a [T] request. */
@@ -292,11 +339,12 @@ static int output_items(model_state *s, api_item *items) {
     const model_maps *m = &s->maps;
     int n = 0, T[1] = {p->T}, TV[2] = {p->T, p->V}, TC[2] = {p->T, p->C}, L[1] = {rq->n_layers};
     int H1[1] = {p->n_layer + 1}, maps_rest[3] = {m->Hs, m->R, m->cols};
-    if (returns(s, M_OUT_IDX)) tensor(&items[n++], rq, "idx", API_ITEM_I32, rq->idx, 0, NULL, 1, T)->plain = 1;
+    if (returns(s, M_OUT_IDX)) tensor(&items[n++], rq, "idx", API_ITEM_I32, s->idx, 0, NULL, 1, T)->plain = 1;
     if (returns(s, M_OUT_TOKENS)) items[n++] = json_item("tokens", &s->tokens);
     if (returns(s, M_OUT_LOGITS)) tensor(&items[n++], rq, "logits", API_ITEM_F32, s->logits, 0, NULL, 2, TV);
     if (returns(s, M_OUT_NEXT_TOKEN))
         tensor(&items[n++], rq, "next_token", API_ITEM_I32, s->next, 0, NULL, 0, NULL)->plain = 1;
+    if (returns(s, M_OUT_NEXT_TOKEN) && rq->tok) items[n++] = json_item("next_token_text", &s->next_text);
     if (returns(s, M_OUT_ATTN_WEIGHTS)) {
         items[n++] = json_item("layers", &s->layers);
         tensor(&items[n++], rq, "attn_weights", API_ITEM_F32, m->values, 1, L, 3, maps_rest)->indices =
@@ -304,8 +352,33 @@ static int output_items(model_state *s, api_item *items) {
     }
     if (returns(s, M_OUT_HIDDEN_STATES))
         tensor(&items[n++], rq, "hidden_states", API_ITEM_F32, s->hidden, 1, H1, 2, TC);
+    int np = returns(s, M_OUT_PARAMS) ? api__model_params_count(p) : 0;
+    if (returns(s, M_OUT_DROPOUT_MASKS))
+        items[n++] = (api_item){.name = "dropout_masks", .kind = API_ITEM_GROUP,
+                                .items = s->group_items + np, .n_items = api__model_dropout_count(p)};
+    if (np)
+        items[n++] = (api_item){.name = "params", .kind = API_ITEM_GROUP, .items = s->group_items,
+                                .n_items = np};
     if (returns(s, M_OUT_TIMING)) items[n++] = (api_item){.name = "timing", .kind = API_ITEM_TIMING};
     return n;
+}
+
+/* The tensors of params and dropout_masks: views, their names beside them. */
+static int groups_make(model_state *s) {
+    const attn_gpt2_plan *p = &s->plan;
+    int np = returns(s, M_OUT_PARAMS) ? api__model_params_count(p) : 0;
+    int nd = returns(s, M_OUT_DROPOUT_MASKS) ? api__model_dropout_count(p) : 0;
+    if (np + nd == 0) return 0;
+    s->group_items = malloc((size_t)(np + nd) * sizeof *s->group_items);
+    s->group_names = malloc((size_t)np * ATTN_PARAM_NAME_MAX + (size_t)nd * API_MODEL_DROP_NAME);
+    if (s->group_items == NULL || s->group_names == NULL) return -1;
+    char *names = s->group_names;
+    if (np) api__model_params_items(p, s->weights, (char(*)[ATTN_PARAM_NAME_MAX])names, s->group_items);
+    if (nd)
+        api__model_dropout_items(p, s->dropout, s->rq.batched,
+                                 (char(*)[API_MODEL_DROP_NAME])(names + (size_t)np * ATTN_PARAM_NAME_MAX),
+                                 s->group_items + np);
+    return 0;
 }
 
 static int contents(api_job *j, api_contents *c, api_err *e) {
@@ -313,20 +386,22 @@ static int contents(api_job *j, api_contents *c, api_err *e) {
     const model_rq *rq = &s->rq;
     const attn_gpt2_plan *p = &s->plan;
     int n = 0;
-    config_json(&s->config, &rq->cfg);
+    api__model_config_json(&s->config, &rq->cfg);
     api__buf_printf(&s->shape, "{\"batch\":%d,\"tokens\":%d,\"head_dim\":%d}", p->B, p->T, p->C / p->H);
     api__buf_puts(&s->layers, "[");
     for (int i = 0; i < rq->n_layers; i++) api__buf_printf(&s->layers, i ? ",%d" : "%d", rq->layers[i]);
     api__buf_puts(&s->layers, "]");
     if (rq->model) api__buf_json_string(&s->name, rq->model->name);
     if (returns(s, M_OUT_TOKENS)) tokens_json(&s->tokens, rq, p);
-    if (s->config.failed || s->shape.failed || s->layers.failed || s->name.failed || s->tokens.failed)
+    if (returns(s, M_OUT_NEXT_TOKEN) && rq->tok) id_texts(&s->next_text, rq->tok->bpe, s->next, p->B, rq->batched);
+    if (s->config.failed || s->shape.failed || s->layers.failed || s->name.failed ||
+        s->tokens.failed || s->next_text.failed || groups_make(s))
         return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");
     if (rq->model) s->items[n++] = json_item("model", &s->name);
     s->items[n++] = json_item("config", &s->config);
     s->items[n++] = json_item("shape", &s->shape);
     n += output_items(s, s->items + n);
-    c->module = "GPT2";
+    c->module = attn_family_get(rq->cfg.family)->name;
     c->item = s->items;
     c->n = n;
     return 0;
@@ -334,8 +409,10 @@ static int contents(api_job *j, api_contents *c, api_err *e) {
 
 static void release(api_job *j) {
     model_state *s = state_of(j);
-    api_buf *texts[] = {&s->config, &s->shape, &s->layers, &s->name, &s->tokens};
+    api_buf *texts[] = {&s->config, &s->shape, &s->layers, &s->name, &s->tokens, &s->next_text};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) api_buf_free(texts[i]);
+    free(s->group_items);
+    free(s->group_names);
     api__model_rq_free(&s->rq);
 }
 

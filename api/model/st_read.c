@@ -261,3 +261,18 @@ void api__st_close(api_st_file *f) {
     free(f->tensors);
     *f = (api_st_file){0};
 }
+
+/* ==== Several files: shards ============================================== */
+
+const api_st_tensor *api__st_set_find(const api_st_set *s, const char *name) {
+    for (int i = 0; i < s->count; i++) {
+        const api_st_tensor *t = api__st_find(&s->file[i], name);
+        if (t) return t;
+    }
+    return NULL;
+}
+
+void api__st_set_close(api_st_set *s) {
+    for (int i = 0; i < s->count; i++) api__st_close(&s->file[i]);
+    s->count = 0;
+}

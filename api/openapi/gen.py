@@ -277,13 +277,46 @@ def error_schema(errors):
 GPT2_EXAMPLE = {"vocab_size": 50, "block_size": 16, "n_layer": 2, "n_head": 2, "n_embd": 8,
                 "init": {"seed": 0}, "idx": [3, 14, 15, 9], "return": ["next_token", "attn_weights"],
                 "layers": [1], "precision": 3}
+GPTMODEL_EXAMPLE = {"module": "GPTModel", "vocab_size": 50, "context_length": 16, "emb_dim": 8, "n_heads": 2,
+                    "n_layers": 2, "drop_rate": 0.1, "qkv_bias": False, "init": {"seed": 123},
+                    "idx": [3, 14, 15, 9], "return": ["next_token", "attn_weights"], "precision": 3}
 
 
-def model_gpt2(paths, schemas, bodies, endpoint, formats):
-    """POST /model/gpt2 (api/model/): seed 003's whole GPT2, not a module of the
-    tables. Its request is under components/requestBodies like the others (its
-    defaults stay optional); its tensors are the per-rank schemas, up to rank 5
-    for attn_weights [layers][B][n_head][T][T]."""
+# The config columns of core's ATTN_FAMILY_MAP (tables["families"]): what each
+# is, for the fields of the families other than GPT2 (whose own are described
+# by hand below); the book's GPT_CONFIG_124M gives GPTModel's defaults.
+FAMILY_COLUMNS = [
+    ("rows of the token embedding (and of the head).", None),
+    ("rows of the position embedding, side of each mask buffer; T must not exceed it.", None),
+    ("blocks.", 12),
+    ("heads; must divide the width.", 12),
+    ("width.", 768),
+    ("p of every dropout (active only with training).", 0.1),
+    ("biases of the query, key and value projections.", False),
+]
+
+
+def family_config_schema(fam, models):
+    """A reply's config for one family: its own names (and GPT2's activation)."""
+    props, names = {}, [n for n in fam["config"] if n]
+    for i, n in enumerate(fam["config"]):
+        if n is None:
+            continue
+        props[n] = {"type": "number"} if i == 5 else {"type": "boolean"} if i == 6 else {"type": "integer", "minimum": 0}
+    if fam["activation"]:
+        props["activation"] = {"type": "string", "enum": ["gelu", "gelu_new"]}
+        names.append("activation")
+    return {"type": "object", "title": fam["name"], "properties": props, "required": names,
+            "additionalProperties": False,
+            "description": "%s's config under its own names%s." % (fam["name"], " (from the tensors' shapes, checked against config.json for a folder)" if models else "")}
+
+
+def model_gpt2(paths, schemas, bodies, endpoint, formats, families):
+    """POST /model/gpt2 (api/model/): the whole models of core's family table
+    (seed 003's GPT2, the book's GPTModel), not modules of the tables. Its
+    request is under components/requestBodies like the others (its defaults
+    stay optional); its tensors are the per-rank schemas, up to rank 5 for
+    attn_weights [layers][B][n_head][T][T]."""
     def size(desc, default=None, minimum=1):
         s = {"type": "integer", "minimum": minimum, "maximum": 2147483647, "description": desc}
         if default is not None:
@@ -297,16 +330,18 @@ def model_gpt2(paths, schemas, bodies, endpoint, formats):
         return s
     request = {
         "type": "object",
-        "description": "GPTConfig's fields and the parameters (init or state_dict), or instead the name of a checkpoint loaded at start (model); the token ids (idx) or text, and the outputs wanted. Any other field is a 400 unknown_field; null is the same as absent.",
+        "description": "The model's class (module) with its config fields under that class's own names, and the parameters (init or state_dict); or instead the name of a model loaded at start (model); the token ids (idx) or text, and the outputs wanted. Any other field is a 400 unknown_field (another class's config name is told apart: \"block_size is GPT2's name: GPTModel calls it context_length\"); null is the same as absent.",
         "properties": {
-            "model": {"type": "string", "description": "A checkpoint the server loaded at start (--model NAME=FILE.safetensors, a Hugging Face GPT-2 model.safetensors; GET /models lists them): it brings the config (gelu_new, dropout 0.1) and the parameters, so vocab_size, block_size, n_layer, n_head, n_embd, dropout, activation, init and state_dict must be left out (400 naming the field). An unknown name is a 400 invalid_argument with field model."},
-            "vocab_size": size("GPTConfig.vocab_size: rows of wte (and of the tied lm_head). Required without model."),
+            "module": {"type": "string", "enum": [f["name"] for f in families], "default": families[0]["name"],
+                       "description": "The model: GPT2 (seed 003's gpt2_min.py: GPTConfig's vocab_size, block_size, n_layer, n_head, n_embd, dropout, and activation) or GPTModel (the book's chapter 4: the GPT_CONFIG dict's vocab_size, context_length, emb_dim, n_heads, n_layers, drop_rate, qkv_bias; untied out_head, the book's LayerNorm and tanh GELU, dropout on the attention weights and drop_shortcut). With model, the loaded model's own (another is a 400 naming module)."},
+            "model": {"type": "string", "description": "A model the server loaded at start (--model NAME=DIR, a Hugging Face folder with config.json, model.safetensors or its shards, and its tokenizer; or --model NAME=FILE.safetensors of GPT-2 or of the book's GPTModel; GET /models lists them): it brings the class, the config and the parameters, so every config field of either class, init and state_dict must be left out (400 naming the field); text then uses the folder's tokenizer unless tokenizer names another. An unknown name is a 400 invalid_argument with field model."},
+            "vocab_size": size("vocab_size of both classes: rows of the token embedding (and of the head). Required without model."),
             "block_size": size("GPTConfig.block_size: rows of wpe, side of each attn.bias buffer; T must not exceed it. Required without model."),
             "n_layer": size("Blocks.", 12, 0),
             "n_head": size("Heads; must divide n_embd.", 12),
             "n_embd": size("Width.", 768),
             "dropout": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.1, "description": "p of drop, attn.resid_drop and mlp.drop (active only with training)."},
-            "activation": {"type": "string", "enum": ["gelu", "gelu_new"], "default": "gelu", "description": "gelu: F.gelu (erf), the seed's. gelu_new: the tanh approximation of the released GPT-2 checkpoints."},
+            "activation": {"type": "string", "enum": ["gelu", "gelu_new"], "default": "gelu", "description": "GPT2 only. gelu: F.gelu (erf), the seed's. gelu_new: the tanh approximation of the released GPT-2 checkpoints (GPTModel's GELU is always the book's tanh form)."},
             "init": {"type": "object", "properties": {"seed": {"type": "integer"}}, "required": ["seed"], "additionalProperties": False,
                      "description": "torch.manual_seed(seed); GPT2(config): the parameters bit for bit (nn.Embedding's normal_, nn.Linear's kaiming-uniform weights and uniform biases, lm_head's draws before it is tied). Exactly one of init and state_dict (or model)."},
             "state_dict": {"type": "object", "additionalProperties": numbers(1, MAX_RANK),
@@ -316,8 +351,8 @@ def model_gpt2(paths, schemas, bodies, endpoint, formats):
             "tokenizer": {"type": "string", "description": "The name of a loaded tokenizer (--tokenizer NAME=DIR) for text and the tokens output; may be left out when exactly one is loaded. An unknown name is a 400 naming tokenizer."},
             "training": {"type": "boolean", "default": False, "description": "model.train(): dropout draws as PyTorch's do, from the generator left by init (or dropout_seed)."},
             "dropout_seed": {"type": "integer", "description": "torch.manual_seed(dropout_seed) right before the forward call."},
-            "return": {"type": "array", "items": {"type": "string", "enum": ["idx", "tokens", "logits", "next_token", "attn_weights", "hidden_states", "timing"]},
-                       "description": "Outputs to include (default [\"logits\", \"next_token\"], plus \"idx\" and \"tokens\" with text). tokens needs a tokenizer (named, or the only one loaded). next_token without logits computes the last position's logits only."},
+            "return": {"type": "array", "items": {"type": "string", "enum": ["idx", "tokens", "logits", "next_token", "attn_weights", "hidden_states", "dropout_masks", "params", "timing"]},
+                       "description": "Outputs to include (default [\"logits\", \"next_token\"], plus \"idx\" and \"tokens\" with text). tokens needs a tokenizer (named, the model folder's, or the only one loaded). next_token without logits computes the last position's logits only; with a tokenizer, next_token_text comes with it. dropout_masks and params are groups of named tensors (safetensors: \"<group>.<name>\"; at most 114 tensors in one safetensors reply, else a 400 naming return)."},
             "layers": {"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "Increasing layer indices whose maps attn_weights returns (default: every layer)."},
             "heads": field("heads", description="attn_weights keeps only these heads of each layer, in this order (distinct; each below n_head)."),
             "query_rows": field("query_rows", description="[start, stop]: attn_weights keeps only the query rows start..stop-1 (0 <= start < stop <= T)."),
@@ -327,11 +362,24 @@ def model_gpt2(paths, schemas, bodies, endpoint, formats):
                               "description": "Tensors as nested arrays, {\"shape\", \"data\"} flat row-major, {\"shape\", \"dtype\", \"base64\"} binary, or the whole reply as one safetensors file (application/octet-stream; also the default when the request's Accept header prefers application/octet-stream): idx and next_token I32, logits, attn_weights and hidden_states F32 (or F16), config, shape, layers, model, tokens and timing as JSON strings in __metadata__. No images here."},
             "dtype": field("dtype"),
         },
-        "anyOf": [{"required": ["model"]}, {"required": ["vocab_size", "block_size"]}],
+        "anyOf": [{"required": ["model"]}] + [
+            {"required": ([] if i == 0 else ["module"]) + f["config"][:2]} for i, f in enumerate(families)],
         "additionalProperties": False,
     }
+    # the other families' config fields, described by their column
+    for f in families[1:]:
+        for i, n in enumerate(f["config"]):
+            if n is None or n in request["properties"]:
+                continue
+            desc, default = FAMILY_COLUMNS[i]
+            s_ = {"type": "number", "minimum": 0, "maximum": 1} if i == 5 else {"type": "boolean"} if i == 6 else \
+                {"type": "integer", "minimum": 0 if i == 2 else 1, "maximum": 2147483647}
+            s_["description"] = "%s's %s: %s%s" % (f["name"], n, desc, " Required without model." if i < 2 else "")
+            if default is not None:
+                s_["default"] = default
+            request["properties"][n] = s_
     bodies["Gpt2Request"] = {"description": "The /model/gpt2 request.", "required": True, "content": {"application/json": {
-        "schema": request, "examples": {"gpt2_seed": {"value": GPT2_EXAMPLE}}}}}
+        "schema": request, "examples": {"gpt2_seed": {"value": GPT2_EXAMPLE}, "gptmodel_seed": {"value": GPTMODEL_EXAMPLE}}}}}
     schemas["Numbers5"] = dict(nested(5, {"type": "number"}), description="A tensor of rank 5 as nested arrays of numbers (GPT-2's attn_weights with a batch axis).")
     schemas["Gpt2Tensor"] = one_of(["Numbers%d" % r for r in range(2, 6)] + ["FlatTensor", "BinaryReply"],
                                    "A /model/gpt2 tensor: nested arrays of numbers with output_format nested (the rank depends on the batch axis of idx), FlatTensor with flat, BinaryReply with base64.")
@@ -345,12 +393,9 @@ def model_gpt2(paths, schemas, bodies, endpoint, formats):
         "type": "object",
         "description": "Every tensor loses its batch axis when idx was [T]. Floats are the shortest decimals that read back as the same float32, or `precision` digits.",
         "properties": {
-            "module": {"type": "string", "enum": ["GPT2"]},
-            "model": {"type": "string", "description": "The loaded checkpoint's name, when the request named one."},
-            "config": {"type": "object", "description": "The GPTConfig used, and the activation.",
-                       "properties": {**{k: {"type": "integer", "minimum": 0} for k in ["vocab_size", "block_size", "n_layer", "n_head", "n_embd"]},
-                                      "dropout": {"type": "number"}, "activation": {"type": "string", "enum": ["gelu", "gelu_new"]}},
-                       "required": ["vocab_size", "block_size", "n_layer", "n_head", "n_embd", "dropout", "activation"], "additionalProperties": False},
+            "module": {"type": "string", "enum": [f["name"] for f in families]},
+            "model": {"type": "string", "description": "The loaded model's name, when the request named one."},
+            "config": {"oneOf": [family_config_schema(f, False) for f in families], "description": "The config used, under the class's own names (GPT2 with its activation)."},
             "shape": {"type": "object", "properties": {k: {"type": "integer", "minimum": 1} for k in ["batch", "tokens", "head_dim"]},
                       "required": ["batch", "tokens", "head_dim"], "additionalProperties": False},
             "idx": {"oneOf": [ref("Numbers1"), ref("Numbers2")], "description": "The token ids, [T] or [B][T] (nested in every JSON format)."},
@@ -359,6 +404,12 @@ def model_gpt2(paths, schemas, bodies, endpoint, formats):
             "logits": dict(ref("Gpt2Tensor"), description="[B][T][vocab_size]."),
             "next_token": {"description": "argmax of the last position's logits (the first on ties), per sequence: [B] or one integer.",
                            "oneOf": [{"type": "integer"}, {"type": "array", "items": {"type": "integer"}}]},
+            "next_token_text": {"description": "With a tokenizer at hand (the model folder's, named, or the only one loaded): next_token's text as tokens shows it, [B] or one string; null for an id past the tokenizer's vocabulary.",
+                                "oneOf": [{"type": ["string", "null"]}, {"type": "array", "items": {"type": ["string", "null"]}}]},
+            "dropout_masks": {"type": "object", "additionalProperties": {"oneOf": [ref("Gpt2Tensor"), ref("Numbers1")]},
+                              "description": "Every dropout call's multipliers (0 or 1/(1-p); all 1 in eval mode), named after its nn.Dropout: GPT2 drop [B][T][n_embd], h.N.attn.resid_drop, h.N.mlp.drop; GPTModel drop_emb [B][T][emb_dim], trf_blocks.N.att.dropout [B][n_heads][T][T] (on the weights), trf_blocks.N.drop_shortcut.0 and .1 (its calls after the attention and after the feed-forward)."},
+            "params": {"type": "object", "additionalProperties": {"oneOf": [ref("Gpt2Tensor"), ref("Numbers1")]},
+                       "description": "The model's state_dict under its class's names, buffers included (GPT2's lm_head.weight too: it is wte.weight): {k: torch.tensor(v)} loads with load_state_dict, and it is a valid state_dict field. A loaded model's are its weights as the server holds them."},
             "layers": {"type": "array", "items": {"type": "integer"}, "description": "The layers of attn_weights."},
             "attn_weights": {"oneOf": [ref("Gpt2Tensor"), ref("Gpt2TopK"), ref("NoMaps")], "description": "[layers][B][n_head][T][T] softmax weights of each block (before resid_drop, which acts on the output), after heads and query_rows; Gpt2TopK with top_k."},
             "hidden_states": dict(ref("Gpt2Tensor"), description="[n_layer + 1][B][T][n_embd] as Hugging Face's output_hidden_states: each block's input (first: embeddings after drop), last the output of ln_f."),
@@ -374,8 +425,8 @@ def model_gpt2(paths, schemas, bodies, endpoint, formats):
     paths[endpoint["path"]] = {"post": {
         "operationId": "model_gpt2",
         "tags": ["models"],
-        "summary": "Seed 003's whole GPT2 (gpt2_min.py): logits, next token, every layer's attention maps and hidden states, PyTorch-exact; or a GPT-2 checkpoint loaded at start.",
-        "description": "x = wte(idx) + wpe(pos), drop, n_layer blocks (x + attn(ln_1(x)), x + mlp(ln_2(x))), ln_f, lm_head tied to wte; each block's attention is GPT2CausalSelfAttention of /attention/multihead. The content type is not checked: the body is parsed as JSON. A body sent with Content-Encoding: gzip is inflated first.",
+        "summary": "A whole GPT: seed 003's GPT2 (gpt2_min.py) or the book's chapter-4 GPTModel: logits, next token, every layer's attention maps, hidden states and dropout masks, PyTorch-exact; or a GPT-2 or GPTModel loaded at start.",
+        "description": "GPT2: x = wte(idx) + wpe(pos), drop, n_layer blocks (x + attn(ln_1(x)), x + mlp(ln_2(x))), ln_f, lm_head tied to wte; each block's attention is GPT2CausalSelfAttention of /attention/multihead. GPTModel: x = tok_emb(idx) + pos_emb(pos), drop_emb, n_layers TransformerBlocks (x + drop_shortcut(att(norm1(x))), x + drop_shortcut(ff(norm2(x)))), final_norm, out_head; att is chapter 3's MultiHeadAttention. The content type is not checked: the body is parsed as JSON. A body sent with Content-Encoding: gzip is inflated first.",
         "requestBody": {"$ref": "#/components/requestBodies/Gpt2Request"},
         "responses": responses,
     }}
@@ -398,7 +449,7 @@ def main():
     formats = {f["name"]: f for f in tables["formats"]}
     for endpoint in tables["endpoints"]:
         if endpoint["kind"] == "model":
-            model_gpt2(paths, schemas, bodies, endpoint, formats)
+            model_gpt2(paths, schemas, bodies, endpoint, formats, tables["families"])
             continue
         ep, modules, summary = endpoint["name"], endpoint["modules"], SUMMARIES[endpoint["name"]]
         cname = ep.capitalize() + "Request"
@@ -437,24 +488,27 @@ def main():
                                    "required": ["passed", "products", "worst", "ms", "fallback_from"], "additionalProperties": False}},
                          "required": ["core", "threads", "config", "check"], "additionalProperties": False}},
             "required": ["name", "version", "build", "openblas"], "additionalProperties": False}}}}}}}
-    paths["/models"] = {"get": {"operationId": "models", "tags": ["models"], "summary": "The checkpoints loaded at start (--model NAME=FILE.safetensors) that POST /model/gpt2 runs with {\"model\": NAME}, with their config.",
+    paths["/models"] = {"get": {"operationId": "models", "tags": ["models"], "summary": "The models loaded at start (--model NAME=DIR or NAME=FILE.safetensors) that POST /model/gpt2 runs with {\"model\": NAME}, with their config and tokenizer.",
         "responses": {"200": {"description": "The loaded models, in the order of the --model options (an empty list when none).",
             "content": {"application/json": {"schema": {"type": "object", "properties": {"models": {"type": "array", "items": {
                 "type": "object", "properties": {
                     "name": {"type": "string"},
-                    "file": {"type": "string", "description": "The file's base name."},
-                    "module": {"type": "string", "enum": ["GPT2"]},
-                    "config": {"type": "object", "description": "From the tensor shapes: vocab_size and n_embd (wte), block_size (wpe, n_positions), n_layer (the h.N blocks); n_head; dropout 0.1 and activation gelu_new, GPT-2's.",
-                               "properties": {**{k: {"type": "integer", "minimum": 0} for k in ["vocab_size", "block_size", "n_layer", "n_head", "n_embd"]},
-                                              "dropout": {"type": "number"}, "activation": {"type": "string", "enum": ["gelu_new"]}},
-                               "required": ["vocab_size", "block_size", "n_layer", "n_head", "n_embd", "dropout", "activation"], "additionalProperties": False},
-                    "n_head_from": {"type": "string", "enum": ["option", "metadata", "n_embd/64"], "description": "Where n_head came from (no shape says it): FILE:heads=N, the file's __metadata__ n_head, or n_embd / 64 (GPT-2's head width)."},
+                    "file": {"type": "string", "description": "The weights' file name: FILE's base name, a folder's model.safetensors or model.safetensors.index.json."},
+                    "folder": {"type": ["string", "null"], "description": "The folder's base name (--model NAME=DIR); null for a file."},
+                    "shards": {"type": "integer", "minimum": 1, "description": "Files the weights were read from."},
+                    "module": {"type": "string", "enum": [f["name"] for f in tables["families"]]},
+                    "config": {"oneOf": [family_config_schema(f, True) for f in tables["families"]]},
+                    "n_head_from": {"type": "string", "enum": ["option", "config.json", "metadata", "n_embd/64", "emb_dim/64"], "description": "Where the head count came from (no shape says it): FILE:heads=N, the folder's config.json, the file's __metadata__ (n_head, or n_heads for GPTModel), or the width / 64 (GPT-2's head width)."},
+                    "tokenizer": {"oneOf": [{"type": "null"}, {"type": "object", "properties": {"name": {"type": "string"}, "tokens": {"type": "integer", "minimum": 1}}, "required": ["name", "tokens"], "additionalProperties": False}],
+                                  "description": "The folder's tokenizer (named after the model; requests for it take text without a tokenizer field), or null."},
                     "dtype": {"type": "string", "description": "The file's weights: F32, F16 or BF16 (held as float32), or mixed."},
                     "parameters": {"type": "integer", "minimum": 0, "description": "Weights in the file (lm_head.weight and buffers excluded)."},
                     "transformer_prefix": {"type": "boolean", "description": "The names started with transformer. (GPT2LMHeadModel)."},
                     "lm_head": {"type": "string"}},
-                "required": ["name", "file", "module", "config", "n_head_from", "dtype", "parameters", "transformer_prefix", "lm_head"], "additionalProperties": False}}},
-                "required": ["models"], "additionalProperties": False}}}}}}}
+                "required": ["name", "file", "folder", "shards", "module", "config", "n_head_from", "dtype", "parameters", "transformer_prefix", "lm_head", "tokenizer"], "additionalProperties": False}},
+                "tokenizers": {"type": "array", "description": "Every tokenizer a /model/gpt2 request may name in tokenizer: --tokenizer's, then the model folders' (named after their models). Empty: text needs one.",
+                               "items": {"type": "object", "properties": {"name": {"type": "string"}, "tokens": {"type": "integer", "minimum": 1}}, "required": ["name", "tokens"], "additionalProperties": False}}},
+                "required": ["models", "tokenizers"], "additionalProperties": False}}}}}}}
     paths["/"] = {"get": {"operationId": "viewer", "tags": ["operations"], "summary": "The attention map viewer: one HTML page with its script inline, embedded in the binary (ETag and Cache-Control: no-cache as /openapi.json).", "responses": {"200": {
         "description": "The page", "content": {"text/html": {"schema": {"type": "string"}}}}}}}
     etag = {"ETag": {"description": "A strong tag of this document; send it back in If-None-Match.", "schema": {"type": "string"}}}
@@ -487,7 +541,7 @@ def main():
         "servers": [{"url": "/", "description": "The server that serves this document at /openapi.json (by default http://127.0.0.1:8080)."}],
         "security": [],
         "tags": [{"name": "attention", "description": "The attention modules: one endpoint per family, the module chosen by the request's module field."},
-                 {"name": "models", "description": "Whole models: seed 003's GPT2 from a seed or a state_dict, and GPT-2 checkpoints loaded at start."},
+                 {"name": "models", "description": "Whole models: seed 003's GPT2 and the book's GPTModel from a seed or a state_dict, and GPT-2 or GPTModel folders and files loaded at start."},
                  {"name": "operations", "description": "Probes, metrics, version and this document."}],
         "paths": paths,
         "components": {"schemas": schemas, "requestBodies": bodies},

@@ -4,6 +4,7 @@
  * (API_ERROR_MAP) and the reply formats (API_FORMAT_MAP). `make` runs
  * build/tools/api-tables, which prints this, and api/openapi/gen.py turns it
  * (with api/examples/) into build/gen/openapi.json, the document served. */
+#include "api/model/model.h"
 #include "api/module/module.h"
 #include "api/pipeline.h"
 #include "api/openapi/openapi.h"
@@ -87,6 +88,26 @@ static json_t *outputs_json(void) {
     return outs;
 }
 
+/* The whole models' families (core's ATTN_FAMILY_MAP): the class name, its
+ * config fields in the table's column order (vocab, context, layers, heads,
+ * width, dropout, qkv_bias; null where it has none), whether it takes
+ * "activation" and whether its head is tied. */
+static json_t *families_json(void) {
+    json_t *a = json_array();
+    for (int f = 0; f < ATTN_FAMILY_COUNT; f++) {
+        const attn_family_info *i = attn_family_get((attn_family)f);
+        const char *n[API_MODEL_CONFIG_COLS];
+        api__model_config_names(i, n);
+        json_t *cols = json_array();
+        for (int k = 0; k < API_MODEL_CONFIG_COLS; k++)
+            json_array_append_new(cols, n[k] ? json_string(n[k]) : json_null());
+        json_array_append_new(a, json_pack("{s:s, s:o, s:b, s:b}", "name", i->name, "config", cols,
+                                           "activation", api__model_takes_activation((attn_family)f),
+                                           "tied", i->tied));
+    }
+    return a;
+}
+
 static json_t *errors_json(void) {
     json_t *errs = json_array();
     for (int i = 0; i < API_E_COUNT; i++) {
@@ -98,9 +119,9 @@ static json_t *errors_json(void) {
 }
 
 char *api__tables_json(void) {
-    json_t *t = json_pack("{s:o, s:o, s:o, s:o, s:o}", "endpoints", endpoints_json(), "modules",
+    json_t *t = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "endpoints", endpoints_json(), "modules",
                           modules_json(), "outputs", outputs_json(), "errors", errors_json(),
-                          "formats", formats_json());
+                          "formats", formats_json(), "families", families_json());
     char *s = t ? json_dumps(t, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(t);
     return s;

@@ -78,17 +78,27 @@ function mulberry32(seed) {
   };
 }
 
-/* "random:TxD:seed=S" in the request: T x D uniform values in [-1, 1) as a binary tensor. */
-function randomTensor(spec) {
-  const m = /^random:(\d+)x(\d+)(?::seed=(-?\d+))?$/.exec(spec);
-  if (!m) return null;
-  const T = +m[1], D = +m[2], next = mulberry32(+(m[3] || 0));
-  const x = new Float32Array(T * D);
+/* T x D uniform values in [-1, 1) from seed, as a binary tensor a request
+ * takes ({"shape", "dtype": "float32", "base64"}). */
+function randomBinary(T, D, seed) {
+  const next = mulberry32(seed), x = new Float32Array(T * D);
   for (let i = 0; i < x.length; i++) x[i] = next() * 2 - 1;
-  const bytes = new Uint8Array(x.buffer);
+  return f32Binary(x, [T, D]);
+}
+
+/* Float32Array x of the given shape as a binary tensor. */
+function f32Binary(x, shape) {
+  const bytes = new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
   let bin = "";
   for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
-  return {shape: [T, D], dtype: "float32", base64: btoa(bin)};
+  return {shape, dtype: "float32", base64: btoa(bin)};
+}
+
+/* A binary float32 tensor's values. */
+function binaryF32(t) {
+  const bin = atob(t.base64), u = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) u[i] = bin.charCodeAt(i);
+  return new Float32Array(u.buffer, 0, u.length >> 2);
 }
 
 /* ==== Replies =============================================================== */

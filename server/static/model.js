@@ -6,12 +6,35 @@
  * server tokenizes (--tokenizer) or on token ids; one thumbnail per layer and
  * head, a click opens that map large with the tokens on its axes and each
  * weight on hover. Every reply format becomes the same Float32Array. */
-const MODEL_INPUTS = {text: "m_text", idx: "m_text", tokenizer: "m_tokenizer", model: "m_model",
+const MODEL_INPUTS = {text: "m_text", idx: "m_text", tokenizer: "m_tokenizer", model: "m_model", module: "m_model",
                       layers: "m_layers", heads: "m_heads", query_rows: "m_row_start", top_k: "m_top_k",
-                      n_layer: "m_n_layer", n_head: "m_n_head", n_embd: "m_n_embd", vocab_size: "m_vocab_size",
-                      block_size: "m_block_size", init: "m_seed", dtype: "m_float16"};
-const mv = viewer.model = {models: [], renders: 0, errors: 0, timings: {}, reply: null, ctx: null, open: null,
-                           noTokenizer: false, last: null};
+                      init: "m_seed", dtype: "m_float16", qkv_bias: "m_qkv_bias"};
+/* The inputs of the config's columns (core's family table: vocab, context,
+ * layers, heads, width); their names are the family's own. */
+const COL_IDS = ["m_vocab_size", "m_block_size", "m_n_layer", "m_n_head", "m_n_embd"];
+const FAMILY_NOTES = {
+  GPT2: "<code>torch.manual_seed(seed); GPT2(GPTConfig(...))</code>: seed 003's model, untrained.",
+  GPTModel: "<code>torch.manual_seed(seed); GPTModel(cfg)</code>: the book's chapter-4 model, untrained.",
+};
+/* GPT-2's ids of the seed sentence, for a server without a tokenizer. */
+const SEED_IDS = "7120 7002 4940 351 530 2239";
+const mv = viewer.model = {models: [], tokenizers: null, renders: 0, errors: 0, timings: {}, reply: null, ctx: null,
+                           open: null, noTokenizer: false, last: null};
+
+/* A family's config names in the table's column order, from the API
+ * document (the reply's config, one schema per family). */
+function familyNames(family) {
+  const cfg = viewer.doc?.components?.schemas?.Gpt2Response?.properties?.config;
+  const s = (cfg?.oneOf || []).find((x) => x.title === family);
+  return s ? Object.keys(s.properties) : ["vocab_size", "block_size", "n_layer", "n_head", "n_embd", "dropout", "activation"];
+}
+
+/* The family of the model chosen: a seed-built one ("" is GPT2, "@NAME"
+ * another), or a loaded model's. */
+function chosenFamily() {
+  const sel = $("m_model").value, md = mv.models.find((x) => x.name === sel);
+  return md ? md.module : sel ? sel.slice(1) : "GPT2";
+}
 
 function mstatus(text, error) {
   $("m_status").textContent = text;
@@ -40,12 +63,12 @@ function showToken(t) {
 function modelRequest() {
   const req = {};
   const name = $("m_model").value;
-  if (name) req.model = name;
+  if (name && !name.startsWith("@")) req.model = name;
   else {
-    for (const k of ["vocab_size", "block_size", "n_layer", "n_head", "n_embd"]) {
-      const v = numberOr("m_" + k);
-      if (v !== null) req[k] = v;
-    }
+    const family = chosenFamily(), names = familyNames(family);
+    if (family !== "GPT2") req.module = family;
+    COL_IDS.forEach((id, c) => { const v = numberOr(id); if (v !== null) req[names[c]] = v; });
+    if (names.includes("qkv_bias") && $("m_qkv_bias").checked) req.qkv_bias = true;
     req.init = {seed: numberOr("m_seed") ?? 0};
   }
   const textMode = $("m_input_text").checked, tok = $("m_tokenizer").value.trim();
@@ -58,7 +81,12 @@ function modelRequest() {
   }
   if (tok) req.tokenizer = tok;
   req.return = ["attn_weights", "idx"];
-  if (textMode || tok || !mv.noTokenizer) req.return.push("tokens");
+  const withTokens = textMode || tok || !mv.noTokenizer;
+  if (withTokens) req.return.push("tokens");
+  /* several tokenizers and none of the model's own: the request must name one */
+  const md = mv.models.find((x) => x.name === name);
+  if (withTokens && !tok && mv.tokenizers && mv.tokenizers.length > 1 && !(md && md.tokenizer))
+    req.tokenizer = mv.tokenizers[0].name;
   const layers = intList($("m_layers").value, "layers"), heads = intList($("m_heads").value, "heads");
   if (layers) req.layers = layers;
   if (heads) req.heads = heads;
@@ -130,7 +158,9 @@ function errorLine(status, e) {
 function modelError(text, field) {
   for (const el of document.querySelectorAll("#main_model .bad")) el.classList.remove("bad");
   const base = field ? String(field).split(/[.[]/)[0] : "";
-  if (MODEL_INPUTS[base]) $(MODEL_INPUTS[base]).classList.add("bad");
+  const col = familyNames(chosenFamily()).indexOf(base);
+  const input = MODEL_INPUTS[base] || COL_IDS[col];
+  if (input) $(input).classList.add("bad");
   if (base === "text" && /has none/.test(text))
     text += "\nOr choose \u201ctoken ids\u201d and type ids, e.g. 7120 7002 4940 351 530 2239.";
   mstatus(text, true);
@@ -179,12 +209,13 @@ async function runModel() {
     const keep = mv.open && ctx.layers.indexOf(mv.open.layer) >= 0 && ctx.heads.indexOf(mv.open.head) >= 0
       ? ctx.layers.indexOf(mv.open.layer) * H + ctx.heads.indexOf(mv.open.head) : 0;
     openHead(keep);
-    const cfg = st.meta.config || {};
-    $("m_summary").textContent = (st.meta.model ? st.meta.model : "GPT2 from seed " + req.init.seed) + ": " +
-      cfg.n_layer + " layers \u00d7 " + cfg.n_head + " heads, n_embd " + cfg.n_embd + ", T = " + T +
-      (L * H < cfg.n_layer * cfg.n_head ? "; showing " + L + " \u00d7 " + H : "");
+    /* the config's columns (core's family table): vocab, context, layers, heads, width */
+    const cfg = st.meta.config || {}, k = Object.keys(cfg), v = Object.values(cfg);
+    $("m_summary").textContent = (st.meta.model ? st.meta.model : (st.meta.module || "GPT2") + " from seed " + req.init.seed) +
+      ": " + v[2] + " layers \u00d7 " + v[3] + " heads, " + k[4] + " " + v[4] + ", T = " + T +
+      (L * H < v[2] * v[3] ? "; showing " + L + " \u00d7 " + H : "");
     const t = mv.timings;
-    mstatus("reply " + (t.reply_bytes / 1048576).toFixed(2) + " MB (" + req.output_format +
+    mstatus("reply " + fmtBytes(t.reply_bytes) + " (" + req.output_format +
             (req.dtype ? ", float16" : "") + ") in " + t.request_ms.toFixed(0) + " ms; first thumbnail " +
             t.first_thumb_ms.toFixed(0) + " ms after it, all " + L * H + " in " + t.all_thumbs_ms.toFixed(0) + " ms");
     mv.renders++;
@@ -302,19 +333,24 @@ function openHead(p) {
   mv.open = {layer: ctx.layers[li], head: ctx.heads[hi], p};
 }
 
-/* GET /models: the checkpoints the server loaded, as choices. */
+/* GET /models: the models the server loaded, as choices, and its tokenizers. */
 async function loadModels() {
   try {
     const r = await fetch("/models");
     if (!r.ok) return;
-    mv.models = (await r.json()).models || [];
+    const j = await r.json();
+    mv.models = j.models || [];
+    mv.tokenizers = j.tokenizers || null;
   } catch (_) { return; }
   for (const md of mv.models) {
-    const o = document.createElement("option"), c = md.config || {};
+    const o = document.createElement("option"), v = Object.values(md.config || {});
     o.value = md.name;
-    o.textContent = md.name + ": " + c.n_layer + " layers \u00d7 " + c.n_head + " heads (" + md.file + ")";
+    o.textContent = md.name + ": " + md.module + ", " + v[2] + " layers \u00d7 " + v[3] + " heads (" +
+      (md.folder ? md.folder + "/" : "") + md.file + ")";
     $("m_model").appendChild(o);
   }
+  if (mv.tokenizers && mv.tokenizers.length)
+    $("m_tokenizer").placeholder = mv.tokenizers.length === 1 ? mv.tokenizers[0].name : "the model's";
 }
 
 function modelChanged() {
@@ -323,10 +359,37 @@ function modelChanged() {
   $("m_model_info").hidden = !md;
   if (md) {
     const c = md.config;
-    $("m_model_info").textContent = "loaded from " + md.file + ": vocab_size " + c.vocab_size + ", block_size " +
-      c.block_size + ", n_layer " + c.n_layer + ", n_head " + c.n_head + ", n_embd " + c.n_embd + ", " +
-      c.activation + ", " + (md.parameters || 0).toLocaleString() + " parameters";
+    $("m_model_info").textContent = "loaded from " + (md.folder ? md.folder + "/" : "") + md.file + ": " + md.module +
+      ", " + Object.entries(c).map(([k, v]) => k + " " + v).join(", ") + ", " +
+      (md.parameters || 0).toLocaleString() + " parameters" + (md.tokenizer ? "; its tokenizer reads the text" : "");
+    return;
   }
+  const family = chosenFamily(), names = familyNames(family);
+  COL_IDS.forEach((id, c) => { $(id + "_name").textContent = names[c]; });
+  $("m_qkv_row").hidden = !names.includes("qkv_bias");
+  $("m_config_note").innerHTML = FAMILY_NOTES[family] || "";
+}
+
+/* A server without any tokenizer: the model reads token ids from the start
+ * (the seed sentence's GPT-2 ids), and the note says how to type text. */
+function defaultInput() {
+  if (!mv.tokenizers || mv.tokenizers.length) return;
+  mv.noTokenizer = true;
+  $("m_input_idx").checked = true;
+  mv.inputs = {text: $("m_text").value, idx: SEED_IDS};
+  $("m_text").value = SEED_IDS;
+  $("m_input_note").textContent = "This server has no tokenizer: these are GPT-2's ids of \u201cYour journey starts " +
+    "with one step\u201d. Start it with --tokenizer NAME=DIR, or --model NAME=DIR of a folder with vocab.json and " +
+    "merges.txt, to type text.";
+}
+
+/* The request as the curl command that sends it with a JSON reply. */
+function copyModelCurl() {
+  let req;
+  try { req = modelRequest(); } catch (e) { return modelError(e.message, e.field); }
+  req.output_format = "nested";
+  delete req.dtype;
+  return shareCurl($("m_curl"), "/model/gpt2", req, mstatus);
 }
 
 function inputChanged() {
@@ -338,7 +401,8 @@ function inputChanged() {
   if (!text && mv.ctx && mv.ctx.idx.length && mv.last && mv.last.text === other.text) other.idx = mv.ctx.idx.join(" ");
   $("m_text").value = other[text ? "text" : "idx"];
   mv.inputs = other;
-  $("m_input_note").textContent = text ? "The server splits the text into GPT-2 tokens (its --tokenizer)."
+  $("m_input_note").textContent = text && mv.noTokenizer ? "This server has no tokenizer: start it with --tokenizer NAME=DIR, or --model NAME=DIR of a folder with vocab.json and merges.txt, to type text."
+    : text ? "The server splits the text into GPT-2 tokens (its --tokenizer, or the model folder's)."
     : "Token ids separated by spaces, each below vocab_size.";
 }
 
@@ -347,15 +411,18 @@ function showMode(name) {
   for (const b of $("modes").querySelectorAll("button")) b.classList.toggle("on", b.dataset.mode === name);
   $("main_modules").hidden = name !== "modules";
   $("main_model").hidden = name !== "model";
-  /* the first visit asks for the loaded models, then runs the form as it is */
-  if (name === "model" && !modelStarted) { modelStarted = true; loadModels().then(modelChanged).then(runModel); }
+  /* the first visit asks for the loaded models and tokenizers, then runs the form */
+  if (name === "model" && !modelStarted) {
+    modelStarted = true;
+    Promise.resolve(viewer.docReady).catch(() => {}).then(loadModels).then(modelChanged).then(defaultInput).then(runModel);
+  }
 }
 viewer.showMode = showMode;
 
 function startModel() {
   drawLegend($("m_legend"));
-  $("modes").onclick = (e) => { if (e.target.dataset.mode) showMode(e.target.dataset.mode); };
   $("m_run").onclick = runModel;
+  $("m_copy_curl").onclick = copyModelCurl;
   $("m_grid").onclick = (e) => { const b = e.target.closest("button.thumb"); if (b) openHead(+b.dataset.p); };
   $("m_detail").addEventListener("mousemove", (e) => { if (e.target.tagName === "CANVAS") onHover(e); });
   $("m_detail").addEventListener("mouseleave", () => { $("tooltip").style.display = "none"; });
@@ -363,8 +430,7 @@ function startModel() {
   $("m_input_text").onchange = $("m_input_idx").onchange = inputChanged;
   $("m_text").onkeydown = (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) runModel(); };
   const redraw = () => { if (mv.ctx) { mv.ctx.scale = $("m_color_scale").value; drawGrid(mv.ctx, performance.now()).then(() => openHead(mv.open ? mv.open.p : 0)); } };
-  $("m_color_scale").onchange = redraw;
+  $("m_color_scale").onchange = () => { setLegend("m_legend_max", $("m_color_scale").value); redraw(); };
   $("m_numbers").onchange = () => { if (mv.open) openHead(mv.open.p); };
-  if (location.hash === "#model") showMode("model");
 }
 

@@ -23,16 +23,10 @@ function headsField(module) { return module === "GPT2CausalSelfAttention" ? "n_h
 
 function numberOr(id) { const v = $(id).value.trim(); return v === "" ? null : Number(v); }
 
-/* The request as sent: the JSON text plus the form's fields. */
+/* The request as sent: the JSON text (a request by itself) plus the form's fields. */
 function buildRequest(format) {
   let req;
   try { req = JSON.parse($("request").value); } catch (e) { throw new Error("the request is not JSON: " + e.message); }
-  for (const k of ["inputs", "query", "key", "value"])
-    if (typeof req[k] === "string" && req[k].startsWith("random:")) {
-      const t = randomTensor(req[k]);
-      if (!t) throw new Error(k + ": write random:TxD:seed=S");
-      req[k] = t;
-    }
   const tokens = tokenList();
   if (tokens.length) req.tokens = tokens;
   if (viewer.pad.size && tokens.length) req.key_padding_mask = tokens.map((_, i) => viewer.pad.has(i) ? 1 : 0);
@@ -73,7 +67,7 @@ function arrayShape(x) {
 /* ==== Examples and modules from /openapi.json ================================ */
 
 async function loadDocument() {
-  const doc = await (await fetch("/openapi.json")).json();
+  const doc = viewer.doc = await (await fetch("/openapi.json")).json();
   const resolve = (ref) => ref.split("/").slice(1).reduce((o, k) => o[k], doc);
   for (const [path, item] of Object.entries(doc.paths)) {
     if (!path.startsWith("/attention/") || !item.post) continue;
@@ -127,6 +121,7 @@ function setField(id, v) {
 /* Puts a request into the form and the JSON box. */
 function loadRequest(path, value) {
   const req = JSON.parse(JSON.stringify(value));
+  $("curl").hidden = true; /* a command shown is for the request before */
   setModules(path, req.module);
   setField("tokens", Array.isArray(req.tokens) ? req.tokens.join(" ") : "");
   viewer.pad = new Set();
@@ -154,6 +149,67 @@ function loadRequest(path, value) {
   drawChips();
 }
 
+/* ==== Tokens, embeddings and context in step ================================= */
+
+/* x (inputs: [T][D] or [B][T][D] nested, {shape, data} or a float32 binary
+ * tensor) with T rows: its first rows kept, new ones drawn from seed
+ * (nested: two decimals in [0, 1), as "Random embeddings" writes them;
+ * binary: uniform in [-1, 1)). null when x has T rows already or is of
+ * another form. */
+function resizeRows(x, T, seed) {
+  const next = mulberry32(seed);
+  if (Array.isArray(x)) {
+    const batched = Array.isArray(x[0]) && Array.isArray(x[0][0]), batches = batched ? x : [x];
+    const D = Array.isArray(batches[0][0]) ? batches[0][0].length : 0;
+    if (!D || batches.every((b) => b.length === T)) return null;
+    const out = batches.map((b) => Array.from({length: T}, (_, i) =>
+      b[i] || Array.from({length: D}, () => Math.round(next() * 100) / 100)));
+    return batched ? out : out[0];
+  }
+  const shape = x && Array.isArray(x.shape) ? x.shape : [];
+  const binary = typeof x?.base64 === "string" && (x.dtype || "float32") === "float32";
+  if ((shape.length !== 2 && shape.length !== 3) || !(binary || Array.isArray(x.data))) return null;
+  const r = shape.length, Told = shape[r - 2], D = shape[r - 1], B = r === 3 ? shape[0] : 1;
+  if (Told === T) return null;
+  const old = binary ? binaryF32(x) : Float32Array.from(x.data), data = new Float32Array(B * T * D);
+  for (let b = 0; b < B; b++)
+    for (let i = 0; i < T; i++)
+      for (let d = 0; d < D; d++)
+        data[(b * T + i) * D + d] = i < Told ? old[(b * Told + i) * D + d] : next() * 2 - 1;
+  const newShape = r === 3 ? [B, T, D] : [T, D];
+  return binary ? f32Binary(data, newShape) : {shape: newShape, data: Array.from(data)};
+}
+
+/* After the tokens changed: the request's inputs get one row per token (the
+ * rows there kept, new ones drawn from the seed field) and context_length
+ * (block_size) grows to the token count, so that a request for 7 tokens is
+ * not a 400 about 6 embeddings or a context of 6. */
+function syncTokens() {
+  const T = tokenList().length;
+  let req;
+  try { req = JSON.parse($("request").value); } catch (_) { return; }
+  if (!T || !("inputs" in req)) return;
+  const notes = [];
+  const x = resizeRows(req.inputs, T, (numberOr("seed") || 0) + T);
+  if (x) { req.inputs = x; notes.push("inputs: " + T + " rows"); }
+  for (const k of ["context_length", "block_size"])
+    if (typeof req[k] === "number" && req[k] < T) { req[k] = T; notes.push(k + " " + T); }
+  if (!notes.length) return;
+  $("request").value = pretty(req);
+  $("curl").hidden = true;
+  status(notes.join(", ") + " for " + T + " tokens (new rows drawn from the seed)");
+}
+
+/* The example menu names what the request is: an example, or (text) a
+ * request that is none of them any more (null: no such entry). */
+function markCustom(text) {
+  let o = $("example").querySelector("option[value=custom]");
+  if (text === null) { if (o) o.remove(); return; }
+  if (!o) { o = document.createElement("option"); o.value = "custom"; $("example").appendChild(o); }
+  o.textContent = text;
+  $("example").value = "custom";
+}
+
 function drawChips() {
   const box = $("chips");
   box.innerHTML = "";
@@ -173,16 +229,17 @@ function drawChips() {
 function randomInputs() {
   let req;
   try { req = JSON.parse($("request").value); } catch (e) { return status(e.message, true); }
-  if (!("inputs" in req)) return status("this module takes query, key and value: edit them in the JSON (\"random:LxE:seed=S\" works)", true);
+  if (!("inputs" in req)) return status("this module takes query, key and value: edit them in the JSON", true);
   const T = tokenList().length || tokenCount(req) || 6, D = Math.max(1, numberOr("d_in") || 3);
   const seed = numberOr("seed") || 0;
   if (T * D <= 4096) {
     const next = mulberry32(seed);
     req.inputs = Array.from({length: T}, () => Array.from({length: D}, () => Math.round(next() * 100) / 100));
   } else {
-    req.inputs = "random:" + T + "x" + D + ":seed=" + seed;
+    req.inputs = randomBinary(T, D, seed); /* a float32 binary tensor: a request as it is */
   }
   for (const k of ["d_in", "n_embd", "embed_dim"]) if (k in req) req[k] = D;
+  for (const k of ["context_length", "block_size"]) if (typeof req[k] === "number" && req[k] < T) req[k] = T;
   $("request").value = pretty(req);
   status("inputs: " + T + " x " + D + " from seed " + seed);
 }
@@ -190,9 +247,13 @@ function randomInputs() {
 function bigPreset() {
   const T = 1024;
   loadRequest("/attention/multihead", {module: "GPT2CausalSelfAttention", n_embd: 768, n_head: 12,
-                                       init: {seed: 1}, inputs: "random:" + T + "x768:seed=1"});
+                                       init: {seed: 1}, inputs: randomBinary(T, 768, 1)});
   setField("d_in", 768);
-  setField("color_scale", "row");   /* weights over 1,024 keys are small: each row to its largest */
+  setField("seed", 1);
+  /* weights over 1,024 keys are small: each row to its largest, and the legend says so */
+  setField("color_scale", "row");
+  setLegend("legend_max", "row");
+  markCustom("GPT-2 layer: T = 1,024, 12 heads, random embeddings  (GPT2CausalSelfAttention)");
 }
 
 /* ==== Requests ================================================================ */
@@ -239,7 +300,7 @@ async function compute() {
     drawStages(st, ctx);
     const s = st.meta.shape;
     $("shape").textContent = st.meta.module + ": B " + s.batch + ", T " + s.tokens + ", S " + s.kv_tokens + ", " + s.num_heads + " head" + (s.num_heads > 1 ? "s" : "");
-    status("reply " + (buf.byteLength / 1048576).toFixed(2) + " MB in " + viewer.timings.request_ms.toFixed(0) +
+    status("reply " + fmtBytes(buf.byteLength) + " in " + viewer.timings.request_ms.toFixed(0) +
            " ms; first map " + viewer.timings.first_map_ms.toFixed(0) + " ms after it, all " + viewer.timings.all_maps_ms.toFixed(0) + " ms");
     viewer.renders++;
   } catch (e) {
@@ -247,6 +308,14 @@ async function compute() {
   } finally {
     $("run").disabled = false;
   }
+}
+
+/* The request as the curl command that sends it with a JSON reply. */
+function copyCurl() {
+  let req;
+  try { req = buildRequest("nested"); } catch (e) { return status(e.message, true); }
+  req.return = ["attn_weights"];
+  return shareCurl($("curl"), viewer.endpoint, req, status);
 }
 
 async function download(format) {

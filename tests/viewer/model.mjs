@@ -123,7 +123,14 @@ try {
   report.tiny = await run();
   await page.screenshot({ path: outdir + "/model-tiny.png" });
 
+  // a model folder on text: its own tokenizer, no tokenizer field
+  await page.selectOption("#m_model", "folder");
+  await page.check("#m_input_text");
+  await page.fill("#m_text", "the cat to");
+  report.folder = await run();
+
   // refusals: GPT-2's tokens are not below the checkpoint's vocab_size (61); ids that are not numbers
+  await page.selectOption("#m_model", "tiny");
   await page.check("#m_input_text");
   await page.fill("#m_text", "Your journey starts with one step");
   report.refused = await run();

@@ -98,6 +98,72 @@ try {
       lines: document.querySelectorAll("#view_headview line").length })));
   }
 
+  const settle = async (action, timeout = 60000) => {
+    const n = await page.evaluate(() => window.viewer.renders);
+    await action();
+    await page.waitForFunction((n) => window.viewer.renders > n || document.getElementById("status").className === "error",
+                               n, { timeout });
+  };
+  const shown = () => page.evaluate(() => {
+    const c = document.querySelector("#view_maps canvas.heatmap"), req = JSON.parse(document.getElementById("request").value);
+    return { status: document.getElementById("status").textContent, error: document.getElementById("status").className === "error",
+             rows: c ? +c.dataset.rows : 0, cols: c ? +c.dataset.cols : 0, context_length: req.context_length,
+             input_rows: Array.isArray(req.inputs) ? req.inputs[0].length : null };
+  });
+
+  // tokens, embeddings and context_length in step: the seed example with 7, then 54 tokens
+  await settle(() => page.selectOption("#example", "0"));
+  const seed = ["Your", "journey", "starts", "with", "one", "step"];
+  report.sync = [];
+  for (const T of [7, 54]) {
+    await page.fill("#tokens", Array.from({ length: T }, (_, i) => seed[i] || "w" + i).join(" "));
+    await settle(() => page.click("#run"));
+    report.sync.push(await shown());
+  }
+
+  // the request as the curl command that sends it (run by the test), and the page's weights
+  await page.click("#copy_curl");
+  report.curl = { line: await page.textContent("#curl"),
+                  weights: await page.evaluate(() => Array.from(window.viewer.weights.data)) };
+
+  // the view is in the URL: a hash set, a hash followed, the back button
+  const views = () => page.evaluate(() => ({ hash: location.hash, model: !document.getElementById("main_model").hidden,
+                                             stages: !document.getElementById("view_stages").hidden }));
+  await page.evaluate(() => { location.hash = "#stages"; });
+  await page.waitForFunction(() => !document.getElementById("view_stages").hidden, null, { timeout: 5000 });
+  report.hash = { stages: await views() };
+  // the model view on this server (no tokenizer, no --model): no error, token ids
+  const mcount = () => page.evaluate(() => window.viewer.model.renders + window.viewer.model.errors);
+  await page.click("#modes button[data-mode=model]");
+  await page.waitForFunction(() => window.viewer.model.renders + window.viewer.model.errors > 0, null, { timeout: 120000 });
+  report.hash.model = await views();
+  report.model_plain = await page.evaluate(() => ({
+    status: document.getElementById("m_status").textContent, error: document.getElementById("m_status").className === "error",
+    errors: window.viewer.model.errors, ids: document.getElementById("m_input_idx").checked,
+    tokens: [...document.querySelectorAll("#m_tokens .chip")].map((c) => c.textContent),
+    note: document.getElementById("m_input_note").textContent,
+    grid_note_width: document.getElementById("m_grid_note").getBoundingClientRect().width,
+    thumbs: document.querySelectorAll("#m_grid button.thumb").length }));
+  await page.screenshot({ path: outdir + "/model-plain.png" });
+  // the book's GPTModel built from a seed: its own config names
+  await page.selectOption("#m_model", "@GPTModel");
+  await page.fill("#m_n_layer", "2");
+  await page.check("#m_qkv_bias");
+  let m0 = await mcount();
+  await page.click("#m_run");
+  await page.waitForFunction((n) => window.viewer.model.renders + window.viewer.model.errors > n, m0, { timeout: 120000 });
+  report.gptmodel = await page.evaluate(() => ({
+    status: document.getElementById("m_status").textContent, error: document.getElementById("m_status").className === "error",
+    summary: document.getElementById("m_summary").textContent,
+    names: ["m_vocab_size", "m_block_size", "m_n_layer", "m_n_head", "m_n_embd"].map((id) => document.getElementById(id + "_name").textContent),
+    thumbs: document.querySelectorAll("#m_grid button.thumb").length, request: JSON.parse(document.getElementById("m_request").textContent) }));
+  await page.click("#m_copy_curl");
+  report.gptmodel.curl = await page.textContent("#m_curl");
+  await page.goBack();
+  await page.waitForFunction(() => !document.getElementById("view_stages").hidden, null, { timeout: 5000 });
+  report.hash.back = await views();
+  await page.click("button[data-tab=maps]");
+
   // a GPT-2 layer at T = 1,024 with 12 heads
   const before = await page.evaluate(() => window.viewer.renders);
   await page.click("#big");
@@ -107,6 +173,20 @@ try {
                                             panels: document.querySelectorAll("#view_maps canvas.heatmap").length,
                                             first: document.querySelector("#view_maps canvas.heatmap")?.dataset }));
   await page.screenshot({ path: outdir + "/viewer-gpt2.png" });
+  // what the page says about it: the menu, the legend, a request box any client can send
+  report.big_request = await page.evaluate(() => {
+    const text = document.getElementById("request").value;
+    let inputs = null;
+    try { inputs = JSON.parse(text).inputs; } catch (_) { /* reported as null */ }
+    return { example: document.querySelector("#example").selectedOptions[0].textContent,
+             legend: document.getElementById("legend_max").textContent, colour: document.getElementById("color_scale").value,
+             length: text.length, random: text.includes("random:"), shape: inputs && inputs.shape,
+             base64: inputs && typeof inputs.base64 === "string" ? inputs.base64.length : 0 };
+  });
+  await page.click("#copy_curl");
+  const big = await page.textContent("#curl");
+  report.big_request.curl_head = big.slice(0, big.indexOf("\n"));
+  report.big_request.curl_tail = big.slice(big.lastIndexOf("\n") + 1);
 
   // top-k and query rows on the long input
   await page.fill("#top_k", "8");
