@@ -204,7 +204,8 @@ END_TEST
 
 START_TEST(test_config) {
     api_buf out = {0};
-    ck_assert_int_eq(api_models_json(models, &out), 0);
+    api_limits lim = {.models = models};
+    ck_assert_int_eq(api_models_json(&lim, &out), 0);
     json_t *j = json_loadb(out.data, out.len, 0, NULL);
     json_t *cfg = json_object_get(json_array_get(json_object_get(j, "models"), 0), "config");
     ck_assert_int_eq(json_integer_value(json_object_get(cfg, "vocab_size")), 256);
