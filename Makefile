@@ -240,6 +240,7 @@ golden:
 	/usr/bin/python3 tests/golden/generate_hooks.py tests/golden/hooks
 	/usr/bin/python3 tests/golden/generate_checkpoint.py tests/golden/ckpt
 	/usr/bin/python3 tests/golden/generate_sample.py tests/golden/sample.txt
+	/usr/bin/python3 tests/golden/generate_generation.py tests/golden/generation
 
 CONTAINER_CHECK ?= ../shared/tools/container-check
 

@@ -192,7 +192,24 @@ typedef struct {
     int (*stream)(void *ctx, char *data, size_t len);
     void *stream_ctx;
     size_t stream_above, stream_piece;
+    /* Generation ("generate" on /model/gpt2, /v1/completions; optional, NULL:
+     * none). token(gen_ctx, n, ms): a generation wrote n tokens in a step of
+     * ms milliseconds; the caller may wait there for its turn among
+     * concurrent generations, and returns API_TOKEN_GO to go on,
+     * API_TOKEN_GONE when the client has gone (the generation stops; nothing
+     * will be sent) or API_TOKEN_TIMEOUT when the request is out of time (it
+     * stops and replies with what it wrote). events(gen_ctx, data, len): a
+     * reply of server-sent events (text/event-stream) is handed over as
+     * each event is written: the malloc'd piece is taken in any case; a
+     * nonzero return means the client has gone. Without it the events are
+     * the reply's body, sent whole. */
+    int (*token)(void *ctx, int n, double ms);
+    int (*events)(void *ctx, char *data, size_t len);
+    void *gen_ctx;
+    int max_new_tokens;     /* most tokens one request may write (--max-new-tokens); 0: no cap */
 } api_limits;
+
+enum { API_TOKEN_GO = 0, API_TOKEN_GONE = 1, API_TOKEN_TIMEOUT = 2 };
 
 /* A piece of a reply body left where the computation wrote it; a reply has
  * at most API_REPLY_MAX_PARTS. */
