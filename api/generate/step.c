@@ -86,7 +86,7 @@ static int choose(gen_loop *g, int b, attn_token_logprob *top, api_err *e) {
 
 int api__gen_step(gen_loop *g, api_err *e) {
     attn_token_logprob top[API_GEN_MAX_TOP];
-    for (int b = g->p->B - 1; b >= 0; b--) {
+    for (int b = 0; b < g->p->B; b++) {
         int rc = choose(g, b, top, e);
         if (rc) return rc;
     }
