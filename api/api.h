@@ -67,6 +67,7 @@ enum {
     API_FMT_PARTS = 1 << 3,   /* float32 tensors may stay where they were computed
                                  (api_limits.zero_copy, api_reply.parts) */
     API_FMT_IMAGE = 1 << 4,   /* a picture of the attention maps */
+    API_FMT_EVENTS = 1 << 5,  /* server-sent events, sent as they come (a generation) */
 };
 
 /* Every reply format, the single place one is named:
@@ -84,7 +85,8 @@ enum {
     XX(SAFETENSORS, "safetensors", "application/octet-stream", API_FMT_HALF | API_FMT_PARTS, 0,    \
        api__write_safetensors)                                                                     \
     XX(PNG, "png", "image/png", API_FMT_IMAGE, 0, api__write_png)                                  \
-    XX(SVG, "svg", "image/svg+xml", API_FMT_IMAGE, 0, api__write_svg)
+    XX(SVG, "svg", "image/svg+xml", API_FMT_IMAGE, 0, api__write_svg)                             \
+    XX(EVENTS, "events", "text/event-stream", API_FMT_EVENTS, 0, api__write_events)
 
 typedef enum {
 #define API_FORMAT_ID(id, name, mime, flags, per_value, writer) API_FORMAT_##id,
@@ -102,6 +104,10 @@ typedef struct {
 
 /* The row of f; NULL for an id out of range. */
 const api_format_info *api_format_get(api_format f);
+
+/* The formats of a reply of tensors (all but the event stream, which only a
+ * generation writes), as bits 1 << api_format. */
+#define API_FORMATS_TENSORS (((1u << API_FORMAT_COUNT) - 1) & ~(1u << API_FORMAT_EVENTS))
 
 /* A growing byte buffer that owns its memory. */
 typedef struct {

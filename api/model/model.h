@@ -110,10 +110,12 @@ enum {
     M_OUT_COUNT
 };
 
-/* The reply formats a whole model writes (no pictures yet). */
+/* The reply formats a whole model writes (no pictures yet); a generation
+ * also streams events. */
 #define API_MODEL_FORMATS                                                                          \
     (1u << API_FORMAT_NESTED | 1u << API_FORMAT_FLAT | 1u << API_FORMAT_BASE64 |                   \
      1u << API_FORMAT_SAFETENSORS)
+#define API_MODEL_GEN_FORMATS (API_MODEL_FORMATS | 1u << API_FORMAT_EVENTS)
 
 typedef struct {
     attn_gpt2_config cfg;
@@ -130,6 +132,7 @@ typedef struct {
     int *layers, n_layers;     /* the layers whose maps are returned, increasing */
     api_select sel;            /* heads, query_rows, top_k of those maps */
     api_fmt fmt;
+    struct model_gen *gen;     /* "generate" (gen.h), or NULL */
 } model_rq;
 
 /* Reads every field of a /model/gpt2 request (request.c); the caller calls

@@ -18,6 +18,7 @@
  */
 #include "api/model/model.h"
 #include "api/bpe/bpe.h"
+#include "api/model/gen.h"
 #include "api/pipeline.h"
 
 #include <stdio.h>
@@ -37,7 +38,7 @@ typedef struct {
     int Hs, R, cols;
 } model_maps;
 
-enum { MAX_ITEMS = M_OUT_COUNT + 4 };
+enum { MAX_ITEMS = M_OUT_COUNT + 5 };
 
 typedef struct {
     model_rq rq;
@@ -97,7 +98,8 @@ static int plan(api_job *j, api_err *e) {
     const model_rq *rq = &s->rq;
     const attn_gpt2_plan *p = &s->plan;
     attn_error ae = {0};
-    if (attn_gpt2_plan_make(&rq->cfg, rq->B, rq->T, rq->training, &s->plan, &ae) != ATTN_OK) {
+    int T = rq->gen ? rq->gen->T_max : rq->T; /* a generation's final text at most */
+    if (attn_gpt2_plan_make(&rq->cfg, rq->B, T, rq->training, &s->plan, &ae) != ATTN_OK) {
         api__from_attn(e, &ae, ATTN_MODULE_COUNT);
         return -1;
     }
@@ -118,7 +120,7 @@ static int plan(api_job *j, api_err *e) {
                    "parameters, activations, outputs and reply");
     j->ops = model_ops(p);
     j->ops_field = rq->from_text ? "text" : "idx";
-    return 0;
+    return rq->gen ? api__model_gen_plan(&s->rq, j, e) : 0;
 }
 
 /* ==== prepare and compute ================================================= */
@@ -199,10 +201,24 @@ static int maps_make(api_job *j, model_state *s, api_err *e) {
     return api__map_cut(&src, &cut, &j->arrays, (void **)&m->values, &m->indices, e);
 }
 
+/* A generation first: the forward then runs over the text it wrote (its
+ * last block_size tokens), when an output needs it. */
+static int generate(api_job *j, model_state *s, api_err *e) {
+    attn_error ae = {0};
+    if (api__model_gen_run(&s->rq, j, s->weights, s->rng_ptr, e)) return -1;
+    if (attn_gpt2_plan_make(&s->rq.cfg, 1, s->rq.T, 0, &s->plan, &ae) == ATTN_OK) return 0;
+    api__from_attn(e, &ae, ATTN_MODULE_COUNT);
+    return -1;
+}
+
 static int compute(api_job *j, api_err *e) {
     model_state *s = state_of(j);
     const attn_gpt2_plan *p = &s->plan;
     api_arrays *a = &j->arrays;
+    if (s->rq.gen && generate(j, s, e)) return -1;
+    unsigned forward = 1u << M_OUT_LOGITS | 1u << M_OUT_NEXT_TOKEN | 1u << M_OUT_ATTN_WEIGHTS |
+                       1u << M_OUT_HIDDEN_STATES;
+    if (!(s->rq.returns & forward)) return 0;
     /* next_token alone needs the last position's logits only: [B][V] */
     int last_only = !returns(s, M_OUT_LOGITS);
     s->logits = api__arrays_take(a, last_only ? (size_t)p->B * (size_t)p->V : p->n_logits, sizeof(float));
@@ -318,6 +334,7 @@ static int contents(api_job *j, api_contents *c, api_err *e) {
     if (rq->model) s->items[n++] = json_item("model", &s->name);
     s->items[n++] = json_item("config", &s->config);
     s->items[n++] = json_item("shape", &s->shape);
+    if (rq->gen && api__model_gen_items(&s->rq, &s->items[n++], c, e)) return -1;
     n += output_items(s, s->items + n);
     c->module = "GPT2";
     c->item = s->items;
@@ -334,7 +351,7 @@ static void release(api_job *j) {
 
 const api_kind_ops api__model_kind = {
     .state_size = sizeof(model_state),
-    .formats = API_MODEL_FORMATS,
+    .formats = API_MODEL_GEN_FORMATS,
     .parse = parse,
     .plan = plan,
     .prepare = prepare,
