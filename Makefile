@@ -110,7 +110,7 @@ $(API_TABLES): api/openapi/api-tables.c $(API_OBJ) $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(API_OBJ) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
-$(OPENAPI): $(API_TABLES) api/openapi/gen.py $(wildcard api/examples/*.json)
+$(OPENAPI): $(API_TABLES) api/openapi/gen.py api/openapi/gen_generate.py $(wildcard api/examples/*.json)
 	@mkdir -p $(dir $@)
 	$(API_TABLES) > $(@D)/tables.json
 	/usr/bin/python3 api/openapi/gen.py $(@D)/tables.json $@

@@ -21,6 +21,8 @@ typedef enum {
     API_KIND_MODULE, /* an attention module of core's ATTN_MODULE_MAP (the rows whose
                         endpoint column is this path): api/module/ */
     API_KIND_MODEL,  /* a whole model: api/model/ */
+    API_KIND_OPENAI, /* OpenAI's completions API: api/openai/ */
+    API_KIND_TOKENS, /* text to token ids and back: api/tokens/ */
     API_KIND_COUNT
 } api_kind;
 
@@ -35,7 +37,10 @@ typedef enum {
     XX(CAUSAL, "POST", "/attention/causal", MODULE)                                                \
     XX(MULTIHEAD, "POST", "/attention/multihead", MODULE)                                          \
     XX(SDPA, "POST", "/attention/sdpa", MODULE)                                                    \
-    XX(MODEL_GPT2, "POST", "/model/gpt2", MODEL)
+    XX(MODEL_GPT2, "POST", "/model/gpt2", MODEL)                                                   \
+    XX(V1_COMPLETIONS, "POST", "/v1/completions", OPENAI)                                          \
+    XX(TOKENIZE, "POST", "/tokenize", TOKENS)                                                      \
+    XX(DETOKENIZE, "POST", "/detokenize", TOKENS)
 
 typedef enum {
 #define API_EP_ID(id, method, path, kind) API_EP_##id,
@@ -258,6 +263,10 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
 /* GET /models: {"models": [{"name", "file", "module", "config", ...}]} into
  * out (models may be NULL: an empty list). 0, or -1 when memory ran out. */
 int api_models_json(const api_models *models, api_buf *out);
+/* GET /v1/models as OpenAI's Models API lists them: {"object": "list",
+ * "data": [{"id": NAME, "object": "model", "created", "owned_by"}]}, created
+ * the Unix time the server started. 0, or -1 when memory ran out. */
+int api_openai_models_json(const api_models *models, long long created, api_buf *out);
 
 /* Every error a reply can carry, api/'s and the server's alike, in the order
  * the OpenAPI document lists them: XX(ID, HTTP status, code, description).
@@ -284,7 +293,7 @@ int api_models_json(const api_models *models, api_buf *out);
     XX(TOO_LARGE, 413, "too_large",                                                                \
        "The body is over --max-body, the request needs more than --max-elements values or "      \
        "more memory than the whole --max-memory, or more work than --max-work.")                  \
-    XX(NOT_FOUND, 404, "not_found", "No such path.")                                               \
+    XX(NOT_FOUND, 404, "not_found", "No such path, or (POST /v1/completions) no such model.")                                               \
     XX(METHOD_NOT_ALLOWED, 405, "method_not_allowed",                                              \
        "The path does not take this method; the Allow header lists those it takes.")               \
     XX(LENGTH_REQUIRED, 411, "length_required",                                                    \

@@ -36,6 +36,8 @@ static void json_alloc_install(void) { json_set_alloc_funcs(json_alloc, free); }
 static const api_kind_ops *const kinds[API_KIND_COUNT] = {
     [API_KIND_MODULE] = &api__module_kind,
     [API_KIND_MODEL] = &api__model_kind,
+    [API_KIND_OPENAI] = &api__openai_kind,
+    [API_KIND_TOKENS] = &api__tokens_kind,
 };
 
 typedef int (*writer_fn)(api_buf *b, const api_contents *c, api_st_parts *parts, api_err *e);

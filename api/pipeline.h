@@ -72,8 +72,10 @@ typedef struct {
     void (*release)(api_job *j); /* frees what the state holds (not the arrays) */
 } api_kind_ops;
 
-/* The kinds (api/module/, api/model/). */
+/* The kinds (api/module/, api/model/, api/openai/, api/tokens/). */
 extern const api_kind_ops api__module_kind;
 extern const api_kind_ops api__model_kind;
+extern const api_kind_ops api__openai_kind;
+extern const api_kind_ops api__tokens_kind;
 
 #endif

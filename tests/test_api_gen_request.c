@@ -67,6 +67,7 @@ static void setup(void) {
 static void teardown(void) {
     for (int i = 0; i < g_n; i++) gg_free(&g_cases[i]);
     api_models_free(g_models);
+    g_models = NULL;
     api_bpe_free((api_bpe *)g_tok.bpe);
 }
 
