@@ -340,6 +340,40 @@ START_TEST(errors) {
 }
 END_TEST
 
+static size_t g_reserved;
+
+static int record(void *ctx, size_t bytes, char *msg, size_t size) {
+    (void)ctx, (void)msg, (void)size;
+    g_reserved = bytes;
+    return 0;
+}
+
+/* The memory budget's reservation holds the key/value cache (and the
+ * records): a longer generation reserves more by the cache's growth. */
+START_TEST(reserves_the_cache) {
+    setup();
+    api_limits lim = g_lim;
+    lim.reserve = record;
+    size_t r[2];
+    for (int i = 0; i < 2; i++) {
+        char body[256];
+        snprintf(body, sizeof body, "{\"vocab_size\": 50, \"block_size\": 1024, \"n_layer\": 4, "
+                 "\"n_head\": 4, \"n_embd\": 64, \"init\": {\"seed\": 1}, \"idx\": [1, 2], "
+                 "\"generate\": {\"max_new_tokens\": %d}}", i ? 1000 : 10);
+        json_decref(tapi_call(API_EP_MODEL_GPT2, body, &lim, 200));
+        r[i] = g_reserved;
+    }
+    attn_gpt2_config cfg = {.vocab_size = 50, .block_size = 1024, .n_layer = 4, .n_head = 4, .n_embd = 64};
+    size_t c10, c1000;
+    attn_error ae;
+    ck_assert_int_eq(attn_gpt2_cache_bytes(&cfg, 1, 11, &c10, &ae), ATTN_OK);
+    ck_assert_int_eq(attn_gpt2_cache_bytes(&cfg, 1, 1001, &c1000, &ae), ATTN_OK);
+    ck_assert_msg(r[1] - r[0] >= c1000 - c10, "reserved %zu more for 990 more tokens; the cache grows %zu",
+                  r[1] - r[0], c1000 - c10);
+    teardown();
+}
+END_TEST
+
 static Suite *request_suite(void) {
     openblas_set_num_threads(1);
     int n = gg_count_cases();
@@ -349,7 +383,7 @@ static Suite *request_suite(void) {
     tcase_add_loop_test(tc, golden_requests, 0, n > 0 ? n : 1);
     suite_add_tcase(s, tc);
     const TTest *rest[] = {events_equal_whole, checkpoint_completions, stop_and_eos,
-                           outputs_over_final_text, errors, NULL};
+                           outputs_over_final_text, errors, reserves_the_cache, NULL};
     tcase_with(s, "requests", 30, rest);
     return s;
 }

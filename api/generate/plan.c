@@ -33,9 +33,13 @@ static int count_floats(const attn_gpt2_config *c, api_gen_plan *p, int prompt_l
     size_t step = B * V + (size_t)c->n_layer * B * (size_t)c->n_head * (size_t)p->cap + 5 * V;
     size_t prompt = prompt_lp ? B * T * (V + 1 + 2 * top) : 0;
     /* every factor below 2^31; the products are checked against SIZE_MAX / 8 */
-    double total = (double)B * (T + N) + (double)B * N * per_token + (double)step + (double)prompt;
+    /* a prefill's work space: the residual, LayerNorms, Q/K/V and MLP rows
+     * (16 C a position) and the attention's tiles (64 keys a row and head) */
+    size_t P = (size_t)(p->T0 < p->ctx ? p->T0 : p->ctx);
+    double work = (double)B * P * (16.0 * c->n_embd + 64.0 * c->n_head);
+    double total = (double)B * (T + N) + (double)B * N * per_token + (double)step + (double)prompt + work;
     if (total > (double)(SIZE_MAX / 8)) return -1;
-    *n = B * (T + N) + B * N * per_token + step + prompt + p->cache_bytes / sizeof(float);
+    *n = (size_t)total + p->cache_bytes / sizeof(float);
     return 0;
 }
 

@@ -40,6 +40,10 @@ typedef struct {
 
 enum { MAX_ITEMS = M_OUT_COUNT + 5 };
 
+/* The outputs a forward pass computes (without them, a generation runs none). */
+#define FORWARD_OUTPUTS                                                                            \
+    (1u << M_OUT_LOGITS | 1u << M_OUT_NEXT_TOKEN | 1u << M_OUT_ATTN_WEIGHTS | 1u << M_OUT_HIDDEN_STATES)
+
 typedef struct {
     model_rq rq;
     attn_gpt2_plan plan;
@@ -103,7 +107,7 @@ static int plan(api_job *j, api_err *e) {
         api__from_attn(e, &ae, ATTN_MODULE_COUNT);
         return -1;
     }
-    size_t out_values = 0, need = p->total_elements;
+    size_t out_values = 0, need = rq->returns & FORWARD_OUTPUTS ? p->total_elements : p->n_params;
     if (returns(s, M_OUT_LOGITS)) out_values += p->n_logits;
     if (returns(s, M_OUT_ATTN_WEIGHTS)) out_values += p->n_attn;
     if (returns(s, M_OUT_HIDDEN_STATES)) out_values += p->n_hidden;
@@ -216,9 +220,7 @@ static int compute(api_job *j, api_err *e) {
     const attn_gpt2_plan *p = &s->plan;
     api_arrays *a = &j->arrays;
     if (s->rq.gen && generate(j, s, e)) return -1;
-    unsigned forward = 1u << M_OUT_LOGITS | 1u << M_OUT_NEXT_TOKEN | 1u << M_OUT_ATTN_WEIGHTS |
-                       1u << M_OUT_HIDDEN_STATES;
-    if (!(s->rq.returns & forward)) return 0;
+    if (!(s->rq.returns & FORWARD_OUTPUTS)) return 0;
     /* next_token alone needs the last position's logits only: [B][V] */
     int last_only = !returns(s, M_OUT_LOGITS);
     s->logits = api__arrays_take(a, last_only ? (size_t)p->B * (size_t)p->V : p->n_logits, sizeof(float));
