@@ -9,6 +9,7 @@ function showTab(name) {
 async function start() {
   drawLegend();
   startModel();
+  startGenerate();
   $("view_maps").addEventListener("mousemove", (e) => { if (e.target.tagName === "CANVAS") onHover(e); });
   $("view_stages").addEventListener("mousemove", (e) => { if (e.target.tagName === "CANVAS") onHover(e); });
   for (const id of ["view_maps", "view_stages"]) $(id).addEventListener("mouseleave", () => { $("tooltip").style.display = "none"; });
