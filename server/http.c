@@ -1012,11 +1012,9 @@ static void stop_helpers(srv_http *s) {
     s->budget = NULL;
 }
 
-int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_pool *compute,
-                   const api_models *models) {
-    memset(s, 0, sizeof *s);
-    s->opt = opt;
-    s->pool = pool;
+/* The api's limits every request starts from. */
+static void base_limits(srv_http *s, const srv_options *opt, attn_pool *compute,
+                        const api_models *models) {
     s->limits.max_elements = opt->max_elements;
     s->limits.max_work = (double)opt->max_work;
     s->limits.compute = compute;
@@ -1024,6 +1022,14 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
     s->limits.n_tokenizers = (size_t)opt->n_tokenizers;
     s->limits.models = models;
     s->limits.max_new_tokens = opt->max_new_tokens;
+}
+
+int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_pool *compute,
+                   const api_models *models) {
+    memset(s, 0, sizeof *s);
+    s->opt = opt;
+    s->pool = pool;
+    base_limits(s, opt, compute, models);
     s->started = (long long)time(NULL);
     atomic_init(&s->draining, 0);
     char why[160];
