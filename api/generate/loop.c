@@ -39,7 +39,10 @@ static int alloc_out(const api_gen_plan *p, api_gen_out *o, api_arrays *a, api_e
     o->tok_end = api__arrays_take(a, BN, sizeof *o->tok_end);
     o->prompt_lp = api__arrays_take(a, B * (size_t)p->T0, sizeof *o->prompt_lp);
     o->prompt_top = api__arrays_take(a, B * (size_t)p->T0 * top, sizeof *o->prompt_top);
-    if (a->failed) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the generation");
+    if (a->failed) {
+        o->bytes = NULL; /* nothing of it to free */
+        return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the generation");
+    }
     for (size_t b = 0; b < B; b++) {
         o->n[b] = 0;
         o->finish[b] = API_GEN_RUNNING;
