@@ -149,8 +149,9 @@ $(BUILD)/tests/test_server_units: server/budget.c server/cors.c server/encoding.
 
 # The allocation-failure tests route the malloc calls of core/ and api/
 # through the wrappers of tests/support/fail_alloc.c (test_api_chaos, test_api_bpe_chaos).
-$(BUILD)/tests/test_api_chaos: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
-$(BUILD)/tests/test_api_bpe_chaos: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
+$(BUILD)/tests/test_api_chaos: private LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
+$(BUILD)/tests/test_api_bpe_chaos: private LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
+$(BUILD)/tests/test_api_jansson_oom: private LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 
 # Every test program, each must run at least one check and fail none.
 test: deps
@@ -225,6 +226,8 @@ bench: deps
 	  $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_forward $(BUILD)/bench/bench_decode
 	$(call apt_install,python3-torch python3-fastapi python3-uvicorn wrk nginx-light)
 	$(BENCH_ENV) bench/run.sh $(BUILD)/bench/bench_core
+	$(BENCH_ENV) $(BUILD)/bench/bench_core cputime
+	$(BENCH_ENV) /usr/bin/python3 bench/bench_torch.py cputime
 	$(BENCH_ENV) bench/run_gpt2.sh $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_forward 2
 	$(BENCH_ENV) bench/run_decode.sh $(BUILD)/bench/bench_decode
