@@ -104,7 +104,8 @@ int api__model_gen_run(model_rq *rq, api_job *j, const float *params, attn_rng *
                      .rng = g->seeded ? &own : rng, .bpe = g->bpe, .layers = rq->layers,
                      .heads = rq->sel.n_heads ? rq->sel.heads : NULL, .lim = lim,
                      .on_token = api__model_gen_on_token, .ctx = g};
-    if (g->streaming && api__model_gen_start(g, rq)) return -1;
+    if (g->streaming && api__model_gen_start(g, rq))
+        return api__fail(e, API_E_OVERLOADED, NULL, "the client has gone before the first token");
     if (api__gen_run(&in, &g->out, &j->arrays, e)) return -1;
     if (g->out.gone)
         return api__fail(e, API_E_OVERLOADED, NULL, "the client has gone: the generation stopped");
