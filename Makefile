@@ -111,7 +111,7 @@ $(API_TABLES): api/openapi/api-tables.c $(API_OBJ) $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(API_OBJ) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
-$(OPENAPI): $(API_TABLES) api/openapi/gen.py $(wildcard api/examples/*.json)
+$(OPENAPI): $(API_TABLES) api/openapi/gen.py api/openapi/gen_generate.py $(wildcard api/examples/*.json)
 	@mkdir -p $(dir $@)
 	$(API_TABLES) > $(@D)/tables.json
 	/usr/bin/python3 api/openapi/gen.py $(@D)/tables.json $@
@@ -237,7 +237,7 @@ bench: deps
 	$(BENCH_ENV) /usr/bin/python3 bench/bench_torch.py cputime
 	$(BENCH_ENV) bench/run_gpt2.sh $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_forward 2
-	$(BENCH_ENV) $(BUILD)/bench/bench_decode 2
+	$(BENCH_ENV) bench/run_decode.sh $(BUILD)/bench/bench_decode
 	$(BENCH_ENV) $(BUILD)/bench/bench_serialise
 	$(BENCH_ENV) /usr/bin/python3 bench/e2e.py $(SERVER)
 	$(BENCH_ENV) bench/http_small.sh $(SERVER)
@@ -259,6 +259,7 @@ golden:
 	/usr/bin/python3 tests/golden/generate_hooks.py tests/golden/hooks
 	/usr/bin/python3 tests/golden/generate_checkpoint.py tests/golden/ckpt
 	/usr/bin/python3 tests/golden/generate_sample.py tests/golden/sample.txt
+	/usr/bin/python3 tests/golden/generate_generation.py tests/golden/generation
 
 CONTAINER_CHECK ?= ../shared/tools/container-check
 

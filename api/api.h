@@ -21,6 +21,8 @@ typedef enum {
     API_KIND_MODULE, /* an attention module of core's ATTN_MODULE_MAP (the rows whose
                         endpoint column is this path): api/module/ */
     API_KIND_MODEL,  /* a whole model: api/model/ */
+    API_KIND_OPENAI, /* OpenAI's completions API: api/openai/ */
+    API_KIND_TOKENS, /* text to token ids and back: api/tokens/ */
     API_KIND_COUNT
 } api_kind;
 
@@ -35,7 +37,10 @@ typedef enum {
     XX(CAUSAL, "POST", "/attention/causal", MODULE)                                                \
     XX(MULTIHEAD, "POST", "/attention/multihead", MODULE)                                          \
     XX(SDPA, "POST", "/attention/sdpa", MODULE)                                                    \
-    XX(MODEL_GPT2, "POST", "/model/gpt2", MODEL)
+    XX(MODEL_GPT2, "POST", "/model/gpt2", MODEL)                                                   \
+    XX(V1_COMPLETIONS, "POST", "/v1/completions", OPENAI)                                          \
+    XX(TOKENIZE, "POST", "/tokenize", TOKENS)                                                      \
+    XX(DETOKENIZE, "POST", "/detokenize", TOKENS)
 
 typedef enum {
 #define API_EP_ID(id, method, path, kind) API_EP_##id,
@@ -67,6 +72,7 @@ enum {
     API_FMT_PARTS = 1 << 3,   /* float32 tensors may stay where they were computed
                                  (api_limits.zero_copy, api_reply.parts) */
     API_FMT_IMAGE = 1 << 4,   /* a picture of the attention maps */
+    API_FMT_EVENTS = 1 << 5,  /* server-sent events, sent as they come (a generation) */
 };
 
 /* Every reply format, the single place one is named:
@@ -84,7 +90,8 @@ enum {
     XX(SAFETENSORS, "safetensors", "application/octet-stream", API_FMT_HALF | API_FMT_PARTS, 0,    \
        api__write_safetensors)                                                                     \
     XX(PNG, "png", "image/png", API_FMT_IMAGE, 0, api__write_png)                                  \
-    XX(SVG, "svg", "image/svg+xml", API_FMT_IMAGE, 0, api__write_svg)
+    XX(SVG, "svg", "image/svg+xml", API_FMT_IMAGE, 0, api__write_svg)                             \
+    XX(EVENTS, "events", "text/event-stream", API_FMT_EVENTS, 0, api__write_events)
 
 typedef enum {
 #define API_FORMAT_ID(id, name, mime, flags, per_value, writer) API_FORMAT_##id,
@@ -102,6 +109,10 @@ typedef struct {
 
 /* The row of f; NULL for an id out of range. */
 const api_format_info *api_format_get(api_format f);
+
+/* The formats of a reply of tensors (all but the event stream, which only a
+ * generation writes), as bits 1 << api_format. */
+#define API_FORMATS_TENSORS (((1u << API_FORMAT_COUNT) - 1) & ~(1u << API_FORMAT_EVENTS))
 
 /* A growing byte buffer that owns its memory. */
 typedef struct {
@@ -194,7 +205,24 @@ typedef struct {
     int (*stream)(void *ctx, char *data, size_t len);
     void *stream_ctx;
     size_t stream_above, stream_piece;
+    /* Generation ("generate" on /model/gpt2, /v1/completions; optional, NULL:
+     * none). token(gen_ctx, n, ms): a generation wrote n tokens in a step of
+     * ms milliseconds; the caller may wait there for its turn among
+     * concurrent generations, and returns API_TOKEN_GO to go on,
+     * API_TOKEN_GONE when the client has gone (the generation stops; nothing
+     * will be sent) or API_TOKEN_TIMEOUT when the request is out of time (it
+     * stops and replies with what it wrote). events(gen_ctx, data, len): a
+     * reply of server-sent events (text/event-stream) is handed over as
+     * each event is written: the malloc'd piece is taken in any case; a
+     * nonzero return means the client has gone. Without it the events are
+     * the reply's body, sent whole. */
+    int (*token)(void *ctx, int n, double ms);
+    int (*events)(void *ctx, char *data, size_t len);
+    void *gen_ctx;
+    int max_new_tokens;     /* most tokens one request may write (--max-new-tokens); 0: no cap */
 } api_limits;
+
+enum { API_TOKEN_GO = 0, API_TOKEN_GONE = 1, API_TOKEN_TIMEOUT = 2 };
 
 /* A piece of a reply body left where the computation wrote it; a reply has
  * at most API_REPLY_MAX_PARTS. */
@@ -239,6 +267,10 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
  * tokenizer a request may name (--tokenizer's, then the model folders'); lim
  * may be NULL (empty lists). 0, or -1 when memory ran out. */
 int api_models_json(const api_limits *lim, api_buf *out);
+/* GET /v1/models as OpenAI's Models API lists them: {"object": "list",
+ * "data": [{"id": NAME, "object": "model", "created", "owned_by"}]}, created
+ * the Unix time the server started. 0, or -1 when memory ran out. */
+int api_openai_models_json(const api_models *models, long long created, api_buf *out);
 
 /* Every error a reply can carry, api/'s and the server's alike, in the order
  * the OpenAPI document lists them: XX(ID, HTTP status, code, description).
@@ -265,7 +297,7 @@ int api_models_json(const api_limits *lim, api_buf *out);
     XX(TOO_LARGE, 413, "too_large",                                                                \
        "The body is over --max-body, the request needs more than --max-elements values or "      \
        "more memory than the whole --max-memory, or more work than --max-work.")                  \
-    XX(NOT_FOUND, 404, "not_found", "No such path.")                                               \
+    XX(NOT_FOUND, 404, "not_found", "No such path, or (POST /v1/completions) no such model.")                                               \
     XX(METHOD_NOT_ALLOWED, 405, "method_not_allowed",                                              \
        "The path does not take this method; the Allow header lists those it takes.")               \
     XX(LENGTH_REQUIRED, 411, "length_required",                                                    \

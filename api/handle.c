@@ -15,6 +15,8 @@
 static const api_kind_ops *const kinds[API_KIND_COUNT] = {
     [API_KIND_MODULE] = &api__module_kind,
     [API_KIND_MODEL] = &api__model_kind,
+    [API_KIND_OPENAI] = &api__openai_kind,
+    [API_KIND_TOKENS] = &api__tokens_kind,
 };
 
 typedef int (*writer_fn)(api_buf *b, const api_contents *c, api_st_parts *parts, api_err *e);
@@ -128,13 +130,22 @@ static int write_reply(api_job *j, api_contents *c, api_reply *reply, api_err *e
 
 /* ==== the request ======================================================== */
 
-static int fail_reply(api_reply *reply, const api_err *e) {
+static int fail_reply(api_reply *reply, const api_err *e, const char *error_event) {
     api_reply_free(reply);
     reply->status = api_error_get(e->code)->status;
     reply->content_type = "application/json";
-    if (api_error_reply(&reply->body, e->code, e->message, e->field) != 0) {
-        api_buf_free(&reply->body);
+    api_buf err = {0};
+    if (api_error_reply(&err, e->code, e->message, e->field) != 0) {
+        api_buf_free(&err);
         reply->status = api_error_get(API_E_OUT_OF_MEMORY)->status;
+    } else if (error_event) { /* the stream has begun: its last event */
+        api__buf_puts(&reply->body, error_event);
+        api__buf_put(&reply->body, err.data, err.len);
+        api__buf_puts(&reply->body, "\n\n");
+        reply->content_type = "text/event-stream";
+        api_buf_free(&err);
+    } else {
+        reply->body = err;
     }
     return reply->status;
 }
@@ -188,7 +199,7 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
     if (rc != 0) {
         if (e.code == API_E_INTERNAL_ERROR && reply->body.failed)
             api__fail(&e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");
-        return fail_reply(reply, &e);
+        return fail_reply(reply, &e, j.error_event);
     }
     reply->status = 200;
     return 200;

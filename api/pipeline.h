@@ -42,6 +42,9 @@ typedef struct api_job {
     const char *need_what;     /*   "needs about N values (inputs, parameters, ...)" */
     api_arrays arrays;         /* every result array, handed to a reply sent in parts */
     double t0;                 /* when the request began (api__now_ms) */
+    const char *error_event;   /* set once a kind has handed events over (api_limits.events):
+                                  a failure then ends the stream as this event, its data the
+                                  error object ("event: error\ndata: ", OpenAI's "data: ") */
     void *state;               /* the kind's own (api_kind_ops.state_size bytes, zeroed) */
 } api_job;
 
@@ -69,8 +72,10 @@ typedef struct {
     void (*release)(api_job *j); /* frees what the state holds (not the arrays) */
 } api_kind_ops;
 
-/* The kinds (api/module/, api/model/). */
+/* The kinds (api/module/, api/model/, api/openai/, api/tokens/). */
 extern const api_kind_ops api__module_kind;
 extern const api_kind_ops api__model_kind;
+extern const api_kind_ops api__openai_kind;
+extern const api_kind_ops api__tokens_kind;
 
 #endif

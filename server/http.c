@@ -26,6 +26,7 @@
 #include "acceptor.h"
 #include "encoding.h"
 #include "framing.h"
+#include "gen.h"
 #include "info.h"
 #include "log.h"
 #include "metrics.h"
@@ -49,6 +50,8 @@ typedef enum { PH_READING, PH_WORKING, PH_STREAMING, PH_DONE } phase;
 /* A streamed reply (--stream-min-size) goes out in pieces of this size at
  * most; the first leaves when it is written. */
 #define SRV_STREAM_PIECE ((size_t)16 << 20)
+/* Server-sent events (a generation) may run this far ahead of the client. */
+#define SRV_EVENTS_AHEAD ((size_t)1 << 20)
 
 /* Requests answered on the I/O thread instead of a worker: bodies up to this
  * size whose plan holds at most this many floats (the seed examples hold a
@@ -86,6 +89,8 @@ typedef struct {
     api_reply reply;         /* the worker's result */
     srv_stream *stream;      /* the reply's pieces while the worker writes it, or NULL */
     size_t stream_piece;     /* their size */
+    int gen;                 /* a generation: on the generation threads, taking turns (gen.h) */
+    int events;              /* the stream is server-sent events (api_limits.events) */
     int status;              /* what was queued; 0 if nothing */
     size_t bytes_out;
 } request;
@@ -242,8 +247,12 @@ static enum MHD_Result respond_stream(request *q) {
     char timing[96];
     snprintf(timing, sizeof timing, "parse;dur=%.3f, compute;dur=%.3f", q->reply.ms_parse,
              q->reply.ms_compute);
-    MHD_add_response_header(r, "Server-Timing", timing);
-    return respond_with(q, 200, "application/json", r, 0);
+    if (!q->events) MHD_add_response_header(r, "Server-Timing", timing);
+    else { /* as they come: no cache, no proxy buffering (nginx) */
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+        MHD_add_response_header(r, "X-Accel-Buffering", "no");
+    }
+    return respond_with(q, 200, q->events ? "text/event-stream" : "application/json", r, 0);
 }
 
 static enum MHD_Result respond_json(request *q, int status, api_buf *b) {
@@ -300,6 +309,7 @@ static enum MHD_Result answer_get(request *q) {
         g.conn.refused = atomic_load(&s->acceptor.refused);
         g.conn.hung_up = srv_conns_hung_up(s->conns);
         srv_pool_stats(s->pool, &g.queued, &g.running);
+        srv_gen_stats(s->gen, &g.gen_queued, &g.gen_running);
         srv_budget_get_stats(s->budget, &g.memory);
         char *text;
         size_t len;
@@ -316,6 +326,11 @@ static enum MHD_Result answer_get(request *q) {
     case SRV_R_MODELS: { /* the models loaded at start (--model) and the tokenizers */
         api_buf b = {0};
         api_models_json(&s->limits, &b); /* respond_json answers 500 if it failed */
+        return respond_json(q, 200, &b);
+    }
+    case SRV_R_V1_MODELS: { /* the same as OpenAI lists them */
+        api_buf b = {0};
+        api_openai_models_json(s->limits.models, s->started, &b);
         return respond_json(q, 200, &b);
     }
     case SRV_R_OPENAPI:
@@ -453,18 +468,50 @@ static api_endpoint ep_of(const request *q) {
     return ep;
 }
 
-/* The worker's api_limits.stream: the first piece starts the reply. */
-static int stream_piece(void *ctx, char *data, size_t len) {
-    request *q = ctx;
+/* A piece of a reply sent while it is written: the first starts the reply,
+ * which may run `ahead` bytes ahead of the client; a client that reads
+ * nothing for --timeout seconds loses it. */
+static int piece(request *q, char *data, size_t len, size_t ahead) {
     if (q->stream) return srv_stream_push(q->stream, data, len);
-    /* Two pieces ahead of the client at most; a client that reads nothing
-     * for --timeout seconds loses the reply. */
-    q->stream = srv_stream_create(q->conn, data, len, 2 * q->stream_piece,
-                                  (double)q->srv->opt->timeout, &q->srv->stopping);
+    q->stream = srv_stream_create(q->conn, data, len, ahead, (double)q->srv->opt->timeout,
+                                  &q->srv->stopping);
     if (!q->stream) return -1; /* the reply fails before it began: a 503, sent whole */
     atomic_store(&q->ph, PH_STREAMING);
     MHD_resume_connection(q->conn);
     return 0;
+}
+
+/* The worker's api_limits.stream: two pieces ahead of the client at most. */
+static int stream_piece(void *ctx, char *data, size_t len) {
+    request *q = ctx;
+    return piece(q, data, len, 2 * q->stream_piece);
+}
+
+/* api_limits.events: a generation's events, each as it comes. */
+static int events_piece(void *ctx, char *data, size_t len) {
+    request *q = ctx;
+    q->events = 1;
+    return piece(q, data, len, SRV_EVENTS_AHEAD);
+}
+
+/* api_limits.token, after each step of a generation: the metrics, the
+ * client (gone: stop), the clock (a whole reply's generation ends at the
+ * request's deadline, --timeout; a stream's goes on while its client
+ * reads), the server (stopping), and a turn for the others. */
+static int gen_token(void *ctx, int n, double ms) {
+    request *q = ctx;
+    srv_metrics_tokens(n, ms / 1e3);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (atomic_load(&q->gone) || (ci && srv_gen_peer_gone(ci->connect_fd))) {
+        atomic_store(&q->gone, 1);
+        return API_TOKEN_GONE;
+    }
+    if (atomic_load(&q->srv->stopping) || srv_gen_is_stopping(q->srv->gen) ||
+        (!q->stream && now_s() > q->deadline))
+        return API_TOKEN_TIMEOUT;
+    if (q->gen) srv_gen_yield(q->srv->gen);
+    return API_TOKEN_GO;
 }
 
 static void request_free(request *q) {
@@ -482,7 +529,7 @@ static void request_free(request *q) {
 static void finish_stream(request *q) {
     free(q->body);
     q->body = NULL;
-    int ok = q->reply.status == 200;
+    int ok = q->reply.status == 200 || q->events; /* an event stream ends with its error event */
     if (ok && q->reply.body.len) {
         ok = srv_stream_push(q->stream, q->reply.body.data, q->reply.body.len) == 0;
         q->reply.body = (api_buf){0};
@@ -528,8 +575,13 @@ static void run_api(request *q, api_endpoint ep) {
     }
     lim.reserve = reserve_rest;
     lim.reserve_ctx = q;
+    lim.token = gen_token;   /* a generation's steps (gen.h) */
+    lim.events = events_piece;
+    lim.gen_ctx = q;
     attn_cancel_set(stopped, q);
+    if (q->gen) srv_gen_enter(q->srv->gen); /* its turn: generations take them in order */
     api_handle(ep, q->body ? q->body : "", q->len, &lim, &q->reply);
+    if (q->gen) srv_gen_leave(q->srv->gen);
     attn_cancel_set(NULL, NULL);
 }
 
@@ -604,7 +656,8 @@ static enum MHD_Result answer(request *q) {
      * tiny too (microseconds of work): no hand-off to a worker and back.
      * Its memory is not reserved in the budget: at most one per I/O
      * thread, each under SRV_INLINE_MAX_ELEMENTS. */
-    if (q->len <= SRV_INLINE_MAX_BODY && !q->gzip_body) {
+    q->gen = srv_gen_wants(q->route, q->body, q->len);
+    if (q->len <= SRV_INLINE_MAX_BODY && !q->gzip_body && !q->gen) {
         api_limits lim = request_limits(q);
         lim.defer_above = SRV_INLINE_MAX_ELEMENTS;
         if (api_handle(ep_of(q), q->body ? q->body : "", q->len, &lim, &q->reply) != 0) {
@@ -621,7 +674,7 @@ static enum MHD_Result answer(request *q) {
      * once with a 503 stored as the reply. */
     atomic_store(&q->ph, PH_WORKING);
     MHD_suspend_connection(q->conn);
-    if (srv_pool_submit(s->pool, compute_job, q) != 0) {
+    if ((q->gen ? srv_gen_submit(s->gen, compute_job, q) : srv_pool_submit(s->pool, compute_job, q)) != 0) {
         store_error(&q->reply, API_E_OVERLOADED, "every worker is busy and the queue is full "
                     "(--max-queue); retry later");
         atomic_store(&q->ph, PH_DONE);
@@ -978,6 +1031,8 @@ static unsigned mhd_connection_limit(const srv_options *opt) {
 
 /* Stops what srv_http_start started besides libmicrohttpd (NULL-safe). */
 static void stop_helpers(srv_http *s) {
+    srv_gen_destroy(s->gen); /* runs what is queued: every connection resumed */
+    s->gen = NULL;
     srv_conns_stop(s->conns);
     s->conns = NULL;
     srv_linger_stop(s->linger);
@@ -986,17 +1041,25 @@ static void stop_helpers(srv_http *s) {
     s->budget = NULL;
 }
 
-int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_pool *compute,
-                   const api_models *models) {
-    memset(s, 0, sizeof *s);
-    s->opt = opt;
-    s->pool = pool;
+/* The api's limits every request starts from. */
+static void base_limits(srv_http *s, const srv_options *opt, attn_pool *compute,
+                        const api_models *models) {
     s->limits.max_elements = opt->max_elements;
     s->limits.max_work = (double)opt->max_work;
     s->limits.compute = compute;
     s->limits.tokenizers = opt->loaded_tokenizers;
     s->limits.n_tokenizers = (size_t)opt->n_tokenizers;
     s->limits.models = models;
+    s->limits.max_new_tokens = opt->max_new_tokens;
+}
+
+int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_pool *compute,
+                   const api_models *models) {
+    memset(s, 0, sizeof *s);
+    s->opt = opt;
+    s->pool = pool;
+    base_limits(s, opt, compute, models);
+    s->started = (long long)time(NULL);
     atomic_init(&s->draining, 0);
     atomic_init(&s->stopping, 0);
     char why[160];
@@ -1018,7 +1081,8 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
     s->budget = srv_budget_create(budget);
     s->linger = srv_linger_start(linger_bytes, opt->max_connections < 1024 ? opt->max_connections : 1024);
     s->conns = srv_conns_start(opt->timeout, opt->max_connections);
-    if (!s->budget || !s->linger || !s->conns) {
+    s->gen = srv_gen_create(opt->max_streams, opt->max_queue, opt->threads);
+    if (!s->budget || !s->linger || !s->conns || !s->gen) {
         srv_log("cannot start the memory budget, the lingering close or the connection watch");
         goto fail;
     }
@@ -1084,6 +1148,9 @@ unsigned srv_http_connections(srv_http *s) {
 
 void srv_http_stop(srv_http *s) {
     srv_acceptor_close(&s->acceptor);
+    srv_gen_stopping(s->gen);   /* generations end at their next token... */
+    srv_gen_destroy(s->gen);    /* ...and reply; queued ones run: connections resumed */
+    s->gen = NULL;
     if (s->daemon) MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
     stop_helpers(s);

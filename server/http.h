@@ -22,6 +22,7 @@
 #include "conns.h"
 #include "cors.h"
 #include "etag.h"
+#include "gen.h"
 #include "linger.h"
 #include "options.h"
 #include "pool.h"
@@ -34,6 +35,8 @@ typedef struct {
     srv_budget *budget;           /* --max-memory */
     srv_linger *linger;           /* lingering close after an early 413 */
     srv_conns *conns;             /* the deadline for request heads */
+    srv_gen *gen;                 /* generations' threads and turns (gen.h) */
+    long long started;            /* Unix time of the start (GET /v1/models) */
     char openapi_etag[SRV_ETAG_SIZE];
     char viewer_etag[SRV_ETAG_SIZE];  /* of the page at GET / */
     atomic_int draining;          /* set on SIGTERM: /readyz says 503 */

@@ -30,6 +30,10 @@ static atomic_ullong buckets[SRV_R_COUNT][SRV_M_COUNT][N_BUCKETS];   /* not cumu
 static atomic_ullong latency_us[SRV_R_COUNT][SRV_M_COUNT];
 static atomic_ullong bytes_in, bytes_out;
 static atomic_long in_flight;
+/* Generation: tokens written, and the time of each step (one token a row). */
+static const double step_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+#define N_STEP_BUCKETS (sizeof step_bounds / sizeof step_bounds[0] + 1)
+static atomic_ullong tokens_total, step_buckets[N_STEP_BUCKETS], step_us;
 
 srv_method srv_method_of(const char *method) {
     for (int m = 0; m < SRV_M_OTHER; m++)
@@ -59,6 +63,15 @@ void srv_metrics_request(srv_route r, srv_method m, int status, double seconds, 
     atomic_fetch_add_explicit(&latency_us[r][m], us, memory_order_relaxed);
     atomic_fetch_add_explicit(&bytes_in, in, memory_order_relaxed);
     atomic_fetch_add_explicit(&bytes_out, out, memory_order_relaxed);
+}
+
+void srv_metrics_tokens(int n, double seconds) {
+    size_t b = 0;
+    while (b < N_STEP_BUCKETS - 1 && seconds > step_bounds[b]) b++;
+    atomic_fetch_add_explicit(&tokens_total, n > 0 ? (unsigned long long)n : 0, memory_order_relaxed);
+    atomic_fetch_add_explicit(&step_buckets[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&step_us, seconds > 0 ? (unsigned long long)(seconds * 1e6 + 0.5) : 0,
+                              memory_order_relaxed);
 }
 
 void srv_metrics_aborted(srv_route r, srv_method m) {
@@ -230,6 +243,30 @@ static void render_connections(text *t, const srv_metrics_gauges *g) {
            "attn_connections_hung_up_total %llu\n", g->conn.hung_up);
 }
 
+/* Generation (gen.h): tokens written, each step's time, generations. */
+static void render_generation(text *t, const srv_metrics_gauges *g) {
+    put(t, "# HELP attn_generated_tokens_total Tokens written by generations (/model/gpt2 with "
+           "generate, /v1/completions).\n# TYPE attn_generated_tokens_total counter\n"
+           "attn_generated_tokens_total %llu\n", atomic_load(&tokens_total));
+    put(t, "# HELP attn_generation_step_seconds Time of one generation step (one token for each "
+           "row): the time per token a stream sees.\n"
+           "# TYPE attn_generation_step_seconds histogram\n");
+    unsigned long long cum = 0;
+    for (size_t b = 0; b < N_STEP_BUCKETS; b++) {
+        cum += atomic_load_explicit(&step_buckets[b], memory_order_relaxed);
+        if (b < N_STEP_BUCKETS - 1)
+            put(t, "attn_generation_step_seconds_bucket{le=\"%g\"} %llu\n", step_bounds[b], cum);
+        else
+            put(t, "attn_generation_step_seconds_bucket{le=\"+Inf\"} %llu\n", cum);
+    }
+    put(t, "attn_generation_step_seconds_sum %.6f\nattn_generation_step_seconds_count %llu\n",
+        (double)atomic_load(&step_us) / 1e6, cum);
+    put(t, "# HELP attn_generations_running Generations on their threads now (--max-streams).\n"
+           "# TYPE attn_generations_running gauge\nattn_generations_running %zu\n", g->gen_running);
+    put(t, "# HELP attn_generations_queued Generations waiting for a thread.\n"
+           "# TYPE attn_generations_queued gauge\nattn_generations_queued %zu\n", g->gen_queued);
+}
+
 /* ==== process_* as the Prometheus client libraries export them ========== */
 
 static void render_process(text *t) {
@@ -342,6 +379,7 @@ void srv_metrics_render(const srv_metrics_gauges *g, char **out, size_t *len) {
             "# TYPE attn_draining gauge\nattn_draining %d\n", g->draining);
     render_memory(&t, &g->memory);
     render_connections(&t, g);
+    render_generation(&t, g);
     render_process(&t);
 
     if (t.failed) {

@@ -24,12 +24,16 @@ void srv_metrics_request(srv_route r, srv_method m, int status, double seconds, 
                          size_t bytes_out);
 /* One request that ended without a reply (client gone, timeout, error). */
 void srv_metrics_aborted(srv_route r, srv_method m);
+/* A generation's step: n tokens written in `seconds` (one step's time, the
+ * per-token latency a stream sees). */
+void srv_metrics_tokens(int n, double seconds);
 /* Requests being handled: +1 when the headers arrive, -1 when finished. */
 void srv_metrics_in_flight_add(int delta);
 long srv_metrics_in_flight(void);
 
 typedef struct {
     size_t queued, running;   /* from the worker pool */
+    size_t gen_queued, gen_running; /* generations (gen.h) */
     int workers, draining;
     unsigned connections;     /* open, idle keep-alive ones included */
     int lingering;            /* sockets in a lingering close (linger.h) */

@@ -57,6 +57,8 @@ static const opt_def defs[] = {
     {"--gzip-level", "ATTN_GZIP_LEVEL", OPT_INT, OFF(gzip_level), 0, 0, 12},
     {"--gzip-min-size", "ATTN_GZIP_MIN_SIZE", OPT_SIZE, OFF(gzip_min_size), 0, 1, 0},
     {"--stream-min-size", "ATTN_STREAM_MIN_SIZE", OPT_SIZE, OFF(stream_min_size), 0, 0, 0},
+    {"--max-new-tokens", "ATTN_MAX_NEW_TOKENS", OPT_INT, OFF(max_new_tokens), 0, 1, 1 << 30},
+    {"--max-streams", "ATTN_MAX_STREAMS", OPT_INT, OFF(max_streams), 0, 1, 4096},
 };
 #define N_DEFS (sizeof defs / sizeof defs[0])
 
@@ -108,6 +110,10 @@ void srv_options_usage(FILE *f, const char *argv0) {
         "  --stream-min-size SIZE ATTN_STREAM_MIN_SIZE  JSON replies this large or larger to clients\n"
         "                                               that do not take gzip are sent while they\n"
         "                                               are written, chunked (128M; 0 = never)\n"
+        "  --max-new-tokens N     ATTN_MAX_NEW_TOKENS   tokens one generation may write (generate,\n"
+        "                                               /v1/completions' max_tokens); more is 413 (1024)\n"
+        "  --max-streams N        ATTN_MAX_STREAMS      generations running at once, on threads of\n"
+        "                                               their own taking turns token by token (16)\n"
         "  --tokenizer NAME=DIR   ATTN_TOKENIZER        GPT-2's BPE files in DIR (vocab.json +\n"
         "                                               merges.txt, or encoder.json + vocab.bpe),\n"
         "                                               loaded at start; /model/gpt2 requests then\n"
@@ -259,6 +265,8 @@ static void set_defaults(srv_options *o) {
     o->gzip_level = 1;
     o->gzip_min_size = 1024;
     o->stream_min_size = (size_t)128 << 20;
+    o->max_new_tokens = 1024;
+    o->max_streams = 16;
 }
 
 /* After the error's own line: where the options are, not all of them. */

@@ -51,6 +51,10 @@ typedef struct {
     size_t gzip_min_size;  /* --gzip-min-size, ATTN_GZIP_MIN_SIZE: smaller replies go as they are */
     size_t stream_min_size;/* --stream-min-size, ATTN_STREAM_MIN_SIZE: JSON replies of about this
                             * size or more are streamed to clients without gzip; 0 = never */
+    int max_new_tokens;    /* --max-new-tokens, ATTN_MAX_NEW_TOKENS: tokens one generation may
+                            * write (api_limits.max_new_tokens) */
+    int max_streams;       /* --max-streams, ATTN_MAX_STREAMS: generations running at once
+                            * (their threads, gen.h) */
     char probe_url[1024];  /* --probe URL; --healthcheck builds it from host and port */
     srv_tokenizer_opt tokenizers[SRV_MAX_TOKENIZERS]; /* --tokenizer NAME=DIR (repeatable),
                             * ATTN_TOKENIZER (NAME=DIR[,NAME=DIR...]) */

@@ -8,7 +8,7 @@
 static const char *const fixed_paths[] = {
     [SRV_R_HEALTHZ] = "/healthz", [SRV_R_READYZ] = "/readyz", [SRV_R_METRICS] = "/metrics",
     [SRV_R_VERSION] = "/version", [SRV_R_MODELS] = "/models", [SRV_R_OPENAPI] = "/openapi.json",
-    [SRV_R_VIEWER] = "/",
+    [SRV_R_V1_MODELS] = "/v1/models", [SRV_R_VIEWER] = "/",
 };
 
 srv_route srv_route_find(const char *path) {

@@ -12,6 +12,7 @@ typedef enum {
     API_ENDPOINT_MAP(SRV_R_API)
 #undef SRV_R_API
     SRV_R_HEALTHZ, SRV_R_READYZ, SRV_R_METRICS, SRV_R_VERSION, SRV_R_MODELS, SRV_R_OPENAPI,
+    SRV_R_V1_MODELS, /* GET /v1/models: OpenAI's list of the models */
     SRV_R_VIEWER,    /* GET /: the map viewer page */
     SRV_R_UNKNOWN,   /* any other path: 404 */
     SRV_R_COUNT

@@ -80,6 +80,17 @@ static const request requests[] = {
     {API_EP_MODEL_GPT2, "{\"vocab_size\":7,\"block_size\":4,\"n_layer\":2,\"n_head\":2,\"n_embd\":4,"
                         "\"init\":{\"seed\":1},\"idx\":[1,2,3],\"heads\":[0],\"output_format\":\"base64\","
                         "\"return\":[\"attn_weights\"]}"},
+    /* generation (api/generate/): sampled past block_size (16 tokens, the default), alternatives,
+     * attention rows, the outputs over the final text; then as events. (Not "max_new_tokens":
+     * jansson 2.14 writes out of bounds when an allocation fails while it reads a key of 14
+     * bytes in a nested object, {"a":{"abcdefghijklmn":1}}, whatever the endpoint.) */
+    {API_EP_MODEL_GPT2, "{\"vocab_size\":7,\"block_size\":4,\"n_layer\":2,\"n_head\":2,\"n_embd\":4,"
+                        "\"init\":{\"seed\":1},\"idx\":[1,2],\"heads\":[1],\"generate\":{"
+                        "\"temperature\":0.9,\"top_k\":3,\"top_p\":0.9,\"seed\":5,\"logprobs\":2,"
+                        "\"attention\":true},\"return\":[\"idx\",\"attn_weights\",\"timing\"]}"},
+    {API_EP_MODEL_GPT2, "{\"vocab_size\":7,\"block_size\":8,\"n_layer\":1,\"n_head\":1,\"n_embd\":2,"
+                        "\"init\":{\"seed\":1},\"idx\":[1],\"output_format\":\"events\","
+                        "\"generate\":{\"logprobs\":1,\"attention\":true,\"stop\":null}}"},
 };
 #define N_REQUESTS (int)(sizeof requests / sizeof requests[0])
 

@@ -124,12 +124,12 @@ START_TEST(test_every_endpoint) {
                          json_object_get(json_object_get(json_object_get(g_doc, "components"), "schemas"), "Error"));
     }
     static const char *const gets[] = {"/healthz", "/readyz", "/metrics", "/version", "/models",
-                                       "/openapi.json", "/"};
+                                       "/openapi.json", "/", "/v1/models"};
     for (size_t i = 0; i < sizeof gets / sizeof gets[0]; i++)
         ck_assert_msg(json_object_get(json_object_get(paths, gets[i]), "get") != NULL, "no GET %s", gets[i]);
-    /* the endpoints of the table (POST) and the seven GETs */
+    /* the endpoints of the table (POST) and the eight GETs */
     ck_assert_msg(post_of("/model/gpt2") != NULL, "no POST /model/gpt2");
-    ck_assert_int_eq(json_object_size(paths), API_EP_COUNT + 7);
+    ck_assert_int_eq(json_object_size(paths), API_EP_COUNT + 8);
 }
 END_TEST
 

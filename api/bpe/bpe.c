@@ -579,12 +579,7 @@ static size_t put_cp(char *out, uint32_t cp) {
     return 4;
 }
 
-int api_bpe_token_text(const api_bpe *t, int32_t id, char *out, size_t out_size, size_t *len) {
-    const char *b;
-    size_t n;
-    int rc = api_bpe_token_bytes(t, id, &b, &n);
-    if (rc) return rc;
-    if (out_size < 3 * n + 1) return API_BPE_ETOOBIG;
+size_t api_bpe_utf8_text(const char *b, size_t n, char *out) {
     /* the WHATWG UTF-8 decoder, U+FFFD for each maximal invalid subpart */
     size_t o = 0, needed = 0, seen = 0;
     uint32_t cp = 0;
@@ -621,7 +616,16 @@ int api_bpe_token_text(const api_bpe *t, int32_t id, char *out, size_t out_size,
     }
     if (needed) o += put_cp(out + o, 0xFFFD);
     out[o] = '\0';
-    *len = o;
+    return o;
+}
+
+int api_bpe_token_text(const api_bpe *t, int32_t id, char *out, size_t out_size, size_t *len) {
+    const char *b;
+    size_t n;
+    int rc = api_bpe_token_bytes(t, id, &b, &n);
+    if (rc) return rc;
+    if (out_size < 3 * n + 1) return API_BPE_ETOOBIG;
+    *len = api_bpe_utf8_text(b, n, out);
     return 0;
 }
 

@@ -55,6 +55,10 @@ int api_bpe_token_bytes(const api_bpe *t, int32_t id, const char **bytes, size_t
  * NUL into out (out_size bytes); *len gets the length without the NUL. */
 int api_bpe_token_text(const api_bpe *t, int32_t id, char *out, size_t out_size, size_t *len);
 
+/* Bytes b[0..n) as text for people, as api_bpe_token_text shows a token's:
+ * into out (3 n + 1 bytes), NUL-terminated; returns the length. */
+size_t api_bpe_utf8_text(const char *b, size_t n, char *out);
+
 /* Decodes n ids to their bytes, concatenated: *text (malloc'd, NUL-terminated,
  * the caller frees) of *len bytes; not necessarily valid UTF-8 when ids cut a
  * character. */

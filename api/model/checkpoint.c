@@ -216,3 +216,7 @@ int api_models_json(const api_limits *lim, api_buf *b) {
     api__buf_puts(b, "]}");
     return b->failed ? -1 : 0;
 }
+
+const api_model *api__models_at(const api_models *r, int i) {
+    return r && i >= 0 && i < r->count ? &r->items[i] : NULL;
+}

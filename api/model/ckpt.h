@@ -152,6 +152,8 @@ int api__folder_tokenizer(const char *dir, api_model *m, char *why, size_t size)
 
 /* The model called name, or NULL. */
 const api_model *api__models_find(const api_models *m, const char *name);
+/* The i-th model loaded (in --model order), or NULL past the last. */
+const api_model *api__models_at(const api_models *m, int i);
 /* Loaded names for an error message: "a, b" (or "none"). */
 void api__models_names(const api_models *m, char *out, size_t size);
 /* The tokenizers of the loaded folders, in load order: the i-th, or NULL. */

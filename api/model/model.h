@@ -45,16 +45,17 @@ enum {
     M_OUT_COUNT
 };
 
-/* The reply formats a whole model writes (no pictures yet). */
+/* The reply formats a whole model writes (no pictures yet); a generation
+ * also streams events. */
 #define API_MODEL_FORMATS                                                                          \
     (1u << API_FORMAT_NESTED | 1u << API_FORMAT_FLAT | 1u << API_FORMAT_BASE64 |                   \
      1u << API_FORMAT_SAFETENSORS)
+#define API_MODEL_GEN_FORMATS (API_MODEL_FORMATS | 1u << API_FORMAT_EVENTS)
 
 typedef struct {
     attn_gpt2_config cfg;
     int batched, B, T;
     int32_t *idx;
-    int idx_in_arrays; /* the job's arrays own idx (a reply in parts may point into it) */
     const api_tokenizer *tok;  /* named in "tokenizer", or the only one loaded; may be NULL */
     int from_text;             /* idx is the tokens of "text" */
     int training;
@@ -66,6 +67,7 @@ typedef struct {
     int *layers, n_layers;     /* the layers whose maps are returned, increasing */
     api_select sel;            /* heads, query_rows, top_k of those maps */
     api_fmt fmt;
+    struct model_gen *gen;     /* "generate" (gen.h), or NULL */
 } model_rq;
 
 /* ==== The family and its config (config.c) ================================ */

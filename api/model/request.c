@@ -4,6 +4,7 @@
  * tokenizer), the outputs and their options. */
 #include "api/model/model.h"
 #include "api/bpe/bpe.h"
+#include "api/model/gen.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -20,10 +21,12 @@ static const char *const out_names[M_OUT_COUNT] = {
  * (config.c). */
 static const char *const fields[] = {
     "module", "init", "state_dict", "idx", "text", "tokenizer", "training", "dropout_seed", "return",
-    "layers", "precision", "output_format", "dtype", "model", "heads", "query_rows", "top_k", NULL};
+    "layers", "precision", "output_format", "dtype", "model", "heads", "query_rows", "top_k", "generate",
+    NULL};
 
 void api__model_rq_free(model_rq *rq) {
-    if (!rq->idx_in_arrays) free(rq->idx);
+    api__model_gen_free(rq);
+    free(rq->idx);
     free(rq->layers);
     api__select_free(&rq->sel);
 }
@@ -50,7 +53,7 @@ static int check_fields(const json_t *root, attn_family fam, api_err *e) {
                          "unknown field \"%s\" for /model/gpt2 (it takes module, %s's config "
                          "fields, init or state_dict, or model; idx or text, tokenizer, training, "
                          "dropout_seed, return, layers, heads, query_rows, top_k, "
-                         "precision, output_format, dtype)", echo, attn_family_get(fam)->name);
+                         "precision, output_format, dtype, generate)", echo, attn_family_get(fam)->name);
     }
     return 0;
 }
@@ -190,7 +193,9 @@ static int read_return(const json_t *root, const api_limits *lim, model_rq *rq, 
     int tokens_at = -1;
     int rc = api__return_read(root, out_names, M_OUT_COUNT, &rq->returns, &tokens_at, e);
     if (rc < 0) return -1;
-    if (rc == 0) { /* with text: its idx and tokens too */
+    if (rc == 0 && api__field(root, "generate")) { /* the text written, and its tokens */
+        rq->returns = 1u << M_OUT_IDX | (rq->tok ? 1u << M_OUT_TOKENS : 0);
+    } else if (rc == 0) { /* with text: its idx and tokens too */
         rq->returns = 1u << M_OUT_LOGITS | 1u << M_OUT_NEXT_TOKEN;
         if (rq->from_text) rq->returns |= 1u << M_OUT_IDX | 1u << M_OUT_TOKENS;
     }
@@ -241,7 +246,8 @@ static int read_options(const json_t *root, const api_limits *lim, model_rq *rq,
         if (!json_is_boolean(tr)) return api__field_wrong_type(e, "training", tr, "true or false");
         rq->training = json_is_true(tr);
     }
-    if (api__options_read(root, lim, API_MODEL_FORMATS, &rq->fmt, e)) return -1;
+    unsigned formats = api__field(root, "generate") ? API_MODEL_GEN_FORMATS : API_MODEL_FORMATS;
+    if (api__options_read(root, lim, formats, &rq->fmt, e)) return -1;
     const json_t *ds = api__field(root, "dropout_seed");
     if (ds) {
         if (get_seed(ds, "dropout_seed", &rq->dropout_seed, e)) return -1;
@@ -310,8 +316,10 @@ int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, ap
     if ((model ? read_model(root, model, lim, rq, e) : read_config(root, rq, e)) ||
         read_tokenizer(root, lim, rq, e) ||
         (api__field(root, "text") ? read_text(root, lim, rq, e) : read_idx(root, rq, &budget, e)) ||
-        read_return(root, lim, rq, e) || read_layers(root, rq, e) || read_options(root, lim, rq, e))
+        read_return(root, lim, rq, e) || read_layers(root, rq, e) || read_options(root, lim, rq, e) ||
+        api__model_gen_parse(root, lim, rq, e))
         return -1;
-    /* the maps' selection against the model's heads and the tokens */
-    return api__select_check(&rq->sel, rq->cfg.n_head, rq->T, "model", e);
+    /* the maps' selection against the model's heads and the tokens (the
+     * final text's at most with generate) */
+    return api__select_check(&rq->sel, rq->cfg.n_head, rq->gen ? rq->gen->T_max : rq->T, "model", e);
 }

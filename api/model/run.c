@@ -21,6 +21,7 @@
  */
 #include "api/model/model.h"
 #include "api/bpe/bpe.h"
+#include "api/model/gen.h"
 #include "api/pipeline.h"
 
 #include <stdio.h>
@@ -43,7 +44,13 @@ typedef struct {
     int Hs, R, cols;
 } model_maps;
 
-enum { MAX_ITEMS = M_OUT_COUNT + 6 }; /* and model, config, shape, layers, next_token_text */
+enum { MAX_ITEMS = M_OUT_COUNT + 7 }; /* and model, config, shape, generation, layers, next_token_text */
+
+/* The outputs a forward pass computes (without them none runs: idx, tokens,
+ * params and a generation's own record need none). */
+#define FORWARD_OUTPUTS                                                                            \
+    (1u << M_OUT_LOGITS | 1u << M_OUT_NEXT_TOKEN | 1u << M_OUT_ATTN_WEIGHTS |                      \
+     1u << M_OUT_HIDDEN_STATES | 1u << M_OUT_DROPOUT_MASKS)
 
 typedef struct {
     model_rq rq;
@@ -71,13 +78,6 @@ static int parse(api_job *j, const json_t *root, api_err *e) {
     model_state *s = state_of(j);
     if (api__model_parse(root, j->lim, &s->rq, e)) return -1;
     j->fmt = s->rq.fmt;
-    /* idx is a tensor of the reply: a reply sent in parts points into it after
-     * the request is released, so the reply's arrays own it from here. */
-    if (api__arrays_keep(&j->arrays, s->rq.idx)) {
-        s->rq.idx = NULL; /* freed by api__arrays_keep */
-        return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the request");
-    }
-    s->rq.idx_in_arrays = 1;
     return 0;
 }
 
@@ -152,11 +152,13 @@ static int plan(api_job *j, api_err *e) {
     const model_rq *rq = &s->rq;
     const attn_gpt2_plan *p = &s->plan;
     attn_error ae = {0};
-    if (attn_gpt2_plan_make(&rq->cfg, rq->B, rq->T, rq->training, &s->plan, &ae) != ATTN_OK) {
+    int T = rq->gen ? rq->gen->T_max : rq->T; /* a generation's final text at most */
+    if (attn_gpt2_plan_make(&rq->cfg, rq->B, T, rq->training, &s->plan, &ae) != ATTN_OK) {
         api__from_attn(e, &ae, ATTN_MODULE_COUNT);
         return -1;
     }
-    size_t out_values = 0, need = p->total_elements - unasked(s);
+    size_t out_values = 0,
+           need = rq->returns & FORWARD_OUTPUTS ? p->total_elements - unasked(s) : p->n_params;
     if (returns(s, M_OUT_LOGITS)) out_values += p->n_logits;
     if (returns(s, M_OUT_ATTN_WEIGHTS)) out_values += p->n_attn;
     if (returns(s, M_OUT_HIDDEN_STATES)) out_values += p->n_hidden;
@@ -177,7 +179,7 @@ static int plan(api_job *j, api_err *e) {
                    "parameters, activations, outputs and reply");
     j->ops = model_ops(p);
     j->ops_field = rq->from_text ? "text" : "idx";
-    return 0;
+    return rq->gen ? api__model_gen_plan(&s->rq, j, e) : 0;
 }
 
 /* ==== prepare and compute ================================================= */
@@ -258,10 +260,26 @@ static int maps_make(api_job *j, model_state *s, api_err *e) {
     return api__map_cut(&src, &cut, &j->arrays, (void **)&m->values, &m->indices, e);
 }
 
+/* A generation first: the forward then runs over the text it wrote (its
+ * last block_size tokens), when an output needs it. */
+static int generate(api_job *j, model_state *s, api_err *e) {
+    attn_error ae = {0};
+    if (api__model_gen_run(&s->rq, j, s->weights, s->rng_ptr, e)) return -1;
+    if (attn_gpt2_plan_make(&s->rq.cfg, 1, s->rq.T, 0, &s->plan, &ae) == ATTN_OK) return 0;
+    api__from_attn(e, &ae, ATTN_MODULE_COUNT);
+    return -1;
+}
+
 static int compute(api_job *j, api_err *e) {
     model_state *s = state_of(j);
     const attn_gpt2_plan *p = &s->plan;
     api_arrays *a = &j->arrays;
+    if (s->rq.gen && generate(j, s, e)) return -1;
+    size_t n_idx = (size_t)s->rq.B * (size_t)s->rq.T; /* the final text's, after a generation */
+    if ((s->idx = api__arrays_take(a, n_idx, sizeof(int32_t))) == NULL)
+        return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the model");
+    memcpy(s->idx, s->rq.idx, n_idx * sizeof(int32_t));
+    if (!(s->rq.returns & FORWARD_OUTPUTS)) return 0;
     /* next_token alone needs the last position's logits only: [B][V] */
     int last_only = !returns(s, M_OUT_LOGITS);
     s->logits = api__arrays_take(a, last_only ? (size_t)p->B * (size_t)p->V : p->n_logits, sizeof(float));
@@ -269,9 +287,7 @@ static int compute(api_job *j, api_err *e) {
     if (returns(s, M_OUT_HIDDEN_STATES)) s->hidden = api__arrays_take(a, p->n_hidden, sizeof(float));
     if (returns(s, M_OUT_DROPOUT_MASKS)) s->dropout = api__arrays_take(a, p->n_dropout, sizeof(float));
     s->next = api__arrays_take(a, (size_t)p->B, sizeof(int32_t));
-    s->idx = api__arrays_take(a, (size_t)p->B * (size_t)p->T, sizeof(int32_t));
     if (a->failed) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the model");
-    memcpy(s->idx, s->rq.idx, (size_t)p->B * (size_t)p->T * sizeof(int32_t));
     attn_gpt2_outputs out = {.logits = s->logits, .attn_weights = s->attn,
                              .hidden_states = s->hidden, .dropout_masks = s->dropout,
                              .last_only = last_only};
@@ -400,6 +416,7 @@ static int contents(api_job *j, api_contents *c, api_err *e) {
     if (rq->model) s->items[n++] = json_item("model", &s->name);
     s->items[n++] = json_item("config", &s->config);
     s->items[n++] = json_item("shape", &s->shape);
+    if (rq->gen && api__model_gen_items(&s->rq, &s->items[n++], c, e)) return -1;
     n += output_items(s, s->items + n);
     c->module = attn_family_get(rq->cfg.family)->name;
     c->item = s->items;
@@ -418,7 +435,7 @@ static void release(api_job *j) {
 
 const api_kind_ops api__model_kind = {
     .state_size = sizeof(model_state),
-    .formats = API_MODEL_FORMATS,
+    .formats = API_MODEL_GEN_FORMATS,
     .parse = parse,
     .plan = plan,
     .prepare = prepare,

@@ -315,7 +315,7 @@ static void release(api_job *j) {
 
 const api_kind_ops api__module_kind = {
     .state_size = sizeof(module_state),
-    .formats = (1u << API_FORMAT_COUNT) - 1,
+    .formats = API_FORMATS_TENSORS,
     .parse = parse,
     .plan = plan,
     .prepare = prepare,

@@ -24,6 +24,8 @@ import json
 import os
 import sys
 
+import gen_generate  # generation, /v1/completions, /tokenize (beside this file)
+
 INT1 = {"type": "integer", "minimum": 1, "maximum": 2147483647}
 SCHEMAS = "#/components/schemas/"
 
@@ -138,7 +140,7 @@ def reply_content(endpoint, formats, json_schema):
         f = formats[name]
         if f["json"]:
             content[f["mime"]] = {"schema": json_schema}
-        elif f["mime"] == "image/svg+xml":
+        elif f["mime"] in ("image/svg+xml", "text/event-stream"):
             content[f["mime"]] = {"schema": {"type": "string"}}
         else:
             content[f["mime"]] = {"schema": {"type": "string", "format": "binary"}}
@@ -378,6 +380,7 @@ def model_gpt2(paths, schemas, bodies, endpoint, formats, families):
             if default is not None:
                 s_["default"] = default
             request["properties"][n] = s_
+    gen_generate.model_fields(request["properties"], None, schemas)
     bodies["Gpt2Request"] = {"description": "The /model/gpt2 request.", "required": True, "content": {"application/json": {
         "schema": request, "examples": {"gpt2_seed": {"value": GPT2_EXAMPLE}, "gptmodel_seed": {"value": GPTMODEL_EXAMPLE}}}}}
     schemas["Numbers5"] = dict(nested(5, {"type": "number"}), description="A tensor of rank 5 as nested arrays of numbers (GPT-2's attn_weights with a batch axis).")
@@ -417,6 +420,7 @@ def model_gpt2(paths, schemas, bodies, endpoint, formats, families):
                        "required": ["parse_ms", "compute_ms", "serialise_ms"], "additionalProperties": False},
         },
         "required": ["module", "config", "shape"], "additionalProperties": False}
+    schemas["Gpt2Response"]["properties"]["generation"] = gen_generate.ref("Generation")
     responses = {"200": {"description": "The requested outputs: JSON, or with output_format safetensors one safetensors file. Replies over --gzip-min-size are gzip when the request's Accept-Encoding takes it.",
                          "content": reply_content(endpoint, formats, ref("Gpt2Response"))}}
     for st, desc in ERROR_STATUSES.items():
@@ -450,6 +454,11 @@ def main():
     for endpoint in tables["endpoints"]:
         if endpoint["kind"] == "model":
             model_gpt2(paths, schemas, bodies, endpoint, formats, tables["families"])
+            continue
+        if endpoint["kind"] in ("openai", "tokens"):  # gen_generate.py
+            errors = {st: error_response(d) for st, d in ERROR_STATUSES.items() if st != "404"}
+            errors["404"] = error_response("No such model (not_found, field model).")
+            gen_generate.endpoint(paths, schemas, bodies, endpoint, errors)
             continue
         ep, modules, summary = endpoint["name"], endpoint["modules"], SUMMARIES[endpoint["name"]]
         cname = ep.capitalize() + "Request"
@@ -509,6 +518,7 @@ def main():
                 "tokenizers": {"type": "array", "description": "Every tokenizer a /model/gpt2 request may name in tokenizer: --tokenizer's, then the model folders' (named after their models). Empty: text needs one.",
                                "items": {"type": "object", "properties": {"name": {"type": "string"}, "tokens": {"type": "integer", "minimum": 1}}, "required": ["name", "tokens"], "additionalProperties": False}}},
                 "required": ["models", "tokenizers"], "additionalProperties": False}}}}}}}
+    gen_generate.v1_models(paths)
     paths["/"] = {"get": {"operationId": "viewer", "tags": ["operations"], "summary": "The attention map viewer: one HTML page with its script inline, embedded in the binary (ETag and Cache-Control: no-cache as /openapi.json).", "responses": {"200": {
         "description": "The page", "content": {"text/html": {"schema": {"type": "string"}}}}}}}
     etag = {"ETag": {"description": "A strong tag of this document; send it back in If-None-Match.", "schema": {"type": "string"}}}
@@ -542,6 +552,7 @@ def main():
         "security": [],
         "tags": [{"name": "attention", "description": "The attention modules: one endpoint per family, the module chosen by the request's module field."},
                  {"name": "models", "description": "Whole models: seed 003's GPT2 and the book's GPTModel from a seed or a state_dict, and GPT-2 or GPTModel folders and files loaded at start."},
+                 {"name": "openai", "description": "The conventions clients already speak: OpenAI's completions and models, llama.cpp's tokenize and detokenize."},
                  {"name": "operations", "description": "Probes, metrics, version and this document."}],
         "paths": paths,
         "components": {"schemas": schemas, "requestBodies": bodies},

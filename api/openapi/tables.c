@@ -43,10 +43,12 @@ static json_t *format_names(unsigned formats) {
  * formats it writes and its modules (the attention kind's), the first being
  * the default. */
 static json_t *endpoints_json(void) {
-    static const char *const kind_names[API_KIND_COUNT] = {[API_KIND_MODULE] = "module",
-                                                           [API_KIND_MODEL] = "model"};
-    static const api_kind_ops *const kinds[API_KIND_COUNT] = {[API_KIND_MODULE] = &api__module_kind,
-                                                              [API_KIND_MODEL] = &api__model_kind};
+    static const char *const kind_names[API_KIND_COUNT] = {
+        [API_KIND_MODULE] = "module", [API_KIND_MODEL] = "model", [API_KIND_OPENAI] = "openai",
+        [API_KIND_TOKENS] = "tokens"};
+    static const api_kind_ops *const kinds[API_KIND_COUNT] = {
+        [API_KIND_MODULE] = &api__module_kind, [API_KIND_MODEL] = &api__model_kind,
+        [API_KIND_OPENAI] = &api__openai_kind, [API_KIND_TOKENS] = &api__tokens_kind};
     json_t *eps = json_array();
     for (int e = 0; e < API_EP_COUNT; e++) {
         const api_endpoint_info *info = api_endpoint_get((api_endpoint)e);

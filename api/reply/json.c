@@ -12,8 +12,9 @@ size_t api__item_count(const api_item *it) {
     return n;
 }
 
-static void key(api_buf *b, const char *k) {
-    api__buf_put(b, ",\"", 2);
+/* "name": after a comma, or first in the object when it is the first key. */
+static void key(api_buf *b, const char *k, int first) {
+    api__buf_put(b, ",\"" + first, 2 - (size_t)first);
     api__buf_puts(b, k);
     api__buf_put(b, "\":", 2);
 }
@@ -68,11 +69,11 @@ static void timing(api_buf *b, const api_contents *c) {
 int api__write_json(api_buf *b, const api_contents *c, api_st_parts *parts, api_err *e) {
     (void)parts;
     int nonfinite = 0;
-    api__buf_puts(b, "{\"module\":");
-    api__buf_json_string(b, c->module);
+    api__buf_puts(b, c->module ? "{\"module\":" : "{"); /* no module: OpenAI's objects */
+    if (c->module) api__buf_json_string(b, c->module);
     for (int i = 0; i < c->n && !b->failed; i++) {
         const api_item *it = &c->item[i];
-        key(b, it->name);
+        key(b, it->name, c->module == NULL && i == 0);
         switch (it->kind) {
         case API_ITEM_JSON: api__buf_puts(b, it->data); break;
         case API_ITEM_GROUP: group(b, it, &c->fmt, &nonfinite); break;

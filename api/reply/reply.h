@@ -7,6 +7,7 @@
  *   emit.c         one tensor as nested arrays, {"shape","data"} or base64
  *   json.c         a reply as one JSON object (nested, flat, base64)
  *   safetensors.c  a reply as one safetensors file
+ *   events.c       a reply as server-sent events (a generation's)
  *   parts.c        the arrays a reply may be sent from (api_reply.parts)
  *   gzip.c         gzip bodies in and replies out (libdeflate)
  *
@@ -91,6 +92,13 @@ typedef struct {
     const struct api_image *image; /* what a picture format draws; NULL: no picture */
     double ms_parse, ms_compute;   /* for API_ITEM_TIMING */
     double t_serialise;            /* when writing began (api__now_ms) */
+    /* API_FORMAT_EVENTS: the events written before the last and not handed
+     * over yet (NULL: none); the name of the last, whose data is the JSON
+     * object of the items (NULL: no such event); the text after it (NULL:
+     * none). */
+    const api_buf *events;
+    const char *last_event;
+    const char *events_end;
 } api_contents;
 
 /* The most tensors one safetensors reply holds. */
@@ -111,6 +119,9 @@ typedef struct {
  * carries: an internal error). */
 int api__write_json(api_buf *b, const api_contents *c, api_st_parts *parts, api_err *e);
 int api__write_safetensors(api_buf *b, const api_contents *c, api_st_parts *parts, api_err *e);
+/* Server-sent events (events.c): c->events, then the last event, whose
+ * data is api__write_json's object on one line, then c->events_end. */
+int api__write_events(api_buf *b, const api_contents *c, api_st_parts *parts, api_err *e);
 
 /* 1 if a float of c is NaN or +inf: the reply would be an error (checked
  * before a reply is streamed). */

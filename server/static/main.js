@@ -20,6 +20,7 @@ const goTo = (hash) => { if (location.hash !== hash) location.hash = hash; else 
 async function start() {
   drawLegend();
   startModel();
+  startGenerate();
   $("view_maps").addEventListener("mousemove", (e) => { if (e.target.tagName === "CANVAS") onHover(e); });
   $("view_stages").addEventListener("mousemove", (e) => { if (e.target.tagName === "CANVAS") onHover(e); });
   for (const id of ["view_maps", "view_stages"]) $(id).addEventListener("mouseleave", () => { $("tooltip").style.display = "none"; });

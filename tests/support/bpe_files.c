@@ -1,6 +1,9 @@
 /* bpe_files.c - see bpe_files.h. */
 #include "bpe_files.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
 json_t *tbpe_vocab(const char *const extra[]) {
     json_t *v = json_object();
     unsigned n = 0;
@@ -16,4 +19,17 @@ json_t *tbpe_vocab(const char *const extra[]) {
     }
     for (int i = 0; extra && extra[i]; i++) json_object_set_new(v, extra[i], json_integer(256 + i));
     return v;
+}
+
+int tbpe_write_dir(const char *dir, const char *const extra[]) {
+    char path[1200];
+    json_t *v = tbpe_vocab(extra);
+    snprintf(path, sizeof path, "%s/vocab.json", dir);
+    int ok = json_dump_file(v, path, JSON_SORT_KEYS) == 0;
+    json_decref(v);
+    snprintf(path, sizeof path, "%s/merges.txt", dir);
+    FILE *f = fopen(path, "w");
+    ok = ok && f && fputs("#version: 0.2\n", f) >= 0;
+    if (f) ok = fclose(f) == 0 && ok;
+    return ok;
 }

@@ -10,4 +10,9 @@
  * NULL) from 256 on. The caller owns the reference. */
 json_t *tbpe_vocab(const char *const extra[]);
 
+/* Writes dir/vocab.json (tbpe_vocab(extra)) and an empty dir/merges.txt:
+ * a byte-level tokenizer whose ids are the bytes (plus the extras). 1 on
+ * success. dir must exist. */
+int tbpe_write_dir(const char *dir, const char *const extra[]);
+
 #endif

@@ -1,0 +1,55 @@
+/* pick.c - which loaded tokenizer a request means (tokens.h). */
+#include "api/tokens/tokens.h"
+#include "api/bpe/bpe.h"
+#include "api/generate/generate.h"
+#include "api/request/request.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int unknown(const json_t *v, const api_limits *lim, size_t n, api_err *e) {
+    char echo[API_ECHO_MAX + 4], list[256] = "";
+    for (size_t i = 0; i < n; i++) {
+        size_t k = strlen(list);
+        snprintf(list + k, sizeof list - k, "%s\"%s\"", i ? ", " : "", lim->tokenizers[i].name);
+    }
+    return api__fail(e, API_E_INVALID_ARGUMENT, "tokenizer",
+                     "tokenizer \"%s\" is not loaded; this server has %s",
+                     api__echo(echo, sizeof echo, json_string_value(v)),
+                     n ? list : "none (start it with --tokenizer NAME=DIR)");
+}
+
+int api__tokens_pick(const json_t *root, const api_limits *lim, const api_model *model,
+                     int required, const char *field, const api_tokenizer **out, api_err *e) {
+    size_t n = lim ? lim->n_tokenizers : 0;
+    const json_t *v = api__field(root, "tokenizer");
+    (void)model; /* a model's own tokenizer (its folder) is the only one loaded for now */
+    *out = NULL;
+    if (v) {
+        if (!json_is_string(v)) return api__field_wrong_type(e, "tokenizer", v, "a string");
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(lim->tokenizers[i].name, json_string_value(v)) == 0) *out = &lim->tokenizers[i];
+        return *out ? 0 : unknown(v, lim, n, e);
+    }
+    if (n == 1) *out = &lim->tokenizers[0];
+    if (*out || !required) return 0;
+    if (n == 0)
+        return api__fail(e, API_E_INVALID_ARGUMENT, field,
+                         "%s needs a tokenizer and this server has none: start it with "
+                         "--tokenizer NAME=DIR (GPT-2's vocab.json + merges.txt)", field);
+    return api__fail(e, API_E_MISSING_FIELD, "tokenizer",
+                     "%s needs a tokenizer: name one of the %zu loaded in \"tokenizer\"", field, n);
+}
+
+void api__tokens_piece_json(api_buf *b, const api_bpe *bpe, int32_t id) {
+    const char *s;
+    size_t n;
+    api__gen_token_bytes(bpe, id, &s, &n);
+    if (api__gen_utf8_valid(s, n)) {
+        api__buf_json_stringn(b, s, n);
+        return;
+    }
+    api__buf_puts(b, "[");
+    for (size_t i = 0; i < n; i++) api__buf_printf(b, i ? ",%u" : "%u", (unsigned char)s[i]);
+    api__buf_puts(b, "]");
+}

@@ -1,0 +1,173 @@
+/* test_viewer_generate.c - the viewer's generation view in a real browser
+ * (Debian's Chromium, headless, driven by playwright-core through
+ * tests/viewer/generate.mjs) against a server with the checkpoint
+ * tiny_hf.safetensors and the byte-level tokenizer:
+ *
+ *   - the view opens at /#generate with the loaded model chosen, its sliders
+ *     (temperature, top-k, top-p, seed, length) showing their values;
+ *   - a sampled run writes the tokens the server's own whole reply writes
+ *     for the same request (same ids, log-probabilities), each as a chip
+ *     after the prompt's;
+ *   - a click on a written token shows its alternatives with their
+ *     probabilities (exp of the reply's log-probabilities, the written one
+ *     marked) and what it attended to: one row per layer and head, one
+ *     column per position, every pixel viridis at the reply's weight;
+ *   - tokens arrive one by one (100 tokens of a seed-built model arrive over
+ *     time, not at once), and Stop ends a generation early;
+ *   - no console error and no request to another host.
+ * The screenshot stays in build/viewer/generate.png.
+ */
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/maps/maps.h"
+#include "support/bpe_files.h"
+#include "support/check_main.h"
+#include "support/files.h"
+#include "support/npm.h"
+#include "support/procs.h"
+#include "support/server_harness.h"
+
+#define CHROMIUM "/usr/bin/chromium"
+#define PLAYWRIGHT "playwright-core@1.61.1" /* as test_viewer.c: the last that runs on Node 18 */
+
+static const json_t *at(const json_t *j, const char *key) {
+    const json_t *v = json_object_get(j, key);
+    ck_assert_msg(v != NULL, "report has no %s", key);
+    return v;
+}
+
+/* viridis at the level the server's pictures use. */
+static void viridis_of(float v, int rgb[3]) {
+    int l = api__image_level(v, 1.0f, 1.0f, API_COLOR_UNIT);
+    for (int c = 0; c < 3; c++) rgb[c] = api__viridis[l][c];
+}
+
+/* The page ran, with no console error and no request to another host. */
+static json_t *page_report(int status, const char *out) {
+    ck_assert_msg(out && status == 0, "generate.mjs failed (%d): %s", status, out ? out : "");
+    json_error_t je;
+    json_t *r = json_loads(out, JSON_ALLOW_NUL, &je);
+    ck_assert_msg(r != NULL, "the report is not JSON (%s): %s", je.text, out);
+    ck_assert_msg(json_object_get(r, "exception") == NULL, "the page script failed: %s",
+                  json_string_value(json_object_get(r, "exception")));
+    ck_assert_msg(json_array_size(at(r, "console_errors")) == 0, "console errors: %s",
+                  json_dumps(at(r, "console_errors"), 0));
+    ck_assert_msg(json_array_size(at(r, "foreign_requests")) == 0, "requests to other hosts");
+    return r;
+}
+
+/* The sampled run against the server's whole reply to the page's request. */
+static void check_sampled(const srvt_server *s, const json_t *run, const json_t *step3) {
+    char *body = json_dumps(at(run, "request"), JSON_COMPACT);
+    srvt_reply rep;
+    srvt_post(s, "/model/gpt2", body, &rep);
+    ck_assert_int_eq(rep.status, 200);
+    json_t *whole = json_loads(rep.body, JSON_ALLOW_NUL, NULL);
+    const json_t *steps = json_object_get(json_object_get(whole, "generation"), "steps");
+    const json_t *seen = at(run, "steps");
+    ck_assert_uint_eq(json_array_size(seen), 10);
+    ck_assert_uint_eq(json_array_size(steps), 10);
+    ck_assert_uint_eq(json_array_size(at(run, "gen_chips")), 10);
+    ck_assert_uint_eq(json_array_size(at(run, "prompt_chips")), 5); /* H e l l o */
+    for (size_t k = 0; k < 10; k++) {
+        const json_t *a = json_array_get(seen, k), *b = json_array_get(steps, k);
+        ck_assert_int_eq(json_integer_value(json_object_get(a, "id")), json_integer_value(json_object_get(b, "id")));
+        ck_assert(json_number_value(json_object_get(a, "logprob")) == json_number_value(json_object_get(b, "logprob")));
+    }
+    /* step 3's alternatives: percentages of exp(logprob), the written one marked */
+    const json_t *s3 = json_array_get(steps, 3), *top = json_object_get(s3, "top");
+    const json_t *rows = at(step3, "alternatives");
+    ck_assert_uint_eq(json_array_size(rows), json_array_size(top));
+    for (size_t i = 0; i < json_array_size(top); i++) {
+        double p = exp(json_number_value(json_object_get(json_array_get(top, i), "logprob"))) * 100;
+        char want[32];
+        snprintf(want, sizeof want, "%.1f%%", p);
+        ck_assert_str_eq(json_string_value(json_array_get(json_array_get(rows, i), 0)), want);
+        if (json_integer_value(json_object_get(json_array_get(top, i), "id")) == json_integer_value(json_object_get(s3, "id")))
+            ck_assert_int_eq(json_integer_value(at(step3, "chosen_row")), (json_int_t)i);
+    }
+    /* its attention: [2 layers x 2 heads] rows x t columns of viridis */
+    const json_t *A = json_object_get(s3, "attention"), *img = at(step3, "attn");
+    int L = (int)json_array_size(A), H = (int)json_array_size(json_array_get(A, 0));
+    int t = (int)json_array_size(json_array_get(json_array_get(A, 0), 0));
+    ck_assert_int_eq(L * H, 4);
+    ck_assert_int_eq(t, 5 + 3); /* position 8 chose it: positions 0 to 7 */
+    ck_assert_int_eq(json_integer_value(at(img, "w")), t);
+    ck_assert_int_eq(json_integer_value(at(img, "h")), L * H);
+    for (int r = 0; r < L * H; r++)
+        for (int j = 0; j < t; j++) {
+            float v = (float)json_number_value(json_array_get(json_array_get(json_array_get(A, r / H), r % H), j));
+            int want[3];
+            viridis_of(v, want);
+            const json_t *px = json_array_get(at(img, "px"), (size_t)(r * t + j));
+            for (int c = 0; c < 3; c++)
+                ck_assert_msg(json_integer_value(json_array_get(px, c)) == want[c], "pixel %d,%d", r, j);
+        }
+    json_decref(whole);
+    srvt_reply_free(&rep);
+    free(body);
+}
+
+START_TEST(generation_view) {
+    ck_assert_msg(procs_ensure_package(CHROMIUM, "chromium"), "could not install chromium");
+    ck_assert_msg(procs_ensure_package("/usr/bin/node", "nodejs"), "could not install nodejs");
+    const char *const specs[] = {PLAYWRIGHT, NULL};
+    char prefix[600];
+    ck_assert_msg(npm_ensure("build/npm", specs, prefix, sizeof prefix), "could not install " PLAYWRIGHT);
+    char dir[] = "/tmp/gen_viewer_XXXXXX", model[1200], tok[128], path[1024];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    static const char *const extra[] = {"<|endoftext|>", NULL};
+    ck_assert(tbpe_write_dir(dir, extra));
+    tfile_path(path, sizeof path, "tests/golden/generation/tiny_hf.safetensors");
+    snprintf(model, sizeof model, "--model=tiny=%s", path);
+    snprintf(tok, sizeof tok, "--tokenizer=bytes=%s", dir);
+    srvt_server s;
+    const char *args[] = {model, tok, NULL};
+    srvt_must_start(&s, args);
+    char outdir[512], script[512], cmd[2400];
+    tfile_path(outdir, sizeof outdir, "build/viewer");
+    mkdir(outdir, 0755);
+    tfile_path(script, sizeof script, "tests/viewer/generate.mjs");
+    snprintf(cmd, sizeof cmd, "PLAYWRIGHT_DIR=%s/node_modules node %s %s %s", prefix, script, s.base, outdir);
+    int st;
+    char *out = procs_capture(cmd, &st);
+    json_t *r = page_report(st, out);
+    ck_assert(json_is_true(at(r, "visible")));
+    ck_assert_str_eq(json_string_value(json_array_get(at(r, "models"), 1)), "tiny");
+    const json_t *sliders = at(r, "slider_texts");
+    ck_assert_str_eq(json_string_value(json_array_get(sliders, 0)), "0.8");
+    ck_assert_str_eq(json_string_value(json_array_get(sliders, 1)), "off"); /* top-k 0 */
+    ck_assert_str_eq(json_string_value(json_array_get(sliders, 3)), "5");
+    check_sampled(&s, at(r, "sampled"), at(r, "step3"));
+    ck_assert_msg(strstr(json_string_value(at(r, "tooltip")), "layer 0, head 0") != NULL, "tooltip: %s",
+                  json_string_value(at(r, "tooltip")));
+    /* 100 tokens arrive over time: the last long after the first */
+    const json_t *lg = at(r, "long"), *arr = at(lg, "arrivals");
+    ck_assert_int_eq(json_integer_value(at(lg, "steps")), 100);
+    double first = json_number_value(json_array_get(arr, 0)), last = json_number_value(json_array_get(arr, 99));
+    printf("generation view: 100 tokens from %.0f ms to %.0f ms after the click\n", first, last);
+    ck_assert_msg(last - first > 20, "the tokens came at once (%.1f ms apart)", last - first);
+    const json_t *stop = at(r, "stopped");
+    ck_assert_int_lt(json_integer_value(at(stop, "steps")), 200);
+    ck_assert_ptr_nonnull(strstr(json_string_value(at(stop, "status")), "stopped"));
+    json_decref(r);
+    free(out);
+    srvt_must_stop(&s);
+}
+END_TEST
+
+static Suite *viewer_generate_suite(void) {
+    Suite *s = suite_create("viewer_generate");
+    const TTest *tests[] = {generation_view, NULL};
+    tcase_with(s, "chromium", 600, tests);
+    return s;
+}
+
+const test_program TEST_PROGRAM = {.suites = {viewer_generate_suite}};

@@ -1,0 +1,115 @@
+// generate.mjs BASE OUTDIR - drives the viewer's generation view
+// (BASE/#generate) in Debian's headless Chromium (playwright-core, found in
+// $PLAYWRIGHT_DIR) against a server started with --model tiny=... and a
+// tokenizer, and prints a JSON report for tests/test_viewer_generate.c,
+// which checks it against the server's own whole replies. Screenshots go to
+// OUTDIR.
+import { createRequire } from "node:module";
+import { resolve } from "node:path";
+
+const [base, outdir] = process.argv.slice(2);
+const require = createRequire(resolve(process.env.PLAYWRIGHT_DIR) + "/");
+const { chromium } = require("playwright-core");
+
+const report = { console_errors: [], foreign_requests: [] };
+const browser = await chromium.launch({
+  executablePath: "/usr/bin/chromium",
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run"],
+});
+
+// What the view shows: its chips, the open step's alternatives and attention canvas.
+const state = () => {
+  const gv = window.viewer.gen, cv = document.querySelector("#g_attn canvas");
+  let attn = null;
+  if (cv) { // each cell's centre pixel, row by row
+    const { x0, y0, cell, rows, cols } = cv.dataset, c = +cell, px = [];
+    const d = cv.getContext("2d").getImageData(0, 0, cv.width, cv.height).data;
+    for (let i = 0; i < +rows; i++)
+      for (let j = 0; j < +cols; j++) {
+        const k = 4 * ((+y0 + i * c + (c >> 1)) * cv.width + (+x0 + j * c + (c >> 1)));
+        px.push([d[k], d[k + 1], d[k + 2]]);
+      }
+    attn = { w: +cols, h: +rows, px };
+  }
+  return {
+    status: document.getElementById("g_status").textContent,
+    error: document.getElementById("g_status").className === "error",
+    prompt_chips: [...document.querySelectorAll("#g_text .chip.prompt")].map((c) => c.textContent),
+    gen_chips: [...document.querySelectorAll("#g_text .chip.gen")].map((c) => c.textContent),
+    steps: gv.steps.map((s) => ({ id: s.id, logprob: s.logprob, text: s.text })),
+    alternatives: [...document.querySelectorAll("#g_alts tr")].map((tr) => [...tr.cells].map((c) => c.textContent)),
+    chosen_row: [...document.querySelectorAll("#g_alts tr")].findIndex((tr) => tr.className === "chosen"),
+    open: gv.open, attn, arrivals: gv.arrivals, done: !!gv.done,
+    request: JSON.parse(document.getElementById("g_request").textContent || "null"),
+  };
+};
+
+const setRange = (page, id, v) => page.$eval("#" + id, (el, v) => {
+  el.value = String(v);
+  el.dispatchEvent(new Event("input", { bubbles: true }));
+}, v);
+
+try {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  const page = await context.newPage();
+  const origin = new URL(base).origin;
+  page.on("console", (m) => { if (m.type() === "error") report.console_errors.push(m.text()); });
+  page.on("pageerror", (e) => report.console_errors.push("pageerror: " + e.message));
+  page.on("request", (r) => {
+    const u = new URL(r.url());
+    if (u.protocol !== "blob:" && u.protocol !== "data:" && u.origin !== origin) report.foreign_requests.push(r.url());
+  });
+  const finished = (n) => page.waitForFunction((n) => window.viewer.gen.renders + window.viewer.gen.errors > n
+                                               || (!window.viewer.gen.running && /stopped/.test(document.getElementById("g_status").textContent)),
+                                               n, { timeout: 120000 });
+  const count = () => page.evaluate(() => window.viewer.gen.renders + window.viewer.gen.errors);
+
+  await page.goto(base + "/#generate");
+  await page.waitForFunction(() => window.viewer && window.viewer.ready && window.viewer.gen.started
+                             && document.querySelectorAll("#g_model option").length > 1, null, { timeout: 30000 });
+  report.visible = await page.evaluate(() => !document.getElementById("main_generate").hidden
+                                       && document.getElementById("main_modules").hidden);
+  report.models = await page.$$eval("#g_model option", (os) => os.map((o) => o.value));
+
+  // the checkpoint, sampled: its tokens, then step 3 opened
+  await page.selectOption("#g_model", "tiny");
+  await page.fill("#g_prompt", "Hello");
+  for (const [k, v] of [["g_temperature", 0.8], ["g_top_k", 0], ["g_top_p", 0.95], ["g_seed", 5], ["g_length", 10]])
+    await setRange(page, k, v);
+  report.slider_texts = await page.$$eval("#main_generate .val", (vs) => vs.map((v) => v.textContent));
+  let n = await count();
+  await page.click("#g_run");
+  await finished(n);
+  report.sampled = await page.evaluate(state);
+  await page.click("#g_text .chip.gen[data-k='3']");
+  report.step3 = await page.evaluate(state);
+  const box = await page.$eval("#g_attn canvas", (cv) => ({ x: +cv.dataset.x0 + 2, y: +cv.dataset.y0 + 2 }));
+  await page.hover("#g_attn canvas", { position: box });
+  report.tooltip = await page.$eval("#tooltip", (t) => t.textContent);
+  await page.screenshot({ path: outdir + "/generate.png" });
+
+  // the seed-built model, 100 tokens: they arrive one by one
+  await page.selectOption("#g_model", "");
+  await setRange(page, "g_length", 100);
+  n = await count();
+  await page.click("#g_run");
+  await finished(n);
+  report.long = await page.evaluate(state);
+  report.long.steps = report.long.steps.length;
+  report.long.attn = null;
+
+  // Stop after a few tokens of 200
+  await setRange(page, "g_length", 200);
+  await page.click("#g_run");
+  await page.waitForFunction(() => window.viewer.gen.steps.length >= 5, null, { timeout: 60000 });
+  await page.click("#g_stop");
+  await page.waitForFunction(() => !window.viewer.gen.running, null, { timeout: 60000 });
+  report.stopped = { steps: await page.evaluate(() => window.viewer.gen.steps.length),
+                     status: await page.$eval("#g_status", (s) => s.textContent) };
+} catch (e) {
+  report.exception = String(e && e.stack ? e.stack : e);
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify(report));
