@@ -259,6 +259,7 @@ async function loadGenModels() {
   if (gv.models.length) $("g_model").value = gv.models[0].name;
 }
 
+/* Shown by showMode (model.js) when the view is #generate. */
 function showGenerate(on) {
   $("main_generate").hidden = !on;
   if (on && !gv.started) { gv.started = true; loadGenModels(); }
@@ -280,13 +281,4 @@ function startGenerate() {
   $("g_attn").addEventListener("mousemove", (e) => { if (e.target.tagName === "CANVAS") onHover(e); });
   $("g_attn").addEventListener("mouseleave", () => { $("tooltip").style.display = "none"; });
   $("g_prompt").onkeydown = (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) runGen(); };
-  /* the views' buttons: this one shows its section, the others hide it */
-  $("modes").addEventListener("click", (e) => {
-    const mode = e.target.dataset.mode;
-    if (!mode) return;
-    if (mode === "generate") for (const b of $("modes").querySelectorAll("button")) b.classList.toggle("on", b === e.target);
-    if (mode === "generate") { $("main_modules").hidden = $("main_model").hidden = true; }
-    showGenerate(mode === "generate");
-  });
-  if (location.hash === "#generate") { $("modes").querySelector("[data-mode=generate]").click(); }
 }

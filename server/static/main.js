@@ -6,12 +6,13 @@ function showTab(name) {
   for (const t of ["maps", "headview", "stages"]) $("view_" + t).hidden = t !== name;
 }
 
-/* The view is in the URL: #model, #headview, #stages, or #modules (the heat
- * maps); the back button and a link to one of them work as a click does. */
+/* The view is in the URL: #model, #generate, #headview, #stages, or #modules
+ * (the heat maps); the back button and a link to one of them work as a click
+ * does. */
 const TABS = ["maps", "headview", "stages"];
 function route() {
   const h = location.hash.replace(/^#/, "");
-  if (h === "model") return viewer.showMode("model");
+  if (h === "model" || h === "generate") return viewer.showMode(h);
   viewer.showMode("modules");
   showTab(TABS.includes(h) ? h : "maps");
 }

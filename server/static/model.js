@@ -411,6 +411,7 @@ function showMode(name) {
   for (const b of $("modes").querySelectorAll("button")) b.classList.toggle("on", b.dataset.mode === name);
   $("main_modules").hidden = name !== "modules";
   $("main_model").hidden = name !== "model";
+  showGenerate(name === "generate");
   /* the first visit asks for the loaded models and tokenizers, then runs the form */
   if (name === "model" && !modelStarted) {
     modelStarted = true;
