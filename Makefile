@@ -110,7 +110,7 @@ $(API_TABLES): api/openapi/api-tables.c $(API_OBJ) $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(API_OBJ) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
-$(OPENAPI): $(API_TABLES) api/openapi/gen.py $(wildcard api/examples/*.json)
+$(OPENAPI): $(API_TABLES) $(wildcard api/openapi/*.py) $(wildcard api/examples/*.json)
 	@mkdir -p $(dir $@)
 	$(API_TABLES) > $(@D)/tables.json
 	/usr/bin/python3 api/openapi/gen.py $(@D)/tables.json $@
@@ -238,6 +238,7 @@ golden:
 	/usr/bin/python3 tests/golden/generate_gpt2.py tests/golden/gpt2
 	/usr/bin/python3 tests/golden/generate_gptmodel.py tests/golden/gptmodel
 	/usr/bin/python3 tests/golden/generate_hooks.py tests/golden/hooks
+	/usr/bin/python3 tests/golden/generate_inside.py tests/golden/inside
 	/usr/bin/python3 tests/golden/generate_checkpoint.py tests/golden/ckpt
 	/usr/bin/python3 tests/golden/generate_sample.py tests/golden/sample.txt
 

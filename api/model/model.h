@@ -9,6 +9,7 @@
  *                 jansson and validated in full before any tensor is used
  *   checkpoint.c  the Hugging Face GPT-2 layout of such a file into core's
  *                 GPT2 parameter buffer; the registry of loaded models
+ *   inside*.c     hooks, ablations, patching and the logit lens (inside.h)
  */
 #ifndef API_MODEL_H
 #define API_MODEL_H
@@ -19,6 +20,7 @@
 #include <jansson.h>
 
 #include "api/maps/maps.h"
+#include "api/model/inside.h"
 #include "api/request/request.h"
 #include "core/attention.h"
 
@@ -130,12 +132,15 @@ typedef struct {
     int *layers, n_layers;     /* the layers whose maps are returned, increasing */
     api_select sel;            /* heads, query_rows, top_k of those maps */
     api_fmt fmt;
+    inside_rq in;              /* hooks in "return", ablate, patch, logit_lens (inside.h) */
 } model_rq;
 
 /* Reads every field of a /model/gpt2 request (request.c); the caller calls
  * api__model_rq_free either way. */
 int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e);
 void api__model_rq_free(model_rq *rq);
+/* "ablate", "patch" and "logit_lens" (inside_parse.c), once the rest is read. */
+int api__inside_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e);
 /* "state_dict" into params (state_dict.c): every parameter, the buffers
  * optional, lm_head.weight optional but equal to wte.weight. */
 int api__model_state_dict_read(const json_t *sd, const attn_gpt2_plan *plan, float *params,

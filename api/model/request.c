@@ -18,12 +18,14 @@ static const char *const out_names[M_OUT_COUNT] = {
 static const char *const fields[] = {
     "vocab_size", "block_size", "n_layer", "n_head", "n_embd", "dropout", "activation",
     "init", "state_dict", "idx", "text", "tokenizer", "training", "dropout_seed", "return", "layers",
-    "precision", "output_format", "dtype", "model", "heads", "query_rows", "top_k", NULL};
+    "precision", "output_format", "dtype", "model", "heads", "query_rows", "top_k",
+    "ablate", "patch", "logit_lens", NULL};
 
 void api__model_rq_free(model_rq *rq) {
     free(rq->idx);
     free(rq->layers);
     api__select_free(&rq->sel);
+    api__inside_rq_free(&rq->in);
 }
 
 /* ==== Fields ============================================================== */
@@ -43,7 +45,7 @@ static int check_fields(const json_t *root, api_err *e) {
                      "unknown field \"%s\" for /model/gpt2 (it takes GPTConfig's fields, "
                      "init or state_dict, or model; idx or text, tokenizer, training, "
                      "dropout_seed, return, layers, heads, query_rows, top_k, "
-                     "precision, output_format, dtype)", echo);
+                     "ablate, patch, logit_lens, precision, output_format, dtype)", echo);
 }
 
 static int read_config(const json_t *root, model_rq *rq, api_err *e) {
@@ -187,9 +189,16 @@ static int read_text(const json_t *root, const api_limits *lim, model_rq *rq, ap
     return 0;
 }
 
+/* A hook name of "return" (inside_parse.c). */
+static int hook_name(void *ctx, const char *name, int at, api_err *e) {
+    model_rq *rq = ctx;
+    return api__inside_return_name(&rq->in, rq->cfg.n_layer, name, at, e);
+}
+
 static int read_return(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
     int tokens_at = -1;
-    int rc = api__return_read(root, out_names, M_OUT_COUNT, &rq->returns, &tokens_at, e);
+    int rc = api__return_read_with(root, out_names, M_OUT_COUNT, &rq->returns, &tokens_at,
+                                   hook_name, rq, e);
     if (rc < 0) return -1;
     if (rc == 0) { /* with text: its idx and tokens too */
         rq->returns = 1u << M_OUT_LOGITS | 1u << M_OUT_NEXT_TOKEN;
@@ -285,6 +294,7 @@ int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, ap
         read_tokenizer(root, lim, rq, e) ||
         (api__field(root, "text") ? read_text(root, lim, rq, e) : read_idx(root, rq, &budget, e)) ||
         read_return(root, lim, rq, e) || read_layers(root, rq, e) || read_options(root, lim, rq, e) ||
+        api__inside_parse(root, lim, rq, e) ||
         (!model && api__params_source(root, "GPT2(config)", &rq->params, e)))
         return -1;
     /* the maps' selection against the model's heads and the tokens */

@@ -37,7 +37,7 @@ typedef struct {
     int Hs, R, cols;
 } model_maps;
 
-enum { MAX_ITEMS = M_OUT_COUNT + 4 };
+enum { MAX_ITEMS = M_OUT_COUNT + 7 };
 
 typedef struct {
     model_rq rq;
@@ -48,6 +48,7 @@ typedef struct {
     attn_rng rng;
     attn_rng *rng_ptr;         /* the generator dropout draws from (NULL: a fresh process's) */
     model_maps maps;
+    inside_out io;             /* captures, patching, the logit lens (inside.h) */
     api_item items[MAX_ITEMS];
     api_buf config, shape, layers, name, tokens; /* JSON text of those items */
 } model_state;
@@ -84,9 +85,8 @@ static size_t maps_count(const model_rq *rq, const attn_gpt2_plan *p) {
  * Q·Kᵀ and the weighted sum with 64 per score for the softmax, c_proj) and
  * the MLP (4C wide), then lm_head over every position. In double. */
 static double model_ops(const attn_gpt2_plan *p) {
-    double B = p->B, T = p->T, C = p->C, H = p->H;
-    double block = B * T * C * C * 12.0 + B * H * T * T * (2.0 * C / H + 64.0);
-    return block * p->n_layer + B * T * C * p->V;
+    double B = p->B, T = p->T, C = p->C;
+    return api__model_block_ops(p) * p->n_layer + B * T * C * p->V;
 }
 
 /* The budget: the plan's bound (parameters, outputs, work space) and the
@@ -113,11 +113,17 @@ static int plan(api_job *j, api_err *e) {
         need += sel;
     }
     if (rq->model) need -= p->n_params;
-    need += out_values * REPLY_FLOATS_PER_VALUE; /* each term below 2^44 */
+    inside_sizes in;
+    if (api__inside_plan(&rq->in, p, attn_pool_width(j->lim ? j->lim->compute : NULL), &s->io,
+                         &in, e))
+        return -1;
+    need += in.need;
+    out_values += in.reply_values;
+    need += out_values * REPLY_FLOATS_PER_VALUE; /* each term below 2^50 */
     api__job_sized(j, need, need + (rq->model ? p->n_params : 0), out_values, "model",
                    "parameters, activations, outputs and reply");
-    j->ops = model_ops(p);
-    j->ops_field = rq->from_text ? "text" : "idx";
+    j->ops = model_ops(p) + in.ops;
+    j->ops_field = in.ops_field ? in.ops_field : rq->from_text ? "text" : "idx";
     return 0;
 }
 
@@ -212,12 +218,16 @@ static int compute(api_job *j, api_err *e) {
     if (a->failed) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the model");
     attn_gpt2_outputs out = {.logits = s->logits, .attn_weights = s->attn,
                              .hidden_states = s->hidden, .last_only = last_only};
+    attn_pool *pool = j->lim ? j->lim->compute : NULL;
+    attn_gpt2_inputs in = {.idx = s->rq.idx, .pool = pool};
     attn_error ae = {0};
-    if (attn_gpt2_forward(p, s->weights, s->rq.idx, j->lim ? j->lim->compute : NULL, s->rng_ptr,
-                          &out, &ae) != ATTN_OK) {
+    if (api__inside_inputs(&s->rq.in, &s->io, a, &in, e)) return -1;
+    if (attn_gpt2_run(p, s->weights, &in, s->rng_ptr, &out, &ae) != ATTN_OK) {
         api__from_attn(e, &ae, ATTN_MODULE_COUNT);
         return -1;
     }
+    if (api__inside_after(&s->rq.in, p, s->weights, s->logits, last_only, pool, &s->io, a, e))
+        return -1;
     next_tokens(p, s->logits, last_only, s->next);
     return returns(s, M_OUT_ATTN_WEIGHTS) ? maps_make(j, s, e) : 0;
 }
@@ -278,8 +288,9 @@ static api_item json_item(const char *name, const api_buf *text) {
     return (api_item){.name = name, .kind = API_ITEM_JSON, .data = text->data};
 }
 
-/* The outputs after "model", "config" and "shape", in MODEL_OUTPUT_MAP's order. */
-static int output_items(model_state *s, api_item *items) {
+/* The outputs after "model", "config" and "shape", in MODEL_OUTPUT_MAP's
+ * order, the look inside before the timing; -1 with e filled. */
+static int output_items(model_state *s, api_item *items, api_err *e) {
     const model_rq *rq = &s->rq;
     const attn_gpt2_plan *p = &s->plan;
     const model_maps *m = &s->maps;
@@ -297,6 +308,10 @@ static int output_items(model_state *s, api_item *items) {
     }
     if (returns(s, M_OUT_HIDDEN_STATES))
         tensor(&items[n++], rq, "hidden_states", API_ITEM_F32, s->hidden, 1, H1, 2, TC);
+    int k = api__inside_items(&rq->in, p, rq->batched, rq->tok ? rq->tok->bpe : NULL, &s->io,
+                              items + n, e);
+    if (k < 0) return -1;
+    n += k;
     if (returns(s, M_OUT_TIMING)) items[n++] = (api_item){.name = "timing", .kind = API_ITEM_TIMING};
     return n;
 }
@@ -318,7 +333,9 @@ static int contents(api_job *j, api_contents *c, api_err *e) {
     if (rq->model) s->items[n++] = json_item("model", &s->name);
     s->items[n++] = json_item("config", &s->config);
     s->items[n++] = json_item("shape", &s->shape);
-    n += output_items(s, s->items + n);
+    int k = output_items(s, s->items + n, e);
+    if (k < 0) return -1;
+    n += k;
     c->module = "GPT2";
     c->item = s->items;
     c->n = n;
@@ -330,6 +347,7 @@ static void release(api_job *j) {
     api_buf *texts[] = {&s->config, &s->shape, &s->layers, &s->name, &s->tokens};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) api_buf_free(texts[i]);
     api__model_rq_free(&s->rq);
+    api__inside_out_free(&s->io);
 }
 
 const api_kind_ops api__model_kind = {

@@ -24,6 +24,8 @@ import json
 import os
 import sys
 
+import inside
+
 INT1 = {"type": "integer", "minimum": 1, "maximum": 2147483647}
 SCHEMAS = "#/components/schemas/"
 
@@ -399,6 +401,8 @@ def main():
     for endpoint in tables["endpoints"]:
         if endpoint["kind"] == "model":
             model_gpt2(paths, schemas, bodies, endpoint, formats)
+            inside.extend(tables, bodies["Gpt2Request"]["content"]["application/json"]["schema"],
+                          schemas["Gpt2Response"])
             continue
         ep, modules, summary = endpoint["name"], endpoint["modules"], SUMMARIES[endpoint["name"]]
         cname = ep.capitalize() + "Request"
