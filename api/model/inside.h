@@ -121,9 +121,22 @@ double api__model_block_ops(const attn_gpt2_plan *p);
  * 0, or -1 with e filled (memory, a lens on a model without blocks). */
 int api__inside_plan(const inside_rq *in, const attn_gpt2_plan *p, int width, inside_out *io,
                      inside_sizes *out, api_err *e);
-/* Runs of the sweep whose logits are held at once (at least width, at
- * most n), and rows of the lens pushed through the head at once. */
-int api__inside_patch_chunk(const attn_gpt2_plan *p, int width, int n);
+/* How a patching sweep is cut (inside_patch.c runs it, plan sizes it):
+ * X items per layer (heads or positions); G of them share one run, a batch
+ * of G * B rows, each row block with its own item patched (one run of 192
+ * rows instead of 12 of 16: products that keep the cores busy); K runs are
+ * held at once (their inputs, patch sources and logits: run_floats each). */
+typedef struct {
+    int X, G, per_layer, n_runs, K;
+    attn_gpt2_plan gp;         /* a run's plan: batch G * B */
+    size_t run_floats;
+} inside_sweep;
+
+/* The cut of rq's sweep on plan p for a pool of width threads. 0, or -1
+ * with e filled (a batch of G * B beyond core's sizes). */
+int api__inside_sweep(const inside_rq *rq, const attn_gpt2_plan *p, int width, inside_sweep *s,
+                      api_err *e);
+/* Rows of the lens pushed through the head at once. */
 int api__inside_lens_rows(const attn_gpt2_plan *p);
 /* The capture of (layer, hook) in io, or NULL. */
 float *api__inside_capture(const inside_out *io, int layer, attn_hook hook);

@@ -5,10 +5,11 @@
  *
  * Memory (floats) on top of the request's own run:
  *   the captures                          their attn_hook_dims counts
- *   patch: the corrupted run's inputs      n_layer * B*T*C (hook_resid_pre of each block)
- *          a chunk of the sweep's logits   K * B*V (K runs at a time, see below)
- *          each thread's run               its work space (one run per thread)
- *          the results                     n_layer * (H or T) * B + 2B
+ *   patch: the corrupted run's activations  n_layer * B*T*C (hook_resid_pre of each
+ *                                           block), as much for the site's
+ *          K runs' inputs, sources, logits  (api__inside_sweep)
+ *          each thread's run                its work space (one run per thread)
+ *          the results                      n_layer * (H or T) * B + 2B
  *   lens:  a chunk of rows' logits         R * V, and R * C for the LayerNorm
  *          the top tokens                  2 (n_layer + 1) * B*T*k
  * Work (multiply-adds): the corrupted run is one forward; the sweep's run
@@ -28,11 +29,35 @@ double api__model_block_ops(const attn_gpt2_plan *p) {
     return B * T * C * C * 12.0 + B * H * T * T * (2.0 * C / H + 64.0);
 }
 
-int api__inside_patch_chunk(const attn_gpt2_plan *p, int width, int n) {
-    size_t per = (size_t)p->B * (size_t)p->V, k = CHUNK_FLOATS / per;
+/* Runs that keep every thread of the pool busy, and the most rows one run
+ * takes (its work space grows with them). */
+#define RUNS_PER_THREAD 2
+#define GROUP_ROWS 4096
+
+int api__inside_sweep(const inside_rq *rq, const attn_gpt2_plan *p, int width, inside_sweep *s,
+                      api_err *e) {
+    const inside_site_info *site = api__inside_site(rq->site);
+    int L = p->n_layer, X = site->per_head ? p->H : p->T;
+    long runs = (long)RUNS_PER_THREAD * (width < 1 ? 1 : width);
+    long G = ((long)X * L + runs - 1) / runs, cap = GROUP_ROWS / ((long)p->B * p->T);
+    G = G > X ? X : G;
+    G = G > cap ? cap : G;
+    s->X = X;
+    s->G = G < 1 ? 1 : (int)G;
+    s->per_layer = (X + s->G - 1) / s->G;
+    s->n_runs = L * s->per_layer;
+    attn_error ae = {0};
+    if (attn_gpt2_plan_make(&p->cfg, s->G * p->B, p->T, 0, &s->gp, &ae) != ATTN_OK) {
+        api__from_attn(e, &ae, ATTN_MODULE_COUNT);
+        return -1;
+    }
+    size_t rows = (size_t)s->G * (size_t)p->B;
+    s->run_floats = 2 * rows * (size_t)p->T * (size_t)p->C + rows * (size_t)p->V;
+    size_t k = CHUNK_FLOATS / s->run_floats;
     if (k < (size_t)width) k = (size_t)width;
-    if (k > (size_t)n) k = (size_t)n;
-    return k < 1 ? 1 : (int)k;
+    if (k > (size_t)s->n_runs) k = (size_t)s->n_runs;
+    s->K = k < 1 ? 1 : (int)k;
+    return 0;
 }
 
 int api__inside_lens_rows(const attn_gpt2_plan *p) {
@@ -74,17 +99,25 @@ typedef struct {
     double need, reply, ops;
 } costs;
 
-static void patch_costs(const inside_rq *in, const attn_gpt2_plan *p, int width, inside_out *io,
-                        costs *c) {
-    int L = p->n_layer, X = api__inside_site(in->site)->per_head ? p->H : p->T;
-    double B = p->B, BTC = B * p->T * p->C, n = (double)L * X, block = api__model_block_ops(p);
-    for (int l = 0; l < L; l++) c->need += (double)want(io, p, l, api__inside_site(in->site)->hook);
-    c->need += L * BTC + (double)api__inside_patch_chunk(p, width, L * X) * B * p->V +
-               width * run_space(p) + n * B + 2 * B;
+static int patch_costs(const inside_rq *in, const attn_gpt2_plan *p, int width, inside_out *io,
+                       costs *c, api_err *e) {
+    inside_sweep sw;
+    if (api__inside_sweep(in, p, width, &sw, e)) return -1;
+    attn_hook hook = api__inside_site(in->site)->hook;
+    int L = p->n_layer;
+    double B = p->B, BTC = B * p->T * p->C, n = (double)L * sw.X, block = api__model_block_ops(p);
+    for (int l = 0; l < L; l++) c->need += (double)want(io, p, l, hook);
+    /* the corrupted run's resid_pre (and site) of every block, K runs'
+     * buffers, a work space per thread, the results */
+    c->need += L * BTC * (hook == ATTN_HOOK_RESID_PRE ? 1 : 2) + (double)sw.K * sw.run_floats +
+               width * run_space(&sw.gp) + n * B + 2 * B;
     c->reply += n * B + 2 * B;
-    /* the corrupted run, then runs of blocks l.. and the last position's head */
+    /* the corrupted run, then runs of blocks l.. and the last position's
+     * head (a group's padding counted too) */
     c->ops += block * L + B * p->T * p->C * (double)p->V;
-    for (int l = 0; l < L; l++) c->ops += X * (block * (L - l) + B * p->C * (double)p->V);
+    double items = (double)sw.per_layer * sw.G;
+    for (int l = 0; l < L; l++) c->ops += items * (block * (L - l) + B * p->C * (double)p->V);
+    return 0;
 }
 
 static void lens_costs(const inside_rq *in, const attn_gpt2_plan *p, inside_out *io, costs *c) {
@@ -119,7 +152,7 @@ int api__inside_plan(const inside_rq *in, const attn_gpt2_plan *p, int width, in
     }
     double model = api__model_block_ops(p) * L + (double)p->B * p->T * p->C * p->V;
     before = c;
-    if (in->patch) patch_costs(in, p, width < 1 ? 1 : width, io, &c);
+    if (in->patch && patch_costs(in, p, width < 1 ? 1 : width, io, &c, e)) return -1;
     double patch_ops = c.ops - before.ops;
     if (in->lens_k) lens_costs(in, p, io, &c);
     double lens_ops = c.ops - before.ops - patch_ops;
