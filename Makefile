@@ -209,6 +209,12 @@ $(BUILD)/bench/bench_decode: bench/bench_decode.c $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
 
+# The whole-model forward (both families, T = 128 and 512) as a fraction of
+# the sgemm rate of the same run.
+$(BUILD)/bench/bench_forward: bench/bench_forward.c $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
+
 # A full activation-patching sweep (every head of the 124M shape on a
 # 16-token pair) through api_handle, against PyTorch with hooks in the same
 # run (bench/run_patch.sh).
@@ -223,10 +229,13 @@ BENCH_ENV := env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
 
 bench: deps
 	@$(MAKE) --no-print-directory build-all $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise \
-	  $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_patch
+	  $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_forward $(BUILD)/bench/bench_decode \
+	  $(BUILD)/bench/bench_patch
 	$(call apt_install,python3-torch python3-fastapi python3-uvicorn wrk nginx-light)
 	$(BENCH_ENV) bench/run.sh $(BUILD)/bench/bench_core
 	$(BENCH_ENV) bench/run_gpt2.sh $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_core
+	$(BENCH_ENV) $(BUILD)/bench/bench_forward 2
+	$(BENCH_ENV) $(BUILD)/bench/bench_decode 2
 	$(BENCH_ENV) bench/run_patch.sh $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_serialise
 	$(BENCH_ENV) /usr/bin/python3 bench/e2e.py $(SERVER)

@@ -73,8 +73,10 @@ static void step_attention(attn_gpt2_cache *c, const attn__block_view *bv, int l
                            (size_t)h * (size_t)D,
                        (size_t)D * sizeof(float));
     attend_job j = {.c = c, .l = l, .n = t + 1, .rows = rows};
-    double flops = 4.0 * p->B * p->H * (double)(t + 1) * D;
-    attn__parallel(pool, (long)p->B * p->H, flops > 2e5, attend_item, &j);
+    /* shared when the keys and values to read pass 1 MB (t above ~170 at
+     * GPT-2's width): below, waking a helper costs about what it saves */
+    double bytes = 8.0 * p->B * p->H * (double)(t + 1) * D;
+    attn__parallel(pool, (long)p->B * p->H, bytes > 1e6, attend_item, &j);
 }
 
 static void step_block(attn_gpt2_cache *c, const float *params, int l, int t, attn_pool *pool,

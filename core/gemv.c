@@ -49,7 +49,10 @@ static void gemv_item(void *ctx, long item, int slot) {
 }
 
 void attn__gemv_run(attn_pool *pool, const attn__gemv_args *args) {
-    gemv_job j = {.a = *args, .cols = attn__gemv_cols(args->in)};
+    /* at most about 64 items: a vocabulary-wide head in blocks of ~2 MB
+     * rather than 600 claims of 256 KB */
+    int cols = attn__gemv_cols(args->in), few = ((args->out + 63) / 64 + 15) / 16 * 16;
+    gemv_job j = {.a = *args, .cols = few > cols ? few : cols};
     if (j.a.ldy == 0) j.a.ldy = j.a.out;
     long items = (j.a.out + j.cols - 1) / j.cols;
     double bytes = 4.0 * j.a.in * (double)j.a.out;

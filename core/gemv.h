@@ -29,7 +29,8 @@ typedef struct {
  * a multiple of 16 columns (at least 16). */
 int attn__gemv_cols(int in);
 
-/* y = x · Wᵀ + b (then GELU), by column blocks split over pool. */
+/* y = x · Wᵀ + b (then GELU), by column blocks split over pool: blocks of
+ * attn__gemv_cols(in) columns, or of out / 64 when that is wider. */
 void attn__gemv_run(attn_pool *pool, const attn__gemv_args *a);
 
 #endif

@@ -106,14 +106,11 @@ void attn__block_run(attn__run *r, int l);
  * and the weights' dropout as asked. */
 void attn__model_attend(attn__run *r, int l, const attn__block_view *bv);
 
-/* Fills r->mask with the causal mask (once per call). */
-void attn__model_causal_mask(attn__run *r);
-
 /* Floats of the dropout multipliers before block l's (attn_gpt2_outputs.dropout_masks). */
 size_t attn__dropout_offset(const attn_gpt2_plan *p, int l);
 
 /* y[rows][C] = the family's LayerNorm of x (nn.LayerNorm, or the book's
- * LayerNorm class); y may be x. */
+ * LayerNorm class); y may be x (model_layers.c). */
 void attn__model_layernorm(const attn_gpt2_plan *p, float *y, const float *x, const float *w,
                            const float *b, size_t rows);
 

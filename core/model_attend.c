@@ -79,13 +79,6 @@ static void materialised(attn__run *r, int l, const attn__view v[3]) {
     if (hd.masked_step) attn__capture(r, l, ATTN_HOOK_ATTN_SCORES, r->masked, rows, p->T, p->T);
 }
 
-void attn__model_causal_mask(attn__run *r) {
-    attn_inputs none = {0};
-    attn__heads hd = {.plan = &r->p->attn_plan, .cfg = &r->p->attn, .inputs = &none,
-                      .mask = r->mask};
-    attn__build_mask(&hd);
-}
-
 void attn__model_attend(attn__run *r, int l, const attn__block_view *bv) {
     const attn_gpt2_plan *p = r->p;
     project_qkv(r, bv);

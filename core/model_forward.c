@@ -16,14 +16,6 @@
 
 /* ==== The model =========================================================== */
 
-void attn__model_layernorm(const attn_gpt2_plan *p, float *y, const float *x, const float *w,
-                           const float *b, size_t rows) {
-    if (p->family == ATTN_FAMILY_GPTMODEL)
-        attn__layernorm_div(y, x, w, b, rows, p->C);
-    else
-        attn__layernorm(y, x, w, b, rows, p->C);
-}
-
 static int check_idx(const attn_gpt2_plan *p, const int32_t *idx, attn_error *err) {
     size_t BT = (size_t)p->B * (size_t)p->T;
     for (size_t i = 0; i < BT; i++)

@@ -23,6 +23,14 @@ int attn__run_keeps_masked(const attn__run *r, int l) {
            (weight_dropout(r->p) && weights_wanted);
 }
 
+/* The causal mask of the materialised kernel, once per call. */
+static void causal_mask(attn__run *r) {
+    attn_inputs none = {0};
+    attn__heads hd = {.plan = &r->p->attn_plan, .cfg = &r->p->attn, .inputs = &none,
+                      .mask = r->mask};
+    attn__build_mask(&hd);
+}
+
 static size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 /* What the blocks of this call need: any materialised map, any kept masked
@@ -76,7 +84,7 @@ void *attn__run_alloc(attn__run *r, attn_error *err) {
     r->mask = (uint8_t *)piece[4], r->rows = piece[5], r->wdrop = piece[6], r->masked = piece[7];
     r->unit = piece[8];
     for (int c = 0; unit && c < p->C; c++) r->unit[c] = 1.0f, r->unit[p->C + c] = 0.0f;
-    if (map) attn__model_causal_mask(r);
+    if (map) causal_mask(r);
     return base;
 }
 
