@@ -33,7 +33,7 @@ static void values(api_buf *b, const api_item *it, const api_fmt *f, int *nonfin
 }
 
 static void tensor(api_buf *b, const api_item *it, const api_fmt *fmt, int *nonfinite) {
-    api_fmt plain = {.format = API_FORMAT_NESTED};
+    api_fmt plain = {.format = API_FORMAT_NESTED, .precision = fmt->precision};
     const api_fmt *f = it->plain ? &plain : fmt;
     if (!it->indices) {
         values(b, it, f, nonfinite);
