@@ -233,6 +233,8 @@ bench: deps
 	  $(BUILD)/bench/bench_patch
 	$(call apt_install,python3-torch python3-fastapi python3-uvicorn wrk nginx-light)
 	$(BENCH_ENV) bench/run.sh $(BUILD)/bench/bench_core
+	$(BENCH_ENV) $(BUILD)/bench/bench_core cputime
+	$(BENCH_ENV) /usr/bin/python3 bench/bench_torch.py cputime
 	$(BENCH_ENV) bench/run_gpt2.sh $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_forward 2
 	$(BENCH_ENV) $(BUILD)/bench/bench_decode 2

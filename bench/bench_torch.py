@@ -86,6 +86,27 @@ CASES = {
     "gpt2_t1024_weights": lambda n: gpt2_case(n, 1024, 10),
 }
 
+def cputime():
+    """The GPT-2 layer at T = 128 and 512 on one thread (PyTorch's and
+    OpenBLAS's), best of 30 in process CPU time, as `bench_core cputime`
+    measures ours: "name ms" lines."""
+    torch.set_num_threads(1)
+    OPENBLAS.openblas_set_num_threads(1)
+    for T in (128, 512):
+        mod = CausalSelfAttention(768, 12, T).eval()
+        x = torch.rand(1, T, 768)
+        best = 1e30
+        with torch.no_grad():
+            for _ in range(30):
+                t0 = time.process_time()
+                mod(x)
+                best = min(best, (time.process_time() - t0) * 1e3)
+        print(f"torch_gpt2_t{T}_context_cpu {best:.3f}", flush=True)
+
+
 torch.manual_seed(123)
+if sys.argv[1:] == ["cputime"]:
+    cputime()
+    sys.exit(0)
 for name in sys.argv[1:] or CASES:  # the cases named, or all
     CASES[name](name)

@@ -47,10 +47,17 @@ def wait_ready(port, path, proc, seconds=60):
 
 
 def post(conn, path, body, headers):
-    t0 = time.perf_counter()
-    conn.request("POST", path, body=body, headers=headers)
-    r = conn.getresponse()
-    data = r.read()
+    for attempt in range(2):  # a keep-alive connection the server closed: once more, afresh
+        t0 = time.perf_counter()
+        try:
+            conn.request("POST", path, body=body, headers=headers)
+            r = conn.getresponse()
+            data = r.read()
+            break
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            conn.close()
+            if attempt:
+                raise
     dt = (time.perf_counter() - t0) * 1e3
     if r.status != 200:
         sys.exit(f"{path}: {r.status} {data[:300]!r}")
@@ -92,7 +99,7 @@ def main():
     env = dict(os.environ, OMP_NUM_THREADS="1")
     theirs = subprocess.Popen(["/usr/bin/python3", "-m", "uvicorn", "torch_server:app",
                                "--host", "127.0.0.1", "--port", str(torch_port),
-                               "--log-level", "warning"],
+                               "--log-level", "warning", "--timeout-keep-alive", "600"],
                               cwd=HERE, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_ready(ours_port, "/healthz", ours)

@@ -22,7 +22,9 @@ for round in $(seq "$rounds"); do
   done
   all+=$("$2" sgemm)$'\n'
 done
-awk -v rounds="$rounds" -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '
+awk -v rounds="$rounds" -v load="$(cut -d' ' -f1-3 /proc/loadavg)" \
+    -v cpu="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores, $(grep -qw avx512f /proc/cpuinfo && echo AVX-512 || echo 'AVX2, no AVX-512')" '
+$1 == "kernels" { kernels = $2; next }
 NF < 4 && $1 != "sgemm" { next }
 $1 == "sgemm" { if ($3 > sg[$2]) sg[$2] = $3; next }
 $3 ~ /_init$/ { next }
@@ -34,8 +36,8 @@ $3 ~ /_init$/ { next }
 }
 function frac(side, k, th) { return 100 * fl[k] / best[side, k, th] * 1e3 / sg[th] }
 END {
-    printf "sgemm 1024^3, best of the run: %.1f GFLOP/s on 1 thread, %.1f on 2 (load average %s; best of %d rounds)\n",
-           sg[1], sg[2], load, rounds
+    printf "%s, OpenBLAS %s kernels; load average %s; best of %d rounds\n", cpu, kernels, load, rounds
+    printf "sgemm 1024^3, best of the run: %.1f GFLOP/s on 1 thread, %.1f on 2\n", sg[1], sg[2]
     printf "%-30s %6s %17s %17s %17s %17s %8s\n", "case", "GFLOP", "core_1t ms (%sg)", "core_2t ms (%sg)",
            "torch_1t ms (%sg)", "torch_2t ms (%sg)", "speedup"
     for (i = 1; i <= n; i++) {

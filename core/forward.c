@@ -215,24 +215,18 @@ static int check_inputs(const attn_config *cfg, const attn_plan *p, const attn_i
 
 /* ---- forward ---------------------------------------------------------------- */
 
-int attn_forward(const attn_config *cfg, const attn_plan *plan, const attn_inputs *in,
-                 attn_rng *rng, attn_outputs *out, attn_error *err) {
-    if (cfg == NULL || plan == NULL || in == NULL || out == NULL)
-        return attn__fail(err, ATTN_ERR_ARG, "", "config, plan, inputs and outputs are required");
-    const attn_plan *p = plan;
-    int rc = check_inputs(cfg, p, in, err);
-    if (rc) return rc;
+/* The work space: everything the caller did not ask for. The fused kernel
+ * needs one tile of scores per thread and nothing [L][S]-sized; the
+ * materialised one keeps the score-sized intermediates nobody wants as one
+ * block of query rows per thread instead of [B][H][L][S]. */
+enum { W_PROJ, W_FLASH, W_SCORES, W_MASKED, W_WEIGHTS, W_MASK, W_DROPOUT, W_CTX_HEADS, W_CONTEXT,
+       W_N };
 
-    /* The work space: everything the caller did not ask for. The fused
-     * kernel needs one tile of scores per thread and nothing [L][S]-sized;
-     * the materialised one keeps the score-sized intermediates nobody wants
-     * as one block of query rows per thread instead of [B][H][L][S]. */
-    enum { W_PROJ, W_FLASH, W_SCORES, W_MASKED, W_WEIGHTS, W_MASK, W_DROPOUT, W_CTX_HEADS,
-           W_CONTEXT, W_N };
+static void *workspace(const attn_config *cfg, const attn_plan *p, const attn_inputs *in,
+                       const attn_outputs *out, int fused, void *w[W_N], size_t *bytes) {
     int projected = attn_module_has(cfg->module, ATTN_MOD_PROJECTED);
-    int fused = attn__flash_used(cfg, p, attn__outputs_asked(out));
     size_t mat = !fused; /* 0: no [L][S] piece at all */
-    size_t LS = (size_t)p->L * (size_t)p->S, width = (size_t)attn__pool_width(in->pool);
+    size_t width = (size_t)attn__pool_width(in->pool);
     size_t rows = width * ATTN__MAP_ROWS * (size_t)p->S; /* < 1024 * 64 * 2^31: no overflow */
     int keep_weights = out->weights || out->weights_avg;
     const piece pieces[W_N] = {
@@ -246,46 +240,77 @@ int attn_forward(const attn_config *cfg, const attn_plan *plan, const attn_input
         [W_CTX_HEADS] = {out->context_heads, p->n_context_heads * sizeof(float)},
         [W_CONTEXT] = {out->context, p->n_context * sizeof(float)},
     };
+    return workspace_carve(pieces, W_N, w, bytes);
+}
+
+/* The dropout multipliers into dst when dropout acts (from rng, reseeded
+ * with dropout_seed when set; a fresh process's generator when rng is
+ * NULL), else 1s into the caller's dropout_mask. Returns dst or NULL. */
+static float *dropout_draw(const attn_config *cfg, const attn_plan *p, attn_rng *rng, float *dst,
+                           const attn_outputs *out) {
+    if (!p->dropout_active) {
+        for (size_t i = 0; out->dropout_mask && i < p->n_dropout; i++) out->dropout_mask[i] = 1.0f;
+        return NULL;
+    }
+    attn_rng local;
+    if (rng == NULL || cfg->has_dropout_seed) {
+        if (rng == NULL) rng = &local;
+        attn_rng_seed(rng, cfg->has_dropout_seed ? cfg->dropout_seed : ATTN_TORCH_DEFAULT_SEED);
+    }
+    attn__dropout_mask(dst, p, cfg, rng);
+    return dst;
+}
+
+/* After the heads: the output projection (and dropout on the output), the
+ * per-head tensors asked for, the averaged weights. */
+static void finish(const attn_plan *p, const attn_inputs *in, const attn__param_views *pv,
+                   const attn__heads *hd, const attn__view v[3], const float *dropout,
+                   float *context, attn_outputs *out) {
+    if (p->has_out_proj) {
+        attn__linear(in->pool, context, hd->context_heads, p->B * p->L, p->ctx_width, p->out_width,
+                     pv->out_proj_w, 0, pv->out_proj_b);
+        if (p->drop_site == ATTN_DROP_OUTPUT && dropout)
+            for (size_t i = 0; i < p->n_context; i++) context[i] *= dropout[i];
+    } else if (context != hd->context_heads) {
+        memcpy(context, hd->context_heads, p->n_context * sizeof(float));
+    }
+    if (out->queries) copy_view(out->queries, &v[0], p->B, p->H, p->L, p->Dk);
+    if (out->keys) copy_view(out->keys, &v[1], p->B, p->Hkv, p->S, p->Dk);
+    if (out->values) copy_view(out->values, &v[2], p->B, p->Hkv, p->S, p->Dv);
+    if (out->weights_avg) attn__average_heads(out->weights_avg, hd->weights, p);
+}
+
+int attn_forward(const attn_config *cfg, const attn_plan *plan, const attn_inputs *in,
+                 attn_rng *rng, attn_outputs *out, attn_error *err) {
+    if (cfg == NULL || plan == NULL || in == NULL || out == NULL)
+        return attn__fail(err, ATTN_ERR_ARG, "", "config, plan, inputs and outputs are required");
+    const attn_plan *p = plan;
+    int rc = check_inputs(cfg, p, in, err);
+    if (rc) return rc;
+    int projected = attn_module_has(cfg->module, ATTN_MOD_PROJECTED);
+    int fused = attn__flash_used(cfg, p, attn__outputs_asked(out));
     void *w[W_N];
-    size_t bytes;
-    void *base = workspace_carve(pieces, W_N, w, &bytes);
+    size_t bytes, LS = (size_t)p->L * (size_t)p->S;
+    void *base = workspace(cfg, p, in, out, fused, w, &bytes);
     if (base == NULL)
         return attn__fail(err, ATTN_ERR_NOMEM, "", "cannot allocate %zu bytes of work space", bytes);
 
     attn__view v[3];
     attn__param_views pv;
     attn__param_views_make(cfg, p, projected ? in->params : NULL, &pv);
-    if (projected)
-        project(cfg, p, in, &pv, w[W_PROJ], v);
-    else
-        direct_views(cfg, p, in, v);
+    if (projected) project(cfg, p, in, &pv, w[W_PROJ], v);
+    else direct_views(cfg, p, in, v);
 
+    int keep_weights = out->weights || out->weights_avg;
     attn__heads hd = {
         .plan = p, .cfg = cfg, .q = v[0], .k = v[1], .v = v[2],
-        .scores = w[W_SCORES],
-        .masked = w[W_MASKED],
-        .weights = w[W_WEIGHTS],
-        .scores_step = out->scores ? LS : 0,
-        .masked_step = out->masked_scores ? LS : 0,
+        .scores = w[W_SCORES], .masked = w[W_MASKED], .weights = w[W_WEIGHTS],
+        .scores_step = out->scores ? LS : 0, .masked_step = out->masked_scores ? LS : 0,
         .weights_step = keep_weights ? LS : 0,
-        .mask = w[W_MASK],
-        .context_heads = w[W_CTX_HEADS],
-        .inputs = in,
+        .mask = w[W_MASK], .context_heads = w[W_CTX_HEADS], .inputs = in,
     };
-    float *dropout = NULL;
-    if (p->dropout_active) {
-        dropout = w[W_DROPOUT];
-        attn_rng local;
-        if (rng == NULL || cfg->has_dropout_seed) {
-            if (rng == NULL) rng = &local;
-            attn_rng_seed(rng, cfg->has_dropout_seed ? cfg->dropout_seed : ATTN_TORCH_DEFAULT_SEED);
-        }
-        attn__dropout_mask(dropout, p, cfg, rng);
-    } else if (out->dropout_mask) {
-        for (size_t i = 0; i < p->n_dropout; i++) out->dropout_mask[i] = 1.0f;
-    }
+    float *dropout = dropout_draw(cfg, p, rng, w[W_DROPOUT], out);
     hd.dropout = p->drop_site == ATTN_DROP_WEIGHTS ? dropout : NULL;
-
     if (fused) {
         attn__flash f = {.plan = p, .cfg = cfg, .inputs = in, .q = v[0], .k = v[1], .v = v[2],
                          .context_heads = hd.context_heads, .scratch = w[W_FLASH]};
@@ -294,23 +319,8 @@ int attn_forward(const attn_config *cfg, const attn_plan *plan, const attn_input
         attn__build_mask(&hd);
         attn__attend(&hd, in->pool);
     }
-
     float *context = w[W_CONTEXT];
-    if (p->has_out_proj) {
-        attn__linear(in->pool, context, hd.context_heads, p->B * p->L, p->ctx_width, p->out_width,
-                     pv.out_proj_w, 0, pv.out_proj_b);
-        if (p->drop_site == ATTN_DROP_OUTPUT && dropout)
-            for (size_t i = 0; i < p->n_context; i++) context[i] *= dropout[i];
-    } else if (context != hd.context_heads) {
-        memcpy(context, hd.context_heads, p->n_context * sizeof(float));
-    }
-
-    if (out->queries) copy_view(out->queries, &v[0], p->B, p->H, p->L, p->Dk);
-    if (out->keys) copy_view(out->keys, &v[1], p->B, p->Hkv, p->S, p->Dk);
-    if (out->values) copy_view(out->values, &v[2], p->B, p->Hkv, p->S, p->Dv);
-    if (out->weights_avg) attn__average_heads(out->weights_avg, hd.weights, p);
-
-    rc = ATTN_OK;
+    finish(p, in, &pv, &hd, v, dropout, context, out);
     /* NaN or inf anywhere in the weights reaches the context: one check. */
     if (!attn__all_finite(context, p->n_context))
         rc = attn__fail(err, ATTN_ERR_NONFINITE, "inputs",

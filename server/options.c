@@ -284,90 +284,107 @@ static int models_from_env(srv_options *o) {
     return 0;
 }
 
-int srv_options_parse(srv_options *o, int argc, char **argv) {
-    const char *argv0 = argc > 0 ? argv[0] : "attention-server";
-    set_defaults(o);
-    if (models_from_env(o) != 0) return fail(argv0);
-    int model_flags = 0;
+/* The variables: ATTN_MODELS, ATTN_TOKENIZER and every option's own. */
+static int from_environment(srv_options *o) {
+    if (models_from_env(o) != 0) return -1;
     for (size_t i = 0; i < N_DEFS; i++) {
         const char *v = getenv(defs[i].env);
-        if (v && *v && set_value(o, &defs[i], v, defs[i].env) != 0) return fail(argv0);
+        if (v && *v && set_value(o, &defs[i], v, defs[i].env) != 0) return -1;
     }
     const char *tokenizers = getenv("ATTN_TOKENIZER");
     for (const char *p = tokenizers; p && *p;) {
         size_t n = strcspn(p, ",");
-        if (add_tokenizer(o, p, n, "ATTN_TOKENIZER") != 0) return fail(argv0);
+        if (add_tokenizer(o, p, n, "ATTN_TOKENIZER") != 0) return -1;
         p += n + (p[n] == ',');
     }
-    int healthcheck = 0, tokenizer_flags = 0;
+    return 0;
+}
+
+/* The flags that are not rows of defs: --probe URL, --tokenizer NAME=DIR and
+ * --model NAME=SPEC (repeatable; the first replaces the variable's list).
+ * Returns 1 when arg is one of them (taken, *i past its value), 0 when it
+ * is not, -1 after saying what is wrong. */
+static int special_flag(srv_options *o, int argc, char **argv, int *i, int *seen) {
+    const char *arg = argv[*i], *eq = strchr(arg, '=');
+    size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+    static const char *const names[] = {"--probe", "--tokenizer", "--model"};
+    static const char *const needs[] = {"a URL", "NAME=DIR", "NAME=FILE.safetensors"};
+    int k = 0;
+    while (k < 3 && !(strlen(names[k]) == name_len && strncmp(arg, names[k], name_len) == 0)) k++;
+    if (k == 3) return 0;
+    const char *value = eq ? eq + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
+    if (!value || !*value || (k == 0 && strlen(value) >= sizeof o->probe_url)) {
+        fprintf(stderr, "attention-server: %s needs %s\n", names[k], needs[k]);
+        return -1;
+    }
+    if (k == 0) {
+        strcpy(o->probe_url, value);
+        o->mode = SRV_MODE_PROBE;
+        return 1;
+    }
+    if (seen[k]++ == 0) { /* the flags replace the variable */
+        if (k == 1) o->n_tokenizers = 0;
+        else o->n_models = 0;
+    }
+    int rc = k == 1 ? add_tokenizer(o, value, strlen(value), "--tokenizer") : add_model(o, value);
+    return rc != 0 ? -1 : 1;
+}
+
+/* The command line; *healthcheck when --healthcheck is there. */
+static int from_flags(srv_options *o, int argc, char **argv, int *healthcheck) {
+    int seen[3] = {0};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) { o->mode = SRV_MODE_HELP; return 0; }
         if (strcmp(arg, "--version") == 0) { o->mode = SRV_MODE_VERSION; return 0; }
-        if (strcmp(arg, "--healthcheck") == 0) { healthcheck = 1; continue; }
+        if (strcmp(arg, "--healthcheck") == 0) { *healthcheck = 1; continue; }
+        int special = special_flag(o, argc, argv, &i, seen);
+        if (special < 0) return -1;
+        if (special) continue;
         /* --flag value or --flag=value */
         const char *eq = strchr(arg, '=');
         size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
-        const char *value = NULL;
-        if (name_len == 7 && strncmp(arg, "--probe", 7) == 0) {
-            value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!value || strlen(value) >= sizeof o->probe_url) {
-                fprintf(stderr, "attention-server: --probe needs a URL\n");
-                return fail(argv0);
-            }
-            strcpy(o->probe_url, value);
-            o->mode = SRV_MODE_PROBE;
-            continue;
-        }
-        if (name_len == 11 && strncmp(arg, "--tokenizer", 11) == 0) {
-            value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!value) {
-                fprintf(stderr, "attention-server: --tokenizer needs NAME=DIR\n");
-                return fail(argv0);
-            }
-            if (tokenizer_flags++ == 0) o->n_tokenizers = 0; /* the flags replace the variable */
-            if (add_tokenizer(o, value, strlen(value), "--tokenizer") != 0) return fail(argv0);
-            continue;
-        }
-        if (name_len == 7 && strncmp(arg, "--model", 7) == 0) {
-            value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!value || !*value) {
-                fprintf(stderr, "attention-server: --model needs NAME=FILE.safetensors\n");
-                return fail(argv0);
-            }
-            if (!model_flags++) o->n_models = 0; /* the flags win over ATTN_MODELS */
-            if (add_model(o, value) != 0) return fail(argv0);
-            continue;
-        }
         const opt_def *d = NULL;
         for (size_t k = 0; k < N_DEFS && !d; k++)
             if (strlen(defs[k].flag) == name_len && strncmp(arg, defs[k].flag, name_len) == 0) d = &defs[k];
         if (!d) {
             fprintf(stderr, "attention-server: unknown option '%.64s'\n", arg);
-            return fail(argv0);
+            return -1;
         }
-        value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
         if (!value) {
             fprintf(stderr, "attention-server: %s needs a value\n", d->flag);
-            return fail(argv0);
+            return -1;
         }
-        if (set_value(o, d, value, d->flag) != 0) return fail(argv0);
+        if (set_value(o, d, value, d->flag) != 0) return -1;
     }
+    return 0;
+}
+
+/* --healthcheck: probe /healthz where the server listens (a server bound
+ * to every interface is probed on loopback). */
+static void healthcheck_url(srv_options *o) {
+    const char *h = o->host;
+    if (strcmp(h, "0.0.0.0") == 0 || strcmp(h, "") == 0) h = "127.0.0.1";
+    else if (strcmp(h, "::") == 0) h = "::1";
+    int v6 = strchr(h, ':') != NULL;
+    snprintf(o->probe_url, sizeof o->probe_url, "http://%s%s%s:%d/healthz", v6 ? "[" : "", h,
+             v6 ? "]" : "", o->port);
+    o->mode = SRV_MODE_PROBE;
+}
+
+int srv_options_parse(srv_options *o, int argc, char **argv) {
+    const char *argv0 = argc > 0 ? argv[0] : "attention-server";
+    set_defaults(o);
+    int healthcheck = 0;
+    if (from_environment(o) != 0 || from_flags(o, argc, argv, &healthcheck) != 0) return fail(argv0);
+    if (o->mode == SRV_MODE_HELP || o->mode == SRV_MODE_VERSION) return 0;
     srv_cors cors;
     char err[160];
     if (srv_cors_parse(&cors, o->cors_origin, err, sizeof err) != 0) {
         fprintf(stderr, "attention-server: --cors-origin: %s\n", err);
         return fail(argv0);
     }
-    if (healthcheck && o->mode != SRV_MODE_PROBE) {
-        /* A server bound to every interface is probed on loopback. */
-        const char *h = o->host;
-        if (strcmp(h, "0.0.0.0") == 0 || strcmp(h, "") == 0) h = "127.0.0.1";
-        else if (strcmp(h, "::") == 0) h = "::1";
-        int v6 = strchr(h, ':') != NULL;
-        snprintf(o->probe_url, sizeof o->probe_url, "http://%s%s%s:%d/healthz",
-                 v6 ? "[" : "", h, v6 ? "]" : "", o->port);
-        o->mode = SRV_MODE_PROBE;
-    }
+    if (healthcheck && o->mode != SRV_MODE_PROBE) healthcheck_url(o);
     return 0;
 }
