@@ -5,7 +5,9 @@
  * the clean run, the corrupted run and 144 patched runs, each from its
  * layer's input, over an attn_pool of the given width (OpenBLAS on one
  * thread, as the server runs). Prints "patch_heads_124m_t16 ms" (best of
- * BENCH_PATCH_RUNS, 3) and "result" with the 12 x 12 logit differences.
+ * BENCH_PATCH_RUNS, 3), the same in process CPU time (_cpu: the time spent
+ * waiting for a CPU on a shared machine does not count; on one thread, the
+ * work itself), and "result" with the 12 x 12 logit differences.
  *
  *   build/bench/bench_patch THREADS MODEL.safetensors */
 #include "api/api.h"
@@ -18,9 +20,9 @@
 #include <string.h>
 #include <time.h>
 
-static double now_ms(void) {
+static double clock_ms(clockid_t c) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(c, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
@@ -66,12 +68,13 @@ int main(int argc, char **argv) {
     attn_pool *pool = threads > 1 ? attn_pool_create(threads) : NULL;
     api_limits lim = {.max_elements = (size_t)1 << 31, .models = models, .compute = pool};
     request(body, sizeof body);
-    double best = 1e30;
+    double best = 1e30, best_cpu = 1e30;
     for (int i = 0; i < runs; i++) {
         api_reply r;
-        double t0 = now_ms();
+        double t0 = clock_ms(CLOCK_MONOTONIC), c0 = clock_ms(CLOCK_PROCESS_CPUTIME_ID);
         int status = api_handle(API_EP_MODEL_GPT2, body, strlen(body), &lim, &r);
-        double ms = now_ms() - t0;
+        double ms = clock_ms(CLOCK_MONOTONIC) - t0, cpu = clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
+        best_cpu = cpu < best_cpu ? cpu : best_cpu;
         if (status != 200) {
             fprintf(stderr, "status %d: %.300s\n", status, r.body.data);
             return 1;
@@ -79,6 +82,7 @@ int main(int argc, char **argv) {
         best = ms < best ? ms : best;
         if (i == runs - 1) {
             printf("patch_heads_124m_t16 %.3f\n", best);
+            printf("patch_heads_124m_t16_cpu %.3f\n", best_cpu);
             print_result(&r);
         }
         api_reply_free(&r);

@@ -15,8 +15,9 @@ weights [in][out]), for the server's side of the same run (bench_patch.c).
 Prints "name ms" lines: patch_heads_124m_t16 (the loop of 144 forwards,
 TransformerLens's way), patch_heads_124m_t16_batched (the same 144 runs as
 one forward of a batch of 144, each row with its own head patched: what a
-PyTorch user who batches would write), then "result" and the 12 x 12
-logit differences of the sweep, to check both sides computed the same."""
+PyTorch user who batches would write), each also as _cpu (process CPU
+time), then "result" and the 12 x 12 logit differences of the sweep, to
+check both sides computed the same."""
 import ctypes
 import json
 import os
@@ -125,15 +126,18 @@ def sweep_batched(clean, corrupted):
 
 
 def bench(name, fn, clean, corrupted):
-    best, result = 1e30, None
+    """Best wall time over the thread configurations, and its CPU time."""
+    best, cpu, result = 1e30, 1e30, None
     for torch_threads, blas_threads in CONFIGS:
         torch.set_num_threads(torch_threads)
         OPENBLAS.openblas_set_num_threads(blas_threads)
         model(corrupted)  # warm up
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         result = fn(clean, corrupted)
         best = min(best, (time.perf_counter() - t0) * 1e3)
+        cpu = min(cpu, (time.process_time() - c0) * 1e3)
     print(f"{name} {best:.3f}")
+    print(f"{name}_cpu {cpu:.3f}")
     return result
 
 

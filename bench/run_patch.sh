@@ -37,6 +37,7 @@ $3 == "result" {
 }
 { k = $1 "_" $3; if (!((k, $2) in best) || $4 < best[k, $2]) best[k, $2] = $4 }
 function min2(k) { return best[k, 1] < best[k, 2] ? best[k, 1] : best[k, 2] }
+function row(what, k) { printf "%-46s %12.0f %12.0f %12.0f\n", what, best[k, 1], best[k, 2], best[k "_cpu", 1] }
 END {
     bad = 0
     for (i = 4; i <= n_res; i++) {
@@ -46,13 +47,15 @@ END {
     }
     printf "sgemm 1024^3, best of the run: %.1f GFLOP/s on 1 thread, %.1f on 2 (load average %s; best of %d rounds)\n",
            sg[1], sg[2], load, rounds
-    printf "%-46s %12s %12s\n", "patching sweep, 144 heads, T=16 (ms)", "1 thread", "2 threads"
-    printf "%-46s %12.0f %12.0f\n", "server (api_handle, runs from each layer)", best["core_patch_heads_124m_t16", 1], best["core_patch_heads_124m_t16", 2]
-    printf "%-46s %12.0f %12.0f\n", "PyTorch hooks, one forward per head (TL)", best["torch_patch_heads_124m_t16", 1], best["torch_patch_heads_124m_t16", 2]
-    printf "%-46s %12.0f %12.0f\n", "PyTorch hooks, the 144 runs as one batch", best["torch_patch_heads_124m_t16_batched", 1], best["torch_patch_heads_124m_t16_batched", 2]
-    c = min2("core_patch_heads_124m_t16")
-    printf "speedup, best against best: %.2fx over TransformerLens'"'"'s loop, %.2fx over the batched PyTorch\n",
+    printf "%-46s %12s %12s %12s\n", "patching sweep, 144 heads, T=16 (ms)", "1 thread", "2 threads", "1t CPU time"
+    row("server (api_handle, runs from each layer)", "core_patch_heads_124m_t16")
+    row("PyTorch hooks, one forward per head (TL)", "torch_patch_heads_124m_t16")
+    row("PyTorch hooks, the 144 runs as one batch", "torch_patch_heads_124m_t16_batched")
+    c = min2("core_patch_heads_124m_t16"); cc = best["core_patch_heads_124m_t16_cpu", 1]
+    printf "speedup, best wall time against best: %.2fx over TransformerLens'"'"'s loop, %.2fx over the batched PyTorch\n",
            min2("torch_patch_heads_124m_t16") / c, min2("torch_patch_heads_124m_t16_batched") / c
+    printf "speedup on one thread in CPU time: %.2fx over the loop, %.2fx over the batched PyTorch\n",
+           best["torch_patch_heads_124m_t16_cpu", 1] / cc, best["torch_patch_heads_124m_t16_batched_cpu", 1] / cc
     printf "results: %d of %d differ beyond 1e-4 + 1e-3 relative\n", bad, n_res - 3
     if (bad) exit 1
 }' <<<"$all"
