@@ -314,16 +314,18 @@ static inline const char *api_openapi_json(void) {
 
 typedef enum {
     API_GZ_OK = 0,
-    API_GZ_TOO_LARGE = -1,  /* inflates to more than the limit (checked before allocating) */
+    API_GZ_TOO_LARGE = -1,  /* inflates to more than the limit */
     API_GZ_INVALID = -2,    /* not one well-formed gzip member */
     API_GZ_NOMEM = -3,
 } api_gz_status;
 
 /* Inflates the gzip member in[0..n) into a new buffer *out (NUL-terminated,
- * *out_len bytes, free() it) if it inflates to at most max bytes. The size
- * in the gzip trailer is checked against max before anything is allocated,
- * and inflating stops at that size: a member that lies about it is invalid.
- * why (optional, 128 bytes) says what is wrong. */
+ * *out_len bytes, free() it) if it inflates to at most max bytes. At most
+ * min(the trailer's size, max) + 1 bytes are allocated, and inflating stops
+ * there: a member that lies about its size, is cut short or is followed by
+ * other bytes is invalid (API_GZ_INVALID, also when its broken trailer
+ * claims more than max); API_GZ_TOO_LARGE only when it really inflates past
+ * max. why (optional, 128 bytes) says what is wrong. */
 int api_gunzip(const void *in, size_t n, size_t max, char **out, size_t *out_len, char *why);
 
 /* Compresses in[0..n) as one gzip member at level 1 (fastest) to 12 into

@@ -10,27 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ==== jansson's allocations ============================================= */
-
-/* jansson 2.14 does not always say when it ran out of memory: some failed
- * allocations of its lexer come back as syntax errors ("string or '}'
- * expected"), others drop a character and parse on (found by
- * tests/test_api_chaos.c). So its allocations go through this function,
- * which notes a failure for the thread that made it, and api_handle answers
- * 503 out_of_memory whenever one failed. Installed once; it is plain malloc
- * and free, like jansson's defaults, so a jansson call already running
- * elsewhere is not disturbed. */
-static _Thread_local int json_alloc_failed;
-static pthread_once_t json_alloc_once = PTHREAD_ONCE_INIT;
-
-static void *json_alloc(size_t n) {
-    void *p = malloc(n);
-    if (p == NULL) json_alloc_failed = 1;
-    return p;
-}
-
-static void json_alloc_install(void) { json_set_alloc_funcs(json_alloc, free); }
-
 /* ==== The tables ========================================================= */
 
 static const api_kind_ops *const kinds[API_KIND_COUNT] = {
@@ -53,18 +32,18 @@ static const writer_fn writers[API_FORMAT_COUNT] = {
 static int read_tree(const api_job *j, const char *body, size_t len, api_scan *scan,
                      json_t **root, api_err *e) {
     json_error_t je;
-    pthread_once(&json_alloc_once, json_alloc_install);
-    json_alloc_failed = 0;
+    api__json_begin();
     if (api__scan_body(body, len, j->max, j->lim ? j->lim->compute : NULL, scan))
         return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the request's tensors");
     api__scan_set_current(scan);
-    if (scan->text) *root = json_loadb(scan->text, scan->len, JSON_REJECT_DUPLICATES, &je);
-    if (*root == NULL) /* no tensor taken out, or a syntax error: its position in the body */
-        *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    je.text[0] = '\0';
+    if (scan->text) *root = api__json_parse(scan->text, scan->len, &je);
+    if (*root == NULL && !api__json_failed()) /* no tensor taken out, or a syntax error: its position */
+        *root = api__json_parse(body, len, &je);
     /* Even a tree that came back is not to be trusted after a failed
      * allocation: jansson 2.14's lexer drops the character it could not
      * append ("SelfAttention_v1" parsed as "SelfAttention_1"). */
-    if (json_alloc_failed || (*root == NULL && json_error_code(&je) == json_error_out_of_memory))
+    if (api__json_failed() || (*root == NULL && json_error_code(&je) == json_error_out_of_memory))
         return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the parsed request");
     if (*root == NULL) {
         /* jansson's text quotes the input near the error: keep it one line */

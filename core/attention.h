@@ -50,6 +50,7 @@ typedef enum {
     ATTN_ERR_RANGE = -3,     /* a size product overflows or exceeds ATTN_MAX_ELEMENTS */
     ATTN_ERR_NONFINITE = -4, /* an input is NaN or infinite, or the result overflowed */
     ATTN_ERR_NOMEM = -5,     /* an allocation failed */
+    ATTN_ERR_CANCELLED = -6, /* the caller's check said stop (attn_cancel_set) */
 } attn_status;
 
 typedef struct {
@@ -58,7 +59,8 @@ typedef struct {
     char message[256];  /* one line, no trailing period */
 } attn_error;
 
-/* "ok", "invalid_argument", "invalid_shape", "too_large", "non_finite", "out_of_memory" */
+/* "ok", "invalid_argument", "invalid_shape", "too_large", "non_finite", "out_of_memory",
+ * "cancelled" */
 const char *attn_status_name(int code);
 
 /* The largest tensor, in elements, that a plan accepts (2^40). Callers
@@ -958,5 +960,18 @@ typedef struct {
  * the first product is made wrong by 1.0 before the comparison, as a wrong
  * kernel would; nothing else reads it. */
 int attn_blas_check(attn_blas_report *r);
+
+/* ==== Cancellation ====================================================== */
+
+/* Gives the calling thread a check that the calls it makes from now on
+ * (attn_forward, attn_gpt2_forward) ask before each item of their work (a
+ * tile of attention, a block of rows of a product), on every thread that
+ * helps them: once stop(ctx) returns nonzero, the items not begun are
+ * skipped and the call returns ATTN_ERR_CANCELLED, its outputs incomplete.
+ * A server stops a computation whose client has gone, or when it must end,
+ * within an item's time. stop must be cheap and safe from any thread (an
+ * atomic load); ctx must outlive the calls. stop NULL removes the check.
+ * attn_pool_run's items are never skipped. */
+void attn_cancel_set(int (*stop)(void *ctx), void *ctx);
 
 #endif

@@ -321,8 +321,9 @@ int attn_forward(const attn_config *cfg, const attn_plan *plan, const attn_input
     }
     float *context = w[W_CONTEXT];
     finish(p, in, &pv, &hd, v, dropout, context, out);
+    rc = attn__cancel_check(err); /* items skipped: the caller's check said stop */
     /* NaN or inf anywhere in the weights reaches the context: one check. */
-    if (!attn__all_finite(context, p->n_context))
+    if (rc == ATTN_OK && !attn__all_finite(context, p->n_context))
         rc = attn__fail(err, ATTN_ERR_NONFINITE, "inputs",
                         "the result overflowed float32: inputs or parameters are too large");
     free(base);

@@ -10,6 +10,7 @@
 #include "layers.h"
 #include "linear.h"
 #include "model.h"
+#include "parallel.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -82,8 +83,10 @@ static int run(attn__run *r, attn_error *err) {
     void *work = attn__run_alloc(r, err);
     if (work == NULL) return ATTN_ERR_NOMEM;
     embed(r);
-    for (int l = r->in->start_layer; l < r->p->n_layer; l++) attn__block_run(r, l);
+    for (int l = r->in->start_layer; l < r->p->n_layer && !attn__cancelled(); l++)
+        attn__block_run(r, l);
     rc = finish(r, err);
+    if (rc == ATTN_OK) rc = attn__cancel_check(err); /* items skipped: the caller's check said stop */
     free(work);
     return rc;
 }

@@ -31,6 +31,9 @@
 typedef struct job {
     attn__item_fn fn;
     void *ctx;
+    int (*stop)(void *ctx);        /* the caller's check (attn_cancel_set), or NULL */
+    void *stop_ctx;
+    int skipped;                   /* items were skipped: stop said so */
     long n_items, next, finished;  /* items [0, next) are claimed, `finished` of them done */
     int slots;                     /* threads that joined, the caller included */
     struct job *link;              /* next job with unclaimed items */
@@ -61,15 +64,44 @@ static void unlink_job(attn_pool *p, job *j) {
         }
 }
 
-/* Claims and runs items of j until none is left. Called and returns with
- * p->mu held. */
+/* The calling thread's check (attn_cancel_set), and whether it fired. */
+static _Thread_local int (*cancel_stop)(void *ctx);
+static _Thread_local void *cancel_ctx;
+static _Thread_local int cancel_seen;
+
+void attn_cancel_set(int (*stop)(void *ctx), void *ctx) {
+    cancel_stop = stop;
+    cancel_ctx = ctx;
+    cancel_seen = 0;
+}
+
+int attn__cancelled(void) {
+    if (!cancel_seen && cancel_stop && cancel_stop(cancel_ctx)) cancel_seen = 1;
+    return cancel_seen;
+}
+
+int attn__cancel_check(attn_error *err) {
+    if (!attn__cancelled()) return ATTN_OK;
+    return attn__fail(err, ATTN_ERR_CANCELLED, "", "stopped before the end (attn_cancel_set)");
+}
+
+/* Claims and runs items of j until none is left; when j's check says stop,
+ * claims the rest without running them. Called and returns with p->mu
+ * held. */
 static void run_items(attn_pool *p, job *j, int slot) {
     while (j->next < j->n_items) {
         long item = j->next++;
         if (j->next == j->n_items) unlink_job(p, j); /* nothing left to join */
         pthread_mutex_unlock(&p->mu);
-        j->fn(j->ctx, item, slot);
+        int skip = j->stop && j->stop(j->stop_ctx);
+        if (!skip) j->fn(j->ctx, item, slot);
         pthread_mutex_lock(&p->mu);
+        if (skip) {
+            j->skipped = 1;
+            if (j->next < j->n_items) unlink_job(p, j);
+            j->finished += j->n_items - j->next; /* claimed, never to run */
+            j->next = j->n_items;
+        }
         if (++j->finished == j->n_items) pthread_cond_signal(&j->all_done);
     }
 }
@@ -115,12 +147,16 @@ static void steer_helpers(attn_pool *p) {
             p->avoided[i] = cpu;
 }
 
-void attn__parallel(attn_pool *p, long n_items, int worth_it, attn__item_fn fn, void *ctx) {
+/* attn__parallel with the calling thread's check (cancellable) or none. */
+static void parallel(attn_pool *p, long n_items, int worth_it, attn__item_fn fn, void *ctx,
+                     int cancellable) {
     if (p == NULL || p->width < 2 || n_items < 2 || !worth_it) {
-        for (long i = 0; i < n_items; i++) fn(ctx, i, 0);
+        for (long i = 0; i < n_items && !(cancellable && attn__cancelled()); i++) fn(ctx, i, 0);
         return;
     }
-    job j = {.fn = fn, .ctx = ctx, .n_items = n_items, .slots = 1};
+    job j = {.fn = fn, .ctx = ctx, .n_items = n_items, .slots = 1,
+             .stop = cancellable && !cancel_seen ? cancel_stop : NULL, .stop_ctx = cancel_ctx};
+    if (cancellable && cancel_seen) return;
     if (pthread_cond_init(&j.all_done, NULL) != 0) { /* no condition variable: run alone */
         for (long i = 0; i < n_items; i++) fn(ctx, i, 0);
         return;
@@ -138,6 +174,11 @@ void attn__parallel(attn_pool *p, long n_items, int worth_it, attn__item_fn fn, 
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     pthread_cond_destroy(&j.all_done);
+    if (j.skipped) cancel_seen = 1;
+}
+
+void attn__parallel(attn_pool *p, long n_items, int worth_it, attn__item_fn fn, void *ctx) {
+    parallel(p, n_items, worth_it, fn, ctx, 1);
 }
 
 attn_pool *attn_pool_create(int threads) {
@@ -190,5 +231,5 @@ int attn_pool_width(const attn_pool *pool) { return attn__pool_width(pool); }
 
 void attn_pool_run(attn_pool *pool, long n_items, void (*fn)(void *ctx, long item, int slot),
                    void *ctx) {
-    attn__parallel(pool, n_items, 1, fn, ctx);
+    parallel(pool, n_items, 1, fn, ctx, 0);
 }

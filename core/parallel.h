@@ -26,4 +26,10 @@ int attn__pool_width(const attn_pool *pool);
  * for waking a thread), the items run in order on the calling thread. */
 void attn__parallel(attn_pool *pool, long n_items, int worth_it, attn__item_fn fn, void *ctx);
 
+/* 1 once the calling thread's check (attn_cancel_set) has said stop, asked
+ * now or by an item of its calls: their results are incomplete. */
+int attn__cancelled(void);
+/* ATTN_ERR_CANCELLED with err filled when attn__cancelled(), else ATTN_OK. */
+int attn__cancel_check(attn_error *err);
+
 #endif

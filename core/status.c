@@ -12,6 +12,7 @@ const char *attn_status_name(int code) {
     case ATTN_ERR_RANGE: return "too_large";
     case ATTN_ERR_NONFINITE: return "non_finite";
     case ATTN_ERR_NOMEM: return "out_of_memory";
+    case ATTN_ERR_CANCELLED: return "cancelled";
     default: return "unknown_error";
     }
 }

@@ -15,6 +15,7 @@ struct srv_budget {
     pthread_cond_t freed;     /* CLOCK_MONOTONIC */
     size_t limit, reserved, peak;
     int waiting, growers_waiting;
+    int stopping;             /* srv_budget_stop: no more waiting */
     size_t held_by_waiters;   /* what the waiting requests hold already */
     unsigned long long waits, refused[4];
     unsigned long long trims; /* free arena memory given back to keep within the limit */
@@ -195,7 +196,7 @@ srv_budget_result srv_budget_reserve(srv_budget *b, size_t *held, size_t bytes, 
             r = SRV_BUDGET_STUCK;
             goto out;
         }
-        if (now_s() >= deadline) {
+        if (now_s() >= deadline || b->stopping) {
             r = SRV_BUDGET_TIMEOUT;
             goto out;
         }
@@ -226,6 +227,14 @@ void srv_budget_release(srv_budget *b, size_t *held) {
     pthread_mutex_lock(&b->mu);
     b->reserved -= *held;
     *held = 0;
+    pthread_cond_broadcast(&b->freed);
+    pthread_mutex_unlock(&b->mu);
+}
+
+void srv_budget_stop(srv_budget *b) {
+    if (!b) return;
+    pthread_mutex_lock(&b->mu);
+    b->stopping = 1;
     pthread_cond_broadcast(&b->freed);
     pthread_mutex_unlock(&b->mu);
 }

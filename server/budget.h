@@ -78,6 +78,10 @@ srv_budget_result srv_budget_reserve(srv_budget *b, size_t *held, size_t bytes, 
 /* Gives back everything in *held and sets it to 0. */
 void srv_budget_release(srv_budget *b, size_t *held);
 
+/* The server is stopping: every wait ends now, and later reservations that
+ * do not fit at once are refused (SRV_BUDGET_TIMEOUT) without waiting. */
+void srv_budget_stop(srv_budget *b);
+
 typedef struct {
     size_t limit, reserved, peak;   /* bytes */
     int waiting;                    /* requests waiting for memory now */

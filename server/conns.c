@@ -20,6 +20,7 @@ typedef struct entry {
     state st;
     double head_since;   /* ST_HEAD: waiting since */
     int gone_seen;       /* the client was seen gone at the last look */
+    atomic_int *gone;    /* ST_SERVING: set when the client has gone (body_done) */
     int cut;             /* shut down already */
 } entry;
 
@@ -64,7 +65,13 @@ static void cut(entry *e, int how, atomic_ullong *counter) {
 static void look(srv_conns *c) {
     double now = now_s();
     for (entry *e = c->head; e; e = e->next) {
-        if (e->cut || e->st == ST_SERVING) continue;
+        if (e->st == ST_SERVING) {
+            int gone = e->gone && peer_gone(e->fd);
+            if (gone && e->gone_seen) atomic_store(e->gone, 1);
+            e->gone_seen = gone;
+            continue;
+        }
+        if (e->cut) continue;
         if (e->st == ST_HEAD && now - e->head_since > c->timeout) {
             cut(e, SHUT_RDWR, &c->cut);
             continue;
@@ -180,25 +187,30 @@ void srv_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
     *socket_context = NULL;
 }
 
-static void set_state(srv_conns *c, struct MHD_Connection *conn, state st) {
+static void set_state(srv_conns *c, struct MHD_Connection *conn, state st, atomic_int *gone) {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     entry *e = ci ? ci->socket_context : NULL;
     if (!e) return;
     pthread_mutex_lock(&c->mu);
     e->st = st;
+    e->gone = gone;
     e->gone_seen = 0;
     if (st == ST_HEAD) e->head_since = now_s();
     pthread_mutex_unlock(&c->mu);
 }
 
-void srv_conns_head_done(srv_conns *c, struct MHD_Connection *conn) { set_state(c, conn, ST_BODY); }
-
-void srv_conns_body_done(srv_conns *c, struct MHD_Connection *conn) {
-    set_state(c, conn, ST_SERVING);
+void srv_conns_head_done(srv_conns *c, struct MHD_Connection *conn) {
+    set_state(c, conn, ST_BODY, NULL);
 }
 
-void srv_conns_reply_done(srv_conns *c, struct MHD_Connection *conn) { set_state(c, conn, ST_HEAD); }
+void srv_conns_body_done(srv_conns *c, struct MHD_Connection *conn, atomic_int *gone) {
+    set_state(c, conn, ST_SERVING, gone);
+}
+
+void srv_conns_reply_done(srv_conns *c, struct MHD_Connection *conn) {
+    set_state(c, conn, ST_HEAD, NULL);
+}
 
 unsigned long long srv_conns_cut(srv_conns *c) {
     return c ? atomic_load_explicit(&c->cut, memory_order_relaxed) : 0;

@@ -30,13 +30,16 @@
  * was in its epoll set (a client that sends half an upload and closes at
  * once, or a request and then shutdown(SHUT_WR)): it reads the data once,
  * never sees the end, and held the connection until --timeout, counted as
- * aborted:timeout. A connection whose request is complete is left alone (a
- * client may half-close and still read its reply).
+ * aborted:timeout. A connection whose request is complete stays open (its
+ * reply is still sent), but its computation is told to stop: like nginx, a
+ * client that closes its side while its request is computed is taken to
+ * have left.
  */
 #ifndef SRV_CONNS_H
 #define SRV_CONNS_H
 
 #include <microhttpd.h>
+#include <stdatomic.h>
 
 typedef struct srv_conns srv_conns;
 
@@ -65,8 +68,11 @@ void srv_conns_notify(void *c, struct MHD_Connection *conn, void **socket_contex
 /* The connection's request head has arrived: no deadline while its body is
  * read; closed if the client hangs up before the body is complete. */
 void srv_conns_head_done(srv_conns *c, struct MHD_Connection *conn);
-/* Its body is complete: the request is served, whatever the client does. */
-void srv_conns_body_done(srv_conns *c, struct MHD_Connection *conn);
+/* Its body is complete: the request is served. If the client hangs up
+ * while it is (no reply can reach it), *gone is set to 1 (nginx's "client
+ * closed request"): the computation stops (attn_cancel_set). gone may be
+ * NULL; it must stay valid until srv_conns_reply_done. */
+void srv_conns_body_done(srv_conns *c, struct MHD_Connection *conn, atomic_int *gone);
 /* Its reply is done: the next request head is due within the timeout. */
 void srv_conns_reply_done(srv_conns *c, struct MHD_Connection *conn);
 

@@ -73,6 +73,7 @@ typedef struct {
     int bad_encoding;        /* a Content-Encoding other than identity or gzip: 415 */
     int framing_error;       /* answered for its framing (framing.h), connection closed */
     int budget_never;        /* needs more than the whole memory budget: 413 */
+    atomic_int gone;         /* its client hung up while it was computed (conns.h) */
     char never_msg[256];
     int gzip_body;           /* Content-Encoding: gzip, inflated by the worker */
     int gzip_ok;             /* Accept-Encoding takes gzip */
@@ -459,7 +460,7 @@ static int stream_piece(void *ctx, char *data, size_t len) {
     /* Two pieces ahead of the client at most; a client that reads nothing
      * for --timeout seconds loses the reply. */
     q->stream = srv_stream_create(q->conn, data, len, 2 * q->stream_piece,
-                                  (double)q->srv->opt->timeout);
+                                  (double)q->srv->opt->timeout, &q->srv->stopping);
     if (!q->stream) return -1; /* the reply fails before it began: a 503, sent whole */
     atomic_store(&q->ph, PH_STREAMING);
     MHD_resume_connection(q->conn);
@@ -489,11 +490,59 @@ static void finish_stream(request *q) {
     if (srv_stream_end(q->stream, ok)) request_free(q);
 }
 
+/* The reply replaced by an error (msg may be q's own text). */
+static void replace_reply(request *q, api_error err, const char *msg) {
+    char copy[256];
+    snprintf(copy, sizeof copy, "%s", msg);
+    api_reply_free(&q->reply);
+    q->reply = (api_reply){0};
+    store_error(&q->reply, err, copy);
+}
+
+/* attn_cancel_set's check, asked by every item of the computation: its
+ * client has gone (conns.h), or the server must end (srv_http_stop_computing). */
+static int stopped(void *ctx) {
+    const request *q = ctx;
+    return atomic_load(&q->gone) || atomic_load(&q->srv->stopping);
+}
+
+/* api_handle with the server's limits, on this worker. */
+static void run_api(request *q, api_endpoint ep) {
+    const srv_options *o = q->srv->opt;
+    api_limits lim = request_limits(q);
+    lim.zero_copy = 1;
+    /* Streamed: the text is sent while it is written, and each piece
+     * freed once sent. For a 197 MB map the first byte came 130 ms
+     * sooner and the peak memory was 139 MB lower, but Python's
+     * http.client, which reads a body of unknown length a chunk (16
+     * KiB here) at a time, took 68 % longer. Hence a default of 128 MiB:
+     * streaming for the replies whose text is the memory risk (README,
+     * "Binary tensors"). */
+    size_t min = o->stream_min_size;
+    if (min && (!q->gzip_ok || o->gzip_level <= 0)) {
+        lim.stream = stream_piece;
+        lim.stream_ctx = q;
+        lim.stream_above = min;
+        lim.stream_piece = min < SRV_STREAM_PIECE ? min : SRV_STREAM_PIECE;
+        q->stream_piece = lim.stream_piece;
+    }
+    lim.reserve = reserve_rest;
+    lim.reserve_ctx = q;
+    attn_cancel_set(stopped, q);
+    api_handle(ep, q->body ? q->body : "", q->len, &lim, &q->reply);
+    attn_cancel_set(NULL, NULL);
+}
+
 static void compute_job(void *arg) {
     request *q = arg;
     srv_http *s = q->srv;
-    api_endpoint ep = ep_of(q);
     q->deadline = now_s() + s->opt->timeout;
+    if (atomic_load(&s->stopping)) { /* queued past the drain's deadline */
+        store_error(&q->reply, API_E_DRAINING, "the server stopped before this request was "
+                    "computed (--drain-timeout)");
+        finish_job(q);
+        return;
+    }
     if (q->gzip_body && inflate_body(q) != 0) {
         finish_job(q);
         return;
@@ -503,26 +552,7 @@ static void compute_job(void *arg) {
     parse = parse > q->held ? parse - q->held : 0;
     srv_budget_result r = srv_budget_reserve(s->budget, &q->held, parse, q->deadline);
     if (r == SRV_BUDGET_OK) {
-        api_limits lim = request_limits(q);
-        lim.zero_copy = 1;
-        /* Streamed: the text is sent while it is written, and each piece
-         * freed once sent. For a 197 MB map the first byte came 130 ms
-         * sooner and the peak memory was 139 MB lower, but Python's
-         * http.client, which reads a body of unknown length a chunk (16
-         * KiB here) at a time, took 68 % longer. Hence a default of 128 MiB:
-         * streaming for the replies whose text is the memory risk (README,
-         * "Binary tensors"). */
-        size_t min = s->opt->stream_min_size;
-        if (min && (!q->gzip_ok || s->opt->gzip_level <= 0)) {
-            lim.stream = stream_piece;
-            lim.stream_ctx = q;
-            lim.stream_above = min;
-            lim.stream_piece = min < SRV_STREAM_PIECE ? min : SRV_STREAM_PIECE;
-            q->stream_piece = lim.stream_piece;
-        }
-        lim.reserve = reserve_rest;
-        lim.reserve_ctx = q;
-        api_handle(ep, q->body ? q->body : "", q->len, &lim, &q->reply);
+        run_api(q, ep_of(q));
     } else {
         char msg[256];
         budget_message(q, r, parse, msg, sizeof msg);
@@ -530,13 +560,12 @@ static void compute_job(void *arg) {
     }
     /* More than the whole budget is no reason to retry: 413, not the api's
      * 503 with Retry-After. */
-    if (q->budget_never && !q->stream) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "%s", q->never_msg);
-        api_reply_free(&q->reply);
-        q->reply = (api_reply){0};
-        store_error(&q->reply, API_E_TOO_LARGE, msg);
-    }
+    if (q->budget_never && !q->stream)
+        replace_reply(q, API_E_TOO_LARGE, q->never_msg);
+    else if (stopped(q) && !q->stream && q->reply.status != 200)
+        replace_reply(q, API_E_DRAINING, atomic_load(&s->stopping)
+                      ? "the server stopped before this request's computation ended (--drain-timeout)"
+                      : "the computation stopped: its client closed the connection");
     if (q->stream) finish_stream(q);
     else finish_job(q);
 }
@@ -868,7 +897,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_data_size = 0;
         return r;
     }
-    srv_conns_body_done(q->srv->conns, conn);
+    srv_conns_body_done(q->srv->conns, conn, &q->gone);
     if (q->route == SRV_R_UNKNOWN || !srv_route_allows(q->route, q->method))
         return answer_unrouted(q);
     return answer(q);
@@ -968,6 +997,7 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
     s->limits.n_tokenizers = (size_t)opt->n_tokenizers;
     s->limits.models = models;
     atomic_init(&s->draining, 0);
+    atomic_init(&s->stopping, 0);
     char why[160];
     if (srv_cors_parse(&s->cors, opt->cors_origin, why, sizeof why) != 0) {
         srv_log("--cors-origin: %s", why);
@@ -1033,6 +1063,11 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
 fail:
     stop_helpers(s);
     return -1;
+}
+
+void srv_http_stop_computing(srv_http *s) {
+    atomic_store(&s->stopping, 1);
+    srv_budget_stop(s->budget);
 }
 
 void srv_http_quiesce(srv_http *s) {

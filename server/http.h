@@ -37,6 +37,7 @@ typedef struct {
     char openapi_etag[SRV_ETAG_SIZE];
     char viewer_etag[SRV_ETAG_SIZE];  /* of the page at GET / */
     atomic_int draining;          /* set on SIGTERM: /readyz says 503 */
+    atomic_int stopping;          /* past the drain's deadline: computations stop */
     struct MHD_Daemon *daemon;
     srv_acceptor acceptor;        /* the listening socket and its thread */
     char refusal[640];            /* the reply over --max-connections (acceptor.h) */
@@ -56,6 +57,12 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
  * server not ready; connections already open are still served (with
  * "Connection: close"). */
 void srv_http_quiesce(srv_http *s);
+
+/* The drain's deadline has passed: every computation stops within an item
+ * of its work (attn_cancel_set) and answers 503 draining, jobs still queued
+ * are answered so without computing, waits for memory and for slow readers
+ * end. Then srv_pool_stop returns at once. */
+void srv_http_stop_computing(srv_http *s);
 
 /* Open connections, idle keep-alive ones included. */
 unsigned srv_http_connections(srv_http *s);

@@ -15,9 +15,10 @@
  *
  * Shutdown: close the listening socket (acceptor.h) and answer /readyz with 503;
  * wait until every request in flight has been answered (at most
- * --drain-timeout seconds; a second signal cuts the wait short); run the
- * jobs still queued, which resumes every suspended connection; then stop the
- * daemon and exit 0.
+ * --drain-timeout seconds; a second signal cuts the wait short); then stop
+ * the computations still running (each within an item of its work:
+ * attn_cancel_set) and answer the jobs still queued, which resumes every
+ * suspended connection; then stop the daemon and exit 0.
  */
 #include <cblas.h>
 #include <errno.h>
@@ -126,6 +127,11 @@ static long drain(srv_http *http, srv_pool *pool, const srv_options *opt, int si
             srv_log("second signal: not waiting any longer");
             break;
         }
+    }
+    if (srv_metrics_in_flight() > 0) {
+        srv_log("%ld request(s) still in flight: their computations stop now",
+                srv_metrics_in_flight());
+        srv_http_stop_computing(http);
     }
     srv_pool_stop(pool);     /* runs what is queued: every connection resumed */
     /* Replies of jobs that just finished still have to be sent. */

@@ -18,6 +18,7 @@ struct srv_stream {
     pthread_cond_t room;   /* CLOCK_MONOTONIC; the reader took bytes, or the end */
     size_t queued, max_queued; /* bytes written, not yet handed to libmicrohttpd */
     double wait_s;
+    const atomic_int *stop;    /* the server is stopping: no more waiting */
     struct MHD_Connection *conn;
     piece *head, *tail;
     int holders;   /* writer, reader, request */
@@ -41,7 +42,7 @@ static int init_sync(srv_stream *s) {
 }
 
 srv_stream *srv_stream_create(struct MHD_Connection *conn, char *data, size_t len,
-                              size_t max_queued, double wait_s) {
+                              size_t max_queued, double wait_s, const atomic_int *stop) {
     srv_stream *s = calloc(1, sizeof *s);
     piece *p = malloc(sizeof *p);
     if (s == NULL || p == NULL || init_sync(s) != 0) {
@@ -54,6 +55,7 @@ srv_stream *srv_stream_create(struct MHD_Connection *conn, char *data, size_t le
     s->queued = len;
     s->max_queued = max_queued;
     s->wait_s = wait_s;
+    s->stop = stop;
     s->head = s->tail = p;
     s->conn = conn;
     s->holders = 3;
@@ -71,12 +73,18 @@ static void wake_reader(srv_stream *s, int wake) {
  * reader makes progress at least every wait_s seconds. Returns 0 when there
  * is room, -1 when the connection is gone or the reader stalled. */
 static int wait_room(srv_stream *s) {
+    double waited = 0;
+    size_t before = s->sent;
     while (!s->detached && s->queued >= s->max_queued) {
-        size_t before = s->sent;
-        struct timespec ts;
+        if (s->stop && atomic_load(s->stop)) return -1;
+        if (s->sent != before) before = s->sent, waited = 0;
+        if (waited >= s->wait_s) return -1;
+        struct timespec ts; /* a fifth of a second at a time, to see *stop */
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += (time_t)s->wait_s;
-        if (pthread_cond_timedwait(&s->room, &s->mu, &ts) != 0 && s->sent == before) return -1;
+        ts.tv_nsec += 200000000L;
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&s->room, &s->mu, &ts);
+        waited += 0.2;
     }
     return s->detached ? -1 : 0;
 }

@@ -20,6 +20,7 @@
 #ifndef SRV_STREAM_H
 #define SRV_STREAM_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -30,9 +31,10 @@ typedef struct srv_stream srv_stream;
 /* A stream for a connection the caller has suspended, holding the first
  * piece (a malloc'd `data` of len bytes, taken in any case), that lets the
  * writer run at most max_queued bytes ahead of the reader and wait at most
- * wait_s seconds for it; NULL on OOM. */
+ * wait_s seconds for it, or until *stop (the server is stopping); NULL on
+ * OOM. */
 srv_stream *srv_stream_create(struct MHD_Connection *conn, char *data, size_t len,
-                              size_t max_queued, double wait_s);
+                              size_t max_queued, double wait_s, const atomic_int *stop);
 
 /* Writer: queues a malloc'd piece (taken in any case), after waiting for
  * room (see above). Returns 0, or -1 when the connection is gone or the

@@ -3,7 +3,7 @@
  * get a 503 JSON reply from the acceptor, and the server still answers and
  * stops), uploads aborted at once and half-closed clients (closed promptly,
  * counted as aborted:client), SIGHUP and SIGQUIT draining like SIGTERM, and
- * SIGTERM during start-up (a FIFO given as --model) ending the process.
+ * a FIFO given as --model or as a tokenizer file refused at start-up.
  */
 #include <check.h>
 #include <pthread.h>
@@ -194,27 +194,38 @@ START_TEST(t_hup_and_quit_drain) {
 }
 END_TEST
 
-/* SIGTERM while a loader is blocked opening a FIFO (--model, loop 0, and a
- * tokenizer's vocab.json, loop 1): the process ends. The handler that only
- * wrote to a pipe nobody read yet used to swallow it. */
-START_TEST(t_sigterm_during_startup) {
+/* A FIFO given as --model (loop 0) or as a tokenizer's vocab.json (loop 1):
+ * the start used to block on it for ever, and SIGTERM was swallowed by a
+ * handler whose pipe nobody read yet. Now the file is refused at once (the
+ * server exits 2 or 1 with the reason), and during start-up the signals keep
+ * their default action (handlers come just before the port is bound), so a
+ * SIGTERM there ends the process whatever a loader does. The previous
+ * server still ran 5 s after SIGTERM here. */
+START_TEST(t_fifo_at_startup) {
     char dir[] = "/tmp/attn-fifo-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    char fifo[96], spec[128];
+    char fifo[96], spec[128], log[128];
     snprintf(fifo, sizeof fifo, "%s/%s", dir, _i == 0 ? "model.safetensors" : "vocab.json");
+    snprintf(log, sizeof log, "%s/log", dir);
     ck_assert_int_eq(mkfifo(fifo, 0600), 0);
     const char *argv[] = {srvt_binary(), "--port", "0", _i == 0 ? "--model" : "--tokenizer",
                           spec, NULL};
     snprintf(spec, sizeof spec, _i == 0 ? "m=%s" : "t=%s", _i == 0 ? fifo : dir);
-    pid_t pid = procs_spawn(argv, NULL);
+    procs_io io = {.err = log, .out = log};
+    pid_t pid = procs_spawn(argv, &io);
     ck_assert_int_gt(pid, 0);
-    procs_sleep_ms(700);
-    ck_assert_msg(!procs_exited(pid), "the server did not block on the FIFO");
     int st = 0;
-    int ended = procs_stop(pid, SIGTERM, 5, &st);
-    unlink(fifo);
-    rmdir(dir);
-    ck_assert_msg(ended, "SIGTERM did not end a start-up blocked on a FIFO");
+    int exited = procs_wait(pid, 5, &st);
+    if (!exited) procs_stop(pid, SIGTERM, 5, &st);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "cat '%s'", log);
+    char *text = procs_capture(cmd, NULL);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_msg(exited, "the start blocked on a FIFO");
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == (_i == 0 ? 2 : 1), "status %d", st);
+    ck_assert_msg(text && strstr(text, "not a regular file"), "log: %s", text ? text : "");
+    free(text);
 }
 END_TEST
 
@@ -224,7 +235,7 @@ static Suite *conns_suite(void) {
                                                              t_half_close_after_request, NULL});
     tcase_add_loop_test(tc, t_connection_limit, 0, 2);
     tcase_add_loop_test(tc, t_hup_and_quit_drain, 0, 2);
-    tcase_add_loop_test(tc, t_sigterm_during_startup, 0, 2);
+    tcase_add_loop_test(tc, t_fifo_at_startup, 0, 2);
     tcase_add_checked_fixture(tc, NULL, teardown);
     return s;
 }

@@ -69,9 +69,93 @@ START_TEST(t_max_work_413) {
 END_TEST
 
 
+/* A raw connection that sent a POST of body to path. */
+static int send_post(const char *path, const char *body, size_t len) {
+    int fd = srvt_connect(&srv);
+    ck_assert_int_ge(fd, 0);
+    char head[256];
+    int n = snprintf(head, sizeof head, "POST %s HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n",
+                     path, len);
+    ck_assert_int_eq(send(fd, head, (size_t)n, MSG_NOSIGNAL), n);
+    for (size_t off = 0; off < len;) {
+        ssize_t w = send(fd, body + off, len - off, MSG_NOSIGNAL);
+        ck_assert_int_gt(w, 0);
+        off += (size_t)w;
+    }
+    return fd;
+}
+
+/* Waits up to timeout_s for attn_workers_busy to be `busy`; returns the
+ * seconds it took, or -1. */
+static double busy_within(double busy, double timeout_s) {
+    double t0 = procs_now();
+    while (procs_now() - t0 < timeout_s) {
+        if (srvt_metric(&srv, "attn_workers_busy") == busy) return procs_now() - t0;
+        procs_sleep_ms(20);
+    }
+    return -1;
+}
+
+/* 150,000 tokens of width 1 under no --max-work (tens of seconds of work):
+ * the client hangs up once its request is computing, and the worker is free
+ * again within a second (a tile of the attention), ready for the next
+ * request. Before, it computed to the end for nobody. */
+START_TEST(t_hang_up_frees_the_worker) {
+    const char *args[] = {"--threads", "1", "--max-work", "0", NULL};
+    srvt_must_start(&srv, args);
+    size_t len;
+    char *body = wide_body(150000, &len);
+    int fd = send_post("/attention/simple", body, len);
+    ck_assert_msg(busy_within(1, 10) >= 0, "the request never reached the worker");
+    procs_sleep_ms(500);
+    close(fd);
+    double t = busy_within(0, 10);
+    ck_assert_msg(t >= 0 && t < 1.5, "the worker was still busy %.1f s after the client left", t);
+    srvt_reply r;
+    ck_assert_int_eq(srvt_post(&srv, "/attention/multihead", srvt_seed_mha, &r), 0);
+    ck_assert_int_eq(srvt_check_seed_mha(&r), 0);
+    srvt_reply_free(&r);
+    free(body);
+    char *log = srvt_read_log(&srv);
+    /* its 503 went to a socket the client had closed */
+    ck_assert_msg(log && strstr(log, "POST /attention/simple 503 "), "log:\n%s", log ? log : "");
+    free(log);
+    srvt_must_stop(&srv);
+}
+END_TEST
+
+/* SIGTERM with such a computation running and its client waiting, under
+ * --drain-timeout 2: the computation stops at the deadline, the client gets
+ * 503 draining, and the process exits 0 about then. Before, SIGTERM (even
+ * twice) left it running until the computation ended. */
+START_TEST(t_sigterm_stops_the_computation) {
+    const char *args[] = {"--threads", "1", "--max-work", "0", "--drain-timeout", "2", NULL};
+    srvt_must_start(&srv, args);
+    size_t len;
+    char *body = wide_body(150000, &len);
+    int fd = send_post("/attention/simple", body, len);
+    ck_assert_msg(busy_within(1, 10) >= 0, "the request never reached the worker");
+    double t0 = procs_now();
+    kill(srv.pid, SIGTERM);
+    int st = 0;
+    ck_assert_msg(procs_wait(srv.pid, 15, &st), "still running 15 s after SIGTERM");
+    double took = procs_now() - t0;
+    srv.pid = 0;
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+    ck_assert_msg(took < 5, "exit %.1f s after SIGTERM under --drain-timeout 2", took);
+    srvt_raw_reply r;
+    srvt_raw_read(fd, 2000, &r);
+    close(fd);
+    ck_assert_int_eq(srvt_raw_check_error(&r, 503, "draining"), 0);
+    srvt_raw_free(&r);
+    free(body);
+}
+END_TEST
+
 static Suite *work_suite(void) {
     Suite *s = suite_create("server_work");
-    const TTest *tests[] = {t_max_work_413, NULL};
+    const TTest *tests[] = {t_max_work_413, t_hang_up_frees_the_worker, t_sigterm_stops_the_computation,
+                            NULL};
     tcase_add_checked_fixture(tcase_with(s, "work", 120, tests), NULL, teardown);
     return s;
 }

@@ -5,6 +5,7 @@
  *              core's attn_error mapped to an api_err
  *   buf.c      api_buf: reserve, put, printf, JSON strings; huge pages for
  *              large arrays; api__now_ms
+ *   json_guard.c  jansson's allocator and a parse that never aborts
  */
 #ifndef API_BASE_H
 #define API_BASE_H
@@ -14,6 +15,21 @@
 
 #include "api/api.h"
 #include "core/attention.h"
+
+/* ==== jansson (json_guard.c) ============================================== */
+
+struct json_t;
+struct json_error_t;
+
+/* Before a parse on this thread: jansson's allocator installed (once), this
+ * thread's failure flag cleared. */
+void api__json_begin(void);
+/* 1 when an allocation of jansson's on this thread failed since
+ * api__json_begin: nothing it returned is to be trusted. */
+int api__json_failed(void);
+/* json_loadb(text, len, JSON_REJECT_DUPLICATES), never aborting: NULL, with
+ * api__json_failed() set, when jansson asserted after a failed allocation. */
+struct json_t *api__json_parse(const char *text, size_t len, struct json_error_t *je);
 
 /* Most axes a tensor of a request or a reply has. */
 #define API_MAX_RANK 4

@@ -90,6 +90,9 @@ void api__from_attn(api_err *e, const attn_error *ae, attn_module m) {
     case ATTN_ERR_RANGE: code = API_E_TOO_LARGE; break;
     case ATTN_ERR_NONFINITE: code = API_E_NON_FINITE; break;
     case ATTN_ERR_NOMEM: code = API_E_OUT_OF_MEMORY; break;
+    /* the caller's check stopped the computation (attn_cancel_set): the
+     * server does so when it must end (its client gone, the reply unread) */
+    case ATTN_ERR_CANCELLED: code = API_E_DRAINING; break;
     default: code = API_E_INTERNAL_ERROR; break;
     }
     api__fail(e, code, rename_field(ae->field, m), "%s", ae->message);

@@ -3,11 +3,14 @@
 #include "bpe.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "bpe_internal.h"
 
@@ -48,6 +51,9 @@ static int fail(char *err, size_t err_size, int code, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(err, err_size, fmt, ap);
         va_end(ap);
+        /* a file's text quoted in the message: one line, no terminal escapes */
+        for (char *c = err; *c; c++)
+            if ((unsigned char)*c < ' ' || *c == 0x7f) *c = '?';
     }
     return code;
 }
@@ -92,10 +98,31 @@ static int merge_lookup(const api_bpe *t, int32_t a, int32_t b, int32_t *rank, i
 
 /* ==== Loading ==== */
 
+/* Opens path for reading if it is a regular file: a FIFO or a device would
+ * block the start (open and read wait for a writer) or never end. Returns
+ * the descriptor, or -1 with err filled. */
+static int open_regular(const char *path, char *err, size_t err_size) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO: no wait for a writer */
+    if (fd < 0) return fail(err, err_size, API_BPE_EIO, "%s: %s", path, strerror(errno)), -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return fail(err, err_size, API_BPE_EIO, "%s: not a regular file", path), -1;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags != -1) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    return fd;
+}
+
 static int read_file(const char *path, char **data, size_t *len, char *err, size_t err_size) {
     *data = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return fail(err, err_size, API_BPE_EIO, "%s: %s", path, strerror(errno));
+    int fd = open_regular(path, err, err_size);
+    if (fd < 0) return API_BPE_EIO;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return fail(err, err_size, API_BPE_EIO, "%s: %s", path, strerror(errno));
+    }
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
     while (buf) {
@@ -233,14 +260,40 @@ static int load_vocab(api_bpe *t, json_t *vocab, const char *path, char *err, si
     return rc;
 }
 
+/* The merge lines of a merges file (neither empty nor the "#version" line),
+ * after checking that it is not empty and holds no NUL byte (which would
+ * cut a line short without a word). Returns 0, or an error code. */
+static int count_merges(const char *text, size_t text_len, const char *path, size_t *merges,
+                        char *err, size_t err_size) {
+    if (text_len == 0)
+        return fail(err, err_size, API_BPE_EFORMAT, "%s: empty (a merges file holds at least its "
+                    "#version line; a byte-level tokenizer has that line and no merge)", path);
+    const char *nul = memchr(text, '\0', text_len);
+    if (nul) {
+        size_t line_no = 1;
+        for (const char *c = text; c < nul; c++) line_no += *c == '\n';
+        return fail(err, err_size, API_BPE_EFORMAT, "%s:%zu: a NUL byte", path, line_no);
+    }
+    size_t n = 0;
+    for (const char *line = text, *end; line < text + text_len; line = end + 1) {
+        end = memchr(line, '\n', (size_t)(text + text_len - line));
+        if (!end) end = text + text_len;
+        size_t len = (size_t)(end - line) - (end > line && end[-1] == '\r');
+        n += len > 0 && !(line == text && strncmp(line, "#version", 8) == 0);
+    }
+    if (n > INT32_MAX / 2) return fail(err, err_size, API_BPE_ETOOBIG, "%s: too many merges", path);
+    *merges = n;
+    return 0;
+}
+
 /* The merges: an optional "#version" line, then "left right" lines in rank
- * order; left, right and left + right must be tokens. */
+ * order; left, right and left + right must be tokens. The table is sized by
+ * the merges, not the lines (20 MB of newlines took 1 GB). */
 static int load_merges(api_bpe *t, json_t *vocab, char *text, size_t text_len, const char *path,
                        char *err, size_t err_size) {
-    size_t lines = 1;
-    for (size_t i = 0; i < text_len; i++) lines += text[i] == '\n';
-    if (lines > INT32_MAX / 2)
-        return fail(err, err_size, API_BPE_ETOOBIG, "%s: too many lines", path);
+    size_t lines = 0;
+    int rc = count_merges(text, text_len, path, &lines, err, err_size);
+    if (rc) return rc;
     size_t cap = 16;
     while (cap < 2 * lines) cap *= 2;
     t->merges = malloc(cap * sizeof *t->merges);
@@ -286,11 +339,22 @@ static int load_merges(api_bpe *t, json_t *vocab, char *text, size_t text_len, c
     return 0;
 }
 
+/* stat, not open: opening a FIFO would wait for a writer. */
 static int exists(const char *dir, const char *name, char *path, size_t cap) {
     snprintf(path, cap, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (f) fclose(f);
-    return f != NULL;
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* The vocabulary's JSON, from a regular file only (open_regular). */
+static json_t *load_json(const char *path, char *err, size_t err_size) {
+    int fd = open_regular(path, err, err_size);
+    if (fd < 0) return NULL;
+    json_error_t jerr;
+    json_t *j = json_loadfd(fd, JSON_REJECT_DUPLICATES, &jerr);
+    close(fd);
+    if (!j) fail(err, err_size, API_BPE_EFORMAT, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+    return j;
 }
 
 int api_bpe_load(const char *dir, api_bpe **out, char *err, size_t err_size) {
@@ -310,12 +374,10 @@ int api_bpe_load(const char *dir, api_bpe **out, char *err, size_t err_size) {
     if (!t) return fail(err, err_size, API_BPE_ENOMEM, "out of memory");
     char *merges = NULL;
     size_t merges_len = 0;
-    json_error_t jerr;
-    json_t *vocab = json_load_file(vocab_path, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *vocab = load_json(vocab_path, err, err_size);
     int rc;
     if (!vocab)
-        rc = fail(err, err_size, API_BPE_EFORMAT, "%s:%d:%d: %s", vocab_path, jerr.line,
-                  jerr.column, jerr.text);
+        rc = API_BPE_EFORMAT;
     else if ((rc = load_vocab(t, vocab, vocab_path, err, err_size)) == 0 &&
              (rc = read_file(merges_path, &merges, &merges_len, err, err_size)) == 0)
         rc = load_merges(t, vocab, merges, merges_len, merges_path, err, err_size);

@@ -108,6 +108,36 @@ static void shape_text(char *out, size_t size, int rank, const size_t *shape) {
     if (n < size) snprintf(out + n, size - n, "]");
 }
 
+/* After the parameters are filled: lm_head.weight, when the file has one
+ * (GPT-2 ties it to wte.weight: a float tensor of its shape and values),
+ * and every value finite, named as the file names it (c_fc, not core's
+ * fc). Returns 0, or -1 with why filled. */
+static int check_loaded(const api_st_file *f, const char *prefix, const attn_gpt2_plan *plan,
+                        const api_st_tensor *wte, const float *params, char *why, size_t size) {
+    const api_st_tensor *head = api__st_find(f, "lm_head.weight");
+    char got[64], want[64];
+    if (head && strcmp(head->dtype, "F32") && strcmp(head->dtype, "F16") && strcmp(head->dtype, "BF16"))
+        return api__ckpt_fail(why, size, "lm_head.weight is %s: GPT-2 ties it to wte.weight, a "
+                              "float tensor (leave it out or make it equal)", head->dtype);
+    if (head && (head->rank != 2 || head->shape[0] != wte->shape[0] || head->shape[1] != wte->shape[1])) {
+        shape_text(got, sizeof got, head->rank, head->shape);
+        shape_text(want, sizeof want, wte->rank, wte->shape);
+        return api__ckpt_fail(why, size, "lm_head.weight is %s, wte.weight %s: GPT-2 ties them (leave "
+                              "it out or make it equal)", got, want);
+    }
+    if (head && !api__st_equals_f32(head, params))
+        return api__ckpt_fail(why, size, "lm_head.weight differs from wte.weight: GPT-2 ties them "
+                              "(leave it out or make it equal)");
+    attn_error ae = {0};
+    if (attn_gpt2_params_check(plan, params, &ae) == ATTN_OK) return 0;
+    char name[96];
+    const char *core = strncmp(ae.field, "state_dict.", 11) == 0 ? ae.field + 11 : ae.field;
+    hf_name(name, sizeof name, prefix, core);
+    if (ae.code == ATTN_ERR_NONFINITE)
+        return api__ckpt_fail(why, size, "tensor %s holds NaN or infinity", name);
+    return api__ckpt_fail(why, size, "tensor \"%s\": %s", name, ae.message);
+}
+
 /* ==== Loading ============================================================= */
 
 /* n_head: the spec's, __metadata__'s, or n_embd / 64. */
@@ -203,6 +233,8 @@ static int load_file(api_model *m, const char *path, int spec_heads, char *why, 
         api__ckpt_fail(why, size, wpe ? "tensor \"%swpe.weight\" must be [n_positions][n_embd] with "
                               "wte.weight's n_embd"
                             : "tensor \"%swpe.weight\" is missing", prefix);
+    } else if (n_layer == 0) { /* it loaded as a GPT-2 of no layer */
+        api__ckpt_fail(why, size, "no transformer block (%sh.0.*): not a GPT-2 checkpoint", prefix);
     } else {
         int C = (int)wte->shape[1];
         m->cfg = (attn_gpt2_config){.vocab_size = (int)wte->shape[0],
@@ -220,17 +252,8 @@ static int load_file(api_model *m, const char *path, int spec_heads, char *why, 
                      plan.n_params * sizeof *m->params);
             } else if (fill_params(&f, prefix, &plan, m, inner, sizeof inner) == 0) {
                 m->n_params = plan.n_params;
-                const api_st_tensor *head = api__st_find(&f, "lm_head.weight");
-                m->has_lm_head = head != NULL;
-                if (head && !(head->rank == 2 && head->shape[0] == wte->shape[0] &&
-                              head->shape[1] == wte->shape[1] &&
-                              api__st_equals_f32(head, m->params)))
-                    api__ckpt_fail(inner, sizeof inner, "lm_head.weight differs from wte.weight: GPT-2 "
-                                              "ties them (leave it out or make it equal)");
-                else if (attn_gpt2_params_check(&plan, m->params, &ae) != ATTN_OK)
-                    api__ckpt_fail(inner, sizeof inner, "%s", ae.message);
-                else
-                    rc = 0;
+                m->has_lm_head = api__st_find(&f, "lm_head.weight") != NULL;
+                rc = check_loaded(&f, prefix, &plan, wte, m->params, inner, sizeof inner);
             }
         }
         if (rc) api__ckpt_fail(why, size, "%s", inner);

@@ -172,7 +172,7 @@ static int parse_header(api_st_file *f, const char *text, size_t len, size_t dat
 
 int api__st_open(api_st_file *f, const char *path, char *why, size_t size) {
     *f = (api_st_file){0};
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO: no wait for a writer */
     if (fd < 0) return api__ckpt_fail(why, size, "cannot open: %s", strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

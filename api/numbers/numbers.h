@@ -19,6 +19,14 @@
 
 /* ==== Floats ============================================================== */
 
+/* The largest double magnitude that rounds to a finite float32: halfway
+ * between FLT_MAX and 2^128 (2^128 - 2^103), excluded (a tie rounds to even:
+ * to 2^128, infinity). So "3.4028235e38", FLT_MAX as the server prints it,
+ * reads back as FLT_MAX instead of being refused as beyond float32. */
+#define API_FLOAT32_LIMIT 3.4028235677973366e38
+/* 1 when d is a number that rounds to a finite float32. */
+#define API_FITS_FLOAT32(d) ((d) < API_FLOAT32_LIMIT && (d) > -API_FLOAT32_LIMIT)
+
 /* Longest text api__format_float writes ("-1.17549435e-38" is 15). */
 #define API_FLOAT_MAX 24
 /* Bytes past the text api__format_float may write (fixed-size copies): a

@@ -272,7 +272,7 @@ static int read_axis(reader *r, const char **pp, const char *end, int axis) {
         } else {
             double d;
             size_t len = p < end ? api__scan_number(p, end, &d) : 0;
-            if (len == 0 || !(d <= (double)FLT_MAX && d >= -(double)FLT_MAX)) return -1;
+            if (len == 0 || !API_FITS_FLOAT32(d)) return -1;
             int rc = push(r, (float)d);
             if (rc) return rc;
             p += len;

@@ -172,6 +172,12 @@ int api__has_nan_or_inf(const float *x, size_t n) {
     return 0;
 }
 
+int api__beyond_half(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(x[i]) && fabsf(x[i]) >= 65520.0f) return 1;
+    return 0;
+}
+
 /* ---- large tensors as text, on several threads --------------------------
  *
  * Printing floats is most of the time of a large JSON reply. The rows are
@@ -267,6 +273,11 @@ void api__emit_floats(api_buf *b, const float *x, int rank, const int *shape, co
         size_t n = count_of(rank, shape);
         if (api__has_nan_or_inf(x, n)) {
             if (nonfinite) *nonfinite = 1;
+            b->failed = 1;
+            return;
+        }
+        if (f->half && api__beyond_half(x, n)) {
+            if (nonfinite && !*nonfinite) *nonfinite = 2; /* the request's format: 400 */
             b->failed = 1;
             return;
         }

@@ -11,6 +11,24 @@ static void say(char *why, const char *text) {
     if (why) snprintf(why, 128, "%s", text);
 }
 
+/* Why an inflation into `cap` bytes failed, and which error that is. The
+ * trailer's ISIZE says `size`; over `max` the output was capped at max, so
+ * running out of room there is the body's real size, not a lie. */
+static int gunzip_verdict(enum libdeflate_result r, size_t used, size_t n, size_t got, size_t size,
+                          size_t max, char *why) {
+    if (r == LIBDEFLATE_INSUFFICIENT_SPACE && size > max) {
+        if (why) snprintf(why, 128, "the gzip body inflates to more than %zu bytes, more than this "
+                          "server accepts", max);
+        return API_GZ_TOO_LARGE;
+    }
+    say(why, r == LIBDEFLATE_INSUFFICIENT_SPACE ? "the gzip body inflates to more than its trailer says"
+             : r != LIBDEFLATE_SUCCESS          ? "the gzip body is corrupt or truncated"
+             : used != n                        ? "data after the gzip member (one member only)"
+             : got != size                      ? "the gzip body inflates to other than its trailer says"
+                                                : "the gzip body is corrupt");
+    return API_GZ_INVALID;
+}
+
 int api_gunzip(const void *in, size_t n, size_t max, char **out, size_t *out_len, char *why) {
     const unsigned char *b = in;
     *out = NULL;
@@ -20,15 +38,14 @@ int api_gunzip(const void *in, size_t n, size_t max, char **out, size_t *out_len
         say(why, "the body is not gzip (no gzip header)");
         return API_GZ_INVALID;
     }
-    /* ISIZE, the inflated size modulo 2^32, is the member's last 4 bytes */
+    /* ISIZE, the inflated size modulo 2^32, is the member's last 4 bytes. A
+     * truncated body, or one with bytes after its member, ends in other
+     * bytes: over max, the body is inflated into max bytes to tell a body
+     * too large (413) from a broken one (400 invalid_gzip). */
     size_t size = (size_t)b[n - 4] | (size_t)b[n - 3] << 8 | (size_t)b[n - 2] << 16 |
                   (size_t)b[n - 1] << 24;
-    if (size > max) {
-        if (why) snprintf(why, 128, "the gzip trailer says the body inflates to %zu bytes, more "
-                          "than this server accepts", size);
-        return API_GZ_TOO_LARGE;
-    }
-    char *o = malloc(size + 1);
+    size_t cap = size > max ? max : size;
+    char *o = malloc(cap + 1);
     struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
     if (o == NULL || d == NULL) {
         free(o);
@@ -37,16 +54,11 @@ int api_gunzip(const void *in, size_t n, size_t max, char **out, size_t *out_len
         return API_GZ_NOMEM;
     }
     size_t used = 0, got = 0;
-    enum libdeflate_result r = libdeflate_gzip_decompress_ex(d, in, n, o, size, &used, &got);
+    enum libdeflate_result r = libdeflate_gzip_decompress_ex(d, in, n, o, cap, &used, &got);
     libdeflate_free_decompressor(d);
     if (r != LIBDEFLATE_SUCCESS || got != size || used != n) {
         free(o);
-        say(why, r == LIBDEFLATE_INSUFFICIENT_SPACE
-                     ? "the gzip body inflates to more than its trailer says"
-                 : r != LIBDEFLATE_SUCCESS ? "the gzip body is corrupt or truncated"
-                 : got != size             ? "the gzip body inflates to less than its trailer says"
-                                           : "data after the gzip member (one member only)");
-        return API_GZ_INVALID;
+        return gunzip_verdict(r, used, n, got, size, max, why);
     }
     o[size] = '\0';
     *out = o;

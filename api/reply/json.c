@@ -82,6 +82,9 @@ int api__write_json(api_buf *b, const api_contents *c, api_st_parts *parts, api_
         }
     }
     api__buf_puts(b, "}\n");
+    if (nonfinite == 2)
+        return api__fail(e, API_E_NON_FINITE, NULL, "a value of the result is beyond float16's "
+                         "range (65504): ask for float32");
     if (nonfinite)
         return api__fail(e, API_E_INTERNAL_ERROR, NULL,
                          "the result holds NaN or infinity, which JSON cannot carry");
@@ -89,16 +92,21 @@ int api__write_json(api_buf *b, const api_contents *c, api_st_parts *parts, api_
     return 0;
 }
 
-static int tensor_nonfinite(const api_item *it) {
-    return it->kind == API_ITEM_F32 && api__has_nan_or_inf(it->data, api__item_count(it));
+/* NaN or infinity, or (half) a value float16 cannot carry. */
+static int tensor_nonfinite(const api_item *it, int half) {
+    if (it->kind != API_ITEM_F32) return 0;
+    size_t n = api__item_count(it);
+    return api__has_nan_or_inf(it->data, n) || (half && api__beyond_half(it->data, n));
 }
 
 int api__contents_nonfinite(const api_contents *c) {
+    int half = c->fmt.half && (c->fmt.format == API_FORMAT_BASE64 ||
+                               c->fmt.format == API_FORMAT_SAFETENSORS);
     for (int i = 0; i < c->n; i++) {
         const api_item *it = &c->item[i];
-        if (tensor_nonfinite(it)) return 1;
+        if (tensor_nonfinite(it, half)) return 1;
         for (int j = 0; it->kind == API_ITEM_GROUP && j < it->n_items; j++)
-            if (tensor_nonfinite(&it->items[j])) return 1;
+            if (tensor_nonfinite(&it->items[j], half)) return 1;
     }
     return 0;
 }

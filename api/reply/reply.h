@@ -44,6 +44,10 @@ size_t api__float_bytes(uint8_t *out, const float *x, size_t n, int half);
 /* 1 if one of x[0..n) is NaN or +inf, which a reply cannot carry (-inf is a
  * masked score). */
 int api__has_nan_or_inf(const float *x, size_t n);
+/* 1 when a finite value of x[0..n) would round to infinity as float16
+ * (|v| >= 65520): a float16 reply refuses it (400 non_finite) as every other
+ * path refuses a value it cannot carry, instead of sending inf. */
+int api__beyond_half(const float *x, size_t n);
 
 /* ==== What a reply holds =================================================== */
 

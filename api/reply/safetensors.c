@@ -115,6 +115,9 @@ static int header(api_buf *h, const entry *t, int n, int half, const char *modul
     for (int i = 0; i < n; i++) {
         if (t[i].kind == E_FLOAT && api__has_nan_or_inf(t[i].data, t[i].count))
             return api__fail(e, API_E_INTERNAL_ERROR, NULL, "%s holds NaN or infinity", t[i].name);
+        if (t[i].kind == E_FLOAT && half && api__beyond_half(t[i].data, t[i].count))
+            return api__fail(e, API_E_NON_FINITE, NULL, "%s holds a value beyond float16's range "
+                             "(65504): ask for float32", t[i].name);
         size_t size = t[i].count * item_size(&t[i], half);
         api__buf_put(h, ",", 1);
         api__buf_json_string(h, t[i].name);

@@ -81,7 +81,7 @@ static int put_value(filler *f, int depth, const json_t *v) {
         f->any_bool = 1;
     } else if (json_is_number(v)) {
         double d = json_number_value(v);
-        if (!(fabs(d) <= (double)FLT_MAX)) return bad_value(f, depth, v, "is beyond the float32 range");
+        if (!API_FITS_FLOAT32(d)) return bad_value(f, depth, v, "is beyond the float32 range");
         out = (float)d;
         if (f->kind == API_VAL_BOOL && out != 0.0f && out != 1.0f) {
             char p[192];
