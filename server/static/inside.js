@@ -15,7 +15,7 @@ const HOOK_NAMES = ["hook_resid_pre", "ln1.hook_normalized", "attn.hook_q", "att
 const SEED_MODEL = {vocab_size: 256, block_size: 128, n_layer: 2, n_head: 4, n_embd: 32, activation: "gelu_new",
                     init: {seed: 0}};
 const iv = viewer.inside = {models: [], model: null, runs: 0, errors: 0, ablations: 0, base: null, ablation: null,
-                            patch: null, lens: null, activation: null, started: false};
+                            patch: null, lens: null, activation: null, started: false, sent: []};
 
 function istatus(text, error) {
   $("i_status").textContent = text;
@@ -35,7 +35,8 @@ function modelFields(text) {
   return req;
 }
 
-async function postModel(req) {
+async function postModel(req, kind) {
+  iv.sent.push({kind, body: JSON.stringify(req)});   /* what tests send again to check the page */
   const r = await fetch("/model/gpt2", {method: "POST", headers: {"Content-Type": "application/json"},
                                         body: JSON.stringify(req)});
   if (!r.ok) {
@@ -78,7 +79,7 @@ async function runInside() {
     const req = {...modelFields(text), return: ["tokens", "logits", hookName()], logit_lens: {k},
                  output_format: "safetensors"};
     if (req.idx) req.return = req.return.filter((x) => x !== "tokens");
-    const st = await postModel(req);
+    const st = await postModel(req, "run");
     const ids = req.idx || null;
     iv.base = {tokens: st.meta.tokens || ids.map((b) => String.fromCharCode(b)), probs: lastProbs(st.t.logits),
                lens: {ids: st.t["logit_lens.ids"], probs: st.t["logit_lens.probs"], tokens: st.meta["logit_lens.tokens"]},
@@ -140,7 +141,7 @@ async function ablate(layer, head) {
   istatus("layer " + layer + ", head " + head + " knocked out (" + method + ")...");
   try {
     const st = await postModel({...modelFields($("i_text").value), return: ["logits"],
-                                ablate: [{layer, head, method}], output_format: "safetensors"});
+                                ablate: [{layer, head, method}], output_format: "safetensors"}, "ablate");
     iv.ablation = {layer, head, method, probs: lastProbs(st.t.logits)};
     for (const b of $("i_heads").querySelectorAll("button.head"))
       b.classList.toggle("on", +b.dataset.layer === layer && +b.dataset.head === head);
@@ -193,7 +194,7 @@ async function runPatch() {
   const req = {...modelFields(clean), return: [], patch: {site: "attn_head", logit_diff: [tokenArg(a), tokenArg(b)]}};
   if (req.text) req.patch.corrupted_text = corrupted;
   else req.patch.corrupted_idx = Array.from(new TextEncoder().encode(corrupted));
-  const j = await postModel(req);
+  const j = await postModel(req, "patch");
   iv.patch = j.patch;
   drawPatch(j.patch);
 }
@@ -257,7 +258,7 @@ function drawLens() {
   const [E, T, k] = lens.ids.shape, tokens = iv.base.tokens, name = iv.base.tokenOf;
   t.textContent = "";
   const head = t.insertRow();
-  head.insertCell().textContent = "";
+  head.insertCell().textContent = "input \u2192";
   for (let i = 0; i < T; i++) head.insertCell().textContent = showToken(tokens[i]);
   iv.lens = [];
   for (let e = 0; e < E; e++) {
@@ -272,7 +273,7 @@ function drawLens() {
       const top = [];
       for (let j = 0; j < k; j++) top.push(showToken(name(lens.ids.data[at + j])) + " " + (100 * lens.probs.data[at + j]).toFixed(1) + "%");
       td.title = top.join(", ");
-      row.push(id);
+      row.push([id, p]);
     }
     iv.lens.push(row);
   }

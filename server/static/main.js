@@ -8,6 +8,7 @@ function showTab(name) {
 
 async function start() {
   drawLegend();
+  startInside();
   startModel();
   $("view_maps").addEventListener("mousemove", (e) => { if (e.target.tagName === "CANVAS") onHover(e); });
   $("view_stages").addEventListener("mousemove", (e) => { if (e.target.tagName === "CANVAS") onHover(e); });

@@ -347,6 +347,8 @@ function showMode(name) {
   for (const b of $("modes").querySelectorAll("button")) b.classList.toggle("on", b.dataset.mode === name);
   $("main_modules").hidden = name !== "modules";
   $("main_model").hidden = name !== "model";
+  $("main_inside").hidden = name !== "inside";
+  if (name === "inside") viewer.showInside();
   /* the first visit asks for the loaded models, then runs the form as it is */
   if (name === "model" && !modelStarted) { modelStarted = true; loadModels().then(modelChanged).then(runModel); }
 }
@@ -365,6 +367,6 @@ function startModel() {
   const redraw = () => { if (mv.ctx) { mv.ctx.scale = $("m_color_scale").value; drawGrid(mv.ctx, performance.now()).then(() => openHead(mv.open ? mv.open.p : 0)); } };
   $("m_color_scale").onchange = redraw;
   $("m_numbers").onchange = () => { if (mv.open) openHead(mv.open.p); };
-  if (location.hash === "#model") showMode("model");
+  if (location.hash === "#model" || location.hash === "#inside") showMode(location.hash.slice(1));
 }
 
