@@ -111,7 +111,7 @@ $(API_TABLES): api/openapi/api-tables.c $(API_OBJ) $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(API_OBJ) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
-$(OPENAPI): $(API_TABLES) api/openapi/gen.py api/openapi/gen_generate.py $(wildcard api/examples/*.json)
+$(OPENAPI): $(API_TABLES) $(wildcard api/openapi/*.py) $(wildcard api/examples/*.json)
 	@mkdir -p $(dir $@)
 	$(API_TABLES) > $(@D)/tables.json
 	/usr/bin/python3 api/openapi/gen.py $(@D)/tables.json $@
@@ -223,6 +223,13 @@ $(BUILD)/bench/bench_forward: bench/bench_forward.c $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
 
+# A full activation-patching sweep (every head of the 124M shape on a
+# 16-token pair) through api_handle, against PyTorch with hooks in the same
+# run (bench/run_patch.sh).
+$(BUILD)/bench/bench_patch: bench/bench_patch.c $(LIBAPI) $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
+
 # Every comparison runs with OpenBLAS's own kernels on both sides, as on a
 # machine that sets nothing: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset
 # for these commands alone (docs/performance.md).
@@ -230,7 +237,8 @@ BENCH_ENV := env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
 
 bench: deps
 	@$(MAKE) --no-print-directory build-all $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise \
-	  $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_forward $(BUILD)/bench/bench_decode
+	  $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_forward $(BUILD)/bench/bench_decode \
+	  $(BUILD)/bench/bench_patch
 	$(call apt_install,python3-torch python3-fastapi python3-uvicorn wrk nginx-light)
 	$(BENCH_ENV) bench/run.sh $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_core cputime
@@ -238,6 +246,7 @@ bench: deps
 	$(BENCH_ENV) bench/run_gpt2.sh $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_forward 2
 	$(BENCH_ENV) bench/run_decode.sh $(BUILD)/bench/bench_decode
+	$(BENCH_ENV) bench/run_patch.sh $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_serialise
 	$(BENCH_ENV) /usr/bin/python3 bench/e2e.py $(SERVER)
 	$(BENCH_ENV) bench/http_small.sh $(SERVER)
@@ -257,6 +266,7 @@ golden:
 	/usr/bin/python3 tests/golden/generate_gptmodel.py tests/golden/gptmodel
 	/usr/bin/python3 tests/golden/generate_api_model.py tests/golden/api_model
 	/usr/bin/python3 tests/golden/generate_hooks.py tests/golden/hooks
+	/usr/bin/python3 tests/golden/generate_inside.py tests/golden/inside
 	/usr/bin/python3 tests/golden/generate_checkpoint.py tests/golden/ckpt
 	/usr/bin/python3 tests/golden/generate_sample.py tests/golden/sample.txt
 	/usr/bin/python3 tests/golden/generate_generation.py tests/golden/generation

@@ -138,6 +138,9 @@ typedef struct api_bpe api_bpe;
  * dir/encoder.json + dir/vocab.bpe (OpenAI's). Returns 0, or a negative code
  * with *out NULL and err (err_size bytes) naming the file and the fault. */
 int api_bpe_load(const char *dir, api_bpe **out, char *err, size_t err_size);
+/* The same from the two files' bytes in memory (vocab.json, merges.txt). */
+int api_bpe_load_mem(const char *vocab_json, size_t vocab_len, const char *merges_txt,
+                     size_t merges_len, api_bpe **out, char *err, size_t err_size);
 void api_bpe_free(api_bpe *t); /* NULL is fine */
 size_t api_bpe_vocab_size(const api_bpe *t);
 

@@ -3,6 +3,7 @@
  * accumulated_resid with apply_ln followed by the unembedding). */
 #include "linear.h"
 #include "model.h"
+#include "parallel.h"
 
 #include <stdlib.h>
 
@@ -27,6 +28,8 @@ int attn_gpt2_logit_lens(const attn_gpt2_plan *p, const float *params, const flo
                               .w = mv.head, .gelu = ATTN__NO_GELU, .nonfinite = &bad};
     attn__linear_run(pool, &head);
     free(h);
+    int rc = attn__cancel_check(err); /* rows skipped: the caller's check said stop */
+    if (rc) return rc;
     if (bad)
         return attn__fail(err, ATTN_ERR_NONFINITE, "params",
                           "the result overflowed float32: parameters are too large");

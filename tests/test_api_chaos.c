@@ -91,6 +91,14 @@ static const request requests[] = {
     {API_EP_MODEL_GPT2, "{\"vocab_size\":7,\"block_size\":8,\"n_layer\":1,\"n_head\":1,\"n_embd\":2,"
                         "\"init\":{\"seed\":1},\"idx\":[1],\"output_format\":\"events\","
                         "\"generate\":{\"logprobs\":1,\"attention\":true,\"stop\":null}}"},
+    /* inside the model: hooks, an ablation, a patching sweep, the lens (api/model/inside*.c);
+     * no string of 14 or 30 bytes (jansson 2.14, see test_api_bpe_chaos.c) */
+    {API_EP_MODEL_GPT2, "{\"vocab_size\":7,\"block_size\":4,\"n_layer\":2,\"n_head\":2,\"n_embd\":4,"
+                        "\"init\":{\"seed\":1},\"idx\":[[1,2,3],[4,5,6]],\"return\":[\"blocks.*.attn.hook_z\","
+                        "\"blocks.1.attn.hook_pattern\",\"ln_final.hook_normalized\"],\"ablate\":[{\"layer\":1,"
+                        "\"head\":0,\"method\":\"mean\"}],\"patch\":{\"corrupted_idx\":[[1,2,4],[4,5,1]],"
+                        "\"site\":\"attn_out\",\"logit_diff\":[2,3]},\"logit_lens\":{\"k\":2},"
+                        "\"output_format\":\"safetensors\"}"},
 };
 #define N_REQUESTS (int)(sizeof requests / sizeof requests[0])
 

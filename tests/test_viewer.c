@@ -19,6 +19,10 @@
  * with the same colours and its value on hover, the same values read from
  * every reply format, the layers/heads/query rows/top-k selection, the
  * checkpoint on token ids, a 400 shown with its field, and T = 64.
+ *
+ * The inside view (tests/viewer/inside.mjs) on a plain server: the lens, a
+ * head knocked out by a click, the patching map and an activation hold the
+ * service's numbers for the very requests the page sent.
  */
 #include <check.h>
 #include <jansson.h>
@@ -565,6 +569,138 @@ START_TEST(test_viewer_model_view) {
 }
 END_TEST
 
+/* ==== Inside the model ====================================================== */
+
+/* The page's request of kind (the last one sent) as a JSON reply: its body
+ * sent again with output_format nested (the page asked for safetensors). */
+static json_t *resend(const srvt_server *s, const json_t *sent, const char *kind) {
+    const json_t *body = NULL;
+    for (size_t i = 0; i < json_array_size(sent); i++)
+        if (strcmp(json_string_value(at(json_array_get(sent, i), "kind")), kind) == 0)
+            body = at(json_array_get(sent, i), "body");
+    ck_assert_msg(body != NULL, "the page sent no %s request", kind);
+    json_t *req = json_loads(json_string_value(body), 0, NULL);
+    ck_assert_ptr_nonnull(req);
+    json_object_set_new(req, "output_format", json_string("nested"));
+    char *text = json_dumps(req, JSON_COMPACT);
+    srvt_reply r;
+    ck_assert_int_eq(srvt_post(s, "/model/gpt2", text, &r), 0);
+    ck_assert_msg(r.status == 200, "%s: status %ld: %.300s", kind, r.status, r.body);
+    json_t *j = json_loads(r.body, JSON_ALLOW_NUL, NULL);
+    ck_assert_ptr_nonnull(j);
+    srvt_reply_free(&r);
+    free(text);
+    json_decref(req);
+    return j;
+}
+
+/* softmax of the last row of nested logits [T][V], in double. */
+static double *last_softmax(const json_t *logits, size_t *V) {
+    const json_t *row = json_array_get(logits, json_array_size(logits) - 1);
+    *V = json_array_size(row);
+    double *p = malloc(*V * sizeof *p), mx = -INFINITY, sum = 0;
+    for (size_t v = 0; v < *V; v++) mx = fmax(mx, json_number_value(json_array_get(row, v)));
+    for (size_t v = 0; v < *V; v++) sum += p[v] = exp(json_number_value(json_array_get(row, v)) - mx);
+    for (size_t v = 0; v < *V; v++) p[v] /= sum;
+    return p;
+}
+
+/* The page's next-token rows (key: "before" or "after") against softmax p. */
+static void expect_next(const json_t *rows, const char *key, const double *p, size_t V) {
+    ck_assert_uint_ge(json_array_size(rows), 3);
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        const json_t *r = json_array_get(rows, i);
+        size_t id = (size_t)json_integer_value(at(r, "id"));
+        ck_assert_uint_lt(id, V);
+        ck_assert_msg(fabs(json_number_value(at(r, key)) - p[id]) <= 1e-6, "%s of token %zu: page %.9g, "
+                      "service %.9g", key, id, json_number_value(at(r, key)), p[id]);
+    }
+}
+
+/* The lens table's top tokens and probabilities are the reply's [E][T][0]. */
+static void expect_lens(const json_t *page, const json_t *lens) {
+    const json_t *ids = at(lens, "ids"), *probs = at(lens, "probs");
+    ck_assert_uint_eq(json_array_size(page), json_array_size(ids));
+    for (size_t e = 0; e < json_array_size(ids); e++)
+        for (size_t t = 0; t < json_array_size(json_array_get(ids, e)); t++) {
+            const json_t *cell = json_array_get(json_array_get(page, e), t);
+            const json_t *id = json_array_get(json_array_get(json_array_get(ids, e), t), 0);
+            const json_t *p = json_array_get(json_array_get(json_array_get(probs, e), t), 0);
+            ck_assert_int_eq(json_integer_value(json_array_get(cell, 0)), json_integer_value(id));
+            ck_assert((float)json_number_value(json_array_get(cell, 1)) == (float)json_number_value(p));
+        }
+}
+
+/* The view on a plain server (its first model, or a seed-built GPT2 on the
+ * text's bytes): the lens, the next-token probabilities before and after a
+ * click on a head, the patching sweep and an activation are the service's
+ * own numbers for the requests the page made; a corrupted text of another
+ * length is an error on the page. */
+START_TEST(test_viewer_inside) {
+    ck_assert_msg(procs_ensure_package(CHROMIUM, "chromium"), "could not install chromium");
+    ck_assert_msg(procs_ensure_package("/usr/bin/node", "nodejs"), "could not install nodejs");
+    char modules[600];
+    ck_assert_msg(ensure_playwright(modules, sizeof modules), "could not install " PLAYWRIGHT);
+    srvt_server s = {0};
+    ck_assert(srvt_start(&s, NULL, NULL) == 0);
+    char outdir[512], script[512], cmd[2400];
+    tfile_path(outdir, sizeof outdir, "build/viewer");
+    mkdir(outdir, 0755);
+    tfile_path(script, sizeof script, "tests/viewer/inside.mjs");
+    snprintf(cmd, sizeof cmd, "PLAYWRIGHT_DIR=%s node %s %s %s", modules, script, s.base, outdir);
+    int st;
+    char *out = procs_capture(cmd, &st);
+    json_t *r = page_report("inside.mjs", st, out);
+    const json_t *first = at(r, "first"), *ab = at(r, "ablated");
+    ck_assert_msg(!json_is_true(at(first, "error")), "%s", json_string_value(at(first, "status")));
+    json_t *run = resend(&s, at(first, "sent"), "run");
+    size_t V;
+    double *p = last_softmax(at(run, "logits"), &V);
+    expect_next(at(first, "next"), "before", p, V);
+    expect_lens(at(first, "lens"), at(run, "logit_lens"));
+    const json_t *cfg = at(run, "config");
+    int L = (int)json_integer_value(json_object_get(cfg, "n_layer") ? at(cfg, "n_layer") : at(cfg, "n_layers"));
+    int H = (int)json_integer_value(json_object_get(cfg, "n_head") ? at(cfg, "n_head") : at(cfg, "n_heads"));
+    ck_assert_int_eq(json_integer_value(at(first, "heads")), L * H);
+    /* the click on the last head: its probabilities after, the head marked */
+    ck_assert_msg(!json_is_true(at(ab, "error")), "%s", json_string_value(at(ab, "status")));
+    const json_t *on = json_array_get(at(ab, "on"), 0);
+    ck_assert(json_integer_value(json_array_get(on, 0)) == L - 1 && json_integer_value(json_array_get(on, 1)) == H - 1);
+    json_t *abl = resend(&s, at(ab, "sent"), "ablate");
+    double *q = last_softmax(at(abl, "logits"), &V);
+    expect_next(at(ab, "next"), "after", q, V);
+    expect_next(at(ab, "next"), "before", p, V);
+    /* the patching heat map holds the service's sweep, L x H */
+    json_t *patch = resend(&s, at(first, "sent"), "patch");
+    ck_assert_msg(json_equal(at(first, "patch"), at(patch, "patch")), "the page's patch differs");
+    ck_assert_uint_eq(json_array_size(at(at(patch, "patch"), "result")), (size_t)L);
+    ck_assert(json_is_true(at(first, "patch_canvas")));
+    /* an activation of another shape: the last block's hook_z [T][H][D] */
+    const json_t *act = at(at(r, "hook_z"), "activation");
+    char name[64];
+    snprintf(name, sizeof name, "blocks.%d.attn.hook_z", L - 1);
+    ck_assert_str_eq(json_string_value(at(act, "name")), name);
+    ck_assert_uint_eq(json_array_size(at(act, "shape")), 3);
+    ck_assert_int_eq(json_integer_value(at(at(r, "hook_z"), "act_canvases")), 1);
+    ck_assert_int_eq(json_integer_value(at(first, "act_canvases")), H); /* hook_pattern: a map per head */
+    /* a corrupted text of another length: the error, then the view again */
+    const json_t *mm = at(r, "mismatch");
+    ck_assert(json_is_true(at(mm, "error")));
+    ck_assert_msg(strstr(json_string_value(at(mm, "status")), "corrupted") != NULL, "%s",
+                  json_string_value(at(mm, "status")));
+    ck_assert(!json_is_true(at(at(r, "again"), "error")));
+    fprintf(stderr, "viewer: inside the model (%s): %d x %d heads, lens %zu x %zu, %zu requests\n",
+            json_is_string(at(first, "model")) ? json_string_value(at(first, "model")) : "seed GPT2", L, H,
+            json_array_size(at(first, "lens")), json_array_size(json_array_get(at(first, "lens"), 0)),
+            json_array_size(at(at(r, "again"), "sent")));
+    free(p), free(q);
+    json_decref(run), json_decref(abl), json_decref(patch), json_decref(r);
+    free(out);
+    srvt_stop(&s, 10);
+    srvt_release(&s);
+}
+END_TEST
+
 /* GET / : the page, its ETag, 304 when the client has it, HEAD. */
 START_TEST(test_viewer_route) {
     srvt_server s = {0};
@@ -616,7 +752,8 @@ END_TEST
 
 static Suite *viewer_suite(void) {
     Suite *s = suite_create("viewer");
-    const TTest *tests[] = {test_viewer_route, test_viewer_in_chromium, test_viewer_model_view, NULL};
+    const TTest *tests[] = {test_viewer_route, test_viewer_in_chromium, test_viewer_model_view,
+                            test_viewer_inside, NULL};
     tcase_with(s, "viewer", 900, tests); /* the first run installs chromium and playwright-core */
     return s;
 }

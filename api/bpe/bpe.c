@@ -357,6 +357,23 @@ static json_t *load_json(const char *path, char *err, size_t err_size) {
     return j;
 }
 
+/* A tokenizer from its parsed vocabulary and its merges' text (changed in
+ * place); the paths name them in faults. Takes vocab's reference. */
+static int load_parsed(json_t *vocab, char *merges, size_t merges_len, const char *vocab_path,
+                       const char *merges_path, api_bpe **out, char *err, size_t err_size) {
+    api_bpe *t = calloc(1, sizeof *t);
+    int rc = t ? 0 : fail(err, err_size, API_BPE_ENOMEM, "out of memory");
+    if (rc == 0 && (rc = load_vocab(t, vocab, vocab_path, err, err_size)) == 0)
+        rc = load_merges(t, vocab, merges, merges_len, merges_path, err, err_size);
+    json_decref(vocab);
+    if (rc) {
+        api_bpe_free(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
 int api_bpe_load(const char *dir, api_bpe **out, char *err, size_t err_size) {
     *out = NULL;
     if (err && err_size) err[0] = '\0';
@@ -370,25 +387,39 @@ int api_bpe_load(const char *dir, api_bpe **out, char *err, size_t err_size) {
     } else {
         snprintf(merges_path, sizeof merges_path, "%s/merges.txt", dir);
     }
-    api_bpe *t = calloc(1, sizeof *t);
-    if (!t) return fail(err, err_size, API_BPE_ENOMEM, "out of memory");
     char *merges = NULL;
     size_t merges_len = 0;
     json_t *vocab = load_json(vocab_path, err, err_size);
     int rc;
     if (!vocab)
         rc = API_BPE_EFORMAT;
-    else if ((rc = load_vocab(t, vocab, vocab_path, err, err_size)) == 0 &&
-             (rc = read_file(merges_path, &merges, &merges_len, err, err_size)) == 0)
-        rc = load_merges(t, vocab, merges, merges_len, merges_path, err, err_size);
-    json_decref(vocab);
+    else if ((rc = read_file(merges_path, &merges, &merges_len, err, err_size)) != 0)
+        json_decref(vocab);
+    else
+        rc = load_parsed(vocab, merges, merges_len, vocab_path, merges_path, out, err, err_size);
     free(merges);
-    if (rc) {
-        api_bpe_free(t);
-        return rc;
+    return rc;
+}
+
+int api_bpe_load_mem(const char *vocab_json, size_t vocab_len, const char *merges_txt,
+                     size_t merges_len, api_bpe **out, char *err, size_t err_size) {
+    *out = NULL;
+    if (err && err_size) err[0] = '\0';
+    json_error_t jerr;
+    json_t *vocab = json_loadb(vocab_json, vocab_len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!vocab)
+        return fail(err, err_size, API_BPE_EFORMAT, "vocab.json:%d:%d: %s", jerr.line, jerr.column,
+                    jerr.text);
+    char *merges = malloc(merges_len + 1);
+    if (!merges) {
+        json_decref(vocab);
+        return fail(err, err_size, API_BPE_ENOMEM, "out of memory");
     }
-    *out = t;
-    return 0;
+    memcpy(merges, merges_txt, merges_len);
+    merges[merges_len] = '\0';
+    int rc = load_parsed(vocab, merges, merges_len, "vocab.json", "merges.txt", out, err, err_size);
+    free(merges);
+    return rc;
 }
 
 void api_bpe_free(api_bpe *t) {

@@ -62,6 +62,9 @@ typedef struct {
  * the data exactly (sorted by offset: no gap, no overlap, nothing past the
  * end). Returns 0, or -1 with the reason in why. */
 int api__st_open(api_st_file *f, const char *path, char *why, size_t why_size);
+/* The same for a file's bytes in memory (the built-in model), which must
+ * outlive f; nothing is mapped. */
+int api__st_open_mem(api_st_file *f, const void *data, size_t bytes, char *why, size_t why_size);
 /* The tensor called name, or NULL. */
 const api_st_tensor *api__st_find(const api_st_file *f, const char *name);
 /* Writes t (F32, F16 or BF16, rank 1 or 2) as float32 into out, transposed

@@ -7,6 +7,8 @@
  *                 state_dict) and dropout_masks (one per dropout call)
  *   run.c         the kind's steps (api__model_kind): plan, parameters,
  *                 attn_gpt2_forward, the selected maps, the reply's contents
+ *   gen*.c        "generate": the loop of api/generate/ on this request (gen.h)
+ *   inside*.c     hooks, ablations, patching and the logit lens (inside.h)
  *
  * The models loaded at start are ckpt.h's.
  */
@@ -21,6 +23,7 @@
 #include "api/maps/maps.h"
 #include "api/reply/reply.h"
 #include "api/model/ckpt.h"
+#include "api/model/inside.h"
 #include "api/request/request.h"
 #include "core/attention.h"
 
@@ -68,6 +71,7 @@ typedef struct {
     api_select sel;            /* heads, query_rows, top_k of those maps */
     api_fmt fmt;
     struct model_gen *gen;     /* "generate" (gen.h), or NULL */
+    inside_rq in;              /* hooks in "return", ablate, patch, logit_lens (inside.h) */
 } model_rq;
 
 /* ==== The family and its config (config.c) ================================ */
@@ -118,6 +122,10 @@ void api__model_rq_free(model_rq *rq);
 /* "state_dict" into params (state_dict.c) under the family's names: every
  * parameter, the buffers optional; for the tied GPT2, lm_head.weight
  * optional but equal to wte.weight. */
+/* "ablate", "patch" and "logit_lens" (inside_parse.c), once the rest is read. */
+int api__inside_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e);
+/* "state_dict" into params (state_dict.c): every parameter, the buffers
+ * optional, lm_head.weight optional but equal to wte.weight. */
 int api__model_state_dict_read(const json_t *sd, const attn_gpt2_plan *plan, float *params,
                                api_err *e);
 

@@ -22,13 +22,14 @@ static const char *const out_names[M_OUT_COUNT] = {
 static const char *const fields[] = {
     "module", "init", "state_dict", "idx", "text", "tokenizer", "training", "dropout_seed", "return",
     "layers", "precision", "output_format", "dtype", "model", "heads", "query_rows", "top_k", "generate",
-    NULL};
+    "ablate", "patch", "logit_lens", NULL};
 
 void api__model_rq_free(model_rq *rq) {
     api__model_gen_free(rq);
     free(rq->idx);
     free(rq->layers);
     api__select_free(&rq->sel);
+    api__inside_rq_free(&rq->in);
 }
 
 /* ==== Fields ============================================================== */
@@ -53,7 +54,8 @@ static int check_fields(const json_t *root, attn_family fam, api_err *e) {
                          "unknown field \"%s\" for /model/gpt2 (it takes module, %s's config "
                          "fields, init or state_dict, or model; idx or text, tokenizer, training, "
                          "dropout_seed, return, layers, heads, query_rows, top_k, "
-                         "precision, output_format, dtype, generate)", echo, attn_family_get(fam)->name);
+                         "ablate, patch, logit_lens, precision, output_format, dtype, generate)", echo,
+                         attn_family_get(fam)->name);
     }
     return 0;
 }
@@ -189,9 +191,16 @@ static int read_text(const json_t *root, const api_limits *lim, model_rq *rq, ap
     return 0;
 }
 
+/* A hook name of "return" (inside_parse.c). */
+static int hook_name(void *ctx, const char *name, int at, api_err *e) {
+    model_rq *rq = ctx;
+    return api__inside_return_name(&rq->in, rq->cfg.n_layer, name, at, e);
+}
+
 static int read_return(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
     int tokens_at = -1;
-    int rc = api__return_read(root, out_names, M_OUT_COUNT, &rq->returns, &tokens_at, e);
+    int rc = api__return_read_with(root, out_names, M_OUT_COUNT, &rq->returns, &tokens_at,
+                                   hook_name, rq, e);
     if (rc < 0) return -1;
     if (rc == 0 && api__field(root, "generate")) { /* the text written, and its tokens */
         rq->returns = 1u << M_OUT_IDX | (rq->tok ? 1u << M_OUT_TOKENS : 0);
@@ -317,8 +326,15 @@ int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, ap
         read_tokenizer(root, lim, rq, e) ||
         (api__field(root, "text") ? read_text(root, lim, rq, e) : read_idx(root, rq, &budget, e)) ||
         read_return(root, lim, rq, e) || read_layers(root, rq, e) || read_options(root, lim, rq, e) ||
-        api__model_gen_parse(root, lim, rq, e))
+        api__model_gen_parse(root, lim, rq, e) || api__inside_parse(root, lim, rq, e))
         return -1;
+    /* the captures are sized for the prompt, a generation's forward runs over
+     * the final text */
+    const inside_rq *in = &rq->in;
+    if (rq->gen && (in->n_hooks || in->n_ablate || in->patch || in->lens_k))
+        return api__fail(e, API_E_INVALID_ARGUMENT, "generate",
+                         "generate does not combine with hook names in return, ablate, patch or "
+                         "logit_lens: send the written text (the reply's idx) again with them");
     /* the maps' selection against the model's heads and the tokens (the
      * final text's at most with generate) */
     return api__select_check(&rq->sel, rq->cfg.n_head, rq->gen ? rq->gen->T_max : rq->T, "model", e);

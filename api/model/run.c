@@ -44,10 +44,12 @@ typedef struct {
     int Hs, R, cols;
 } model_maps;
 
-enum { MAX_ITEMS = M_OUT_COUNT + 7 }; /* and model, config, shape, generation, layers, next_token_text */
+/* and model, config, shape, generation, layers, next_token_text, cache,
+ * patch, logit_lens */
+enum { MAX_ITEMS = M_OUT_COUNT + 9 };
 
-/* The outputs a forward pass computes (without them none runs: idx, tokens,
- * params and a generation's own record need none). */
+/* The outputs a forward pass computes (without them, or a look inside, none
+ * runs: idx, tokens, params and a generation's own record need none). */
 #define FORWARD_OUTPUTS                                                                            \
     (1u << M_OUT_LOGITS | 1u << M_OUT_NEXT_TOKEN | 1u << M_OUT_ATTN_WEIGHTS |                      \
      1u << M_OUT_HIDDEN_STATES | 1u << M_OUT_DROPOUT_MASKS)
@@ -64,6 +66,7 @@ typedef struct {
     attn_rng *rng_ptr;         /* the generator dropout draws from (NULL: a fresh process's) */
     model_maps maps;
     float *dropout;            /* dropout_masks: core's plan.n_dropout multipliers */
+    inside_out io;             /* captures, patching, the logit lens (inside.h) */
     api_item items[MAX_ITEMS];
     api_item *group_items;     /* params' and dropout_masks' tensors (malloc'd) */
     void *group_names;         /*   and their names (malloc'd) */
@@ -73,6 +76,11 @@ typedef struct {
 static model_state *state_of(api_job *j) { return j->state; }
 
 static int returns(const model_state *s, int k) { return (s->rq.returns & 1u << k) != 0; }
+
+static int runs_forward(const model_state *s) {
+    const inside_rq *in = &s->rq.in;
+    return (s->rq.returns & FORWARD_OUTPUTS) || in->n_hooks || in->n_ablate || in->patch || in->lens_k;
+}
 
 static int parse(api_job *j, const json_t *root, api_err *e) {
     model_state *s = state_of(j);
@@ -102,9 +110,8 @@ static size_t maps_count(const model_rq *rq, const attn_gpt2_plan *p) {
  * Q·Kᵀ and the weighted sum with 64 per score for the softmax, c_proj) and
  * the MLP (4C wide), then lm_head over every position. In double. */
 static double model_ops(const attn_gpt2_plan *p) {
-    double B = p->B, T = p->T, C = p->C, H = p->H;
-    double block = B * T * C * C * 12.0 + B * H * T * T * (2.0 * C / H + 64.0);
-    return block * p->n_layer + B * T * C * p->V;
+    double B = p->B, T = p->T, C = p->C;
+    return api__model_block_ops(p) * p->n_layer + B * T * C * p->V;
 }
 
 /* Tensors of the groups params and dropout_masks (0 when not asked for). */
@@ -157,8 +164,7 @@ static int plan(api_job *j, api_err *e) {
         api__from_attn(e, &ae, ATTN_MODULE_COUNT);
         return -1;
     }
-    size_t out_values = 0,
-           need = rq->returns & FORWARD_OUTPUTS ? p->total_elements - unasked(s) : p->n_params;
+    size_t out_values = 0, need = runs_forward(s) ? p->total_elements - unasked(s) : p->n_params;
     if (returns(s, M_OUT_LOGITS)) out_values += p->n_logits;
     if (returns(s, M_OUT_ATTN_WEIGHTS)) out_values += p->n_attn;
     if (returns(s, M_OUT_HIDDEN_STATES)) out_values += p->n_hidden;
@@ -173,12 +179,18 @@ static int plan(api_job *j, api_err *e) {
         need += sel;
     }
     if (rq->model) need -= p->n_params;
-    need += out_values * REPLY_FLOATS_PER_VALUE; /* each term below 2^44 */
+    inside_sizes in;
+    if (api__inside_plan(&rq->in, p, attn_pool_width(j->lim ? j->lim->compute : NULL), &s->io,
+                         &in, e))
+        return -1;
+    need += in.need;
+    out_values += in.reply_values;
+    need += out_values * REPLY_FLOATS_PER_VALUE; /* each term below 2^50 */
     need += (size_t)group_tensors(s) * GROUP_TENSOR_FLOATS;
     api__job_sized(j, need, need + (rq->model ? p->n_params : 0), out_values, "model",
                    "parameters, activations, outputs and reply");
-    j->ops = model_ops(p);
-    j->ops_field = rq->from_text ? "text" : "idx";
+    j->ops = model_ops(p) + in.ops;
+    j->ops_field = in.ops_field ? in.ops_field : rq->from_text ? "text" : "idx";
     return rq->gen ? api__model_gen_plan(&s->rq, j, e) : 0;
 }
 
@@ -279,7 +291,7 @@ static int compute(api_job *j, api_err *e) {
     if ((s->idx = api__arrays_take(a, n_idx, sizeof(int32_t))) == NULL)
         return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the model");
     memcpy(s->idx, s->rq.idx, n_idx * sizeof(int32_t));
-    if (!(s->rq.returns & FORWARD_OUTPUTS)) return 0;
+    if (!runs_forward(s)) return 0;
     /* next_token alone needs the last position's logits only: [B][V] */
     int last_only = !returns(s, M_OUT_LOGITS);
     s->logits = api__arrays_take(a, last_only ? (size_t)p->B * (size_t)p->V : p->n_logits, sizeof(float));
@@ -291,12 +303,16 @@ static int compute(api_job *j, api_err *e) {
     attn_gpt2_outputs out = {.logits = s->logits, .attn_weights = s->attn,
                              .hidden_states = s->hidden, .dropout_masks = s->dropout,
                              .last_only = last_only};
+    attn_pool *pool = j->lim ? j->lim->compute : NULL;
+    attn_gpt2_inputs in = {.idx = s->rq.idx, .pool = pool};
     attn_error ae = {0};
-    if (attn_gpt2_forward(p, s->weights, s->rq.idx, j->lim ? j->lim->compute : NULL, s->rng_ptr,
-                          &out, &ae) != ATTN_OK) {
+    if (api__inside_inputs(&s->rq.in, &s->io, a, &in, e)) return -1;
+    if (attn_gpt2_run(p, s->weights, &in, s->rng_ptr, &out, &ae) != ATTN_OK) {
         api__from_attn(e, &ae, ATTN_MODULE_COUNT);
         return -1;
     }
+    if (api__inside_after(&s->rq.in, p, s->weights, s->logits, last_only, pool, &s->io, a, e))
+        return -1;
     next_tokens(p, s->logits, last_only, s->next);
     return returns(s, M_OUT_ATTN_WEIGHTS) ? maps_make(j, s, e) : 0;
 }
@@ -348,8 +364,9 @@ static api_item json_item(const char *name, const api_buf *text) {
     return (api_item){.name = name, .kind = API_ITEM_JSON, .data = text->data};
 }
 
-/* The outputs after "model", "config" and "shape", in MODEL_OUTPUT_MAP's order. */
-static int output_items(model_state *s, api_item *items) {
+/* The outputs after "model", "config" and "shape", in MODEL_OUTPUT_MAP's
+ * order, the look inside before the timing; -1 with e filled. */
+static int output_items(model_state *s, api_item *items, api_err *e) {
     const model_rq *rq = &s->rq;
     const attn_gpt2_plan *p = &s->plan;
     const model_maps *m = &s->maps;
@@ -375,6 +392,10 @@ static int output_items(model_state *s, api_item *items) {
     if (np)
         items[n++] = (api_item){.name = "params", .kind = API_ITEM_GROUP, .items = s->group_items,
                                 .n_items = np};
+    int k = api__inside_items(&rq->in, p, rq->batched, rq->tok ? rq->tok->bpe : NULL, &s->io,
+                              items + n, e);
+    if (k < 0) return -1;
+    n += k;
     if (returns(s, M_OUT_TIMING)) items[n++] = (api_item){.name = "timing", .kind = API_ITEM_TIMING};
     return n;
 }
@@ -417,7 +438,9 @@ static int contents(api_job *j, api_contents *c, api_err *e) {
     s->items[n++] = json_item("config", &s->config);
     s->items[n++] = json_item("shape", &s->shape);
     if (rq->gen && api__model_gen_items(&s->rq, &s->items[n++], c, e)) return -1;
-    n += output_items(s, s->items + n);
+    int k = output_items(s, s->items + n, e);
+    if (k < 0) return -1;
+    n += k;
     c->module = attn_family_get(rq->cfg.family)->name;
     c->item = s->items;
     c->n = n;
@@ -431,6 +454,7 @@ static void release(api_job *j) {
     free(s->group_items);
     free(s->group_names);
     api__model_rq_free(&s->rq);
+    api__inside_out_free(&s->io);
 }
 
 const api_kind_ops api__model_kind = {

@@ -170,6 +170,28 @@ static int parse_header(api_st_file *f, const char *text, size_t len, size_t dat
     return check_tiling(f, data_len, why, size);
 }
 
+/* Validates the file f->size bytes at b (see api__st_open); closes f on a
+ * fault. */
+static int validate(api_st_file *f, const uint8_t *b, char *why, size_t size) {
+    uint64_t n = 0;
+    for (int k = 7; k >= 0; k--) n = n << 8 | b[k];
+    int rc;
+    if (n > f->size - 8)
+        rc = api__ckpt_fail(why, size, "the header length %llu runs past the end of the file (%zu bytes): "
+                             "truncated, or not a safetensors file", (unsigned long long)n, f->size);
+    else if (n > API_ST_MAX_HEADER)
+        rc = api__ckpt_fail(why, size, "the header length %llu is over %zu bytes", (unsigned long long)n,
+                  API_ST_MAX_HEADER);
+    else
+        rc = parse_header(f, (const char *)b + 8, (size_t)n, f->size - 8 - (size_t)n, why, size);
+    if (rc) {
+        api__st_close(f);
+        return -1;
+    }
+    for (size_t i = 0; i < f->count; i++) f->tensors[i].data = b + 8 + n + f->tensors[i].begin;
+    return 0;
+}
+
 int api__st_open(api_st_file *f, const char *path, char *why, size_t size) {
     *f = (api_st_file){0};
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO: no wait for a writer */
@@ -191,24 +213,15 @@ int api__st_open(api_st_file *f, const char *path, char *why, size_t size) {
         f->map = NULL;
         return api__ckpt_fail(why, size, "cannot map: %s", strerror(errno));
     }
-    const uint8_t *b = f->map;
-    uint64_t n = 0;
-    for (int k = 7; k >= 0; k--) n = n << 8 | b[k];
-    int rc;
-    if (n > f->size - 8)
-        rc = api__ckpt_fail(why, size, "the header length %llu runs past the end of the file (%zu bytes): "
-                             "truncated, or not a safetensors file", (unsigned long long)n, f->size);
-    else if (n > API_ST_MAX_HEADER)
-        rc = api__ckpt_fail(why, size, "the header length %llu is over %zu bytes", (unsigned long long)n,
-                  API_ST_MAX_HEADER);
-    else
-        rc = parse_header(f, (const char *)b + 8, (size_t)n, f->size - 8 - (size_t)n, why, size);
-    if (rc) {
-        api__st_close(f);
-        return -1;
-    }
-    for (size_t i = 0; i < f->count; i++) f->tensors[i].data = b + 8 + n + f->tensors[i].begin;
-    return 0;
+    return validate(f, f->map, why, size);
+}
+
+int api__st_open_mem(api_st_file *f, const void *data, size_t bytes, char *why, size_t size) {
+    *f = (api_st_file){0};
+    if (bytes < 8)
+        return api__ckpt_fail(why, size, "%zu bytes: too short for a safetensors file", bytes);
+    f->size = bytes;
+    return validate(f, data, why, size);
 }
 
 const api_st_tensor *api__st_find(const api_st_file *f, const char *name) {

@@ -25,6 +25,7 @@ import os
 import sys
 
 import gen_generate  # generation, /v1/completions, /tokenize (beside this file)
+import inside  # hooks, ablate, patch, logit_lens (beside this file)
 
 INT1 = {"type": "integer", "minimum": 1, "maximum": 2147483647}
 SCHEMAS = "#/components/schemas/"
@@ -454,6 +455,8 @@ def main():
     for endpoint in tables["endpoints"]:
         if endpoint["kind"] == "model":
             model_gpt2(paths, schemas, bodies, endpoint, formats, tables["families"])
+            inside.extend(tables, bodies["Gpt2Request"]["content"]["application/json"]["schema"],
+                          schemas["Gpt2Response"])
             continue
         if endpoint["kind"] in ("openai", "tokens"):  # gen_generate.py
             errors = {st: error_response(d) for st, d in ERROR_STATUSES.items() if st != "404"}

@@ -1,7 +1,8 @@
 /* tables.c - the tables the OpenAPI document is made from, as JSON: the
  * endpoints (API_ENDPOINT_MAP) with their kinds, formats and modules, the
  * fields of each module, the outputs (API_OUTPUT_MAP), the error codes
- * (API_ERROR_MAP) and the reply formats (API_FORMAT_MAP). `make` runs
+ * (API_ERROR_MAP), the reply formats (API_FORMAT_MAP), and a whole model's
+ * hook points (ATTN_HOOK_MAP) and patching sites (INSIDE_SITE_MAP). `make` runs
  * build/tools/api-tables, which prints this, and api/openapi/gen.py turns it
  * (with api/examples/) into build/gen/openapi.json, the document served. */
 #include "api/model/model.h"
@@ -120,10 +121,29 @@ static json_t *errors_json(void) {
     return errs;
 }
 
+/* The hook points of a whole model (core's ATTN_HOOK_MAP) and the sites
+ * "patch" takes (INSIDE_SITE_MAP). */
+static json_t *inside_json(void) {
+    static const char *const shapes[] = {"[B][T][C]", "[B][T][H][D]", "[B][H][T][T]", "[B][T][4C]"};
+    json_t *hooks = json_array(), *sites = json_array();
+    for (int h = 0; h < ATTN_HOOK_COUNT; h++) {
+        const attn_hook_info *i = attn_hook_get((attn_hook)h);
+        json_array_append_new(hooks, json_pack("{s:s, s:b, s:s, s:s}", "name", i->name, "per_block",
+                                               i->per_block, "shape", shapes[i->shape], "what", i->what));
+    }
+    for (int s = 0; s < INSIDE_SITE_COUNT; s++) {
+        const inside_site_info *i = api__inside_site((inside_site)s);
+        json_array_append_new(sites, json_pack("{s:s, s:s, s:b}", "name", i->name, "hook",
+                                               attn_hook_get(i->hook)->name, "per_head", i->per_head));
+    }
+    return json_pack("{s:o, s:o}", "hooks", hooks, "sites", sites);
+}
+
 char *api__tables_json(void) {
-    json_t *t = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "endpoints", endpoints_json(), "modules",
+    json_t *t = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "endpoints", endpoints_json(), "modules",
                           modules_json(), "outputs", outputs_json(), "errors", errors_json(),
-                          "formats", formats_json(), "families", families_json());
+                          "formats", formats_json(), "families", families_json(),
+                          "inside", inside_json());
     char *s = t ? json_dumps(t, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(t);
     return s;

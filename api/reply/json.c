@@ -1,7 +1,7 @@
 /* json.c - a reply as one JSON object: {"module": ..., then each item of
  * the contents as "name": value in order}, tensors nested, flat or base64
  * (emit.c), top-k maps as {"indices", "values"}, a group as an object of its
- * tensors. */
+ * tensors (and JSON values). */
 #include "api/reply/reply.h"
 
 #include <string.h>
@@ -34,7 +34,7 @@ static void values(api_buf *b, const api_item *it, const api_fmt *f, int *nonfin
 }
 
 static void tensor(api_buf *b, const api_item *it, const api_fmt *fmt, int *nonfinite) {
-    api_fmt plain = {.format = API_FORMAT_NESTED};
+    api_fmt plain = {.format = API_FORMAT_NESTED, .precision = fmt->precision};
     const api_fmt *f = it->plain ? &plain : fmt;
     if (!it->indices) {
         values(b, it, f, nonfinite);
@@ -56,7 +56,8 @@ static void group(api_buf *b, const api_item *g, const api_fmt *f, int *nonfinit
         if (i) api__buf_put(b, ",", 1);
         api__buf_json_string(b, g->items[i].name);
         api__buf_put(b, ":", 1);
-        tensor(b, &g->items[i], f, nonfinite);
+        if (g->items[i].kind == API_ITEM_JSON) api__buf_puts(b, g->items[i].data);
+        else tensor(b, &g->items[i], f, nonfinite);
     }
     api__buf_put(b, "}", 1);
 }

@@ -59,7 +59,8 @@ typedef enum {
     API_ITEM_JSON,   /* JSON text: a value of a JSON reply, a string of a
                         safetensors file's __metadata__ */
     API_ITEM_GROUP,  /* named tensors: an object in JSON, "<name>.<child>" tensors in
-                        safetensors (a state_dict) */
+                        safetensors (a state_dict); a JSON child is a value of the
+                        object, a "<name>.<child>" string of the safetensors metadata */
     API_ITEM_TIMING, /* {"parse_ms", "compute_ms", "serialise_ms"}, made when written */
 } api_item_kind;
 
@@ -101,7 +102,8 @@ typedef struct {
     const char *events_end;
 } api_contents;
 
-/* The most tensors one safetensors reply holds. */
+/* The most tensors a safetensors reply leaves in place (api_st_parts);
+ * one with more is copied into the body. */
 #define API_ST_MAX_ENTRIES 120
 _Static_assert(API_ST_MAX_ENTRIES <= API_REPLY_MAX_PARTS, "a reply's parts are its tensors");
 

@@ -19,6 +19,7 @@
 #include "api/reply/reply.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef enum { E_FLOAT, E_BYTES, E_INT32 } entry_kind;
@@ -43,25 +44,26 @@ static size_t item_size(const entry *t, int half) {
     return t->kind == E_BYTES ? 1 : t->kind == E_INT32 ? 4 : half ? 2 : 4;
 }
 
-/* Adds a tensor of item it (its values, or with data/kind given, its indices). */
-static int add(entry *t, int *n, const api_item *it, const char *prefix, const char *suffix,
-               entry_kind kind, const void *data) {
-    if (*n == API_ST_MAX_ENTRIES) return -1;
-    entry *x = &t[(*n)++];
+/* Adds a tensor of item it (its values, or with data/kind given, its
+ * indices) as entry *n of t; t NULL only counts. */
+static void add(entry *t, int *n, const api_item *it, const char *prefix, const char *suffix,
+                entry_kind kind, const void *data) {
+    entry *x = t ? &t[*n] : NULL;
+    (*n)++;
+    if (x == NULL) return;
     *x = (entry){.data = data, .kind = kind, .rank = it->rank, .count = api__item_count(it)};
     snprintf(x->name, sizeof x->name, "%s%s%s", prefix, it->name, suffix);
     memcpy(x->shape, it->shape, sizeof x->shape);
-    return 0;
 }
 
-static int add_item(entry *t, int *n, const api_item *it, const char *prefix) {
+static void add_item(entry *t, int *n, const api_item *it, const char *prefix) {
     entry_kind kind = it->kind == API_ITEM_U8 ? E_BYTES : it->kind == API_ITEM_I32 ? E_INT32 : E_FLOAT;
-    if (add(t, n, it, prefix, it->indices ? ".values" : "", kind, it->data)) return -1;
-    return it->indices ? add(t, n, it, prefix, ".indices", E_INT32, it->indices) : 0;
+    add(t, n, it, prefix, it->indices ? ".values" : "", kind, it->data);
+    if (it->indices) add(t, n, it, prefix, ".indices", E_INT32, it->indices);
 }
 
-/* The tensors of c in its order (a group's as "<group>.<name>"). Returns the
- * count, or -1 when there are more than API_ST_MAX_ENTRIES. */
+/* The tensors of c in its order (a group's as "<group>.<name>") into t, or
+ * only counted when t is NULL. Returns the count. */
 static int collect(const api_contents *c, entry *t) {
     int n = 0;
     for (int i = 0; i < c->n; i++) {
@@ -70,9 +72,9 @@ static int collect(const api_contents *c, entry *t) {
             char prefix[64];
             snprintf(prefix, sizeof prefix, "%s.", it->name);
             for (int j = 0; j < it->n_items; j++)
-                if (add_item(t, &n, &it->items[j], prefix)) return -1;
+                if (it->items[j].kind != API_ITEM_JSON) add_item(t, &n, &it->items[j], prefix);
         } else if (it->kind != API_ITEM_JSON && it->kind != API_ITEM_TIMING) {
-            if (add_item(t, &n, it, "")) return -1;
+            add_item(t, &n, it, "");
         }
     }
     return n;
@@ -182,27 +184,47 @@ static int write_file(api_buf *b, entry *t, int n, int half, const char *module,
     return 0;
 }
 
+enum { MAX_META = 16 };
+
+/* The metadata's strings: JSON items, the timing, and the JSON children of
+ * groups ("<group>.<child>"), in order. Returns their count. */
+static int metadata(const api_contents *c, api_buf *v, meta_entry *m, char (*keys)[64]) {
+    int n = 0;
+    for (int i = 0; i < c->n && n < MAX_META; i++) {
+        const api_item *it = &c->item[i];
+        if (it->kind == API_ITEM_JSON) {
+            api__buf_puts(&v[n], it->data);
+            m[n] = (meta_entry){it->name, &v[n]};
+            n++;
+        } else if (it->kind == API_ITEM_TIMING) {
+            api__buf_printf(&v[n], "{\"parse_ms\":%.3f,\"compute_ms\":%.3f,\"serialise_ms\":%.3f}",
+                            c->ms_parse, c->ms_compute, api__now_ms() - c->t_serialise);
+            m[n] = (meta_entry){it->name, &v[n]};
+            n++;
+        }
+        for (int j = 0; it->kind == API_ITEM_GROUP && j < it->n_items && n < MAX_META; j++) {
+            if (it->items[j].kind != API_ITEM_JSON) continue;
+            snprintf(keys[n], sizeof keys[n], "%s.%s", it->name, it->items[j].name);
+            api__buf_puts(&v[n], it->items[j].data);
+            m[n] = (meta_entry){keys[n], &v[n]};
+            n++;
+        }
+    }
+    return n;
+}
+
 int api__write_safetensors(api_buf *b, const api_contents *c, api_st_parts *parts, api_err *e) {
-    entry t[API_ST_MAX_ENTRIES];
-    int n = collect(c, t);
-    if (n < 0) return api__fail(e, API_E_INTERNAL_ERROR, NULL, "too many tensors for one reply");
-    enum { MAX_META = 16 };
+    int n = collect(c, NULL);
+    entry *t = malloc(((size_t)n + 1) * sizeof *t);
+    if (t == NULL) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");
+    collect(c, t);
+    if (n > API_ST_MAX_ENTRIES) parts = NULL; /* more tensors than a reply's parts: copied */
     api_buf v[MAX_META] = {{0}};
     meta_entry m[MAX_META];
-    int n_meta = 0;
-    for (int i = 0; i < c->n && n_meta < MAX_META; i++) {
-        const api_item *it = &c->item[i];
-        if (it->kind == API_ITEM_JSON)
-            api__buf_puts(&v[n_meta], it->data);
-        else if (it->kind == API_ITEM_TIMING)
-            api__buf_printf(&v[n_meta], "{\"parse_ms\":%.3f,\"compute_ms\":%.3f,\"serialise_ms\":%.3f}",
-                            c->ms_parse, c->ms_compute, api__now_ms() - c->t_serialise);
-        else
-            continue;
-        m[n_meta] = (meta_entry){it->name, &v[n_meta]};
-        n_meta++;
-    }
+    char keys[MAX_META][64];
+    int n_meta = metadata(c, v, m, keys);
     int rc = write_file(b, t, n, c->fmt.half, c->module, m, n_meta, parts, e);
     for (int i = 0; i < n_meta; i++) api_buf_free(&v[i]);
+    free(t);
     return rc;
 }

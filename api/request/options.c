@@ -104,6 +104,12 @@ int api__params_source(const json_t *root, const char *what, api_params_source *
 
 int api__return_read(const json_t *root, const char *const *names, int n, unsigned *bits,
                      int *tokens_at, api_err *e) {
+    return api__return_read_with(root, names, n, bits, tokens_at, NULL, NULL, e);
+}
+
+int api__return_read_with(const json_t *root, const char *const *names, int n, unsigned *bits,
+                          int *tokens_at, int (*other)(void *, const char *, int, api_err *),
+                          void *ctx, api_err *e) {
     const json_t *v = api__field(root, "return");
     if (v == NULL) return 0;
     if (!json_is_array(v)) return api__field_wrong_type(e, "return", v, "an array of strings");
@@ -112,6 +118,9 @@ int api__return_read(const json_t *root, const char *const *names, int n, unsign
         char name[48];
         snprintf(name, sizeof name, "return[%zu]", i);
         if (!json_is_string(s)) return api__field_wrong_type(e, name, s, "a string");
+        int took = other ? other(ctx, json_string_value(s), (int)i, e) : 0;
+        if (took < 0) return -1;
+        if (took) continue;
         int k = 0;
         while (k < n && strcmp(names[k], json_string_value(s)) != 0) k++;
         if (k == n) {

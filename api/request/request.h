@@ -87,6 +87,11 @@ int api__options_read(const json_t *root, const api_limits *lim, unsigned allowe
  * read, 0 when absent (bits untouched), -1 with e filled. */
 int api__return_read(const json_t *root, const char *const *names, int n, unsigned *bits,
                      int *tokens_at, api_err *e);
+/* The same, each name first offered to other(ctx, name, index, e) when
+ * given: 1 it took the name, 0 it did not (names[] are tried), -1 error. */
+int api__return_read_with(const json_t *root, const char *const *names, int n, unsigned *bits,
+                          int *tokens_at, int (*other)(void *, const char *, int, api_err *),
+                          void *ctx, api_err *e);
 
 /* ==== Parameters ========================================================== */
 

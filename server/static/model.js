@@ -412,6 +412,8 @@ function showMode(name) {
   $("main_modules").hidden = name !== "modules";
   $("main_model").hidden = name !== "model";
   showGenerate(name === "generate");
+  $("main_inside").hidden = name !== "inside";
+  if (name === "inside") viewer.showInside();
   /* the first visit asks for the loaded models and tokenizers, then runs the form */
   if (name === "model" && !modelStarted) {
     modelStarted = true;
