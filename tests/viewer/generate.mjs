@@ -100,10 +100,21 @@ try {
   report.long.attn = null;
 
   // Stop after a few tokens of 200
+  // (clicked from inside the page as the fifth token is drawn: the tiny model
+  // writes 200 tokens in well under a second, faster than a poll from here)
   await setRange(page, "g_length", 200);
+  const stopClicked = page.evaluate(() => new Promise((resolve) => {
+    const stop = document.getElementById("g_stop");
+    const watch = new MutationObserver(() => {
+      if (window.viewer.gen.steps.length < 5 || stop.disabled) return;
+      watch.disconnect();
+      stop.click();
+      resolve();
+    });
+    watch.observe(document.getElementById("g_text"), { childList: true, subtree: true });
+  }));
   await page.click("#g_run");
-  await page.waitForFunction(() => window.viewer.gen.steps.length >= 5, null, { timeout: 60000 });
-  await page.click("#g_stop");
+  await stopClicked;
   await page.waitForFunction(() => !window.viewer.gen.running, null, { timeout: 60000 });
   report.stopped = { steps: await page.evaluate(() => window.viewer.gen.steps.length),
                      status: await page.$eval("#g_status", (s) => s.textContent) };
