@@ -137,8 +137,19 @@ $(VIEWER_OBJ): server/viewer.S $(VIEWER_HTML)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DSRV_VIEWER_HTML='"$(VIEWER_HTML)"' -c $< -o $@
 
-$(SERVER): $(SERVER_OBJ) $(VIEWER_OBJ) $(LIBAPI) $(LIBCORE)
-	$(CC) $(LDFLAGS) $(SERVER_OBJ) $(VIEWER_OBJ) $(LIBAPI) $(LIBCORE) $(LIBS_SERVER) $(LIBS_API) $(LIBS_CORE) -o $@
+# The demo model the server offers with no --model (models/shakespeare/),
+# embedded by server/demo_model.S.
+DEMO_DIR   := models/shakespeare
+DEMO_FILES := $(addprefix $(DEMO_DIR)/,config.json model.safetensors vocab.json merges.txt)
+DEMO_OBJ   := $(BUILD)/server/demo_model.o
+$(DEMO_OBJ): server/demo_model.S $(DEMO_FILES)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DSRV_DEMO_CONFIG='"$(DEMO_DIR)/config.json"' \
+	  -DSRV_DEMO_WEIGHTS='"$(DEMO_DIR)/model.safetensors"' -DSRV_DEMO_VOCAB='"$(DEMO_DIR)/vocab.json"' \
+	  -DSRV_DEMO_MERGES='"$(DEMO_DIR)/merges.txt"' -c $< -o $@
+
+$(SERVER): $(SERVER_OBJ) $(VIEWER_OBJ) $(DEMO_OBJ) $(LIBAPI) $(LIBCORE)
+	$(CC) $(LDFLAGS) $(SERVER_OBJ) $(VIEWER_OBJ) $(DEMO_OBJ) $(LIBAPI) $(LIBCORE) $(LIBS_SERVER) $(LIBS_API) $(LIBS_CORE) -o $@
 
 $(BUILD)/tests/%: tests/%.c $(LIBTEST) $(LIBAPI) $(LIBCORE)
 	@mkdir -p $(dir $@)

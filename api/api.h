@@ -163,6 +163,17 @@ typedef struct api_models api_models;
  * 0, or -1 with the reason (naming the file and the problem) in why. Call
  * before any thread reads *models. */
 int api_models_load(api_models **models, const char *spec, char *why, size_t why_size);
+/* A model folder's files in memory (the demo model built into the server):
+ * config.json, model.safetensors, vocab.json and merges.txt, which must
+ * outlive the models. */
+typedef struct {
+    const char *name;    /* the model's name in requests */
+    const char *folder;  /* the folder it was made from, for GET /models */
+    const void *config, *weights, *vocab, *merges;
+    size_t config_len, weights_len, vocab_len, merges_len;
+} api_model_files;
+/* Loads such a folder as api_models_load loads one from disk. */
+int api_models_load_mem(api_models **models, const api_model_files *files, char *why, size_t why_size);
 /* Accepts NULL. */
 void api_models_free(api_models *models);
 

@@ -20,3 +20,14 @@ if bad:
     sys.exit("smoke: context differs from the seed: %r" % bad)
 print("smoke: MultiHeadAttention seed 123 context matches the chapter:", got)
 '
+# the demo model built into the image: listed, and its next byte after Romeo's line
+models=$(curl -fsS --max-time 30 "$URL/models")
+case "$models" in
+*'"name":"shakespeare"'*'"builtin":true'*) echo "smoke: the demo model is served" ;;
+*) echo "smoke: no demo model in GET /models: $models" >&2; exit 1 ;;
+esac
+next=$(curl -fsS --max-time 30 --data-binary '{"model":"shakespeare","text":"ROMEO:\nBut soft, what light through yonder window","return":["next_token"]}' "$URL/model/gpt2")
+case "$next" in
+*'"next_token":115,'*) echo "smoke: the demo model writes as it does outside the image" ;;
+*) echo "smoke: the demo model answered $next" >&2; exit 1 ;;
+esac

@@ -90,9 +90,32 @@ static double now_s(void) {
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* The demo model's files, embedded by demo_model.S. */
+extern const char srv__demo_config[], srv__demo_config_end[], srv__demo_weights[],
+    srv__demo_weights_end[], srv__demo_vocab[], srv__demo_vocab_end[], srv__demo_merges[],
+    srv__demo_merges_end[];
+
+/* The demo model "shakespeare", offered when no --model is given. */
+static int load_demo(api_models **models) {
+    api_model_files f = {
+        .name = "shakespeare", .folder = "models/shakespeare",
+        .config = srv__demo_config, .config_len = (size_t)(srv__demo_config_end - srv__demo_config),
+        .weights = srv__demo_weights, .weights_len = (size_t)(srv__demo_weights_end - srv__demo_weights),
+        .vocab = srv__demo_vocab, .vocab_len = (size_t)(srv__demo_vocab_end - srv__demo_vocab),
+        .merges = srv__demo_merges, .merges_len = (size_t)(srv__demo_merges_end - srv__demo_merges)};
+    char why[768];
+    if (api_models_load_mem(models, &f, why, sizeof why) != 0) {
+        srv_log("the demo model: %s", why); /* a broken build, not the user's input */
+        return -1;
+    }
+    srv_log("the demo model \"shakespeare\" (built in; --demo-model off leaves it out)");
+    return 0;
+}
+
 /* The checkpoints, validated in full before the port is bound: a bad file
  * stops the server (exit 2) before it reports ready. Returns 0 or -1. */
 static int load_models(const srv_options *opt, api_models **models) {
+    if (opt->n_models == 0 && opt->demo_model) return load_demo(models);
     for (int i = 0; i < opt->n_models; i++) {
         char why[768];
         double t0 = now_s();

@@ -59,6 +59,7 @@ static const opt_def defs[] = {
     {"--stream-min-size", "ATTN_STREAM_MIN_SIZE", OPT_SIZE, OFF(stream_min_size), 0, 0, 0},
     {"--max-new-tokens", "ATTN_MAX_NEW_TOKENS", OPT_INT, OFF(max_new_tokens), 0, 1, 1 << 30},
     {"--max-streams", "ATTN_MAX_STREAMS", OPT_INT, OFF(max_streams), 0, 1, 4096},
+    {"--demo-model", "ATTN_DEMO_MODEL", OPT_BOOL, OFF(demo_model), 0, 0, 0},
 };
 #define N_DEFS (sizeof defs / sizeof defs[0])
 
@@ -129,6 +130,10 @@ void srv_options_usage(FILE *f, const char *argv0) {
         "                                               FILE:heads=N for n_head (else the file's\n"
         "                                               __metadata__, else width/64); repeatable\n"
         "                                               (the variable: comma-separated)\n"
+        "  --demo-model on|off    ATTN_DEMO_MODEL       without --model, serve the demo model built\n"
+        "                                               into the binary: \"shakespeare\", a small\n"
+        "                                               GPT-2 trained on Tiny Shakespeare byte by\n"
+        "                                               byte, its tokenizer with it (on)\n"
         "  --probe URL                                  GET URL, exit 0 on 2xx, 1 otherwise\n"
         "  --healthcheck                                probe http://HOST:PORT/healthz\n"
         "  --version                                    print the version and exit\n"
@@ -267,6 +272,7 @@ static void set_defaults(srv_options *o) {
     o->stream_min_size = (size_t)128 << 20;
     o->max_new_tokens = 1024;
     o->max_streams = 16;
+    o->demo_model = 1;
 }
 
 /* After the error's own line: where the options are, not all of them. */

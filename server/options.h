@@ -64,6 +64,8 @@ typedef struct {
                             * or ATTN_MODELS, comma-separated (into models_env) */
     int n_models;
     char models_env[4096];
+    int demo_model;        /* --demo-model on|off, ATTN_DEMO_MODEL: without --model, serve the
+                            * built-in demo model "shakespeare" (on) */
 } srv_options;
 
 /* Fills *o from the environment and argv. Returns 0, or -1 after printing

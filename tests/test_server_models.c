@@ -6,7 +6,9 @@
  * naming the field, a bad file stops the server before it listens (exit 2,
  * the problem on stderr), and the parameters are held once: requests do not
  * copy them (the peak resident memory over many requests stays far below
- * the size of the model). */
+ * the size of the model); without --model the demo model built into the
+ * binary is served, the very model of models/shakespeare/ on disk. */
+#include <cblas.h> /* openblas_set_num_threads */
 #include <check.h>
 #include <jansson.h>
 #include <math.h>
@@ -15,6 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/api.h"
+#include "support/api_call.h"
 #include "support/check_main.h"
 #include "support/ckpt_files.h"
 #include "support/files.h"
@@ -195,6 +199,62 @@ START_TEST(folder) {
 }
 END_TEST
 
+/* No --model: the demo model "shakespeare" built into the binary, with its
+ * tokenizer, answering as the folder it was embedded from does when loaded
+ * from disk; --demo-model off (or ATTN_DEMO_MODEL=off) leaves it out. */
+START_TEST(demo_model) {
+    ck_assert_msg(srvt_start(&srv, NULL, NULL) == 0, "cannot start %s", srvt_binary());
+    srvt_reply r;
+    ck_assert_int_eq(srvt_get(&srv, "/models", &r), 0);
+    json_t *list = json_loads(r.body, 0, NULL), *models = json_object_get(list, "models");
+    srvt_reply_free(&r);
+    ck_assert_uint_eq(json_array_size(models), 1);
+    json_t *m = json_array_get(models, 0), *cfg = json_object_get(m, "config");
+    ck_assert_str_eq(json_string_value(json_object_get(m, "name")), "shakespeare");
+    ck_assert(json_is_true(json_object_get(m, "builtin")));
+    ck_assert_str_eq(json_string_value(json_object_get(m, "folder")), "models/shakespeare");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(m, "tokenizer"), "tokens")), 256);
+    ck_assert_int_eq(json_integer_value(json_object_get(cfg, "n_layer")), 4);
+    ck_assert_int_eq(json_integer_value(json_object_get(cfg, "n_head")), 4);
+    json_decref(list);
+    const char *body = "{\"model\":\"shakespeare\",\"text\":\"ROMEO:\\nBut soft, what light\","
+                       "\"return\":[\"tokens\",\"logits\",\"attn_weights\"]}";
+    json_t *served = post_json("/model/gpt2", body, 200);
+    stop();
+
+    char dir[512], spec[600], why[512];
+    tfile_path(dir, sizeof dir, "models/shakespeare");
+    snprintf(spec, sizeof spec, "shakespeare=%s", dir);
+    api_models *disk = NULL;
+    ck_assert_msg(api_models_load(&disk, spec, why, sizeof why) == 0, "%s", why);
+    api_limits lim = {.models = disk};
+    openblas_set_num_threads(1); /* as the server runs its products */
+    json_t *local = tapi_call(API_EP_MODEL_GPT2, body, &lim, 200);
+    ck_assert_int_eq(json_array_size(json_object_get(served, "tokens")), 27); /* a token a byte */
+    for (const char *const *k = (const char *const[]){"tokens", "logits", "attn_weights", NULL}; *k; k++)
+        ck_assert_msg(json_equal(json_object_get(served, *k), json_object_get(local, *k)), "%s differs", *k);
+    json_decref(local);
+    json_decref(served);
+    api_models_free(disk);
+
+    const char *off[] = {"--demo-model", "off", NULL};
+    ck_assert_msg(srvt_start(&srv, off, NULL) == 0, "cannot start %s", srvt_binary());
+    ck_assert_int_eq(srvt_get(&srv, "/models", &r), 0);
+    ck_assert_str_eq(r.body, "{\"models\":[],\"tokenizers\":[]}");
+    srvt_reply_free(&r);
+    json_t *j = post_json("/model/gpt2", body, 400);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "field")), "model");
+    json_decref(j);
+    stop();
+    const char *env[] = {"ATTN_DEMO_MODEL=off", NULL};
+    ck_assert_msg(srvt_start(&srv, NULL, env) == 0, "cannot start %s", srvt_binary());
+    ck_assert_int_eq(srvt_get(&srv, "/models", &r), 0);
+    ck_assert_str_eq(r.body, "{\"models\":[],\"tokenizers\":[]}");
+    srvt_reply_free(&r);
+    stop();
+}
+END_TEST
+
 /* kB of a "Name:   N kB" line of /proc/PID/status. */
 static long status_kb(pid_t pid, const char *name) {
     char path[64], line[256];
@@ -260,7 +320,7 @@ END_TEST
 static Suite *models_suite(void) {
     Suite *s = suite_create("server_models");
     const TTest *tests[] = {load_list_and_run, from_environment, bad_file_stops_the_server, folder,
-                            parameters_are_not_copied, NULL};
+                            parameters_are_not_copied, demo_model, NULL};
     TCase *tc = tcase_with(s, "models", 60, tests);
     tcase_add_checked_fixture(tc, NULL, teardown);
     return s;

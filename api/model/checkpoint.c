@@ -138,6 +138,50 @@ int api_models_load(api_models **models, const char *spec, char *why, size_t siz
     return rc;
 }
 
+/* The weights and the config from memory into m (the tokenizer aside). */
+static int load_mem_weights(api_model *m, const api_model_files *f, char *why, size_t size) {
+    api_ckpt_hints h = {0};
+    json_error_t je;
+    json_t *cfg = json_loadb(f->config, f->config_len, 0, &je);
+    if (!cfg) return api__ckpt_fail(why, size, "config.json: line %d column %d: %s", je.line, je.column, je.text);
+    char inner[512];
+    int rc = api__folder_config(cfg, &h, inner, sizeof inner);
+    json_decref(cfg);
+    if (rc) return api__ckpt_fail(why, size, "config.json: %s", inner);
+    api_st_set set = {0};
+    if (api__st_open_mem(&set.file[0], f->weights, f->weights_len, inner, sizeof inner))
+        return api__ckpt_fail(why, size, "model.safetensors: %s", inner);
+    set.count = m->shards = 1;
+    rc = h.cfg.family == ATTN_FAMILY_GPTMODEL ? api__ckpt_book_load(&set, &h, m, inner, sizeof inner)
+                                              : api__ckpt_gpt2_load(&set, &h, m, inner, sizeof inner);
+    api__st_set_close(&set);
+    return rc ? api__ckpt_fail(why, size, "model.safetensors: %s", inner) : 0;
+}
+
+int api_models_load_mem(api_models **models, const api_model_files *f, char *why, size_t size) {
+    api_model m = {.builtin = 1};
+    char inner[600];
+    snprintf(m.name, sizeof m.name, "%s", f->name);
+    snprintf(m.folder, sizeof m.folder, "%s", f->folder);
+    snprintf(m.file, sizeof m.file, "model.safetensors");
+    int rc = *models && api__models_find(*models, m.name)
+                 ? api__ckpt_fail(inner, sizeof inner, "a model of that name is loaded already")
+                 : load_mem_weights(&m, f, inner, sizeof inner);
+    if (rc == 0 && api_bpe_load_mem(f->vocab, f->vocab_len, f->merges, f->merges_len, &m.bpe, inner,
+                                    sizeof inner) != 0)
+        rc = -1;
+    if (rc == 0 && api_bpe_vocab_size(m.bpe) > (size_t)m.cfg.vocab_size)
+        rc = api__ckpt_fail(inner, sizeof inner, "the tokenizer has %zu tokens, more than vocab_size %d",
+                            api_bpe_vocab_size(m.bpe), m.cfg.vocab_size);
+    m.tok.bpe = m.bpe;
+    if (rc == 0) rc = add(models, &m, inner, sizeof inner);
+    if (rc) {
+        model_free(&m);
+        return api__ckpt_fail(why, size, "%s (built in, from %s): %s", f->name, f->folder, inner);
+    }
+    return 0;
+}
+
 void api_models_free(api_models *r) {
     if (!r) return;
     for (int i = 0; i < r->count; i++) model_free(&r->items[i]);
@@ -196,7 +240,7 @@ static void model_json(api_buf *b, const api_model *m) {
                     head_text(m));
     if (m->bpe) api__buf_printf(b, "{\"name\":\"%s\",\"tokens\":%zu}", m->name, api_bpe_vocab_size(m->bpe));
     else api__buf_puts(b, "null");
-    api__buf_puts(b, "}");
+    api__buf_printf(b, ",\"builtin\":%s}", m->builtin ? "true" : "false");
 }
 
 int api_models_json(const api_limits *lim, api_buf *b) {

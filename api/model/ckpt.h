@@ -107,6 +107,7 @@ typedef struct {
     int has_lm_head;                /* GPT2's lm_head.weight was there (equal to wte.weight) */
     api_bpe *bpe;                   /* the folder's tokenizer (owned), or NULL */
     api_tokenizer tok;              /* {name, bpe}: what requests for this model read text with */
+    int builtin;                    /* the folder's files came from memory (api_models_load_mem) */
 } api_model;
 
 /* What is known of a model before its tensors: the spec's ":heads=N", a
@@ -149,6 +150,8 @@ int api__ckpt_check_config(const api_ckpt_hints *h, const attn_gpt2_config *got,
  * set (m->file, m->shards), each file named in the fault. 0 or -1. */
 int api__folder_open(const char *dir, api_ckpt_hints *h, api_st_set *set, api_model *m, char *why,
                      size_t size);
+/* config.json's tree (either family's keys) into h; -1 with the fault in why. */
+int api__folder_config(const json_t *cfg, api_ckpt_hints *h, char *why, size_t size);
 /* The tokenizer files beside the weights (vocab.json + merges.txt, or
  * encoder.json + vocab.bpe) into m->bpe; none at all is fine (NULL). */
 int api__folder_tokenizer(const char *dir, api_model *m, char *why, size_t size);

@@ -129,6 +129,19 @@ static int config_family(const json_t *cfg, attn_family *out, char *why, size_t 
     return 0;
 }
 
+int api__folder_config(const json_t *cfg, api_ckpt_hints *h, char *why, size_t size) {
+    attn_family fam = ATTN_FAMILY_GPT2;
+    int rc = !json_is_object(cfg) ? api__ckpt_fail(why, size, "not a JSON object")
+             : config_family(cfg, &fam, why, size) ? -1
+             : fam == ATTN_FAMILY_GPT2 ? hf_config(cfg, h, why, size)
+                                       : book_config(cfg, h, why, size);
+    if (rc) return -1;
+    h->family_known = h->checked = 1;
+    h->n_head = h->cfg.n_head;
+    h->n_head_from = "config.json";
+    return 0;
+}
+
 static int read_config(const char *dir, api_ckpt_hints *h, char *why, size_t size) {
     char path[PATH_MAX_LEN], inner[300];
     snprintf(path, sizeof path, "%s/config.json", dir);
@@ -138,17 +151,9 @@ static int read_config(const char *dir, api_ckpt_hints *h, char *why, size_t siz
     json_error_t je;
     json_t *cfg = json_load_file(path, 0, &je);
     if (!cfg) return api__ckpt_fail(why, size, "%s: line %d column %d: %s", path, je.line, je.column, je.text);
-    attn_family fam = ATTN_FAMILY_GPT2;
-    int rc = !json_is_object(cfg) ? api__ckpt_fail(inner, sizeof inner, "not a JSON object")
-             : config_family(cfg, &fam, inner, sizeof inner) ? -1
-             : fam == ATTN_FAMILY_GPT2 ? hf_config(cfg, h, inner, sizeof inner)
-                                       : book_config(cfg, h, inner, sizeof inner);
+    int rc = api__folder_config(cfg, h, inner, sizeof inner);
     json_decref(cfg);
-    if (rc) return api__ckpt_fail(why, size, "%s: %s", path, inner);
-    h->family_known = h->checked = 1;
-    h->n_head = h->cfg.n_head;
-    h->n_head_from = "config.json";
-    return 0;
+    return rc ? api__ckpt_fail(why, size, "%s: %s", path, inner) : 0;
 }
 
 /* ==== The weights: one file, or shards ===================================== */

@@ -116,9 +116,9 @@ static size_t tokenizer_count(const api_limits *lim) {
 static int read_tokenizer(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
     size_t n = tokenizer_count(lim);
     const json_t *v = api__field(root, "tokenizer");
-    if (v == NULL) {
+    if (v == NULL) { /* the model's own, else the one --tokenizer (a folder's is named) */
         if (rq->model && rq->model->bpe) rq->tok = &rq->model->tok;
-        else if (n == 1) rq->tok = tokenizer_at(lim, 0);
+        else if (lim && lim->n_tokenizers == 1) rq->tok = &lim->tokenizers[0];
         return 0;
     }
     if (!json_is_string(v)) return api__field_wrong_type(e, "tokenizer", v, "a string");

@@ -500,8 +500,8 @@ def main():
                                    "required": ["passed", "products", "worst", "ms", "fallback_from"], "additionalProperties": False}},
                          "required": ["core", "threads", "config", "check"], "additionalProperties": False}},
             "required": ["name", "version", "build", "openblas"], "additionalProperties": False}}}}}}}
-    paths["/models"] = {"get": {"operationId": "models", "tags": ["models"], "summary": "The models loaded at start (--model NAME=DIR or NAME=FILE.safetensors) that POST /model/gpt2 runs with {\"model\": NAME}, with their config and tokenizer.",
-        "responses": {"200": {"description": "The loaded models, in the order of the --model options (an empty list when none).",
+    paths["/models"] = {"get": {"operationId": "models", "tags": ["models"], "summary": "The models loaded at start (--model NAME=DIR or NAME=FILE.safetensors, else the built-in demo model) that POST /model/gpt2 runs with {\"model\": NAME}, with their config and tokenizer.",
+        "responses": {"200": {"description": "The loaded models, in the order of the --model options; without --model, the demo model \"shakespeare\" (an empty list with --demo-model off).",
             "content": {"application/json": {"schema": {"type": "object", "properties": {"models": {"type": "array", "items": {
                 "type": "object", "properties": {
                     "name": {"type": "string"},
@@ -516,8 +516,9 @@ def main():
                     "dtype": {"type": "string", "description": "The file's weights: F32, F16 or BF16 (held as float32), or mixed."},
                     "parameters": {"type": "integer", "minimum": 0, "description": "Weights in the file (lm_head.weight and buffers excluded)."},
                     "transformer_prefix": {"type": "boolean", "description": "The names started with transformer. (GPT2LMHeadModel)."},
-                    "lm_head": {"type": "string"}},
-                "required": ["name", "file", "folder", "shards", "module", "config", "n_head_from", "dtype", "parameters", "transformer_prefix", "lm_head", "tokenizer"], "additionalProperties": False}},
+                    "lm_head": {"type": "string"},
+                    "builtin": {"type": "boolean", "description": "The demo model built into the server (\"shakespeare\", served when no --model is given unless --demo-model off): its folder is the one it was embedded from."}},
+                "required": ["name", "file", "folder", "shards", "module", "config", "n_head_from", "dtype", "parameters", "transformer_prefix", "lm_head", "tokenizer", "builtin"], "additionalProperties": False}},
                 "tokenizers": {"type": "array", "description": "Every tokenizer a /model/gpt2 request may name in tokenizer: --tokenizer's, then the model folders' (named after their models). Empty: text needs one.",
                                "items": {"type": "object", "properties": {"name": {"type": "string"}, "tokens": {"type": "integer", "minimum": 1}}, "required": ["name", "tokens"], "additionalProperties": False}}},
                 "required": ["models", "tokenizers"], "additionalProperties": False}}}}}}}

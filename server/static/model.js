@@ -83,9 +83,10 @@ function modelRequest() {
   req.return = ["attn_weights", "idx"];
   const withTokens = textMode || tok || !mv.noTokenizer;
   if (withTokens) req.return.push("tokens");
-  /* several tokenizers and none of the model's own: the request must name one */
+  /* not the model's own tokenizer: name one (the server reads text unnamed
+   * only with the model's own or the one --tokenizer) */
   const md = mv.models.find((x) => x.name === name);
-  if (withTokens && !tok && mv.tokenizers && mv.tokenizers.length > 1 && !(md && md.tokenizer))
+  if (withTokens && !tok && mv.tokenizers && mv.tokenizers.length && !(md && md.tokenizer))
     req.tokenizer = mv.tokenizers[0].name;
   const layers = intList($("m_layers").value, "layers"), heads = intList($("m_heads").value, "heads");
   if (layers) req.layers = layers;
@@ -349,6 +350,9 @@ async function loadModels() {
       (md.folder ? md.folder + "/" : "") + md.file + ")";
     $("m_model").appendChild(o);
   }
+  /* the view opens on the trained demo model when the server offers it */
+  const demo = mv.models.find((md) => md.builtin);
+  if (demo) $("m_model").value = demo.name;
   if (mv.tokenizers && mv.tokenizers.length)
     $("m_tokenizer").placeholder = mv.tokenizers.length === 1 ? mv.tokenizers[0].name : "the model's";
 }

@@ -132,7 +132,7 @@ try {
   await page.evaluate(() => { location.hash = "#stages"; });
   await page.waitForFunction(() => !document.getElementById("view_stages").hidden, null, { timeout: 5000 });
   report.hash = { stages: await views() };
-  // the model view on this server (no tokenizer, no --model): no error, token ids
+  // the model view on this server (no --model): the demo model, its text as bytes
   const mcount = () => page.evaluate(() => window.viewer.model.renders + window.viewer.model.errors);
   await page.click("#modes button[data-mode=model]");
   await page.waitForFunction(() => window.viewer.model.renders + window.viewer.model.errors > 0, null, { timeout: 120000 });
@@ -140,6 +140,7 @@ try {
   report.model_plain = await page.evaluate(() => ({
     status: document.getElementById("m_status").textContent, error: document.getElementById("m_status").className === "error",
     errors: window.viewer.model.errors, ids: document.getElementById("m_input_idx").checked,
+    model: document.getElementById("m_model").value,
     tokens: [...document.querySelectorAll("#m_tokens .chip")].map((c) => c.textContent),
     note: document.getElementById("m_input_note").textContent,
     grid_note_width: document.getElementById("m_grid_note").getBoundingClientRect().width,
