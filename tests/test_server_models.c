@@ -220,6 +220,16 @@ START_TEST(demo_model) {
     const char *body = "{\"model\":\"shakespeare\",\"text\":\"ROMEO:\\nBut soft, what light\","
                        "\"return\":[\"tokens\",\"logits\",\"attn_weights\"]}";
     json_t *served = post_json("/model/gpt2", body, 200);
+    /* the model folder's tokenizer serves OpenAI's completions and /tokenize */
+    json_t *c = post_json("/v1/completions", "{\"model\":\"shakespeare\",\"prompt\":\"ROMEO:\","
+                          "\"max_tokens\":5,\"temperature\":0}", 200);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(c, "usage"), "prompt_tokens")), 6);
+    ck_assert_uint_eq(strlen(json_string_value(json_object_get(json_array_get(json_object_get(c, "choices"), 0),
+                                                               "text"))), 5);
+    json_decref(c);
+    c = post_json("/tokenize", "{\"content\":\"hi\"}", 200);
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(c, "tokens"), 1)), 'i');
+    json_decref(c);
     stop();
 
     char dir[512], spec[600], why[512];

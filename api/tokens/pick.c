@@ -11,7 +11,7 @@ static int unknown(const json_t *v, const api_limits *lim, size_t n, api_err *e)
     char echo[API_ECHO_MAX + 4], list[256] = "";
     for (size_t i = 0; i < n; i++) {
         size_t k = strlen(list);
-        snprintf(list + k, sizeof list - k, "%s\"%s\"", i ? ", " : "", lim->tokenizers[i].name);
+        snprintf(list + k, sizeof list - k, "%s\"%s\"", i ? ", " : "", api__tokenizer_at(lim, i)->name);
     }
     return api__fail(e, API_E_INVALID_ARGUMENT, "tokenizer",
                      "tokenizer \"%s\" is not loaded; this server has %s",
@@ -19,19 +19,22 @@ static int unknown(const json_t *v, const api_limits *lim, size_t n, api_err *e)
                      n ? list : "none (start it with --tokenizer NAME=DIR)");
 }
 
+/* The tokenizer named in "tokenizer" (--tokenizer's or a model folder's);
+ * else the model's own; else the only one the server has. */
 int api__tokens_pick(const json_t *root, const api_limits *lim, const api_model *model,
                      int required, const char *field, const api_tokenizer **out, api_err *e) {
-    size_t n = lim ? lim->n_tokenizers : 0;
+    size_t n = 0;
+    while (api__tokenizer_at(lim, n)) n++;
     const json_t *v = api__field(root, "tokenizer");
-    (void)model; /* a model's own tokenizer (its folder) is the only one loaded for now */
     *out = NULL;
     if (v) {
         if (!json_is_string(v)) return api__field_wrong_type(e, "tokenizer", v, "a string");
-        for (size_t i = 0; i < n; i++)
-            if (strcmp(lim->tokenizers[i].name, json_string_value(v)) == 0) *out = &lim->tokenizers[i];
+        for (size_t i = 0; i < n && !*out; i++)
+            if (strcmp(api__tokenizer_at(lim, i)->name, json_string_value(v)) == 0) *out = api__tokenizer_at(lim, i);
         return *out ? 0 : unknown(v, lim, n, e);
     }
-    if (n == 1) *out = &lim->tokenizers[0];
+    if (model && model->bpe) *out = &model->tok;
+    else if (n == 1) *out = api__tokenizer_at(lim, 0);
     if (*out || !required) return 0;
     if (n == 0)
         return api__fail(e, API_E_INVALID_ARGUMENT, field,
