@@ -321,6 +321,10 @@ START_TEST(errors) {
         {"{\"model\": \"tiny\", \"idx\": [1], \"generate\": {\"eos_token_id\": 257}}",
          "generate.eos_token_id", 400},
         {"{\"model\": \"tiny\", \"idx\": [1], \"generate\": 3}", "generate", 400},
+        /* the look inside runs on a text as given (the captures are sized for it) */
+        {"{\"model\": \"tiny\", \"idx\": [1], \"generate\": {}, \"logit_lens\": {\"k\": 2}}", "generate", 400},
+        {"{\"model\": \"tiny\", \"idx\": [1], \"generate\": {}, \"return\": [\"blocks.0.attn.hook_z\"]}",
+         "generate", 400},
     };
     g_lim.max_new_tokens = 100;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
