@@ -115,6 +115,12 @@ int api__model_dropout_count(const attn_gpt2_plan *plan);
 void api__model_dropout_items(const attn_gpt2_plan *plan, const float *masks, int batched,
                               char (*names)[API_MODEL_DROP_NAME], api_item *items);
 
+/* How many tokenizers a request may name (api__tokenizer_at's). */
+size_t api__tokenizer_count(const api_limits *lim);
+/* The tokenizer a "tokenizer" field v names into *out, or a 400 naming the
+ * field and listing those loaded (request.c). */
+int api__tokenizer_named(const json_t *v, const api_limits *lim, const api_tokenizer **out, api_err *e);
+
 /* Reads every field of a /model/gpt2 request (request.c); the caller calls
  * api__model_rq_free either way. */
 int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e);

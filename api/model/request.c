@@ -103,34 +103,24 @@ static int read_idx(const json_t *root, model_rq *rq, size_t *budget, api_err *e
     return rc;
 }
 
-static const api_tokenizer *tokenizer_at(const api_limits *lim, size_t i) { return api__tokenizer_at(lim, i); }
-
-static size_t tokenizer_count(const api_limits *lim) {
+size_t api__tokenizer_count(const api_limits *lim) {
     size_t n = 0;
-    while (tokenizer_at(lim, n)) n++;
+    while (api__tokenizer_at(lim, n)) n++;
     return n;
 }
 
-/* tokenizer: the name of a loaded tokenizer; when left out, the model
- * folder's own, or else the only one loaded (if exactly one is). */
-static int read_tokenizer(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
-    size_t n = tokenizer_count(lim);
-    const json_t *v = api__field(root, "tokenizer");
-    if (v == NULL) { /* the model's own, else the one --tokenizer (a folder's is named) */
-        if (rq->model && rq->model->bpe) rq->tok = &rq->model->tok;
-        else if (lim && lim->n_tokenizers == 1) rq->tok = &lim->tokenizers[0];
-        return 0;
-    }
+int api__tokenizer_named(const json_t *v, const api_limits *lim, const api_tokenizer **out, api_err *e) {
     if (!json_is_string(v)) return api__field_wrong_type(e, "tokenizer", v, "a string");
+    size_t n = api__tokenizer_count(lim);
     for (size_t i = 0; i < n; i++)
-        if (strcmp(tokenizer_at(lim, i)->name, json_string_value(v)) == 0) {
-            rq->tok = tokenizer_at(lim, i);
+        if (strcmp(api__tokenizer_at(lim, i)->name, json_string_value(v)) == 0) {
+            *out = api__tokenizer_at(lim, i);
             return 0;
         }
     char echo[API_ECHO_MAX + 4], list[256] = "";
     for (size_t i = 0; i < n; i++) {
         size_t k = strlen(list);
-        snprintf(list + k, sizeof list - k, "%s\"%s\"", i ? ", " : "", tokenizer_at(lim, i)->name);
+        snprintf(list + k, sizeof list - k, "%s\"%s\"", i ? ", " : "", api__tokenizer_at(lim, i)->name);
     }
     return api__fail(e, API_E_INVALID_ARGUMENT, "tokenizer",
                      "tokenizer \"%s\" is not loaded; this server has %s",
@@ -139,9 +129,19 @@ static int read_tokenizer(const json_t *root, const api_limits *lim, model_rq *r
                                 "a folder with its tokenizer files)");
 }
 
+/* tokenizer: the name of a loaded tokenizer; when left out, the model
+ * folder's own, or else the one --tokenizer (a folder's must be named). */
+static int read_tokenizer(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
+    const json_t *v = api__field(root, "tokenizer");
+    if (v) return api__tokenizer_named(v, lim, &rq->tok, e);
+    if (rq->model && rq->model->bpe) rq->tok = &rq->model->tok;
+    else if (lim && lim->n_tokenizers == 1) rq->tok = &lim->tokenizers[0];
+    return 0;
+}
+
 /* The error when field needs a tokenizer and the request has none. */
 static int no_tokenizer(const api_limits *lim, const char *field, api_err *e) {
-    size_t n = tokenizer_count(lim);
+    size_t n = api__tokenizer_count(lim);
     if (n == 0)
         return api__fail(e, API_E_INVALID_ARGUMENT, field,
                          "%s needs a tokenizer and this server has none: start it with "

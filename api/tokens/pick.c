@@ -7,32 +7,14 @@
 #include <stdio.h>
 #include <string.h>
 
-static int unknown(const json_t *v, const api_limits *lim, size_t n, api_err *e) {
-    char echo[API_ECHO_MAX + 4], list[256] = "";
-    for (size_t i = 0; i < n; i++) {
-        size_t k = strlen(list);
-        snprintf(list + k, sizeof list - k, "%s\"%s\"", i ? ", " : "", api__tokenizer_at(lim, i)->name);
-    }
-    return api__fail(e, API_E_INVALID_ARGUMENT, "tokenizer",
-                     "tokenizer \"%s\" is not loaded; this server has %s",
-                     api__echo(echo, sizeof echo, json_string_value(v)),
-                     n ? list : "none (start it with --tokenizer NAME=DIR)");
-}
-
 /* The tokenizer named in "tokenizer" (--tokenizer's or a model folder's);
  * else the model's own; else the only one the server has. */
 int api__tokens_pick(const json_t *root, const api_limits *lim, const api_model *model,
                      int required, const char *field, const api_tokenizer **out, api_err *e) {
-    size_t n = 0;
-    while (api__tokenizer_at(lim, n)) n++;
+    size_t n = api__tokenizer_count(lim);
     const json_t *v = api__field(root, "tokenizer");
     *out = NULL;
-    if (v) {
-        if (!json_is_string(v)) return api__field_wrong_type(e, "tokenizer", v, "a string");
-        for (size_t i = 0; i < n && !*out; i++)
-            if (strcmp(api__tokenizer_at(lim, i)->name, json_string_value(v)) == 0) *out = api__tokenizer_at(lim, i);
-        return *out ? 0 : unknown(v, lim, n, e);
-    }
+    if (v) return api__tokenizer_named(v, lim, out, e);
     if (model && model->bpe) *out = &model->tok;
     else if (n == 1) *out = api__tokenizer_at(lim, 0);
     if (*out || !required) return 0;
