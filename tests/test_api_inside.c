@@ -137,15 +137,7 @@ static void list_files(void) {
 static char *request_text(const json_t *model, const json_t *own, const char *extra) {
     json_t *r = json_deep_copy(model);
     json_object_update(r, (json_t *)own);
-    if (extra) {
-        json_t *x = json_loads(extra, 0, NULL);
-        ck_assert_ptr_nonnull(x);
-        json_object_update(r, x);
-        json_decref(x);
-    }
-    char *s = json_dumps(r, JSON_COMPACT);
-    json_decref(r);
-    return s;
+    return tapi_body(r, extra);
 }
 
 START_TEST(golden_replies) {

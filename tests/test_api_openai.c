@@ -94,15 +94,7 @@ static char *completion_body(const gg_case *c, const char *extra) {
     static const char *const copy[] = {"top_p", "top_k", "seed", NULL};
     for (int i = 0; copy[i]; i++)
         if (json_object_get(g, copy[i])) json_object_set(r, copy[i], json_object_get(g, copy[i]));
-    if (extra) {
-        json_t *x = json_loads(extra, 0, NULL);
-        ck_assert_ptr_nonnull(x);
-        json_object_update(r, x);
-        json_decref(x);
-    }
-    char *s = json_dumps(r, JSON_COMPACT);
-    json_decref(r);
-    return s;
+    return tapi_body(r, extra);
 }
 
 /* Choice b of a reply against row b of golden c. */

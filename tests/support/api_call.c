@@ -33,3 +33,17 @@ json_t *tapi_call(api_endpoint ep, const char *body, const api_limits *lim, int 
     tapi_reply_free(&r);
     return j;
 }
+
+char *tapi_body(json_t *r, const char *extra_json) {
+    ck_assert_ptr_nonnull(r);
+    if (extra_json) {
+        json_t *x = json_loads(extra_json, 0, NULL);
+        ck_assert_msg(x != NULL, "extra members are not JSON: %s", extra_json);
+        json_object_update(r, x);
+        json_decref(x);
+    }
+    char *s = json_dumps(r, JSON_COMPACT);
+    ck_assert_ptr_nonnull(s);
+    json_decref(r);
+    return s;
+}

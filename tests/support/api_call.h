@@ -25,4 +25,8 @@ void tapi_reply_free(tapi_reply *r);
 /* The same, the status checked against want_status; the parsed reply. */
 json_t *tapi_call(api_endpoint ep, const char *body, const api_limits *lim, int want_status);
 
+/* A request body made of r (taken) with extra_json's members (NULL: none)
+ * set over its own: compact JSON text, malloc'd. */
+char *tapi_body(json_t *r, const char *extra_json);
+
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_call.h"
 #include "files.h"
 
 static int get_int(const json_t *o, const char *k) { return (int)json_integer_value(json_object_get(o, k)); }
@@ -151,14 +152,5 @@ char *gg_request(const gg_case *c, const char *extra_json) {
                           "block_size", c->cfg.block_size, "n_layer", c->cfg.n_layer, "n_head",
                           c->cfg.n_head, "n_embd", c->cfg.n_embd, "dropout", c->cfg.dropout, "init",
                           "seed", (json_int_t)c->init_seed, "idx", idx, "generate", gen);
-    ck_assert_ptr_nonnull(r);
-    if (extra_json) {
-        json_t *x = json_loads(extra_json, 0, NULL);
-        ck_assert_ptr_nonnull(x);
-        json_object_update(r, x);
-        json_decref(x);
-    }
-    char *s = json_dumps(r, JSON_COMPACT);
-    json_decref(r);
-    return s;
+    return tapi_body(r, extra_json);
 }
