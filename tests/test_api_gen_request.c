@@ -47,17 +47,7 @@ static api_limits g_plain = {.max_elements = 100000000}; /* no tokenizer: the se
 /* The goldens, the checkpoint and the tokenizer, in the test's process. */
 static void setup(void) {
     g_n = gg_load_cases(g_cases, MAX_CASES);
-    char spec[1200], why[512], dir[] = "/tmp/gen_request_XXXXXX";
-    tfile_path(spec, sizeof spec, "tests/golden/generation/tiny_hf.safetensors");
-    memmove(spec + 5, spec, strlen(spec) + 1);
-    memcpy(spec, "tiny=", 5);
-    ck_assert_msg(api_models_load(&g_models, spec, why, sizeof why) == 0, "%s", why);
-    static const char *const extra[] = {"<|endoftext|>", NULL};
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    ck_assert(tbpe_write_dir(dir, extra));
-    api_bpe *bpe = NULL;
-    ck_assert_msg(api_bpe_load(dir, &bpe, why, sizeof why) == 0, "%s", why);
-    g_tok = (api_tokenizer){.name = "bytes", .bpe = bpe};
+    gg_load_tiny(&g_models, &g_tok);
     g_lim.models = g_models;
     g_plain.models = g_models;
     g_lim.tokenizers = &g_tok;
@@ -66,9 +56,7 @@ static void setup(void) {
 
 static void teardown(void) {
     for (int i = 0; i < g_n; i++) gg_free(&g_cases[i]);
-    api_models_free(g_models);
-    g_models = NULL;
-    api_bpe_free((api_bpe *)g_tok.bpe);
+    gg_unload_tiny(&g_models, &g_tok);
 }
 
 /* The steps of a reply against case c's row 0. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api_call.h"
+#include "bpe_files.h"
 #include "files.h"
 
 static int get_int(const json_t *o, const char *k) { return (int)json_integer_value(json_object_get(o, k)); }
@@ -153,4 +154,25 @@ char *gg_request(const gg_case *c, const char *extra_json) {
                           c->cfg.n_head, "n_embd", c->cfg.n_embd, "dropout", c->cfg.dropout, "init",
                           "seed", (json_int_t)c->init_seed, "idx", idx, "generate", gen);
     return tapi_body(r, extra_json);
+}
+
+void gg_load_tiny(api_models **models, api_tokenizer *tok) {
+    char spec[1200], why[512], dir[] = "/tmp/gen_golden_XXXXXX";
+    tfile_path(spec, sizeof spec, "tests/golden/generation/tiny_hf.safetensors");
+    memmove(spec + 5, spec, strlen(spec) + 1);
+    memcpy(spec, "tiny=", 5);
+    ck_assert_msg(api_models_load(models, spec, why, sizeof why) == 0, "%s", why);
+    static const char *const extra[] = {"<|endoftext|>", NULL};
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ck_assert(tbpe_write_dir(dir, extra));
+    api_bpe *bpe = NULL;
+    ck_assert_msg(api_bpe_load(dir, &bpe, why, sizeof why) == 0, "%s", why);
+    *tok = (api_tokenizer){.name = "bytes", .bpe = bpe};
+}
+
+void gg_unload_tiny(api_models **models, api_tokenizer *tok) {
+    api_models_free(*models);
+    *models = NULL;
+    api_bpe_free((api_bpe *)tok->bpe);
+    tok->bpe = NULL;
 }

@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "api/api.h"
 #include "core/attention.h"
 
 #define GG_MAX_ROWS 2
@@ -47,6 +48,12 @@ void gg_free(gg_case *c);
 /* The case's parameters: torch.manual_seed(init_seed); Model(config).
  * rng is left where PyTorch's generator is after the constructor. malloc'd. */
 float *gg_params(const gg_case *c, attn_rng *rng);
+
+/* In the test's process: tiny_hf.safetensors as model "tiny" into *models,
+ * and a byte-level tokenizer with <|endoftext|> as "bytes" into *tok (the
+ * server's --model and --tokenizer of these goldens). */
+void gg_load_tiny(api_models **models, api_tokenizer *tok);
+void gg_unload_tiny(api_models **models, api_tokenizer *tok);
 
 /* The /model/gpt2 request of the case (config, init, idx, generate with
  * logprobs 5, plus extra's members), compact JSON, malloc'd. */
