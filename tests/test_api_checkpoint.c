@@ -58,14 +58,10 @@ static json_t *load_golden(api_models **models, const char *name) {
     return ref;
 }
 
-static json_t *call(const api_models *models, const char *body, int want_status) {
-    api_limits lim = {.max_elements = 50000000, .models = models};
-    return tapi_call(API_EP_MODEL_GPT2, body, &lim, want_status);
-}
 
 static void expect_error(const api_models *models, const char *body, const char *code,
                          const char *field, const char *text) {
-    json_t *j = call(models, body, 400);
+    json_t *j = ckf_call(models, body, 400);
     json_t *e = json_object_get(j, "error");
     ck_assert_str_eq(json_string_value(json_object_get(e, "code")), code);
     ck_assert_msg(json_is_string(json_object_get(e, "field")) &&
@@ -83,7 +79,7 @@ static void check_logits(const api_models *models, const char *name) {
     json_t *rq = json_pack("{s:s, s:O, s:[s], s:s}", "model", name, "idx",
                            json_object_get(ref, "idx"), "return", "logits", "output_format", "flat");
     char *body = json_dumps(rq, 0);
-    json_t *reply = call(models, body, 200);
+    json_t *reply = ckf_call(models, body, 200);
     ck_assert_str_eq(json_string_value(json_object_get(reply, "model")), name);
     json_t *cfg = json_object_get(reply, "config"), *want_cfg = json_object_get(ref, "config");
     const char *key;
@@ -144,7 +140,7 @@ START_TEST(round_trip) {
     api_buf_free(&b);
 
     /* the model's maps and next_token, batch axis dropped for [T] */
-    json_t *r = call(models, "{\"model\":\"tiny_f16\",\"idx\":[1,2,3],\"return\":[\"attn_weights\","
+    json_t *r = ckf_call(models, "{\"model\":\"tiny_f16\",\"idx\":[1,2,3],\"return\":[\"attn_weights\","
                              "\"next_token\",\"hidden_states\"]}", 200);
     ck_assert_uint_eq(json_array_size(json_object_get(r, "attn_weights")), 3);
     ck_assert_uint_eq(json_array_size(json_array_get(json_object_get(r, "attn_weights"), 0)), 4);
@@ -176,11 +172,11 @@ START_TEST(request_errors) {
                  "invalid_shape", "idx", "block_size 16");
     expect_error(models, "{\"model\":\"tiny_f32\"}", "missing_field", "idx", "idx is required");
     /* training uses GPT-2's dropout 0.1 at seed 003's places, reproducibly */
-    json_t *a = call(models, "{\"model\":\"tiny_f32\",\"idx\":[1,2],\"training\":true,"
+    json_t *a = ckf_call(models, "{\"model\":\"tiny_f32\",\"idx\":[1,2],\"training\":true,"
                              "\"dropout_seed\":5,\"return\":[\"logits\"]}", 200);
-    json_t *b = call(models, "{\"model\":\"tiny_f32\",\"idx\":[1,2],\"training\":true,"
+    json_t *b = ckf_call(models, "{\"model\":\"tiny_f32\",\"idx\":[1,2],\"training\":true,"
                              "\"dropout_seed\":5,\"return\":[\"logits\"]}", 200);
-    json_t *c = call(models, "{\"model\":\"tiny_f32\",\"idx\":[1,2],\"return\":[\"logits\"]}", 200);
+    json_t *c = ckf_call(models, "{\"model\":\"tiny_f32\",\"idx\":[1,2],\"return\":[\"logits\"]}", 200);
     ck_assert(json_equal(json_object_get(a, "logits"), json_object_get(b, "logits")));
     ck_assert(!json_equal(json_object_get(a, "logits"), json_object_get(c, "logits")));
     json_decref(a);
@@ -192,18 +188,11 @@ END_TEST
 
 /* ==== Broken files ======================================================== */
 
-static void expect_refused(const char *spec, const char *text) {
-    api_models *models = NULL;
-    char why[768];
-    ck_assert_msg(api_models_load(&models, spec, why, sizeof why) == -1, "%s was loaded", spec);
-    ck_assert_ptr_null(models);
-    ck_assert_msg(strstr(why, text) != NULL, "%s: \"%s\" lacks \"%s\"", spec, why, text);
-}
 
 static void expect_file_refused(const char *path, const char *text) {
     char spec[600];
     snprintf(spec, sizeof spec, "m=%s", path);
-    expect_refused(spec, text);
+    ckf_expect_refused(spec, text);
 }
 
 typedef struct {
@@ -344,7 +333,7 @@ START_TEST(broken_files) {
     ck_assert_msg(api_models_load(&models, spec, why, sizeof why) == 0, "%s", why);
     api_models_free(models);
     snprintf(spec, sizeof spec, "m=%s:heads=5", p);
-    expect_refused(spec, "n_embd must be divisible by n_head");
+    ckf_expect_refused(spec, "n_embd must be divisible by n_head");
     variant(tmp(p, sizeof p, "badheads.safetensors"),
             (edit_arg){"__metadata__", "n_head", json_string("four"), NULL}, 0);
     expect_file_refused(p, "__metadata__.n_head \"four\" is not a head count");
@@ -386,16 +375,16 @@ END_TEST
 START_TEST(specs) {
     char path[512], spec[700], why[768];
     ckf_golden(path, sizeof path, "tiny_f32.safetensors");
-    expect_refused(path, "expected NAME=DIR or NAME=FILE.safetensors");
+    ckf_expect_refused(path, "expected NAME=DIR or NAME=FILE.safetensors");
     snprintf(spec, sizeof spec, "=%s", path);
-    expect_refused(spec, "expected NAME=DIR or NAME=FILE.safetensors");
+    ckf_expect_refused(spec, "expected NAME=DIR or NAME=FILE.safetensors");
     snprintf(spec, sizeof spec, "a b=%s", path);
-    expect_refused(spec, "NAME may hold letters, digits");
-    expect_refused("a=", "the path is empty");
+    ckf_expect_refused(spec, "NAME may hold letters, digits");
+    ckf_expect_refused("a=", "the path is empty");
     snprintf(spec, sizeof spec, "a=%s:heads=x", path);
-    expect_refused(spec, "\":heads=\" must end the spec with a positive integer");
+    ckf_expect_refused(spec, "\":heads=\" must end the spec with a positive integer");
     snprintf(spec, sizeof spec, "a=%s:heads=0", path);
-    expect_refused(spec, "\":heads=\" must end the spec with a positive integer");
+    ckf_expect_refused(spec, "\":heads=\" must end the spec with a positive integer");
     api_models *models = NULL;
     snprintf(spec, sizeof spec, "gpt2-tiny_1.0=%s", path);
     ck_assert_msg(api_models_load(&models, spec, why, sizeof why) == 0, "%s", why);

@@ -59,10 +59,6 @@ static void load(api_models **models, const char *name, const char *path_suffix)
     ck_assert_msg(api_models_load(models, spec, why, sizeof why) == 0, "%s: %s", spec, why);
 }
 
-static json_t *call(const api_models *models, const char *body, int want_status) {
-    api_limits lim = {.max_elements = 50000000, .models = models};
-    return tapi_call(API_EP_MODEL_GPT2, body, &lim, want_status);
-}
 
 /* The reply's flat logits against the reference's, 1e-4 + 1e-3 relative. */
 static void expect_logits(const json_t *reply, const json_t *ref, const char *name) {
@@ -94,7 +90,7 @@ static void check_text(const api_models *models, const char *name, const char *m
     json_t *rq = json_pack("{s:s, s:O, s:[ssss], s:s}", "model", name, "text", json_object_get(ref, "text"),
                            "return", "idx", "tokens", "logits", "next_token", "output_format", "flat");
     char *body = json_dumps(rq, 0);
-    json_t *reply = call(models, body, 200);
+    json_t *reply = ckf_call(models, body, 200);
     ck_assert_str_eq(json_string_value(json_object_get(reply, "module")), module);
     ck_assert_msg(json_equal(json_object_get(reply, "idx"), json_object_get(ref, "idx")), "%s: idx", name);
     ck_assert_str_eq(json_string_value(json_array_get(json_object_get(reply, "tokens"), 1)), "h");
@@ -140,13 +136,13 @@ START_TEST(folders_answer_text) {
     json_decref(root);
     /* a folder's tokenizer by name, for a model built from a seed; and a
      * model without a tokenizer of its own takes "tokenizer" */
-    json_t *r = call(models, "{\"vocab_size\":300,\"block_size\":8,\"n_layer\":1,\"n_head\":1,\"n_embd\":4,"
+    json_t *r = ckf_call(models, "{\"vocab_size\":300,\"block_size\":8,\"n_layer\":1,\"n_head\":1,\"n_embd\":4,"
                              "\"init\":{\"seed\":1},\"text\":\"at the\",\"tokenizer\":\"folder_book\","
                              "\"return\":[\"idx\"]}", 200);
     ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(r, "idx"), 2)), 256);
     json_decref(r);
     /* three tokenizers loaded, none named, no model: the request must say */
-    r = call(models, "{\"vocab_size\":300,\"block_size\":8,\"init\":{\"seed\":1},\"text\":\"a\"}", 400);
+    r = ckf_call(models, "{\"vocab_size\":300,\"block_size\":8,\"init\":{\"seed\":1},\"text\":\"a\"}", 400);
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "error"), "field")), "tokenizer");
     json_decref(r);
     api_models_free(models);
@@ -161,16 +157,16 @@ START_TEST(book_file) {
     json_t *rq = json_pack("{s:s, s:O, s:[s], s:s}", "model", "book_f32.safetensors", "idx",
                            json_object_get(ref, "idx"), "return", "logits", "output_format", "flat");
     char *body = json_dumps(rq, 0);
-    json_t *reply = call(models, body, 200);
+    json_t *reply = ckf_call(models, body, 200);
     ck_assert_str_eq(json_string_value(json_object_get(reply, "module")), "GPTModel");
     expect_config(reply, ref);
     expect_logits(reply, ref, "book_f32");
     json_decref(reply);
     /* a GPTModel checkpoint takes GPTModel's module, and no config field of either family */
-    reply = call(models, "{\"model\":\"book_f32.safetensors\",\"module\":\"GPT2\",\"idx\":[1]}", 400);
+    reply = ckf_call(models, "{\"model\":\"book_f32.safetensors\",\"module\":\"GPT2\",\"idx\":[1]}", 400);
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(reply, "error"), "field")), "module");
     json_decref(reply);
-    reply = call(models, "{\"model\":\"book_f32.safetensors\",\"context_length\":8,\"idx\":[1]}", 400);
+    reply = ckf_call(models, "{\"model\":\"book_f32.safetensors\",\"context_length\":8,\"idx\":[1]}", 400);
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(reply, "error"), "field")),
                      "context_length");
     json_decref(reply);
@@ -183,13 +179,6 @@ END_TEST
 
 /* ==== Broken folders ====================================================== */
 
-static void expect_refused(const char *spec, const char *text) {
-    api_models *models = NULL;
-    char why[768];
-    ck_assert_msg(api_models_load(&models, spec, why, sizeof why) == -1, "%s was loaded", spec);
-    ck_assert_ptr_null(models);
-    ck_assert_msg(strstr(why, text) != NULL, "%s: \"%s\" lacks \"%s\"", spec, why, text);
-}
 
 /* A copy of golden folder name in tmpdir, then the shell command edit run
  * inside it; the refusal must say text. */
@@ -200,7 +189,7 @@ static void broken(const char *name, const char *edit, const char *text) {
              ckf_golden(src, sizeof src, name), edit);
     ck_assert_msg(system(cmd) == 0, "%s", cmd);
     snprintf(spec, sizeof spec, "m=%s/f%d", tmpdir, n);
-    expect_refused(spec, text);
+    ckf_expect_refused(spec, text);
 }
 
 #define SED_CONFIG(from, to) "sed -i 's/" from "/" to "/' config.json"
@@ -246,7 +235,7 @@ START_TEST(broken_folders) {
     /* a folder takes no :heads= (its config.json says n_head) */
     char path[512], spec[700];
     snprintf(spec, sizeof spec, "m=%s:heads=2", ckf_golden(path, sizeof path, "folder_gpt2"));
-    expect_refused(spec, "is a folder");
+    ckf_expect_refused(spec, "is a folder");
 }
 END_TEST
 
@@ -266,14 +255,14 @@ START_TEST(broken_book_file) {
     snprintf(p, sizeof p, "%s/nohead.safetensors", tmpdir);
     ck_assert_int_eq(ckf_variant(src, p, book_edit, "head", 1), 0);
     snprintf(spec, sizeof spec, "m=%s:heads=2", p);
-    expect_refused(spec, "tensor \"out_head.weight\" is missing");
+    ckf_expect_refused(spec, "tensor \"out_head.weight\" is missing");
     snprintf(p, sizeof p, "%s/name.safetensors", tmpdir);
     ck_assert_int_eq(ckf_variant(src, p, book_edit, "name", 0), 0);
     snprintf(spec, sizeof spec, "m=%s:heads=2", p);
-    expect_refused(spec, "\"trf_blocks.0.att.W_qkv.weight\" is not part of GPTModel's state_dict");
+    ckf_expect_refused(spec, "\"trf_blocks.0.att.W_qkv.weight\" is not part of GPTModel's state_dict");
     /* no heads anywhere and emb_dim 20 is no multiple of 64 */
     snprintf(spec, sizeof spec, "m=%s", src);
-    expect_refused(spec, "n_heads is not in the file and emb_dim 20 is not a multiple of 64");
+    ckf_expect_refused(spec, "n_heads is not in the file and emb_dim 20 is not a multiple of 64");
 }
 END_TEST
 

@@ -1,6 +1,9 @@
 /* ckpt_files.c - see ckpt_files.h. */
 #include "ckpt_files.h"
+#include "api_call.h"
 #include "files.h"
+
+#include <check.h>
 
 #include <stdint.h>
 #include <stdio.h>
@@ -196,4 +199,17 @@ char *ckf_golden(char *out, size_t size, const char *rel) {
     char r[256];
     snprintf(r, sizeof r, "tests/golden/ckpt/%s", rel);
     return tfile_path(out, size, r);
+}
+
+void ckf_expect_refused(const char *spec, const char *text) {
+    api_models *models = NULL;
+    char why[768];
+    ck_assert_msg(api_models_load(&models, spec, why, sizeof why) == -1, "%s was loaded", spec);
+    ck_assert_ptr_null(models);
+    ck_assert_msg(strstr(why, text) != NULL, "%s: \"%s\" lacks \"%s\"", spec, why, text);
+}
+
+json_t *ckf_call(const api_models *models, const char *body, int want_status) {
+    api_limits lim = {.max_elements = 50000000, .models = models};
+    return tapi_call(API_EP_MODEL_GPT2, body, &lim, want_status);
 }

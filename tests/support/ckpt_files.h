@@ -1,11 +1,14 @@
 /* ckpt_files.h - safetensors files for the checkpoint tests: variants of the
  * golden checkpoints (tests/golden/ckpt/) with a broken header or missing
- * tensors, and random GPT-2 checkpoints of any size. */
+ * tensors, random GPT-2 checkpoints of any size, and the two calls the
+ * checkpoint and folder tests share (a load refused, a request answered). */
 #ifndef TESTS_SUPPORT_CKPT_FILES_H
 #define TESTS_SUPPORT_CKPT_FILES_H
 
 #include <jansson.h>
 #include <stddef.h>
+
+#include "api/api.h"
 
 /* Writes len bytes to path. 0 or -1. */
 int ckf_write(const char *path, const void *data, size_t len);
@@ -23,6 +26,13 @@ int ckf_variant(const char *src, const char *dst, void (*edit)(json_t *hdr, void
 
 /* Overwrites the float32 value at index i of tensor name in the file. */
 int ckf_patch_f32(const char *path, const char *name, size_t i, float v);
+
+/* api_models_load(spec) must fail, its reason saying text. */
+void ckf_expect_refused(const char *spec, const char *text);
+
+/* POST /model/gpt2 body in the test's process with models loaded; the
+ * status checked, the parsed reply. */
+json_t *ckf_call(const api_models *models, const char *body, int want_status);
 
 /* A random GPT-2 checkpoint in the Hugging Face layout, F32, no prefix,
  * __metadata__ n_head: vocab V, n_positions P, L blocks, width C, H heads. */
