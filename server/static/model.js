@@ -357,8 +357,18 @@ async function loadModels() {
     $("m_tokenizer").placeholder = mv.tokenizers.length === 1 ? mv.tokenizers[0].name : "the model's";
 }
 
+/* Who reads the text: the chosen model's own tokenizer, else the server's. */
+function textNote() {
+  const md = mv.models.find((x) => x.name === $("m_model").value);
+  if (md && md.tokenizer)
+    return "The model's own tokenizer reads the text (" + md.tokenizer.tokens + " tokens" +
+      (md.tokenizer.tokens === 256 ? ": a token a byte" : "") + ").";
+  return "The server splits the text into GPT-2 tokens (its --tokenizer, or the one named above).";
+}
+
 function modelChanged() {
   const md = mv.models.find((x) => x.name === $("m_model").value);
+  if ($("m_input_text").checked && !mv.noTokenizer) $("m_input_note").textContent = textNote();
   $("m_config").hidden = !!md;
   $("m_model_info").hidden = !md;
   if (md) {
@@ -406,7 +416,7 @@ function inputChanged() {
   $("m_text").value = other[text ? "text" : "idx"];
   mv.inputs = other;
   $("m_input_note").textContent = text && mv.noTokenizer ? "This server has no tokenizer: start it with --tokenizer NAME=DIR, or --model NAME=DIR of a folder with vocab.json and merges.txt, to type text."
-    : text ? "The server splits the text into GPT-2 tokens (its --tokenizer, or the model folder's)."
+    : text ? textNote()
     : "Token ids separated by spaces, each below vocab_size.";
 }
 
