@@ -750,10 +750,48 @@ START_TEST(test_viewer_route) {
 }
 END_TEST
 
+/* A server with no model and no tokenizer at all (--demo-model off): the
+ * model view opens on the seed sentence's GPT-2 ids, without an error, and
+ * says how to get text; the hint under the grid keeps its width. */
+START_TEST(test_viewer_plain) {
+    ck_assert_msg(procs_ensure_package(CHROMIUM, "chromium"), "could not install chromium");
+    ck_assert_msg(procs_ensure_package("/usr/bin/node", "nodejs"), "could not install nodejs");
+    char modules[600];
+    ck_assert_msg(ensure_playwright(modules, sizeof modules), "could not install " PLAYWRIGHT);
+    const char *args[] = {"--demo-model", "off", NULL};
+    srvt_server s = {0};
+    ck_assert_msg(srvt_start(&s, args, NULL) == 0, "cannot start %s --demo-model off", srvt_binary());
+    char outdir[512], script[512], cmd[2400];
+    tfile_path(outdir, sizeof outdir, "build/viewer");
+    mkdir(outdir, 0755);
+    tfile_path(script, sizeof script, "tests/viewer/plain.mjs");
+    snprintf(cmd, sizeof cmd, "PLAYWRIGHT_DIR=%s node %s %s %s", modules, script, s.base, outdir);
+    int st;
+    char *out = procs_capture(cmd, &st);
+    srvt_stop(&s, 10);
+    srvt_release(&s);
+    json_t *r = page_report("plain.mjs", st, out);
+    const json_t *mp = at(r, "plain");
+    ck_assert_msg(!json_is_true(at(mp, "error")) && json_integer_value(at(mp, "errors")) == 0, "plain model view: %s",
+                  json_string_value(at(mp, "status")));
+    ck_assert_int_eq(json_integer_value(at(mp, "models")), 2); /* the seed-built GPT2 and GPTModel */
+    ck_assert(json_is_true(at(mp, "ids")));
+    static const char *const ids[] = {"7120", "7002", "4940", "351", "530", "2239"};
+    ck_assert_uint_eq(json_array_size(at(mp, "tokens")), 6);
+    for (size_t i = 0; i < 6; i++) ck_assert_str_eq(json_string_value(item(at(mp, "tokens"), i)), ids[i]);
+    ck_assert_msg(strstr(json_string_value(at(mp, "note")), "no tokenizer"), "%s", json_string_value(at(mp, "note")));
+    ck_assert_msg(json_number_value(at(mp, "grid_note_width")) > 200, "the hint is %g pixels wide",
+                  json_number_value(at(mp, "grid_note_width")));
+    ck_assert_int_eq(json_integer_value(at(mp, "thumbs")), 144);
+    json_decref(r);
+    free(out);
+}
+END_TEST
+
 static Suite *viewer_suite(void) {
     Suite *s = suite_create("viewer");
     const TTest *tests[] = {test_viewer_route, test_viewer_in_chromium, test_viewer_model_view,
-                            test_viewer_inside, NULL};
+                            test_viewer_inside, test_viewer_plain, NULL};
     tcase_with(s, "viewer", 900, tests); /* the first run installs chromium and playwright-core */
     return s;
 }
