@@ -2,8 +2,7 @@
 """Asks a running attention-server for the demo model's logits and compares
 them with PyTorch's on the same exported weights.
 
-    build/attention-server --model shakespeare=models/shakespeare/model.safetensors:heads=4 \\
-        --tokenizer shakespeare=models/shakespeare &
+    build/attention-server &      (without --model it serves this model, built in)
     /usr/bin/python3 models/compare_server.py [URL] [TEXT]   (default http://127.0.0.1:8080, "ROMEO:")
 
 POST /model/gpt2 {"model": "shakespeare", "text": TEXT, "return": ["idx", "tokens",
