@@ -4,19 +4,13 @@
 // tokenizer, and prints a JSON report for tests/test_viewer_generate.c,
 // which checks it against the server's own whole replies. Screenshots go to
 // OUTDIR.
-import { createRequire } from "node:module";
 import { resolve } from "node:path";
+import { launch, watch } from "./page.mjs";
 
 const [base, outdir] = process.argv.slice(2);
-const require = createRequire(resolve(process.env.PLAYWRIGHT_DIR) + "/");
-const { chromium } = require("playwright-core");
 
 const report = { console_errors: [], foreign_requests: [] };
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"],
-});
+const browser = await launch();
 
 // What the view shows: its chips, the open step's alternatives and attention canvas.
 const state = () => {
@@ -53,13 +47,7 @@ const setRange = (page, id, v) => page.$eval("#" + id, (el, v) => {
 try {
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   const page = await context.newPage();
-  const origin = new URL(base).origin;
-  page.on("console", (m) => { if (m.type() === "error") report.console_errors.push(m.text()); });
-  page.on("pageerror", (e) => report.console_errors.push("pageerror: " + e.message));
-  page.on("request", (r) => {
-    const u = new URL(r.url());
-    if (u.protocol !== "blob:" && u.protocol !== "data:" && u.origin !== origin) report.foreign_requests.push(r.url());
-  });
+  watch(page, base, report);
   const finished = (n) => page.waitForFunction((n) => window.viewer.gen.renders + window.viewer.gen.errors > n
                                                || (!window.viewer.gen.running && /stopped/.test(document.getElementById("g_status").textContent)),
                                                n, { timeout: 120000 });

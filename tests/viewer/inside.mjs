@@ -3,21 +3,14 @@
 // $PLAYWRIGHT_DIR) and prints a JSON report for tests/test_viewer_inside.c,
 // which sends the page's own requests again and checks what the page shows
 // against the service's numbers. Screenshots go to OUTDIR.
-import { createRequire } from "node:module";
-import { resolve } from "node:path";
 
 const [base, outdir] = process.argv.slice(2);
-const require = createRequire(resolve(process.env.PLAYWRIGHT_DIR) + "/");
-const { chromium } = require("playwright-core");
 
 const report = { console_errors: [], http_errors: [], foreign_requests: [] };
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"],
-});
+const browser = await launch();
 
 // What the view shows now.
+import { launch, watch } from "./page.mjs";
 const state = () => {
   const iv = window.viewer.inside;
   return {
@@ -41,17 +34,7 @@ const state = () => {
 try {
   const context = await browser.newContext({ viewport: { width: 1400, height: 1100 } });
   const page = await context.newPage();
-  const origin = new URL(base).origin;
-  page.on("console", (m) => {
-    if (m.type() !== "error") return;
-    (/^Failed to load resource: the server responded with a status of 4\d\d/.test(m.text())
-      ? report.http_errors : report.console_errors).push(m.text());
-  });
-  page.on("pageerror", (e) => report.console_errors.push("pageerror: " + e.message));
-  page.on("request", (r) => {
-    const u = new URL(r.url());
-    if (u.protocol !== "blob:" && u.protocol !== "data:" && u.origin !== origin) report.foreign_requests.push(r.url());
-  });
+  watch(page, base, report);
   const done = (key, n) => page.waitForFunction(([k, n]) => window.viewer.inside[k] + window.viewer.inside.errors > n,
                                                 [key, n], { timeout: 120000 });
   const count = (key) => page.evaluate((k) => window.viewer.inside[k] + window.viewer.inside.errors, key);

@@ -3,20 +3,13 @@
 // against a server started with --tokenizer and --model, and prints a JSON
 // report for tests/test_viewer.c, which checks it against the service's own
 // numbers. Screenshots go to OUTDIR.
-import { createRequire } from "node:module";
 import { writeFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { launch, watch } from "./page.mjs";
 
 const [base, outdir] = process.argv.slice(2);
-const require = createRequire(resolve(process.env.PLAYWRIGHT_DIR) + "/");
-const { chromium } = require("playwright-core");
 
 const report = { console_errors: [], http_errors: [], foreign_requests: [] };
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"],
-});
+const browser = await launch();
 
 // What the page shows now: status, grid, tokens, the open head.
 const state = () => {
@@ -42,18 +35,8 @@ const state = () => {
 try {
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   const page = await context.newPage();
-  const origin = new URL(base).origin;
   // Chromium logs a refused fetch as a console error: those are kept apart (the test makes one)
-  page.on("console", (m) => {
-    if (m.type() !== "error") return;
-    (/^Failed to load resource: the server responded with a status of 4\d\d/.test(m.text())
-      ? report.http_errors : report.console_errors).push(m.text());
-  });
-  page.on("pageerror", (e) => report.console_errors.push("pageerror: " + e.message));
-  page.on("request", (r) => {
-    const u = new URL(r.url());
-    if (u.protocol !== "blob:" && u.protocol !== "data:" && u.origin !== origin) report.foreign_requests.push(r.url());
-  });
+  watch(page, base, report);
   const settled = (n) => page.waitForFunction((n) => window.viewer.model.renders + window.viewer.model.errors > n,
                                               n, { timeout: 120000 });
   const count = () => page.evaluate(() => window.viewer.model.renders + window.viewer.model.errors);

@@ -3,29 +3,16 @@
 // with no model and no tokenizer at all (--demo-model off): it must open on
 // the seed sentence's GPT-2 ids without an error and say how to get text.
 // Prints a JSON report for tests/test_viewer.c; a screenshot goes to OUTDIR.
-import { createRequire } from "node:module";
-import { resolve } from "node:path";
+import { launch, watch } from "./page.mjs";
 
 const [base, outdir] = process.argv.slice(2);
-const require = createRequire(resolve(process.env.PLAYWRIGHT_DIR) + "/");
-const { chromium } = require("playwright-core");
 
 const report = { console_errors: [], foreign_requests: [] };
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"],
-});
+const browser = await launch();
 try {
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   const page = await context.newPage();
-  const origin = new URL(base).origin;
-  page.on("console", (m) => { if (m.type() === "error") report.console_errors.push(m.text()); });
-  page.on("pageerror", (e) => report.console_errors.push("pageerror: " + e.message));
-  page.on("request", (r) => {
-    const u = new URL(r.url());
-    if (u.protocol !== "blob:" && u.protocol !== "data:" && u.origin !== origin) report.foreign_requests.push(r.url());
-  });
+  watch(page, base, report);
   await page.goto(base + "/#model");
   await page.waitForFunction(() => window.viewer && window.viewer.model.renders + window.viewer.model.errors > 0,
                              null, { timeout: 120000 });

@@ -2,31 +2,18 @@
 // headless Chromium (playwright-core, found in $PLAYWRIGHT_DIR) and prints a
 // JSON report for tests/test_viewer.c, which checks it against the service's
 // own numbers. Screenshots and the downloaded files go to OUTDIR.
-import { createRequire } from "node:module";
 import { writeFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { launch, watch } from "./page.mjs";
 
 const [base, outdir] = process.argv.slice(2);
-const require = createRequire(resolve(process.env.PLAYWRIGHT_DIR) + "/");
-const { chromium } = require("playwright-core");
 
 const report = { console_errors: [], foreign_requests: [], requests: 0 };
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"],
-});
+const browser = await launch();
 try {
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, acceptDownloads: true });
   const page = await context.newPage();
-  const origin = new URL(base).origin;
-  page.on("console", (m) => { if (m.type() === "error") report.console_errors.push(m.text()); });
-  page.on("pageerror", (e) => report.console_errors.push("pageerror: " + e.message));
-  page.on("request", (r) => {
-    report.requests++;
-    const u = new URL(r.url());
-    if (u.protocol !== "blob:" && u.protocol !== "data:" && u.origin !== origin) report.foreign_requests.push(r.url());
-  });
+  watch(page, base, report);
+  page.on("request", () => { report.requests++; });
 
   await page.goto(base + "/");
   await page.waitForFunction(() => window.viewer && window.viewer.ready && window.viewer.renders > 0, null, { timeout: 30000 });

@@ -1,0 +1,31 @@
+// page.mjs - what every viewer script shares: Debian's headless Chromium
+// through playwright-core (found in $PLAYWRIGHT_DIR), and the watch on a
+// page that fills a report's console_errors and foreign_requests (and its
+// http_errors, when the report has that list, with the 4xx lines Chromium
+// logs for a refused fetch, which the scripts make on purpose).
+import { createRequire } from "node:module";
+import { resolve } from "node:path";
+
+export function launch() {
+  const require = createRequire(resolve(process.env.PLAYWRIGHT_DIR) + "/");
+  const { chromium } = require("playwright-core");
+  return chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-component-update", "--disable-sync", "--no-first-run"],
+  });
+}
+
+export function watch(page, base, report) {
+  const origin = new URL(base).origin;
+  page.on("console", (m) => {
+    if (m.type() !== "error") return;
+    const refused = report.http_errors && /^Failed to load resource: the server responded with a status of 4\d\d/.test(m.text());
+    (refused ? report.http_errors : report.console_errors).push(m.text());
+  });
+  page.on("pageerror", (e) => report.console_errors.push("pageerror: " + e.message));
+  page.on("request", (r) => {
+    const u = new URL(r.url());
+    if (u.protocol !== "blob:" && u.protocol !== "data:" && u.origin !== origin) report.foreign_requests.push(r.url());
+  });
+}
