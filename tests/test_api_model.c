@@ -515,36 +515,40 @@ static void expect_message(const char *body, const char *field, const char *text
 }
 
 START_TEST(gptmodel_errors) {
-    expect_message("{" BOOK ",\"block_size\":8,\"init\":{\"seed\":1},\"idx\":[1]}", "block_size",
-                   "block_size is GPT2's name: GPTModel calls it context_length");
-    expect_message("{" CFG ",\"emb_dim\":8,\"init\":{\"seed\":1},\"idx\":[1]}", "emb_dim",
-                   "emb_dim is GPTModel's name: GPT2 calls it n_embd");
-    expect_message("{" CFG ",\"qkv_bias\":true,\"init\":{\"seed\":1},\"idx\":[1]}", "qkv_bias",
-                   "qkv_bias is an option of GPTModel; GPT2 has none");
-    expect_message("{" BOOK ",\"activation\":\"gelu\",\"init\":{\"seed\":1},\"idx\":[1]}", "activation",
-                   "activation is an option of GPT2; GPTModel has none");
-    expect_message("{\"module\":\"GPTModel\",\"vocab_size\":11,\"init\":{\"seed\":1},\"idx\":[1]}",
-                   "context_length", "context_length is required");
-    expect_message("{\"module\":\"GPT3\",\"vocab_size\":11,\"idx\":[1]}", "module",
-                   "module \"GPT3\" is not one of \"GPT2\", \"GPTModel\"");
-    expect_message("{\"module\":\"GPTModel\",\"vocab_size\":11,\"context_length\":8,\"n_heads\":3,"
-                   "\"emb_dim\":8,\"init\":{\"seed\":1},\"idx\":[1]}", "n_heads",
-                   "emb_dim must be divisible by n_heads");
-    expect_message("{" BOOK ",\"drop_rate\":1.5,\"init\":{\"seed\":1},\"idx\":[1]}", "drop_rate",
-                   "drop_rate must be in [0, 1]");
-    expect_message("{" BOOK ",\"qkv_bias\":1,\"init\":{\"seed\":1},\"idx\":[1]}", "qkv_bias",
-                   "qkv_bias must be true or false");
-    expect_message("{" BOOK ",\"init\":{\"seed\":1},\"idx\":[1,2,3,4,5,6,7,8,9]}", "idx",
-                   "9 tokens exceed context_length 8");
-    expect_message("{" BOOK ",\"init\":{\"seed\":1},\"idx\":[1],\"layers\":[1]}", "layers[0]",
-                   "[0, n_layers 1)");
-    expect_message("{" BOOK ",\"idx\":[1]}", "init", "GPTModel(cfg)");
-    /* its state_dict: its names (a hint lists them), out_head.weight required and untied */
-    expect_message("{" BOOK ",\"state_dict\":{\"wte.weight\":[[1]]},\"idx\":[1]}", "state_dict.wte.weight",
-                   "GPTModel has no parameter \"wte.weight\" (names as GPTModel's state_dict: "
-                   "tok_emb.weight, pos_emb.weight, trf_blocks.0.att.W_query.weight");
-    expect_message("{" BOOK ",\"state_dict\":{\"lm_head.weight\":[[1]]},\"idx\":[1]}",
-                   "state_dict.lm_head.weight", "GPTModel has no parameter");
+    static const struct { const char *body, *field, *text; } cases[] = {
+        {"{" BOOK ",\"block_size\":8,\"init\":{\"seed\":1},\"idx\":[1]}", "block_size",
+         "block_size is GPT2's name: GPTModel calls it context_length"},
+        {"{" CFG ",\"emb_dim\":8,\"init\":{\"seed\":1},\"idx\":[1]}", "emb_dim",
+         "emb_dim is GPTModel's name: GPT2 calls it n_embd"},
+        {"{" CFG ",\"qkv_bias\":true,\"init\":{\"seed\":1},\"idx\":[1]}", "qkv_bias",
+         "qkv_bias is an option of GPTModel; GPT2 has none"},
+        {"{" BOOK ",\"activation\":\"gelu\",\"init\":{\"seed\":1},\"idx\":[1]}", "activation",
+         "activation is an option of GPT2; GPTModel has none"},
+        {"{\"module\":\"GPTModel\",\"vocab_size\":11,\"init\":{\"seed\":1},\"idx\":[1]}",
+         "context_length", "context_length is required"},
+        {"{\"module\":\"GPT3\",\"vocab_size\":11,\"idx\":[1]}", "module",
+         "module \"GPT3\" is not one of \"GPT2\", \"GPTModel\""},
+        {"{\"module\":\"GPTModel\",\"vocab_size\":11,\"context_length\":8,\"n_heads\":3,"
+         "\"emb_dim\":8,\"init\":{\"seed\":1},\"idx\":[1]}", "n_heads",
+         "emb_dim must be divisible by n_heads"},
+        {"{" BOOK ",\"drop_rate\":1.5,\"init\":{\"seed\":1},\"idx\":[1]}", "drop_rate",
+         "drop_rate must be in [0, 1]"},
+        {"{" BOOK ",\"qkv_bias\":1,\"init\":{\"seed\":1},\"idx\":[1]}", "qkv_bias",
+         "qkv_bias must be true or false"},
+        {"{" BOOK ",\"init\":{\"seed\":1},\"idx\":[1,2,3,4,5,6,7,8,9]}", "idx",
+         "9 tokens exceed context_length 8"},
+        {"{" BOOK ",\"init\":{\"seed\":1},\"idx\":[1],\"layers\":[1]}", "layers[0]",
+         "[0, n_layers 1)"},
+        {"{" BOOK ",\"idx\":[1]}", "init", "GPTModel(cfg)"},
+        /* its state_dict: its names (a hint lists them), out_head.weight required and untied */
+        {"{" BOOK ",\"state_dict\":{\"wte.weight\":[[1]]},\"idx\":[1]}", "state_dict.wte.weight",
+         "GPTModel has no parameter \"wte.weight\" (names as GPTModel's state_dict: "
+         "tok_emb.weight, pos_emb.weight, trf_blocks.0.att.W_query.weight"},
+        {"{" BOOK ",\"state_dict\":{\"lm_head.weight\":[[1]]},\"idx\":[1]}",
+         "state_dict.lm_head.weight", "GPTModel has no parameter"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_message(cases[i].body, cases[i].field, cases[i].text);
     /* the params of one, as the state_dict of another: all but out_head */
     json_t *j = call("{" BOOK ",\"init\":{\"seed\":4},\"idx\":[1],\"return\":[\"params\"]}", 200);
     json_t *sd = json_object_get(j, "params");
