@@ -287,10 +287,12 @@ static int compute(api_job *j, api_err *e) {
     const attn_gpt2_plan *p = &s->plan;
     api_arrays *a = &j->arrays;
     if (s->rq.gen && generate(j, s, e)) return -1;
-    size_t n_idx = (size_t)s->rq.B * (size_t)s->rq.T; /* the final text's, after a generation */
-    if ((s->idx = api__arrays_take(a, n_idx, sizeof(int32_t))) == NULL)
-        return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the model");
-    memcpy(s->idx, s->rq.idx, n_idx * sizeof(int32_t));
+    if (returns(s, M_OUT_IDX)) { /* the final text's after a generation; kept with the reply */
+        size_t n_idx = (size_t)s->rq.B * (size_t)s->rq.T;
+        if ((s->idx = api__arrays_take(a, n_idx, sizeof(int32_t))) == NULL)
+            return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the model");
+        memcpy(s->idx, s->rq.idx, n_idx * sizeof(int32_t));
+    }
     if (!runs_forward(s)) return 0;
     /* next_token alone needs the last position's logits only: [B][V] */
     int last_only = !returns(s, M_OUT_LOGITS);
