@@ -72,6 +72,15 @@ typedef struct {
     void (*release)(api_job *j); /* frees what the state holds (not the arrays) */
 } api_kind_ops;
 
+/* Defines a kind's table in its run.c, whose six steps are static functions
+ * named parse, plan, prepare, compute, contents and release:
+ *     API_KIND_DEFINE(api__tokens_kind, tokens_state, 1u << API_FORMAT_NESTED);
+ */
+#define API_KIND_DEFINE(name, state_type, format_bits)                                            \
+    const api_kind_ops name = {.state_size = sizeof(state_type), .formats = (format_bits),        \
+                               .parse = parse, .plan = plan, .prepare = prepare,                  \
+                               .compute = compute, .contents = contents, .release = release}
+
 /* The kinds (api/module/, api/model/, api/openai/, api/tokens/). */
 extern const api_kind_ops api__module_kind;
 extern const api_kind_ops api__model_kind;

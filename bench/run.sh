@@ -14,6 +14,7 @@
 #   bench/run.sh build/bench/bench_core [case ...]
 set -euo pipefail
 here=$(dirname "$0")
+. "$here/common.sh"
 core_bin=$1
 shift
 cases=${*:-"sdpa_causal_t4096_d64 sdpa_causal_t16384_d64 gpt2_t128_context gpt2_t512_context
@@ -28,16 +29,12 @@ for round in $(seq "$rounds"); do
   for c in $cases; do
     core=$("$core_bin" "$c" | sed 's/^/core /')
     torch=$(/usr/bin/python3 "$here/bench_torch.py" "$c" | sed 's/^/torch /')
-    if ((round % 2)); then all+="$core"$'\n'"$torch"$'\n'; else all+="$torch"$'\n'"$core"$'\n'; fi
+    bench_alternate "$round" "$core" "$torch"
   done
   all+=$("$core_bin" sgemm)$'\n'
 done
 
-awk -v rounds="$rounds" -v load="$(cut -d' ' -f1-3 /proc/loadavg)" \
-    -v cpu="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores, $(grep -qw avx512f /proc/cpuinfo && echo AVX-512 || echo 'AVX2, no AVX-512')" '
-$1 == "kernels" { kernels = $2; next }
-NF < 4 && $1 != "sgemm" { next }
-$1 == "sgemm" { if (!sg[$2] || $3 > sg[$2]) sg[$2] = $3; next }
+awk -v rounds="$rounds" -v load="$(bench_load)" -v cpu="$(bench_machine)" "$bench_awk_sgemm"'
 NF >= 5 {
     side = $1; k = $2; th = $3; ms = $4
     if (!((side, k, th) in best) || ms < best[side, k, th]) best[side, k, th] = ms

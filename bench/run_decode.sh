@@ -13,15 +13,16 @@
 #   bench/run_decode.sh build/bench/bench_decode
 set -euo pipefail
 here=$(dirname "$0")
+. "$here/common.sh"
 rounds=${BENCH_ROUNDS:-2}
 all=""
 for round in $(seq "$rounds"); do
   core=$("$1" 2 | awk '/decode step/ {
       gsub(",", ""); printf "core %s %s %s %s\n", $1, $3, $8, $13 }')   # family ctx step floor
   torch=$(/usr/bin/python3 "$here/bench_decode_torch.py")
-  if ((round % 2)); then all+="$core"$'\n'"$torch"$'\n'; else all+="$torch"$'\n'"$core"$'\n'; fi
+  bench_alternate "$round" "$core" "$torch"
 done
-awk -v rounds="$rounds" -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '
+awk -v rounds="$rounds" -v load="$(bench_load)" '
 $1 == "core" { k = $2 " " $3; if (!(k in core) || $4 < core[k]) { core[k] = $4; floor_[k] = $5 }
                if (!(k in seen)) { seen[k] = 1; order[++n] = k } next }
 $1 ~ /^torch_/ { k = $2 " " $3; if (!(($1, k) in t) || $4 < t[$1, k]) t[$1, k] = $4 }

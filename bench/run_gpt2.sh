@@ -12,21 +12,18 @@
 #   bench/run_gpt2.sh build/bench/bench_gpt2 build/bench/bench_core
 set -euo pipefail
 here=$(dirname "$0")
+. "$here/common.sh"
 rounds=${BENCH_ROUNDS:-2}
 all=""   # "side threads case ms [gflop]" and "sgemm threads gflops"
 for round in $(seq "$rounds"); do
   for th in 1 2; do
     core=$("$1" "$th" | sed "s/^/core $th /")
     torch=$(/usr/bin/python3 "$here/bench_gpt2_torch.py" "$th" | sed "s/^/torch $th /")
-    if (((round + th) % 2)); then all+="$torch"$'\n'"$core"$'\n'; else all+="$core"$'\n'"$torch"$'\n'; fi
+    bench_alternate $((round + th)) "$torch" "$core"
   done
   all+=$("$2" sgemm)$'\n'
 done
-awk -v rounds="$rounds" -v load="$(cut -d' ' -f1-3 /proc/loadavg)" \
-    -v cpu="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores, $(grep -qw avx512f /proc/cpuinfo && echo AVX-512 || echo 'AVX2, no AVX-512')" '
-$1 == "kernels" { kernels = $2; next }
-NF < 4 && $1 != "sgemm" { next }
-$1 == "sgemm" { if ($3 > sg[$2]) sg[$2] = $3; next }
+awk -v rounds="$rounds" -v load="$(bench_load)" -v cpu="$(bench_machine)" "$bench_awk_sgemm"'
 $3 ~ /_init$/ { next }
 {
     side = $1; th = $2; k = $3

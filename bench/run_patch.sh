@@ -12,6 +12,7 @@
 #   bench/run_patch.sh build/bench/bench_patch build/bench/bench_core
 set -euo pipefail
 here=$(dirname "$0")
+. "$here/common.sh"
 rounds=${BENCH_ROUNDS:-2}
 model=$(mktemp /tmp/bench-patch-XXXXXX.safetensors)
 trap 'rm -f "$model"' EXIT
@@ -22,11 +23,11 @@ for round in $(seq "$rounds"); do
     if ((round == 1 && th == 1)); then first=$model; fi
     torch=$(/usr/bin/python3 "$here/bench_patch_torch.py" "$th" $first | sed "s/^/torch $th /")
     core=$(BENCH_PATCH_RUNS=1 "$1" "$th" "$model" | sed "s/^/core $th /")
-    if (((round + th) % 2)); then all+="$torch"$'\n'"$core"$'\n'; else all+="$core"$'\n'"$torch"$'\n'; fi
+    bench_alternate $((round + th)) "$torch" "$core"
   done
   all+=$("$2" sgemm)$'\n'
 done
-awk -v rounds="$rounds" -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '
+awk -v rounds="$rounds" -v load="$(bench_load)" '
 $1 == "sgemm" { if ($3 > sg[$2]) sg[$2] = $3; next }
 $3 == "result" {
     for (i = 4; i <= NF; i++) {

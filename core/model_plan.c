@@ -8,15 +8,13 @@
 /* ==== The family table ==================================================== */
 
 static const attn_family_info families[ATTN_FAMILY_COUNT] = {
-#define XX(id, name, attn, vocab, context, layers, heads, width, dropout, qkv_bias, tied) \
-    {ATTN_FAMILY_##id, name, attn, vocab, context, layers, heads, width, dropout, qkv_bias, tied},
+#define XX(id, ...) {ATTN_FAMILY_##id, __VA_ARGS__},
     ATTN_FAMILY_MAP(XX)
 #undef XX
 };
 
 const attn_family_info *attn_family_get(attn_family f) {
-    if ((int)f < 0 || f >= ATTN_FAMILY_COUNT) return NULL;
-    return &families[f];
+    return (unsigned)f < ATTN_FAMILY_COUNT ? &families[f] : NULL;
 }
 
 int attn_family_from_name(const char *name, attn_family *out) {

@@ -20,8 +20,7 @@ const char *attn_status_name(int code) {
 /* ==== The module table ==================================================== */
 
 static const attn_module_info modules[ATTN_MODULE_COUNT] = {
-#define XX(id, name, alias, endpoint, flags, drop, in, out, heads, context, bias) \
-    {ATTN_##id, name, alias, endpoint, flags, drop, in, out, heads, context, bias},
+#define XX(id, ...) {ATTN_##id, __VA_ARGS__},
     ATTN_MODULE_MAP(XX)
 #undef XX
 };

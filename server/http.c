@@ -358,22 +358,28 @@ static void store_error(api_reply *rep, api_error err, const char *msg) {
     rep->body = b;
 }
 
-static void budget_message(const request *q, srv_budget_result r, size_t bytes, char *msg,
-                           size_t size) {
+static double mib(size_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
+
+/* The whole memory budget (--max-memory) in MiB, for messages. */
+static double budget_mib(const request *q) {
     srv_budget_stats st;
     srv_budget_get_stats(q->srv->budget, &st);
-    double mib = 1024.0 * 1024.0;
+    return mib(st.limit);
+}
+
+static void budget_message(const request *q, srv_budget_result r, size_t bytes, char *msg,
+                           size_t size) {
     if (r == SRV_BUDGET_NEVER)
         snprintf(msg, size, "this request needs about %.0f MiB of memory, more than the "
                  "server's memory budget of %.0f MiB (--max-memory)",
-                 (double)(q->held + bytes) / mib, (double)st.limit / mib);
+                 mib(q->held + bytes), budget_mib(q));
     else if (r == SRV_BUDGET_TIMEOUT)
         snprintf(msg, size, "no memory became free for this request within %d s (memory "
                  "budget %.0f MiB, --max-memory); retry later", q->srv->opt->timeout,
-                 (double)st.limit / mib);
+                 budget_mib(q));
     else
         snprintf(msg, size, "the memory budget (%.0f MiB, --max-memory) is held by requests "
-                 "that wait for more; retry later", (double)st.limit / mib);
+                 "that wait for more; retry later", budget_mib(q));
 }
 
 /* api_limits.reserve: the second step, once the api knows the sizes. */
@@ -800,17 +806,14 @@ static void answer_for_mhd(srv_head *h, const srv_framing *f, void *ctx) {
  * first byte (a thousand uploads of 64 MiB are 64 GiB), reserved on the I/O
  * thread without waiting. */
 static void no_room_error(const request *q, srv_budget_result r, size_t bytes, srv_framing *f) {
-    srv_budget_stats st;
-    srv_budget_get_stats(q->srv->budget, &st);
-    double mib = 1024.0 * 1024.0;
     if (r == SRV_BUDGET_NEVER)
         srv_framing_fail(f, API_E_TOO_LARGE, "a request body of %.0f MiB is more than the "
                          "server's whole memory budget of %.0f MiB (--max-memory)",
-                         (double)bytes / mib, (double)st.limit / mib);
+                         mib(bytes), budget_mib(q));
     else
         srv_framing_fail(f, API_E_OVERLOADED, "no memory for a request body of %.0f MiB now "
                          "(memory budget %.0f MiB, --max-memory); retry later",
-                         (double)bytes / mib, (double)st.limit / mib);
+                         mib(bytes), budget_mib(q));
 }
 
 static enum MHD_Result answer_no_room(request *q, srv_budget_result r, size_t bytes) {

@@ -39,12 +39,12 @@ int api_error_reply(api_buf *buf, api_error err, const char *message, const char
 }
 
 int api__fail(api_err *e, api_error code, const char *field, const char *fmt, ...) {
-    e->code = code;
-    snprintf(e->field, sizeof e->field, "%s", field ? field : "");
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(e->message, sizeof e->message, fmt, ap);
     va_end(ap);
+    e->code = code;
+    snprintf(e->field, sizeof e->field, "%s", field ? field : "");
     return -1;
 }
 

@@ -459,13 +459,4 @@ static void release(api_job *j) {
     api__inside_out_free(&s->io);
 }
 
-const api_kind_ops api__model_kind = {
-    .state_size = sizeof(model_state),
-    .formats = API_MODEL_GEN_FORMATS,
-    .parse = parse,
-    .plan = plan,
-    .prepare = prepare,
-    .compute = compute,
-    .contents = contents,
-    .release = release,
-};
+API_KIND_DEFINE(api__model_kind, model_state, API_MODEL_GEN_FORMATS);

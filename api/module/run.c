@@ -313,13 +313,4 @@ static void release(api_job *j) {
     api__request_free(&s->rq);
 }
 
-const api_kind_ops api__module_kind = {
-    .state_size = sizeof(module_state),
-    .formats = API_FORMATS_TENSORS,
-    .parse = parse,
-    .plan = plan,
-    .prepare = prepare,
-    .compute = compute,
-    .contents = contents,
-    .release = release,
-};
+API_KIND_DEFINE(api__module_kind, module_state, API_FORMATS_TENSORS);

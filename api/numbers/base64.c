@@ -6,6 +6,11 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define B64_AVX2 1
+#define have_avx2() __builtin_cpu_supports("avx2")
+#else /* the scalar loops do all the work */
+#define have_avx2() 0
+#define b64_decode_avx2(s, m, out) ((size_t)0)
+#define b64_encode_avx2(in, n, out) ((size_t)0)
 #endif
 
 static const char B64[64] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -93,13 +98,8 @@ __attribute__((target("avx2"))) static size_t b64_decode_avx2(const char *s, siz
 size_t api__b64_decode(const char *s, size_t n, uint8_t *out) {
     const uint8_t *v = b64_values();
     size_t m = unpadded(s, n);
-    size_t i = 0;
-#ifdef B64_AVX2
-    if (__builtin_cpu_supports("avx2")) {
-        i = b64_decode_avx2(s, m, out);
-        out += i / 4 * 3;
-    }
-#endif
+    size_t i = have_avx2() ? b64_decode_avx2(s, m, out) : 0;
+    out += i / 4 * 3;
     for (; i + 4 <= m; i += 4) {
         uint32_t a = v[(uint8_t)s[i]], b = v[(uint8_t)s[i + 1]], c = v[(uint8_t)s[i + 2]],
                  d = v[(uint8_t)s[i + 3]];
@@ -165,14 +165,8 @@ __attribute__((target("avx2"))) static size_t b64_encode_avx2(const uint8_t *in,
 #endif
 
 size_t api__b64_encode(const uint8_t *in, size_t n, char *out) {
-    char *o = out;
-    size_t i = 0;
-#ifdef B64_AVX2
-    if (__builtin_cpu_supports("avx2")) {
-        i = b64_encode_avx2(in, n, out);
-        o += i / 3 * 4;
-    }
-#endif
+    size_t i = have_avx2() ? b64_encode_avx2(in, n, out) : 0;
+    char *o = out + i / 3 * 4;
     for (; i + 3 <= n; i += 3) {
         uint32_t w = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
         o[0] = B64[w >> 18];

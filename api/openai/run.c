@@ -122,13 +122,4 @@ static void release(api_job *j) {
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) api_buf_free(texts[i]);
 }
 
-const api_kind_ops api__openai_kind = {
-    .state_size = sizeof(oai_state),
-    .formats = 1u << API_FORMAT_NESTED | 1u << API_FORMAT_EVENTS,
-    .parse = parse,
-    .plan = plan,
-    .prepare = prepare,
-    .compute = compute,
-    .contents = contents,
-    .release = release,
-};
+API_KIND_DEFINE(api__openai_kind, oai_state, 1u << API_FORMAT_NESTED | 1u << API_FORMAT_EVENTS);

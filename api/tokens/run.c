@@ -175,13 +175,4 @@ static void release(api_job *j) {
     api_buf_free(&s->out);
 }
 
-const api_kind_ops api__tokens_kind = {
-    .state_size = sizeof(tokens_state),
-    .formats = 1u << API_FORMAT_NESTED,
-    .parse = parse,
-    .plan = plan,
-    .prepare = prepare,
-    .compute = compute,
-    .contents = contents,
-    .release = release,
-};
+API_KIND_DEFINE(api__tokens_kind, tokens_state, 1u << API_FORMAT_NESTED);
