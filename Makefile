@@ -125,9 +125,9 @@ $(LIBTEST): $(TESTLIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 # The viewer page at GET /: server/static/index.html with its scripts
-# (server/static/*.js) inlined by server/static/inline.py, embedded by
-# server/viewer.S.
-VIEWER_SRC  := server/static/index.html $(wildcard server/static/*.js)
+# (server/static/*.js) and shared fragments (*.html) inlined by
+# server/static/inline.py, embedded by server/viewer.S.
+VIEWER_SRC  := server/static/index.html $(wildcard server/static/*.js server/static/*.html)
 VIEWER_HTML := $(BUILD)/gen/viewer.html
 VIEWER_OBJ  := $(BUILD)/server/viewer.o
 $(VIEWER_HTML): server/static/inline.py $(VIEWER_SRC)
