@@ -26,8 +26,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "golden"))
-from generate_gpt2 import GPT2, GPTConfig  # noqa: E402  seed 003's gpt2_min.py
-from generate_gptmodel import GPTModel  # noqa: E402  the book's ch04 gpt.py
+from reference import GPT2, GPTConfig, GPTModel  # noqa: E402  seed 003's gpt2_min.py, the book's ch04
 
 OPENBLAS = ctypes.CDLL("libopenblas.so.0")
 CONFIGS = [(1, 1), (1, 2), (2, 1), (2, 2)]  # (torch threads, OpenBLAS threads)

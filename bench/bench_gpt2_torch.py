@@ -1,5 +1,5 @@
 """Times seed 003's GPT2 (gpt2_min.py, the classes of
-tests/golden/generate_gpt2.py) in PyTorch on bench_gpt2.c's cases: 124M
+tests/golden/reference.py) in PyTorch on bench_gpt2.c's cases: 124M
 shape, eval mode, batch 1, torch.no_grad(), the given number of threads
 (argument, default 1). "logits+maps" also keeps every attention map, as a
 caller wanting them would (F.softmax outputs recorded); "next_token" is the
@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "golden"))
-from generate_gpt2 import GPT2, GPTConfig  # noqa: E402
+from reference import GPT2, GPTConfig  # noqa: E402
 
 # the library PyTorch's products run on (Debian's torch links OpenBLAS), whose
 # threads are its own: "1" sets both to one, "2" takes the best of OpenBLAS
@@ -19,6 +19,7 @@ from generate_gpt2 import GPT2, GPTConfig  # noqa: E402
 OPENBLAS = ctypes.CDLL("libopenblas.so.0")
 THREADS = int(sys.argv[1]) if len(sys.argv) > 1 else 1
 CONFIGS = {1: [(1, 1)], 2: [(1, 2), (2, 1), (2, 2)]}[THREADS]
+torch.set_num_threads(1)  # the init is timed on one thread
 t0 = time.perf_counter()
 torch.manual_seed(0)
 model = GPT2(GPTConfig(50257, 1024, 12, 12, 768, 0.1)).eval()

@@ -2,7 +2,7 @@
 TransformerLens's patching.py runs one (get_act_patch_attn_head_out_all_pos:
 one forward of the corrupted input per layer and head, that head's hook_z
 taken from the clean run by a hook), on seed 003's GPT2 at the 124M shape
-(the classes of tests/golden/generate_gpt2.py, torch.manual_seed(0), eval,
+(the classes of tests/golden/reference.py, torch.manual_seed(0), eval,
 GPT-2's tanh GELU as in the released checkpoints) and a 16-token pair.
 
     /usr/bin/python3 bench/bench_patch_torch.py THREADS [MODEL.safetensors]
@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "golden"))
-from generate_gpt2 import GPT2, GPTConfig  # noqa: E402
+from reference import GPT2, GPTConfig  # noqa: E402
 
 OPENBLAS = ctypes.CDLL("libopenblas.so.0")
 THREADS = int(sys.argv[1]) if len(sys.argv) > 1 else 1

@@ -11,13 +11,14 @@ every core. So "one thread" sets both to one, and "two" is the best of the
 three ways to use both cores: OpenBLAS on two (the default with
 set_num_threads(1)), PyTorch on two, or both on two."""
 import ctypes
-import math
+import os
 import sys
 import time
 
 import torch
 
-from seed_modules import CausalSelfAttention  # seed 003, gpt2_min.py
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "golden"))
+from reference import CausalSelfAttention, GPTConfig  # noqa: E402  seed 003, gpt2_min.py
 
 
 def status_kb(key):
@@ -70,8 +71,13 @@ def sdpa_case(name, T, runs):
     bench(name, lambda: torch.softmax(q @ k.transpose(-2, -1) / 8 + mask, dim=-1) @ v, runs)
 
 
+def gpt2_layer(T):
+    """Seed 003's attention, 768 wide, 12 heads, context T (eval: no dropout)."""
+    return CausalSelfAttention(GPTConfig(1, T, 1, 12, 768, 0.0)).eval()
+
+
 def gpt2_case(name, T, runs):
-    mod = CausalSelfAttention(768, 12, T).eval()
+    mod = gpt2_layer(T)
     x = torch.rand(1, T, 768)
     bench(name, lambda: mod(x), runs)
 
@@ -93,7 +99,7 @@ def cputime():
     torch.set_num_threads(1)
     OPENBLAS.openblas_set_num_threads(1)
     for T in (128, 512):
-        mod = CausalSelfAttention(768, 12, T).eval()
+        mod = gpt2_layer(T)
         x = torch.rand(1, T, 768)
         best = 1e30
         with torch.no_grad():

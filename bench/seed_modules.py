@@ -1,8 +1,7 @@
-"""The seed chapters' attention modules as the benchmarks run them in PyTorch
-(bench_torch.py, torch_server.py): MultiHeadAttention of seed 000 (3.6.2) and
-CausalSelfAttention of seed 003 (gpt2_min.py)."""
-import math
-
+"""Seed 000's MultiHeadAttention (3.6.2) as the PyTorch baseline service
+runs it (torch_server.py): the same operations as the chapter's class
+(tests/golden/reference.py), written to also return the attention weights.
+bench_torch.py runs seed 003's CausalSelfAttention from reference.py."""
 import torch
 import torch.nn as nn
 
@@ -30,23 +29,3 @@ class MultiHeadAttention(nn.Module):  # seed 000, 3.6.2
         w = self.dropout(torch.softmax(s / k.shape[-1] ** 0.5, dim=-1))
         ctx = self.out_proj((w @ v).transpose(1, 2).contiguous().view(b, t, self.d_out))
         return (ctx, w) if self.return_weights else ctx
-
-class CausalSelfAttention(nn.Module):  # seed 003, gpt2_min.py
-    def __init__(self, n_embd, n_head, block_size):
-        super().__init__()
-        self.n_head, self.n_embd = n_head, n_embd
-        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
-        self.c_proj = nn.Linear(n_embd, n_embd)
-        self.register_buffer("bias", torch.tril(torch.ones(block_size, block_size)).view(1, 1, block_size, block_size))
-
-    def forward(self, x):
-        B, T, C = x.size()
-        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
-        hd = C // self.n_head
-        q = q.view(B, T, self.n_head, hd).transpose(1, 2)
-        k = k.view(B, T, self.n_head, hd).transpose(1, 2)
-        v = v.view(B, T, self.n_head, hd).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
-        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-        y = torch.softmax(att, dim=-1) @ v
-        return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))

@@ -5,6 +5,8 @@ exports it as a Hugging Face GPT-2 folder the server loads with --model and
 
     /usr/bin/python3 models/train_shakespeare.py [OUT_DIR]     (default models/shakespeare)
     /usr/bin/python3 models/train_shakespeare.py --eval [OUT_DIR]   only the held-out figures
+    /usr/bin/python3 models/train_shakespeare.py --steps N OUT_DIR  a shorter run (checks):
+        the first N steps of a run of N (the cosine ends at step N - 1)
 
 Debian's python3-torch 1.13.1 on the CPU, one thread. The run is deterministic
 for a given PyTorch build, BLAS kernel set and thread count: the seed, the
@@ -13,14 +15,15 @@ fixed below, and the script pins one thread (torch and OpenBLAS) and, where the
 CPU has AVX2 and nothing is set, OpenBLAS's Haswell kernels (as the Makefile
 does), before torch is imported.
 
-The model is seed 003's GPT2 (gpt2_min.py, the classes below as
-tests/golden/generate_gpt2.py has them) with one change: the MLP's activation
-is gelu_new, the tanh approximation the released GPT-2 checkpoints use, which
-is what the server runs for a model loaded from a model.safetensors
-(api/checkpoint.c). Its initialisation is GPT-2's (normal std 0.02, zero
-biases, the residual projections scaled by 1/sqrt(2 n_layer)), as nanoGPT
-does, instead of PyTorch's defaults (wte ~ N(0, 1) tied to lm_head makes the
-first logits huge and the first steps slow).
+The model is seed 003's GPT2 (gpt2_min.py, the classes of
+tests/golden/reference.py, which the golden generators run too) with one
+change: the MLP's activation is gelu_new (GPTConfig.activation), the tanh
+approximation the released GPT-2 checkpoints use, which is what the server
+runs for a model loaded from a model.safetensors (api/checkpoint.c). Its
+initialisation is GPT-2's (normal std 0.02, zero biases, the residual
+projections scaled by 1/sqrt(2 n_layer)), as nanoGPT does, instead of
+PyTorch's defaults (wte ~ N(0, 1) tied to lm_head makes the first logits
+huge and the first steps slow).
 
 Vocabulary: the 256 byte values, token id = byte value. Exported as GPT-2's
 byte-level BPE with no merges: vocab.json maps bytes_to_unicode's symbol of
@@ -55,16 +58,18 @@ def _pin_threads_and_kernels():
 
 _pin_threads_and_kernels()
 
-from dataclasses import dataclass  # noqa: E402
-
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "golden"))
+from reference import GPT2, GPTConfig, generate  # noqa: E402  seed 003's GPT2, the book's ch05 generate
+from record import SoftmaxRecorder  # noqa: E402  the attention maps of a forward
+
 THREADS = 1
 torch.set_num_threads(THREADS)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "data", "tinyshakespeare.txt")
 POEMS = os.path.join(HERE, "data", "heldout_poems.txt")
 
@@ -83,90 +88,6 @@ GRAD_CLIP = 1.0
 TRAIN_FRACTION = 0.9
 EVAL_EVERY = 250
 EVAL_BATCHES = 10     # train and validation loss: the same 10 x 32 windows each time
-
-# ==== seed 003, gpt2_min.py (MLP's activation: gelu_new, see above) ==========
-
-
-def gelu_new(x):
-    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
-
-
-@dataclass
-class GPTConfig:
-    vocab_size: int
-    block_size: int
-    n_layer: int = 12
-    n_head: int = 12
-    n_embd: int = 768
-    dropout: float = 0.1
-
-class CausalSelfAttention(nn.Module):
-    def __init__(self, config: GPTConfig):
-        super().__init__()
-        assert config.n_embd % config.n_head == 0
-        self.n_head, self.n_embd = config.n_head, config.n_embd
-        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd)
-        self.c_proj = nn.Linear(config.n_embd, config.n_embd)
-        self.resid_drop = nn.Dropout(config.dropout)
-        self.register_buffer("bias", torch.tril(torch.ones(config.block_size, config.block_size)).view(1, 1, config.block_size, config.block_size))
-    def forward(self, x):
-        B, T, C = x.size()
-        qkv = self.c_attn(x)
-        q, k, v = qkv.split(self.n_embd, dim=2)
-        head_dim = C // self.n_head
-        q = q.view(B, T, self.n_head, head_dim).transpose(1, 2)
-        k = k.view(B, T, self.n_head, head_dim).transpose(1, 2)
-        v = v.view(B, T, self.n_head, head_dim).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(head_dim))
-        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-        att = F.softmax(att, dim=-1)
-        y = att @ v
-        y = y.transpose(1, 2).contiguous().view(B, T, C)
-        return self.resid_drop(self.c_proj(y))
-
-class MLP(nn.Module):
-    def __init__(self, config: GPTConfig):
-        super().__init__()
-        self.fc = nn.Linear(config.n_embd, 4 * config.n_embd)
-        self.proj = nn.Linear(4 * config.n_embd, config.n_embd)
-        self.drop = nn.Dropout(config.dropout)
-    def forward(self, x):
-        return self.drop(self.proj(gelu_new(self.fc(x))))
-
-class Block(nn.Module):
-    def __init__(self, config: GPTConfig):
-        super().__init__()
-        self.ln_1 = nn.LayerNorm(config.n_embd)
-        self.attn = CausalSelfAttention(config)
-        self.ln_2 = nn.LayerNorm(config.n_embd)
-        self.mlp = MLP(config)
-    def forward(self, x):
-        x = x + self.attn(self.ln_1(x))
-        x = x + self.mlp(self.ln_2(x))
-        return x
-
-class GPT2(nn.Module):
-    def __init__(self, config: GPTConfig):
-        super().__init__()
-        self.config = config
-        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
-        self.wpe = nn.Embedding(config.block_size, config.n_embd)
-        self.drop = nn.Dropout(config.dropout)
-        self.h = nn.ModuleList([Block(config) for _ in range(config.n_layer)])
-        self.ln_f = nn.LayerNorm(config.n_embd)
-        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
-        self.lm_head.weight = self.wte.weight
-    def forward(self, idx, targets=None):
-        B, T = idx.size()
-        pos = torch.arange(0, T, dtype=torch.long, device=idx.device).unsqueeze(0)
-        x = self.wte(idx) + self.wpe(pos)
-        x = self.drop(x)
-        for block in self.h:
-            x = block(x)
-        x = self.ln_f(x)
-        logits = self.lm_head(x)
-        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1)) if targets is not None else None
-        return logits, loss
 
 # ==== data ===================================================================
 
@@ -241,10 +162,10 @@ def init_gpt2_(model):
                                (0.02 * math.sqrt(2.0)))
 
 
-def lr_at(step):
+def lr_at(step, steps):
     if step < WARMUP:
         return LR_MAX * (step + 1) / WARMUP
-    t = (step - WARMUP) / max(1, STEPS - 1 - WARMUP)
+    t = (step - WARMUP) / max(1, steps - 1 - WARMUP)
     return LR_MIN + 0.5 * (LR_MAX - LR_MIN) * (1.0 + math.cos(math.pi * t))
 
 
@@ -262,29 +183,23 @@ def eval_loss(model, data, T, n_batches, seed):
     attention weight on position i-1 of any head (queries 1 .. T-1)."""
     gen = torch.Generator().manual_seed(seed)
     model.eval()
-    total, prev = 0.0, 0.0
-    maps, softmax = [], F.softmax
+    total = 0.0
 
-    def recording_softmax(*a, **k):
-        out = softmax(*a, **k)
-        maps.append(torch.diagonal(out, offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2)))
-        return out
+    def prev_weight(out):  # a map [B][H][T][T] -> [H]: the mean weight on position i-1
+        return torch.diagonal(out, offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2))
 
-    F.softmax = recording_softmax
-    try:
+    with SoftmaxRecorder(prev_weight) as rec:
         for _ in range(n_batches):
             x, y = random_batch(data, gen, T)
             total += model(x, y)[1].item()
-    finally:
-        F.softmax = softmax
-    prev = torch.stack(maps).view(n_batches, model.config.n_layer, -1).mean(0).max().item()
+    prev = torch.stack(rec.maps).view(n_batches, model.config.n_layer, -1).mean(0).max().item()
     model.train()
     return total / n_batches, prev
 
 
-def train(log):
+def train(log, steps):
     torch.manual_seed(SEED)
-    cfg = GPTConfig(**MODEL)
+    cfg = GPTConfig(**MODEL, activation="gelu_new")
     model = GPT2(cfg)
     init_gpt2_(model)
     train_data, val_data = split_corpus()
@@ -292,19 +207,19 @@ def train(log):
     gen = torch.Generator().manual_seed(SEED + 1)
     history, t0 = [], time.time()
     model.train()
-    for step in range(STEPS):
+    for step in range(steps):
         for g in opt.param_groups:
-            g["lr"] = lr_at(step)
+            g["lr"] = lr_at(step, steps)
         x, y = random_batch(train_data, gen, cfg.block_size)
         _, loss = model(x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), GRAD_CLIP)
         opt.step()
-        if step % EVAL_EVERY == 0 or step == STEPS - 1:
+        if step % EVAL_EVERY == 0 or step == steps - 1:
             tr, _ = eval_loss(model, train_data, cfg.block_size, EVAL_BATCHES, 7)
             va, prev = eval_loss(model, val_data, cfg.block_size, EVAL_BATCHES, 8)
-            row = {"step": step, "lr": lr_at(step), "batch_loss": loss.item(), "train": tr,
+            row = {"step": step, "lr": lr_at(step, steps), "batch_loss": loss.item(), "train": tr,
                    "val": va, "best_prev_token_head": prev, "seconds": time.time() - t0}
             history.append(row)
             log("step %5d  lr %.2e  batch %.4f  train %.4f  val %.4f  prev %.3f  %.0f s" %
@@ -409,7 +324,8 @@ def load_exported(out_dir):
     """The exported folder back into seed 003's GPT2 (checks the export)."""
     with open(os.path.join(out_dir, "config.json")) as f:
         c = json.load(f)
-    cfg = GPTConfig(c["vocab_size"], c["n_positions"], c["n_layer"], c["n_head"], c["n_embd"], 0.0)
+    cfg = GPTConfig(c["vocab_size"], c["n_positions"], c["n_layer"], c["n_head"], c["n_embd"], 0.0,
+                    c["activation_function"])
     model = GPT2(cfg)
     st = read_safetensors(os.path.join(out_dir, "model.safetensors"))
     sd = {}
@@ -432,19 +348,11 @@ def text_figures(model, data):
     (each position predicted once, with the context of its window), and each
     head's mean attention weight on the previous position (queries 1 .. T-1)."""
     T, L, H = model.config.block_size, model.config.n_layer, model.config.n_head
-    maps = []
-    softmax = F.softmax
-
-    def recording_softmax(*a, **k):
-        out = softmax(*a, **k)
-        maps.append(out)
-        return out
-
     total, count = 0.0, 0
     prev = torch.zeros(L, H, dtype=torch.float64)
     n_prev = 0
-    F.softmax = recording_softmax
-    try:
+    with SoftmaxRecorder(lambda out: out) as maps_of:
+        maps = maps_of.maps
         for s in range(0, len(data) - 1, T):
             x = data[s:s + T].unsqueeze(0)
             y = data[s + 1:s + 1 + T].unsqueeze(0)
@@ -459,8 +367,6 @@ def text_figures(model, data):
                     sub = torch.diagonal(maps[l][0], offset=-1, dim1=-2, dim2=-1)  # [H][t-1]
                     prev[l] += sub.double().sum(-1)
                 n_prev += t - 1
-    finally:
-        F.softmax = softmax
     return total / count, (prev / max(1, n_prev)).tolist(), count
 
 
@@ -485,30 +391,6 @@ def subset_figures(model, windows):
         prev = p if prev is None else prev + p
         n_prev += n - 1
     return total / count, (prev / n_prev).tolist(), count
-
-
-@torch.no_grad()
-def generate(model, idx, max_new_tokens, context_size, temperature=0.0, top_k=None, eos_id=None):
-    """The book's generate() (Raschka, ch. 5), verbatim."""
-    for _ in range(max_new_tokens):
-        idx_cond = idx[:, -context_size:]
-        with torch.no_grad():
-            logits = model(idx_cond)
-        logits = logits[:, -1, :]
-        if top_k is not None:
-            top_logits, _ = torch.topk(logits, top_k)
-            min_val = top_logits[:, -1]
-            logits = torch.where(logits < min_val, torch.tensor(float("-inf")).to(logits.device), logits)
-        if temperature > 0.0:
-            logits = logits / temperature
-            probs = torch.softmax(logits, dim=-1)
-            idx_next = torch.multinomial(probs, num_samples=1)
-        else:
-            idx_next = torch.argmax(logits, dim=-1, keepdim=True)
-        if idx_next == eos_id:
-            break
-        idx = torch.cat((idx, idx_next), dim=1)
-    return idx
 
 
 SAMPLE = {"prompt": "ROMEO:\n", "seed": 123, "temperature": 0.8, "top_k": 40, "max_new_tokens": 300}
@@ -559,10 +441,21 @@ def evaluate(out_dir, log):
     return figures
 
 
+def parse_args(argv):
+    """[--eval] [--steps N] [OUT_DIR]: eval only, the number of steps, the folder."""
+    eval_only, steps, rest, args = False, STEPS, [], iter(argv)
+    for a in args:
+        if a == "--eval":
+            eval_only = True
+        elif a == "--steps":
+            steps = int(next(args))
+        else:
+            rest.append(a)
+    return eval_only, steps, rest[0] if rest else os.path.join(HERE, "shakespeare")
+
+
 def main(argv):
-    eval_only = "--eval" in argv
-    args = [a for a in argv if a != "--eval"]
-    out_dir = args[0] if args else os.path.join(HERE, "shakespeare")
+    eval_only, steps, out_dir = parse_args(argv)
     lines = []
 
     def log(s):
@@ -573,7 +466,7 @@ def main(argv):
         (torch.__version__, torch.get_num_threads(), os.environ.get("OPENBLAS_CORETYPE")))
     run = None
     if not eval_only:
-        model, history, seconds = train(log)
+        model, history, seconds = train(log, steps)
         export(model, out_dir)
         # the exported weights must give the trained model's logits
         check = load_exported(out_dir)
@@ -581,7 +474,7 @@ def main(argv):
         x = split_corpus()[1][:model.config.block_size].unsqueeze(0)
         with torch.no_grad():
             assert torch.equal(model(x)[0], check(x)[0])
-        run = {"seed": SEED, "model": MODEL, "batch": BATCH, "steps": STEPS, "lr_max": LR_MAX,
+        run = {"seed": SEED, "model": MODEL, "batch": BATCH, "steps": steps, "lr_max": LR_MAX,
                "lr_min": LR_MIN, "warmup": WARMUP, "weight_decay": WEIGHT_DECAY, "betas": BETAS,
                "grad_clip": GRAD_CLIP, "threads": THREADS,
                "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),

@@ -19,189 +19,17 @@ import json
 import math
 import os
 import sys
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+# the modules, verbatim from the seeds (seed 000's chapter 3, seed 003's gpt2_min.py)
+from reference import (CausalAttention, CausalSelfAttention, GPTConfig, MultiHeadAttention,
+                       MultiHeadAttentionWrapper, SelfAttention_v1, SelfAttention_v2)
+
 torch.set_num_threads(1)
-
-# =========================================================================
-# The modules, verbatim from the seeds
-# =========================================================================
-
-
-class SelfAttention_v1(nn.Module):  # seed 000, 3.4.2
-
-    def __init__(self, d_in, d_out):
-        super().__init__()
-        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
-        self.W_key = nn.Parameter(torch.rand(d_in, d_out))
-        self.W_value = nn.Parameter(torch.rand(d_in, d_out))
-
-    def forward(self, x):
-        keys = x @ self.W_key
-        queries = x @ self.W_query
-        values = x @ self.W_value
-
-        attn_scores = queries @ keys.T  # omega
-        attn_weights = torch.softmax(
-            attn_scores / keys.shape[-1]**0.5, dim=-1
-        )
-
-        context_vec = attn_weights @ values
-        return context_vec
-
-
-class SelfAttention_v2(nn.Module):  # seed 000, 3.4.2
-
-    def __init__(self, d_in, d_out, qkv_bias=False):
-        super().__init__()
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-
-    def forward(self, x):
-        keys = self.W_key(x)
-        queries = self.W_query(x)
-        values = self.W_value(x)
-
-        attn_scores = queries @ keys.T
-        attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)
-
-        context_vec = attn_weights @ values
-        return context_vec
-
-
-class CausalAttention(nn.Module):  # seed 000, 3.5.3
-
-    def __init__(self, d_in, d_out, context_length,
-                 dropout, qkv_bias=False):
-        super().__init__()
-        self.d_out = d_out
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.dropout = nn.Dropout(dropout)  # New
-        self.register_buffer('mask', torch.triu(torch.ones(context_length, context_length), diagonal=1))  # New
-
-    def forward(self, x):
-        b, num_tokens, d_in = x.shape  # New batch dimension b
-        keys = self.W_key(x)
-        queries = self.W_query(x)
-        values = self.W_value(x)
-
-        attn_scores = queries @ keys.transpose(1, 2)  # Changed transpose
-        attn_scores.masked_fill_(  # New, _ ops are in-place
-            self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
-        attn_weights = torch.softmax(
-            attn_scores / keys.shape[-1]**0.5, dim=-1
-        )
-        attn_weights = self.dropout(attn_weights)  # New
-
-        context_vec = attn_weights @ values
-        return context_vec
-
-
-class MultiHeadAttentionWrapper(nn.Module):  # seed 000, 3.6.1
-
-    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
-        super().__init__()
-        self.heads = nn.ModuleList(
-            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)
-             for _ in range(num_heads)]
-        )
-
-    def forward(self, x):
-        return torch.cat([head(x) for head in self.heads], dim=-1)
-
-
-class MultiHeadAttention(nn.Module):  # seed 000, 3.6.2
-    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
-        super().__init__()
-        assert (d_out % num_heads == 0), \
-            "d_out must be divisible by num_heads"
-
-        self.d_out = d_out
-        self.num_heads = num_heads
-        self.head_dim = d_out // num_heads
-
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.out_proj = nn.Linear(d_out, d_out)  # Linear layer to combine head outputs
-        self.dropout = nn.Dropout(dropout)
-        self.register_buffer(
-            "mask",
-            torch.triu(torch.ones(context_length, context_length),
-                       diagonal=1)
-        )
-
-    def forward(self, x):
-        b, num_tokens, d_in = x.shape
-        keys = self.W_key(x)  # Shape: (b, num_tokens, d_out)
-        queries = self.W_query(x)
-        values = self.W_value(x)
-
-        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)
-        values = values.view(b, num_tokens, self.num_heads, self.head_dim)
-        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)
-
-        keys = keys.transpose(1, 2)
-        queries = queries.transpose(1, 2)
-        values = values.transpose(1, 2)
-
-        attn_scores = queries @ keys.transpose(2, 3)  # Dot product for each head
-        mask_bool = self.mask.bool()[:num_tokens, :num_tokens]
-        attn_scores.masked_fill_(mask_bool, -torch.inf)
-
-        attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)
-        attn_weights = self.dropout(attn_weights)
-
-        context_vec = (attn_weights @ values).transpose(1, 2)
-        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
-        context_vec = self.out_proj(context_vec)  # optional projection
-
-        return context_vec
-
-
-@dataclass
-class GPTConfig:  # seed 003, gpt2_min.py
-    vocab_size: int
-    block_size: int
-    n_layer: int = 12
-    n_head: int = 12
-    n_embd: int = 768
-    dropout: float = 0.1
-
-
-class CausalSelfAttention(nn.Module):  # seed 003, gpt2_min.py
-    def __init__(self, config: GPTConfig):
-        super().__init__()
-        assert config.n_embd % config.n_head == 0
-        self.n_head, self.n_embd = config.n_head, config.n_embd
-        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd)
-        self.c_proj = nn.Linear(config.n_embd, config.n_embd)
-        self.resid_drop = nn.Dropout(config.dropout)
-        self.register_buffer("bias", torch.tril(torch.ones(config.block_size, config.block_size)).view(1, 1, config.block_size, config.block_size))
-
-    def forward(self, x):
-        B, T, C = x.size()
-        qkv = self.c_attn(x)
-        q, k, v = qkv.split(self.n_embd, dim=2)
-        head_dim = C // self.n_head
-        q = q.view(B, T, self.n_head, head_dim).transpose(1, 2)
-        k = k.view(B, T, self.n_head, head_dim).transpose(1, 2)
-        v = v.view(B, T, self.n_head, head_dim).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(head_dim))
-        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-        att = F.softmax(att, dim=-1)
-        y = att @ v
-        y = y.transpose(1, 2).contiguous().view(B, T, C)
-        return self.resid_drop(self.c_proj(y))
-
 
 # =========================================================================
 # Instrumented pieces
@@ -293,6 +121,22 @@ def seed_attend(queries, keys, values, m, a, cfg):
     else:
         w = zero_full_rows(torch.softmax(masked, dim=-1), m)
     return w, rec
+
+
+def scaled_weights(raw, head_dim, ex, cfg, rec, softmax):
+    """GPT2's and scaled dot-product attention's order on raw = q @ kᵀ
+    [B][H][L][S]: times the scale (1/sqrt(head_dim) unless cfg gives one),
+    plus the additive mask, masked_fill(-inf) (recorded as masked_scores),
+    then the weights: renorm, or softmax with fully masked rows zeroed."""
+    scale = (1.0 / math.sqrt(head_dim)) if cfg["scale"] is None else cfg["scale"]
+    s = raw * scale
+    if ex.a4() is not None:
+        s = s + ex.a4()
+    masked = s.masked_fill(ex.m4(), float("-inf"))
+    rec["masked_scores"] = masked
+    if cfg["mask_method"] == "renorm":
+        return renorm_weights(s, ex.m4())
+    return zero_full_rows(softmax(masked, dim=-1), ex.m4())
 
 
 def finish_heads(w, values, rec, cfg):
@@ -403,27 +247,13 @@ def fwd_mha(mod, x, ex, cfg):
 
 def fwd_gpt2(mod, x, ex, cfg):
     B, T, C = x.size()
-    qkv = mod.c_attn(x)
-    q, k, v = qkv.split(mod.n_embd, dim=2)
     head_dim = C // mod.n_head
-    q = q.view(B, T, mod.n_head, head_dim).transpose(1, 2)
-    k = k.view(B, T, mod.n_head, head_dim).transpose(1, 2)
-    v = v.view(B, T, mod.n_head, head_dim).transpose(1, 2)
+    q, k, v = [t.view(B, T, mod.n_head, head_dim).transpose(1, 2)
+               for t in mod.c_attn(x).split(mod.n_embd, dim=2)]
     rec = {"queries": q, "keys": k, "values": v}
     raw = q @ k.transpose(-2, -1)
     rec["scores"] = raw
-    scale = (1.0 / math.sqrt(head_dim)) if cfg["scale"] is None else cfg["scale"]
-    att = raw * scale
-    unmasked = att
-    if ex.a4() is not None:
-        att = att + ex.a4()
-        unmasked = att
-    att = att.masked_fill(ex.m4(), float("-inf"))
-    rec["masked_scores"] = att
-    if cfg["mask_method"] == "renorm":
-        att = renorm_weights(unmasked, ex.m4())
-    else:
-        att = zero_full_rows(F.softmax(att, dim=-1), ex.m4())
+    att = scaled_weights(raw, head_dim, ex, cfg, rec, F.softmax)
     rec["weights"] = att
     y = att @ v
     y = y.transpose(1, 2).contiguous().view(B, T, C)
@@ -534,16 +364,7 @@ def fwd_sdpa(q, k, v, ex, cfg):
     rec = {"queries": q, "keys": k, "values": v}
     raw = q @ kk.transpose(-2, -1)
     rec["scores"] = raw
-    scale = (1.0 / math.sqrt(q.shape[-1])) if cfg["scale"] is None else cfg["scale"]
-    s = raw * scale
-    if ex.a4() is not None:
-        s = s + ex.a4()
-    masked = s.masked_fill(ex.m4(), float("-inf"))
-    rec["masked_scores"] = masked
-    if cfg["mask_method"] == "renorm":
-        w = renorm_weights(s, ex.m4())
-    else:
-        w = zero_full_rows(torch.softmax(masked, dim=-1), ex.m4())
+    w = scaled_weights(raw, q.shape[-1], ex, cfg, rec, torch.softmax)
     ctx = finish_heads(w, vv, rec, cfg)              # [B][H][L][Ev]
     B, L = q.shape[0], q.shape[2]
     ctx = ctx.transpose(1, 2).reshape(B, L, -1)

@@ -1,8 +1,7 @@
 #!/usr/bin/python3
 """Golden replies of POST /model/gpt2 for both model families, made by
 PyTorch 1.13 (Debian's python3-torch) with the classes themselves: the book's
-chapter-4 GPTModel (generate_gptmodel.py's copy, verbatim) and seed 003's
-GPT2 (generate_gpt2.py's copy, verbatim).
+chapter-4 GPTModel and seed 003's GPT2 (reference.py's copies, verbatim).
 
     /usr/bin/python3 tests/golden/generate_api_model.py tests/golden/api_model   (or `make golden`)
 
@@ -21,7 +20,7 @@ family's own names, "init": {"seed": N} or a "state_dict", idx [T] or
 and `expect`: logits [B][T][V], attn_weights [L][B][H][T][T] (the softmax
 outputs), hidden_states [L + 1][B][T][C] (the input of every block, then the
 final norm's output), dropout_masks (each dropout call's multipliers, named
-after its nn.Dropout module, recorded by dropout_record.py) and params (the
+after its nn.Dropout module, recorded by record.py) and params (the
 model's state_dict; GPT2's lm_head.weight included, it is wte.weight). A
 [T] request's tensors have no batch axis. Floats are written with 9
 significant digits: they read back as the same float32.
@@ -38,12 +37,10 @@ import sys
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dropout_record import DropoutRecorder  # noqa: E402
-import generate_gpt2 as seed003  # noqa: E402
-import generate_gptmodel as book  # noqa: E402
+from record import ForwardRecorder  # noqa: E402
+import reference as ref  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -51,30 +48,6 @@ torch.set_num_threads(1)
 def as_json(a):
     a = np.asarray(a, dtype=np.float32)
     return {"shape": list(a.shape), "data": [float("%.9g" % x) for x in a.ravel().tolist()]}
-
-
-class Recorder(DropoutRecorder):
-    """F.dropout, F.softmax and torch.softmax recorded while a forward runs."""
-
-    def __init__(self):
-        super().__init__()
-        self.maps = []
-
-    def wrap(self, real):
-        def softmax(*args, **kwargs):
-            out = real(*args, **kwargs)
-            self.maps.append(out.detach().clone())
-            return out
-        return softmax
-
-    def __enter__(self):
-        self._softmaxes = (F.softmax, torch.softmax)
-        F.softmax, torch.softmax = self.wrap(F.softmax), self.wrap(torch.softmax)
-        return super().__enter__()
-
-    def __exit__(self, *exc):
-        F.softmax, torch.softmax = self._softmaxes
-        super().__exit__(*exc)
 
 
 # ==== the two families ======================================================
@@ -86,36 +59,27 @@ class Family:
         self.drop_names = drop_names  # names of the dropout calls of block l
 
 
-GPTMODEL = Family("GPTModel", book.KEYS, lambda c: book.GPTModel(c),
+GPTMODEL = Family("GPTModel", ref.BOOK_KEYS, lambda c: ref.GPTModel(c),
                   lambda m: list(m.trf_blocks), lambda m: m.drop_emb, lambda m: m.final_norm,
                   lambda l: ["trf_blocks.%d.att.dropout" % l, "trf_blocks.%d.drop_shortcut.0" % l,
                              "trf_blocks.%d.drop_shortcut.1" % l])
-GPT2 = Family("GPT2", ["vocab_size", "block_size", "n_layer", "n_head", "n_embd", "dropout"],
-              lambda c: seed003.GPT2(seed003.GPTConfig(**c)), lambda m: list(m.h),
+GPT2 = Family("GPT2", ref.GPT2_KEYS,
+              lambda c: ref.GPT2(ref.GPTConfig(**c)), lambda m: list(m.h),
               lambda m: m.drop, lambda m: m.ln_f,
               lambda l: ["h.%d.attn.resid_drop" % l, "h.%d.mlp.drop" % l])
 
 
 def forward(fam, model, idx):
     """logits, maps, hidden states and dropout masks of one call."""
-    hidden = []
-    rec = lambda m, i, o: hidden.append(o.detach().clone())
     blocks = fam.blocks(model)
-    hooks = [fam.first_drop(model).register_forward_hook(rec)] if blocks else []
-    hooks += [b.register_forward_hook(rec) for b in blocks[:-1]]
-    hooks.append(fam.last_norm(model).register_forward_hook(rec))
-    try:
-        with Recorder() as r, torch.no_grad():
-            out = model(idx)
-    finally:
-        for h in hooks:
-            h.remove()
+    with ForwardRecorder(fam.first_drop(model), blocks, fam.last_norm(model)) as r, torch.no_grad():
+        out = model(idx)
     logits = out[0] if isinstance(out, tuple) else out
     names = ["drop_emb" if fam is GPTMODEL else "drop"]
     for l in range(len(blocks)):
         names += fam.drop_names(l)
-    assert len(r.masks) == len(names) and len(hidden) == len(blocks) + 1
-    return logits, r.maps, hidden, dict(zip(names, r.masks))
+    assert len(r.masks) == len(names) and len(r.hidden) == len(blocks) + 1
+    return logits, r.maps, r.hidden, dict(zip(names, r.masks))
 
 
 def random_state_dict(model, g):

@@ -20,7 +20,7 @@ written after transformers' GPT2 (Conv1D as addmm, gelu_new, LayerNorm eps
 weights as stored (rounded to the file's dtype): an implementation apart
 from core's seed-003 model, so that a transposition gone wrong shows.
 
-The GPTModel file (book_f32) is the book's class itself (generate_gptmodel.py's
+The GPTModel file (book_f32) is the book's class itself (reference.py's
 copy) with random weights loaded by load_state_dict, saved as
 safetensors.torch.save_file(model.state_dict()) would (mask buffers
 included); its logits come from that model's forward.
@@ -43,15 +43,11 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import generate_gptmodel as book  # noqa: E402
+from reference import GPTModel, gelu_new  # noqa: E402
 
 torch.set_num_threads(1)
 
 DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
-
-
-def gelu_new(x):
-    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
 def conv1d(x, w, b):  # transformers.pytorch_utils.Conv1D: w [in][out]
@@ -243,7 +239,7 @@ def gpt2_folder(out, name, seed, shards, openai_names):
 def book_model(cfg, seed):
     """GPTModel(cfg) with random weights (LayerNorm scales around 1)."""
     torch.manual_seed(seed)
-    model = book.GPTModel(cfg)
+    model = GPTModel(cfg)
     g = torch.Generator().manual_seed(seed + 1)
     sd = {}
     for k, v in model.state_dict().items():

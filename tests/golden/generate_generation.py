@@ -9,12 +9,13 @@ python3-torch) on seed 003's GPT2 and the book's GPTModel, built from a seed.
 
     /usr/bin/python3 tests/golden/generate_generation.py tests/golden/generation   (or `make golden`)
 
-The loops below are the originals, verbatim but for two lines marked
-"(adapter)": nanoGPT's calls self(idx_cond) on its own GPT, here on either
-family. The logits of each step are recorded by a forward hook (no operation
-changes), so the log-probabilities (log_softmax of the raw logits, before
-temperature and top-k) and the top alternatives of every written token come
-with the tokens.
+The loops are the originals, verbatim: the book's in reference.py (its
+generate with transformers' top-p between the temperature and the softmax
+for "book_top_p"), nanoGPT's below but for two lines marked "(adapter)":
+it calls self(idx_cond) on its own GPT, here on either family. The logits
+of each step are recorded by a forward hook (no operation changes), so the
+log-probabilities (log_softmax of the raw logits, before temperature and
+top-k) and the top alternatives of every written token come with the tokens.
 
 Writes cases.json: a list of cases, each
   name, family ("GPT2" | "GPTModel"), config (the family's own keys),
@@ -40,53 +41,11 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from generate_gpt2 import GPT2, GPTConfig  # noqa: E402  seed 003's gpt2_min.py
-from generate_gptmodel import GPTModel, generate_text_simple  # noqa: E402  the book's ch04
+from reference import (GPT2, BOOK_KEYS, GPT2_KEYS, GPTConfig, GPTModel,  # noqa: E402
+                       generate, generate_text_simple)
 import generate_checkpoint as ckpt  # noqa: E402  Hugging Face's layout and forward
 
 torch.set_num_threads(1)
-
-
-# ==== the book's ch05 generate (gpt_generate.py), verbatim ==================
-
-
-def generate(model, idx, max_new_tokens, context_size, temperature=0.0, top_k=None, eos_id=None):
-
-    # For-loop is the same as before: Get logits, and only focus on last time step
-    for _ in range(max_new_tokens):
-        idx_cond = idx[:, -context_size:]
-        with torch.no_grad():
-            logits = model(idx_cond)
-        logits = logits[:, -1, :]
-
-        # New: Filter logits with top_k sampling
-        if top_k is not None:
-            # Keep only top_k values
-            top_logits, _ = torch.topk(logits, top_k)
-            min_val = top_logits[:, -1]
-            logits = torch.where(logits < min_val, torch.tensor(float("-inf")).to(logits.device), logits)
-
-        # New: Apply temperature scaling
-        if temperature > 0.0:
-            logits = logits / temperature
-
-            # Apply softmax to get probabilities
-            probs = torch.softmax(logits, dim=-1)  # (batch_size, context_len)
-
-            # Sample from the distribution
-            idx_next = torch.multinomial(probs, num_samples=1)  # (batch_size, 1)
-
-        # Otherwise same as before: get idx of the vocab entry with the highest logits value
-        else:
-            idx_next = torch.argmax(logits, dim=-1, keepdim=True)  # (batch_size, 1)
-
-        if idx_next == eos_id:  # Stop generating early if end-of-sequence token is encountered and eos_id is specified
-            break
-
-        # Same as before: append sampled index to the running sequence
-        idx = torch.cat((idx, idx_next), dim=1)  # (batch_size, num_tokens+1)
-
-    return idx
 
 
 # ==== nanoGPT's GPT.generate (model.py), verbatim but the adapter =========
@@ -116,37 +75,6 @@ def nanogpt_generate(self, idx, max_new_tokens, temperature=1.0, top_k=None):
     return idx
 
 
-# ==== the book's generate with Hugging Face's top-p between temperature and softmax
-
-
-def top_p_warper(scores, top_p, min_tokens_to_keep=1):
-    """transformers' TopPLogitsWarper.__call__, verbatim."""
-    sorted_logits, sorted_indices = torch.sort(scores, descending=False)
-    cumulative_probs = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
-    sorted_indices_to_remove = cumulative_probs <= (1 - top_p)
-    sorted_indices_to_remove[..., -min_tokens_to_keep:] = 0
-    indices_to_remove = sorted_indices_to_remove.scatter(1, sorted_indices, sorted_indices_to_remove)
-    return scores.masked_fill(indices_to_remove, -float("Inf"))
-
-
-def generate_top_p(model, idx, max_new_tokens, context_size, temperature, top_k, top_p):
-    for _ in range(max_new_tokens):
-        idx_cond = idx[:, -context_size:]
-        with torch.no_grad():
-            logits = model(idx_cond)
-        logits = logits[:, -1, :]
-        if top_k is not None:
-            top_logits, _ = torch.topk(logits, top_k)
-            min_val = top_logits[:, -1]
-            logits = torch.where(logits < min_val, torch.tensor(float("-inf")), logits)
-        logits = logits / temperature
-        logits = top_p_warper(logits, top_p)
-        probs = torch.softmax(logits, dim=-1)
-        idx_next = torch.multinomial(probs, num_samples=1)
-        idx = torch.cat((idx, idx_next), dim=1)
-    return idx
-
-
 # ==== the models, and the logits of each step ===============================
 
 
@@ -165,10 +93,6 @@ class Recorded(torch.nn.Module):
 
     def forward(self, idx):
         return self.logits(idx)
-
-
-GPT2_KEYS = ["vocab_size", "block_size", "n_layer", "n_head", "n_embd", "dropout"]
-BOOK_KEYS = ["vocab_size", "context_length", "emb_dim", "n_heads", "n_layers", "drop_rate", "qkv_bias"]
 
 
 def build(family, cfg, seed):
@@ -190,8 +114,8 @@ def run_loop(m, loop, idx, g):
         return generate(m, idx, g["max_new_tokens"], g["context_size"], g["temperature"],
                         g.get("top_k"), g.get("eos_token_id"))
     if loop == "book_top_p":
-        return generate_top_p(m, idx, g["max_new_tokens"], g["context_size"], g["temperature"],
-                              g.get("top_k"), g["top_p"])
+        return generate(m, idx, g["max_new_tokens"], g["context_size"], g["temperature"],
+                        g.get("top_k"), top_p=g["top_p"])
     return nanogpt_generate(m, idx, g["max_new_tokens"], g["temperature"], g.get("top_k"))
 
 

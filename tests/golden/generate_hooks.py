@@ -3,7 +3,7 @@
 captures, ablations and patches, attn_gpt2_logit_lens): PyTorch 1.13 with
 forward hooks on the same two model families as the other model goldens,
 seed 003's GPT2 (generate_gpt2.py) and the book's GPTModel
-(generate_gptmodel.py), whose classes are imported from those scripts.
+(generate_gptmodel.py), whose classes are imported from reference.py.
 
     OPENBLAS_CORETYPE=Haswell /usr/bin/python3 tests/golden/generate_hooks.py tests/golden/hooks
 
@@ -36,7 +36,7 @@ hook_attn_out or hook_mlp_out (every batch row) by the clean run's. The
 logit lens is the model's own final LayerNorm and head on each block's
 input and on the last block's output.
 
-File format: generate_gpt2.py's (`*.gpt2`: `key value` lines, then
+File format: generate_gpt2.py's (`*.gpt2`, golden_io.py: `key value` lines, then
 `tensor NAME DTYPE COUNT` and raw little-endian values), with the family's
 config keys, `family`, and tensors: idx, corrupted_idx, params, logits
 (clean), then every hook by its full name, `ablate.L.H.zero|mean` (the
@@ -46,12 +46,11 @@ logits), `lens` ([n_layer + 1][B][T][V]).
 import os
 import sys
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
-import generate_gpt2 as seed
-import generate_gptmodel as book
+from golden_io import flat, write_gpt2
+import reference as ref
 
 torch.set_num_threads(1)
 
@@ -104,7 +103,7 @@ def run(fam, idx, H, capture=False, ablate=(), patch=None):
     """model(idx) with hooks. Returns logits and the captured hooks
     ({name: tensor}). ablate: [(l, h, method)]; patch: (site, l, index,
     clean_hooks)."""
-    hooks, cache, handles = {}, {}, []
+    cache, handles = {}, []
     B, T = idx.shape
 
     def keep(name, t):
@@ -210,17 +209,17 @@ def lens(fam, clean):
 def make_model(family, cfg_t, seed_):
     torch.manual_seed(seed_)
     if family == "GPT2":
-        cfg = seed.GPTConfig(*cfg_t)
-        model = seed.GPT2(cfg)
+        cfg = ref.GPTConfig(*cfg_t)
+        model = ref.GPT2(cfg)
         H, V = cfg.n_head, cfg.vocab_size
         keys = [("vocab_size", cfg.vocab_size), ("block_size", cfg.block_size),
                 ("n_layer", cfg.n_layer), ("n_head", cfg.n_head), ("n_embd", cfg.n_embd),
                 ("dropout", cfg.dropout)]
     else:
-        cfg = book.config(cfg_t)
-        model = book.GPTModel(cfg)
+        cfg = ref.book_config(cfg_t)
+        model = ref.GPTModel(cfg)
         H, V = cfg["n_heads"], cfg["vocab_size"]
-        keys = [(k, int(cfg[k]) if k == "qkv_bias" else cfg[k]) for k in book.KEYS]
+        keys = [(k, int(cfg[k]) if k == "qkv_bias" else cfg[k]) for k in ref.BOOK_KEYS]
     model.eval()
     # LayerNorms away from ones and zeros, so that hook_normalized (before
     # the weight and bias) differs from the LayerNorm's output
@@ -232,7 +231,7 @@ def make_model(family, cfg_t, seed_):
                 prm.copy_(base + 0.5 * torch.randn(prm.shape, generator=g))
     sd = model.state_dict()
     names = [k for k in sd if k != "lm_head.weight"]
-    params = np.concatenate([sd[k].numpy().astype("<f4").ravel() for k in names])
+    params = flat([sd[k] for k in names])
     return Family(family, model), H, V, keys, names, params
 
 
@@ -263,19 +262,7 @@ def make_case(family, cfg_t, seed_, B, T, idx_seed, ablations, patches):
     tensors.append(("lens", lens(fam, clean).numpy()))
     head = [("family", family)] + keys + [("seed", seed_), ("B", B), ("T", T),
                                           ("names", " ".join(names))]
-    return idx, head, tensors
-
-
-def write(path, name, idx, head, tensors):
-    with open(path, "wb") as f:
-        lines = ["gpt2-golden 1", f"case {name}"] + [f"{k} {v}" for k, v in head]
-        f.write(("\n".join(lines) + "\n").encode())
-        for tname, arr in [("idx", idx.numpy().astype("<i4"))] + tensors:
-            dtype = "i32" if arr.dtype.kind == "i" else "f32"
-            arr = np.ascontiguousarray(arr, dtype="<i4" if dtype == "i32" else "<f4").ravel()
-            f.write(f"tensor {tname} {dtype} {arr.size}\n".encode())
-            f.write(arr.tobytes())
-            f.write(b"\n")
+    return idx, [f"{k} {v}" for k, v in head], tensors
 
 
 # name, family, config (the family's order), seed, B, T, idx seed, ablations, patches
@@ -300,7 +287,7 @@ def main():
     made = [(c[0], make_case(*c[1:])) for c in CASES]
     os.makedirs(out, exist_ok=True)
     for name, (idx, head, tensors) in made:
-        write(os.path.join(out, name + ".gpt2"), name, idx, head, tensors)
+        write_gpt2(os.path.join(out, name + ".gpt2"), name, head, idx, tensors)
         print("wrote", name)
 
 

@@ -33,21 +33,16 @@ The summary printed at the end counts how often nanoGPT's order (divide,
 then top-k) and Hugging Face's (temperature, top-k, top-p) pick another
 token than the book's order: expected 0.
 """
-import math
 import random
 import sys
 
 import numpy as np
 import torch
 
+from golden_io import fnv1a64
+from reference import top_p_warper  # transformers' TopPLogitsWarper
+
 torch.set_num_threads(1)
-
-
-def fnv1a64(data):
-    h = 0xcbf29ce484222325
-    for byte in data:
-        h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    return h
 
 
 def fhash(t):
@@ -70,16 +65,6 @@ def logits_of(V, lseed, scale, quant, ninf):
 
 
 # ==== the three orders ======================================================
-
-
-def top_p_warper(scores, top_p, min_tokens_to_keep=1):
-    """transformers' TopPLogitsWarper.__call__, verbatim."""
-    sorted_logits, sorted_indices = torch.sort(scores, descending=False)
-    cumulative_probs = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
-    sorted_indices_to_remove = cumulative_probs <= (1 - top_p)
-    sorted_indices_to_remove[..., -min_tokens_to_keep:] = 0
-    indices_to_remove = sorted_indices_to_remove.scatter(1, sorted_indices, sorted_indices_to_remove)
-    return scores.masked_fill(indices_to_remove, -float("Inf"))
 
 
 def book_step(row, temperature, top_k, top_p, keep=None):
