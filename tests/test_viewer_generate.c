@@ -27,12 +27,12 @@
 #include <unistd.h>
 
 #include "api/maps/maps.h"
-#include "support/bpe_files.h"
 #include "support/check_main.h"
 #include "support/files.h"
 #include "support/npm.h"
 #include "support/procs.h"
 #include "support/server_harness.h"
+#include "support/tiny_server.h"
 
 #define CHROMIUM "/usr/bin/chromium"
 #define PLAYWRIGHT "playwright-core@1.61.1" /* as test_viewer.c: the last that runs on Node 18 */
@@ -121,16 +121,8 @@ START_TEST(generation_view) {
     const char *const specs[] = {PLAYWRIGHT, NULL};
     char prefix[600];
     ck_assert_msg(npm_ensure("build/npm", specs, prefix, sizeof prefix), "could not install " PLAYWRIGHT);
-    char dir[] = "/tmp/gen_viewer_XXXXXX", model[1200], tok[128], path[1024];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    static const char *const extra[] = {"<|endoftext|>", NULL};
-    ck_assert(tbpe_write_dir(dir, extra));
-    tfile_path(path, sizeof path, "tests/golden/generation/tiny_hf.safetensors");
-    snprintf(model, sizeof model, "--model=tiny=%s", path);
-    snprintf(tok, sizeof tok, "--tokenizer=bytes=%s", dir);
     srvt_server s;
-    const char *args[] = {model, tok, NULL};
-    srvt_must_start(&s, args);
+    tiny_server_start(&s, "gen_viewer_");
     char outdir[512], script[512], cmd[2400];
     tfile_path(outdir, sizeof outdir, "build/viewer");
     mkdir(outdir, 0755);
