@@ -145,7 +145,9 @@ static void compute(variant *v, const attn_config *cfg, uint64_t seed, const att
     free(params);
 }
 
-/* Requests that take x; input_seed 0: the seed chapter's six embeddings. */
+/* Requests that take x: fields, then "init":{"seed":seed} unless seed is 0
+ * (no parameters), then the inputs; input_seed 0: the seed chapter's six
+ * embeddings. */
 typedef struct {
     const char *name, *path, *fields;
     attn_config cfg;
@@ -154,60 +156,45 @@ typedef struct {
     unsigned input_seed;
 } x_case;
 
-static const x_case X_CASES[] = {
+/* The chapter's multi-head modules (3.6), whose requests differ in numbers
+ * only: "module", d_out, num_heads, context_length, dropout 0 and qkv_bias
+ * (then init.seed), on x of [batch][tokens][d_in]; causal. */
+typedef struct {
+    const char *name;
+    attn_module module;
+    int tokens, d_in, d_out, num_heads, context_length, qkv_bias, batch;
+    uint64_t seed;
+    unsigned input_seed;
+} mha_case;
+
+static const mha_case MHA_CASES[] = {
     /* The seed request of the chapter (3.6.2): batch of one. */
-    {"MultiHeadAttention seed 123", "/attention/multihead",
-     "\"module\":\"MultiHeadAttention\",\"d_out\":2,\"num_heads\":2,"
-     "\"context_length\":6,\"dropout\":0.0,\"qkv_bias\":false,\"init\":{\"seed\":123}",
-     {.module = ATTN_MHA, .tokens = 6, .d_in = 3, .d_out = 2, .num_heads = 2,
-      .context_length = 6, .causal = 1},
-     1, 123, 0},
-    {"MultiHeadAttention B2 T16 d16 h4", "/attention/multihead",
-     "\"module\":\"MultiHeadAttention\",\"d_out\":16,\"num_heads\":4,"
-     "\"context_length\":16,\"dropout\":0.0,\"qkv_bias\":true,\"init\":{\"seed\":7}",
-     {.module = ATTN_MHA, .tokens = 16, .d_in = 16, .d_out = 16, .num_heads = 4,
-      .context_length = 16, .bias = 1, .causal = 1},
-     2, 7, 1},
-    {"MultiHeadAttention T48 d48 h4", "/attention/multihead",
-     "\"module\":\"MultiHeadAttention\",\"d_out\":48,\"num_heads\":4,"
-     "\"context_length\":64,\"dropout\":0.0,\"qkv_bias\":false,\"init\":{\"seed\":11}",
-     {.module = ATTN_MHA, .tokens = 48, .d_in = 48, .d_out = 48, .num_heads = 4,
-      .context_length = 64, .causal = 1},
-     1, 11, 5},
-    {"MultiHeadAttentionWrapper", "/attention/multihead",
-     "\"module\":\"MultiHeadAttentionWrapper\",\"d_out\":2,\"num_heads\":2,"
-     "\"context_length\":6,\"dropout\":0.0,\"qkv_bias\":false,\"init\":{\"seed\":123}",
-     {.module = ATTN_MHA_WRAPPER, .tokens = 6, .d_in = 3, .d_out = 2, .num_heads = 2,
-      .context_length = 6, .causal = 1},
-     2, 123, 2},
+    {"MultiHeadAttention seed 123", ATTN_MHA, 6, 3, 2, 2, 6, 0, 1, 123, 0},
+    {"MultiHeadAttention B2 T16 d16 h4", ATTN_MHA, 16, 16, 16, 4, 16, 1, 2, 7, 1},
+    {"MultiHeadAttention T48 d48 h4", ATTN_MHA, 48, 48, 48, 4, 64, 0, 1, 11, 5},
+    {"MultiHeadAttentionWrapper", ATTN_MHA_WRAPPER, 6, 3, 2, 2, 6, 0, 2, 123, 2},
+};
+
+static const x_case X_CASES[] = {
     {"GPT2CausalSelfAttention", "/attention/multihead",
-     "\"module\":\"GPT2CausalSelfAttention\",\"n_embd\":8,\"n_head\":2,"
-     "\"block_size\":8,\"dropout\":0.0,\"init\":{\"seed\":1}",
-     {.module = ATTN_GPT2, .tokens = 5, .d_in = 8, .num_heads = 2, .context_length = 8,
-      .bias = 1, .causal = 1},
+     "\"module\":\"GPT2CausalSelfAttention\",\"n_embd\":8,\"n_head\":2,\"block_size\":8,\"dropout\":0.0",
+     {.module = ATTN_GPT2, .tokens = 5, .d_in = 8, .num_heads = 2, .context_length = 8, .bias = 1, .causal = 1},
      2, 1, 3},
     {"torch.nn.MultiheadAttention", "/attention/multihead",
-     "\"module\":\"torch.nn.MultiheadAttention\",\"embed_dim\":8,\"num_heads\":2,"
-     "\"dropout\":0.0,\"bias\":true,\"causal\":false,\"init\":{\"seed\":3}",
-     {.module = ATTN_TORCH_MHA, .tokens = 7, .d_in = 8, .num_heads = 2, .bias = 1},
-     1, 3, 4},
+     "\"module\":\"torch.nn.MultiheadAttention\",\"embed_dim\":8,\"num_heads\":2,\"dropout\":0.0,"
+     "\"bias\":true,\"causal\":false",
+     {.module = ATTN_TORCH_MHA, .tokens = 7, .d_in = 8, .num_heads = 2, .bias = 1}, 1, 3, 4},
     {"CausalAttention seed 789", "/attention/causal",
-     "\"module\":\"CausalAttention\",\"d_out\":2,\"context_length\":6,"
-     "\"dropout\":0.0,\"qkv_bias\":false,\"init\":{\"seed\":789}",
-     {.module = ATTN_CAUSAL, .tokens = 6, .d_in = 3, .d_out = 2, .num_heads = 1,
-      .context_length = 6, .causal = 1},
+     "\"module\":\"CausalAttention\",\"d_out\":2,\"context_length\":6,\"dropout\":0.0,\"qkv_bias\":false",
+     {.module = ATTN_CAUSAL, .tokens = 6, .d_in = 3, .d_out = 2, .num_heads = 1, .context_length = 6, .causal = 1},
      0, 789, 0},
     {"SelfAttention_v2 seed 789", "/attention/self",
-     "\"module\":\"SelfAttention_v2\",\"d_out\":2,\"qkv_bias\":false,\"init\":{\"seed\":789}",
-     {.module = ATTN_SELF_V2, .tokens = 6, .d_in = 3, .d_out = 2, .num_heads = 1},
-     0, 789, 0},
-    {"SelfAttention_v1 seed 123", "/attention/self",
-     "\"module\":\"SelfAttention_v1\",\"d_out\":2,\"init\":{\"seed\":123}",
-     {.module = ATTN_SELF_V1, .tokens = 6, .d_in = 3, .d_out = 2, .num_heads = 1},
-     0, 123, 0},
+     "\"module\":\"SelfAttention_v2\",\"d_out\":2,\"qkv_bias\":false",
+     {.module = ATTN_SELF_V2, .tokens = 6, .d_in = 3, .d_out = 2, .num_heads = 1}, 0, 789, 0},
+    {"SelfAttention_v1 seed 123", "/attention/self", "\"module\":\"SelfAttention_v1\",\"d_out\":2",
+     {.module = ATTN_SELF_V1, .tokens = 6, .d_in = 3, .d_out = 2, .num_heads = 1}, 0, 123, 0},
     {"simple softmax", "/attention/simple", "\"normalization\":\"softmax\"",
-     {.module = ATTN_SIMPLE, .tokens = 6, .d_in = 3, .num_heads = 1},
-     0, 0, 0},
+     {.module = ATTN_SIMPLE, .tokens = 6, .d_in = 3, .num_heads = 1}, 0, 0, 0},
 };
 
 /* Scaled dot-product attention on rank-2 query [L][E], key [S][E], value [S][Ev]. */
@@ -240,7 +227,9 @@ static void add_x_variant(const x_case *c) {
     else
         fill_inputs(x, n, c->input_seed);
     sbuf b = {0};
-    sb_add(&b, "{%s%s\"inputs\":", fields, *fields ? "," : "");
+    sb_add(&b, "{%s%s", fields, *fields ? "," : "");
+    if (c->seed) sb_add(&b, "\"init\":{\"seed\":%llu},", (unsigned long long)c->seed);
+    sb_add(&b, "\"inputs\":");
     int shape3[3] = {cfg.batch, cfg.tokens, cfg.d_in};
     if (B)
         sb_tensor(&b, x, shape3, 3);
@@ -280,7 +269,25 @@ static void add_sdpa_variant(const sdpa_case *c) {
     free(q);
 }
 
+/* A row of MHA_CASES as the request and config it stands for. */
+static void add_mha_variant(size_t i) {
+    static char fields[sizeof MHA_CASES / sizeof MHA_CASES[0]][256];
+    const mha_case *m = &MHA_CASES[i];
+    snprintf(fields[i], sizeof fields[i],
+             "\"module\":\"%s\",\"d_out\":%d,\"num_heads\":%d,\"context_length\":%d,"
+             "\"dropout\":0.0,\"qkv_bias\":%s",
+             attn_module_name(m->module), m->d_out, m->num_heads, m->context_length,
+             m->qkv_bias ? "true" : "false");
+    x_case c = {m->name, "/attention/multihead", fields[i],
+                {.module = m->module, .tokens = m->tokens, .d_in = m->d_in, .d_out = m->d_out,
+                 .num_heads = m->num_heads, .context_length = m->context_length,
+                 .bias = m->qkv_bias, .causal = 1},
+                m->batch, m->seed, m->input_seed};
+    add_x_variant(&c);
+}
+
 static void make_variants(void) {
+    for (size_t i = 0; i < sizeof MHA_CASES / sizeof MHA_CASES[0]; i++) add_mha_variant(i);
     for (size_t i = 0; i < sizeof X_CASES / sizeof X_CASES[0]; i++) add_x_variant(&X_CASES[i]);
     for (size_t i = 0; i < sizeof SDPA_CASES / sizeof SDPA_CASES[0]; i++)
         add_sdpa_variant(&SDPA_CASES[i]);
