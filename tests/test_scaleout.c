@@ -549,8 +549,8 @@ static void cluster_teardown(void) {
     free_variants();
 }
 
-START_TEST(test_scaleout_kill_two_of_three) {
-    make_variants();
+/* Three replicas on free ports, each ready, and nginx in front of them. */
+static void start_cluster(void) {
     for (int i = 0; i < 3; i++) start_replica(i);
     char url[128];
     for (int i = 0; i < 3; i++) {
@@ -562,47 +562,63 @@ START_TEST(test_scaleout_kill_two_of_three) {
     snprintf(url, sizeof url, "http://127.0.0.1:%d/healthz", g_cl.nginx_port);
     ck_assert_msg(srvt_wait_url(url, g_cl.nginx, 15.0), "nginx never answered (see %s/error.log)",
                   g_cl.dir);
+}
 
+/* What the load phase saw: clients started, requests answered, and when. */
+typedef struct {
+    int started;
+    long n_kill, n_one, done; /* answered at the kill, when one replica was left, at the end */
+    double t0, t_kill, t_one, t_end;
+    int reaped0, reaped1, st0, st1; /* the killed and the stopped replica */
+} load_run;
+
+/* SCALE_REQUESTS from SCALE_CLIENTS clients through nginx; a third of the
+ * way replica 0 is SIGKILLed, half way replica 1 gets SIGTERM. */
+static load_run run_load(void) {
+    load_run L = {0};
     snprintf(g_load.url, sizeof g_load.url, "http://127.0.0.1:%d", g_cl.nginx_port);
     atomic_store(&g_load.next, 0);
     atomic_store(&g_load.done, 0);
     atomic_store(&g_load.failed, 0);
     g_load.n_failures_kept = 0;
     pthread_mutex_init(&g_load.lock, NULL);
-    double t0 = procs_now();
-    g_load.deadline = t0 + SCALE_LOAD_SECONDS;
+    L.t0 = procs_now();
+    g_load.deadline = L.t0 + SCALE_LOAD_SECONDS;
     pthread_t th[SCALE_CLIENTS];
-    int started = 0;
-    for (; started < SCALE_CLIENTS; started++)
-        if (pthread_create(&th[started], NULL, client, NULL) != 0) break;
+    for (; L.started < SCALE_CLIENTS; L.started++)
+        if (pthread_create(&th[L.started], NULL, client, NULL) != 0) break;
 
     /* A third of the way: SIGKILL replica 0 (connections reset, nothing drained). */
-    long n_kill = wait_done(SCALE_REQUESTS / 3);
-    double t_kill = procs_now();
+    L.n_kill = wait_done(SCALE_REQUESTS / 3);
+    L.t_kill = procs_now();
     kill(g_cl.replica[0], SIGKILL);
     /* Half way: SIGTERM replica 1, which drains and exits 0. */
     wait_done(SCALE_REQUESTS / 2);
     kill(g_cl.replica[1], SIGTERM);
-    int st0 = 0, st1 = 0;
-    int reaped0 = procs_wait(g_cl.replica[0], 10.0, &st0);
-    int reaped1 = procs_wait(g_cl.replica[1], 30.0, &st1);
-    if (reaped0) g_cl.replica[0] = 0;
-    if (reaped1) g_cl.replica[1] = 0;
+    L.reaped0 = procs_wait(g_cl.replica[0], 10.0, &L.st0);
+    L.reaped1 = procs_wait(g_cl.replica[1], 30.0, &L.st1);
+    if (L.reaped0) g_cl.replica[0] = 0;
+    if (L.reaped1) g_cl.replica[1] = 0;
     /* From here on one replica serves everything. */
-    double t_one = procs_now();
-    long n_one = atomic_load(&g_load.done);
+    L.t_one = procs_now();
+    L.n_one = atomic_load(&g_load.done);
 
-    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-    double t_end = procs_now();
-    long done = atomic_load(&g_load.done);
+    for (int i = 0; i < L.started; i++) pthread_join(th[i], NULL);
+    L.t_end = procs_now();
+    L.done = atomic_load(&g_load.done);
     pthread_mutex_destroy(&g_load.lock);
+    return L;
+}
 
-    double rps_before = n_kill / (t_kill - t0 > 0 ? t_kill - t0 : 1e-9);
-    double rps_after = (done - n_one) / (t_end - t_one > 0 ? t_end - t_one : 1e-9);
+/* The requests per second before the first kill and after the second
+ * stop, the replicas' and nginx's logs, the first failures. */
+static void print_load(const load_run *L) {
+    double rps_before = L->n_kill / (L->t_kill - L->t0 > 0 ? L->t_kill - L->t0 : 1e-9);
+    double rps_after = (L->done - L->n_one) / (L->t_end - L->t_one > 0 ? L->t_end - L->t_one : 1e-9);
     printf("scaleout: %ld requests from %d clients in %.2f s through nginx: %.0f req/s with 3 "
            "replicas (first %ld), %.0f req/s with 1 replica (last %ld); %ld failed\n",
-           done, started, t_end - t0, rps_before, n_kill, rps_after, done - n_one,
-           atomic_load(&g_load.failed));
+           L->done, L->started, L->t_end - L->t0, rps_before, L->n_kill, rps_after,
+           L->done - L->n_one, atomic_load(&g_load.failed));
     char path[600];
     for (int i = 0; i < 3; i++) {
         snprintf(path, sizeof path, "%s/replica%d.log", g_cl.dir, i);
@@ -615,18 +631,26 @@ START_TEST(test_scaleout_kill_two_of_three) {
     for (int i = 0; i < g_load.n_failures_kept; i++)
         printf("scaleout: failure: %s\n", g_load.first_failures[i]);
     fflush(stdout);
+}
 
-    ck_assert_int_eq(started, SCALE_CLIENTS);
-    ck_assert_int_eq(done, SCALE_REQUESTS);
+START_TEST(test_scaleout_kill_two_of_three) {
+    make_variants();
+    start_cluster();
+    load_run L = run_load();
+    print_load(&L);
+
+    ck_assert_int_eq(L.started, SCALE_CLIENTS);
+    ck_assert_int_eq(L.done, SCALE_REQUESTS);
     ck_assert_msg(atomic_load(&g_load.failed) == 0, "%ld of %d requests failed; first: %s",
                   atomic_load(&g_load.failed), SCALE_REQUESTS, g_load.first_failures[0]);
-    ck_assert_msg(reaped0 && WIFSIGNALED(st0) && WTERMSIG(st0) == SIGKILL,
-                  "replica 0 was not killed by SIGKILL (status %d)", st0);
-    ck_assert_msg(reaped1 && WIFEXITED(st1) && WEXITSTATUS(st1) == 0,
-                  "replica 1 did not exit 0 on SIGTERM (status %d, log %s/replica1.log)", st1,
+    ck_assert_msg(L.reaped0 && WIFSIGNALED(L.st0) && WTERMSIG(L.st0) == SIGKILL,
+                  "replica 0 was not killed by SIGKILL (status %d)", L.st0);
+    ck_assert_msg(L.reaped1 && WIFEXITED(L.st1) && WEXITSTATUS(L.st1) == 0,
+                  "replica 1 did not exit 0 on SIGTERM (status %d, log %s/replica1.log)", L.st1,
                   g_cl.dir);
 
     /* The survivor still answers through nginx, then everything stops cleanly. */
+    char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/readyz", g_cl.nginx_port);
     ck_assert(srvt_wait_url(url, g_cl.nginx, 5.0));
     int st = 0;
