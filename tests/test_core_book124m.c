@@ -136,11 +136,8 @@ END_TEST
 static Suite *suite(void) {
     openblas_set_num_threads(1);
     Suite *s = suite_create("core_book124m");
-    TCase *tc = tcase_create("book");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, plan_of_the_book_model);
-    tcase_add_test(tc, book_generates_its_printed_tokens);
-    suite_add_tcase(s, tc);
+    const TTest *tests[] = {plan_of_the_book_model, book_generates_its_printed_tokens, NULL};
+    tcase_with(s, "book", 120, tests);
     return s;
 }
 

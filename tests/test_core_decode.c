@@ -321,14 +321,10 @@ END_TEST
 static Suite *suite(void) {
     openblas_set_num_threads(1);
     Suite *s = suite_create("core_decode");
-    TCase *tc = tcase_create("decode");
-    tcase_set_timeout(tc, 30);
+    const TTest *tests[] = {context_cropping, from_empty_cache, errors_and_sizes, NULL};
+    TCase *tc = tcase_with(s, "decode", 30, tests);
     tcase_add_loop_test(tc, cached_equals_full, 0, 16);
     tcase_add_loop_test(tc, same_bits_any_pool, 0, 2);
-    tcase_add_test(tc, context_cropping);
-    tcase_add_test(tc, from_empty_cache);
-    tcase_add_test(tc, errors_and_sizes);
-    suite_add_tcase(s, tc);
     return s;
 }
 

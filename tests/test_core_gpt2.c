@@ -19,7 +19,6 @@
  * repository root.
  */
 #include <check.h>
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +27,7 @@
 #include "core/attention.h"
 #include "core/vexp.h"
 #include "tests/support/check_main.h"
+#include "tests/support/gpt2_files.h"
 
 #include <cblas.h> /* openblas_set_num_threads */
 
@@ -91,25 +91,13 @@ static int gcase_load(const char *path, gcase *g, char *why, size_t len) {
         }
         if (sscanf(line, "%31s", key) != 1) continue;
         const char *val = line + strlen(key) + (line[strlen(key)] ? 1 : 0);
+        if (gpt2_config_key(&g->cfg, key, val)) continue;
         if (!strcmp(key, "case")) snprintf(g->name, sizeof g->name, "%s", val);
-        else if (!strcmp(key, "family"))
-            g->cfg.family = strcmp(val, "GPTModel") == 0 ? ATTN_FAMILY_GPTMODEL : ATTN_FAMILY_GPT2;
-        else if (!strcmp(key, "vocab_size")) g->cfg.vocab_size = atoi(val);
-        else if (!strcmp(key, "block_size") || !strcmp(key, "context_length"))
-            g->cfg.block_size = atoi(val);
-        else if (!strcmp(key, "n_layer") || !strcmp(key, "n_layers")) g->cfg.n_layer = atoi(val);
-        else if (!strcmp(key, "n_head") || !strcmp(key, "n_heads")) g->cfg.n_head = atoi(val);
-        else if (!strcmp(key, "n_embd") || !strcmp(key, "emb_dim")) g->cfg.n_embd = atoi(val);
-        else if (!strcmp(key, "dropout") || !strcmp(key, "drop_rate"))
-            g->cfg.dropout = strtod(val, NULL);
-        else if (!strcmp(key, "qkv_bias")) g->cfg.qkv_bias = atoi(val);
         else if (!strcmp(key, "seed")) g->seed = strtoull(val, NULL, 10);
         else if (!strcmp(key, "training")) g->training = atoi(val);
         else if (!strcmp(key, "B")) g->B = atoi(val);
         else if (!strcmp(key, "T")) g->T = atoi(val);
         else if (!strcmp(key, "names")) g->names = strdup(val);
-        else if (!strcmp(key, "activation"))
-            g->cfg.gelu = strcmp(val, "gelu_new") == 0 ? ATTN_GELU_TANH : ATTN_GELU_ERF;
     }
     free(line);
     fclose(f);
@@ -140,10 +128,25 @@ static long compare(const char *what, const float *got, const float *want, size_
     return -1;
 }
 
+/* Plans c for B x T (training or not) and makes its parameters as
+ * torch.manual_seed(seed); Model(c) does: malloc'd, the caller frees them;
+ * *rng is left where PyTorch's generator is after the constructor. */
+static float *seeded_model(const attn_gpt2_config *c, int B, int T, int training, uint64_t seed,
+                           attn_gpt2_plan *plan, attn_rng *rng) {
+    attn_error err = {0};
+    int rc = attn_gpt2_plan_make(c, B, T, training, plan, &err);
+    ck_assert_msg(rc == ATTN_OK, "attn_gpt2_plan_make: %s (%s)", attn_status_name(rc), err.message);
+    float *params = malloc(plan->n_params * sizeof *params);
+    ck_assert_ptr_nonnull(params);
+    attn_rng_seed(rng, seed);
+    rc = attn_gpt2_params_init(plan, params, rng, &err);
+    ck_assert_msg(rc == ATTN_OK, "attn_gpt2_params_init: %s (%s)", attn_status_name(rc), err.message);
+    return params;
+}
+
 /* ==== The files =========================================================== */
 
-static char **g_paths;
-static int g_n, g_per_dir[2];
+static gpt2_files g_files;
 
 /* The directories of golden files: one per family, or GOLDEN_GPT2_DIR. */
 static int golden_dirs(const char *dirs[2]) {
@@ -157,45 +160,12 @@ static int golden_dirs(const char *dirs[2]) {
     return 2;
 }
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void list_dir(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t l = strlen(e->d_name);
-        if (l < 6 || strcmp(e->d_name + l - 5, ".gpt2") != 0) continue;
-        char **grown = realloc(g_paths, (size_t)(g_n + 1) * sizeof *g_paths);
-        if (!grown) break;
-        g_paths = grown;
-        size_t n = strlen(dir) + l + 2;
-        g_paths[g_n] = malloc(n);
-        if (!g_paths[g_n]) break;
-        snprintf(g_paths[g_n++], n, "%s/%s", dir, e->d_name);
-    }
-    closedir(d);
-}
-
-static void list_files(void) {
-    const char *dirs[2];
-    int n = golden_dirs(dirs);
-    for (int i = 0; i < n; i++) {
-        int before = g_n;
-        list_dir(dirs[i]);
-        g_per_dir[i] = g_n - before;
-    }
-    qsort(g_paths, (size_t)g_n, sizeof *g_paths, cmp_str);
-}
-
 START_TEST(golden_files_exist) {
     const char *dirs[2];
     int n = golden_dirs(dirs);
     for (int i = 0; i < n; i++)
-        ck_assert_msg(g_per_dir[i] >= 10, "expected the golden files of %s (found %d)", dirs[i],
-                      g_per_dir[i]);
+        ck_assert_msg(g_files.per_dir[i] >= 10, "expected the golden files of %s (found %d)", dirs[i],
+                      g_files.per_dir[i]);
 }
 END_TEST
 
@@ -203,7 +173,7 @@ END_TEST
 START_TEST(golden_state_dict) {
     gcase g;
     char why[512];
-    ck_assert_msg(gcase_load(g_paths[_i], &g, why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(gcase_load(g_files.paths[_i], &g, why, sizeof why) == 0, "%s", why);
     attn_gpt2_plan plan;
     attn_error err = {0};
     ck_assert_msg(attn_gpt2_plan_make(&g.cfg, g.B, g.T, g.training, &plan, &err) == ATTN_OK,
@@ -234,15 +204,11 @@ END_TEST
 START_TEST(golden_init) {
     gcase g;
     char why[512];
-    ck_assert_msg(gcase_load(g_paths[_i], &g, why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(gcase_load(g_files.paths[_i], &g, why, sizeof why) == 0, "%s", why);
     attn_gpt2_plan plan;
-    attn_error err = {0};
-    ck_assert_int_eq(attn_gpt2_plan_make(&g.cfg, g.B, g.T, g.training, &plan, &err), ATTN_OK);
-    float *params = malloc(plan.n_params * sizeof *params);
-    ck_assert_ptr_nonnull(params);
     attn_rng rng;
-    attn_rng_seed(&rng, g.seed);
-    ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
+    float *params = seeded_model(&g.cfg, g.B, g.T, g.training, g.seed, &plan, &rng);
+    attn_error err = {0};
     size_t diff = 0, first = 0;
     for (size_t i = 0; i < plan.n_params; i++)
         if (memcmp(&params[i], &g.params[i], sizeof(float)) != 0 && diff++ == 0) first = i;
@@ -260,20 +226,14 @@ END_TEST
 START_TEST(golden_forward) {
     gcase g;
     char why[512];
-    ck_assert_msg(gcase_load(g_paths[_i], &g, why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(gcase_load(g_files.paths[_i], &g, why, sizeof why) == 0, "%s", why);
     attn_gpt2_plan plan;
-    attn_error err = {0};
-    ck_assert_int_eq(attn_gpt2_plan_make(&g.cfg, g.B, g.T, g.training, &plan, &err), ATTN_OK);
+    attn_rng rng; /* the generator as PyTorch's after the constructor */
+    free(seeded_model(&g.cfg, g.B, g.T, g.training, g.seed, &plan, &rng));
     ck_assert_uint_eq(plan.n_logits, g.n_logits);
     ck_assert_uint_eq(plan.n_hidden, g.n_hidden);
     ck_assert_uint_eq(plan.n_attn, g.n_attn);
-    /* the generator as PyTorch's after the constructor */
-    float *params = malloc(plan.n_params * sizeof *params);
-    ck_assert_ptr_nonnull(params);
-    attn_rng rng;
-    attn_rng_seed(&rng, g.seed);
-    ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
-    free(params);
+    attn_error err = {0};
 
     float *logits = malloc(plan.n_logits * sizeof(float));
     float *hidden = malloc(plan.n_hidden * sizeof(float));
@@ -364,14 +324,9 @@ START_TEST(golden_init_hashes) {
         double after;
         ck_assert_msg(hash_line(line, book, &c, &seed, &n, &hash, &after), "%s: %s", path, line);
         attn_gpt2_plan plan;
-        attn_error err;
-        ck_assert_int_eq(attn_gpt2_plan_make(&c, 1, 1, 0, &plan, &err), ATTN_OK);
-        ck_assert_uint_eq(plan.n_params, n);
-        float *params = malloc(n * sizeof *params);
-        ck_assert_ptr_nonnull(params);
         attn_rng rng;
-        attn_rng_seed(&rng, seed);
-        ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
+        float *params = seeded_model(&c, 1, 1, 0, seed, &plan, &rng);
+        ck_assert_uint_eq(plan.n_params, n);
         uint64_t got = fnv1a64(params, n);
         ck_assert_msg(got == hash, "GPTConfig(%d, %d, %d, %d, %d), seed %llu: hash %016llx, "
                       "PyTorch's %016llx", c.vocab_size, c.block_size, c.n_layer, c.n_head,
@@ -401,6 +356,48 @@ static void expect_plan_error(attn_gpt2_config c, int B, int T, int code, const 
     ck_assert_str_eq(err.field, field);
 }
 
+/* The parameter called name in plan's state_dict (fails the test if none). */
+static attn_param param_named(const attn_gpt2_plan *plan, const char *name) {
+    attn_param p = {0};
+    for (int i = 0; i < plan->param_count; i++)
+        if (attn_gpt2_param_get(plan, i, &p) == ATTN_OK && strcmp(p.name, name) == 0) return p;
+    ck_abort_msg("no parameter %s in the state_dict", name);
+    return p;
+}
+
+/* attn_gpt2_params_check finds a NaN put at params[i], named field. */
+static void expect_nan_named(const attn_gpt2_plan *plan, float *params, size_t i,
+                             const char *field) {
+    attn_error err = {0};
+    params[i] = NAN;
+    ck_assert_int_eq(attn_gpt2_params_check(plan, params, &err), ATTN_ERR_NONFINITE);
+    ck_assert_str_eq(err.field, field);
+}
+
+/* The square [T][T] mask buffer p (TRIL or TRIU, checked by the caller):
+ * accepted as made, refused and named with a 1 at params[p.offset + at]
+ * (the wrong side of the diagonal), accepted again once it is 0. */
+static void expect_mask_guarded(const attn_gpt2_plan *plan, float *params, attn_param p, size_t at,
+                                const char *field) {
+    attn_error err = {0};
+    ck_assert_int_eq(attn_gpt2_params_check(plan, params, &err), ATTN_OK);
+    params[p.offset + at] = 1.0f;
+    ck_assert_int_eq(attn_gpt2_params_check(plan, params, &err), ATTN_ERR_ARG);
+    ck_assert_str_eq(err.field, field);
+    params[p.offset + at] = 0.0f;
+    ck_assert_int_eq(attn_gpt2_params_check(plan, params, &err), ATTN_OK);
+}
+
+/* With no blocks, logits[t][5] = hidden[t] · head[5] (the head's rows of
+ * SMALL's C = 8 floats, V = 10) at both positions. */
+static void expect_head_product(const float *logits, const float *hidden, const float *head) {
+    for (int t = 0; t < 2; t++) {
+        double dot = 0.0;
+        for (int k = 0; k < 8; k++) dot += (double)hidden[t * 8 + k] * head[5 * 8 + k];
+        ck_assert_double_eq_tol(logits[t * 10 + 5], dot, 1e-5);
+    }
+}
+
 START_TEST(plan_errors) {
     attn_gpt2_config c = SMALL;
     expect_plan_error(c, 1, 7, ATTN_ERR_SHAPE, "idx"); /* T > block_size */
@@ -425,13 +422,9 @@ END_TEST
 
 START_TEST(forward_errors) {
     attn_gpt2_plan plan;
-    attn_error err = {0};
-    ck_assert_int_eq(attn_gpt2_plan_make(&SMALL, 1, 3, 0, &plan, &err), ATTN_OK);
-    float *params = malloc(plan.n_params * sizeof *params);
-    ck_assert_ptr_nonnull(params);
     attn_rng rng;
-    attn_rng_seed(&rng, 1);
-    ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
+    float *params = seeded_model(&SMALL, 1, 3, 0, 1, &plan, &rng);
+    attn_error err = {0};
     float logits[3 * 10];
     attn_gpt2_outputs out = {.logits = logits};
     int32_t idx[3] = {1, 10, 2};
@@ -443,21 +436,11 @@ START_TEST(forward_errors) {
     idx[1] = 9;
     ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_OK);
     /* a tril buffer that is not tril, and a NaN, are named */
-    attn_param p;
-    int found = 0;
-    for (int i = 0; i < plan.param_count && !found; i++) {
-        attn_gpt2_param_get(&plan, i, &p);
-        found = strcmp(p.name, "h.1.attn.bias") == 0;
-    }
-    ck_assert(found && p.buffer == ATTN_BUFFER_TRIL && p.count == 36);
-    params[p.offset + 1] = 1.0f; /* [0][1]: above the diagonal */
-    ck_assert_int_eq(attn_gpt2_params_check(&plan, params, &err), ATTN_ERR_ARG);
-    ck_assert_str_eq(err.field, "state_dict.h.1.attn.bias");
-    params[p.offset + 1] = 0.0f;
-    ck_assert_int_eq(attn_gpt2_params_check(&plan, params, &err), ATTN_OK);
-    params[plan.n_params - 1] = NAN;
-    ck_assert_int_eq(attn_gpt2_params_check(&plan, params, &err), ATTN_ERR_NONFINITE);
-    ck_assert_str_eq(err.field, "state_dict.ln_f.bias");
+    attn_param p = param_named(&plan, "h.1.attn.bias");
+    ck_assert(p.buffer == ATTN_BUFFER_TRIL && p.count == 36);
+    /* [0][1]: above the diagonal */
+    expect_mask_guarded(&plan, params, p, 1, "state_dict.h.1.attn.bias");
+    expect_nan_named(&plan, params, plan.n_params - 1, "state_dict.ln_f.bias");
     free(params);
 }
 END_TEST
@@ -468,14 +451,11 @@ END_TEST
  * find (the forward does not check the parameters per block). */
 START_TEST(nonfinite_results) {
     attn_gpt2_plan plan;
-    attn_error err = {0};
-    ck_assert_int_eq(attn_gpt2_plan_make(&SMALL, 1, 3, 0, &plan, &err), ATTN_OK);
-    float *params = malloc(plan.n_params * sizeof *params);
-    float *logits = malloc(plan.n_logits * sizeof *logits);
-    ck_assert(params && logits);
     attn_rng rng;
-    attn_rng_seed(&rng, 4);
-    ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
+    float *params = seeded_model(&SMALL, 1, 3, 0, 4, &plan, &rng);
+    float *logits = malloc(plan.n_logits * sizeof *logits);
+    ck_assert_ptr_nonnull(logits);
+    attn_error err = {0};
     int32_t idx[3] = {1, 2, 3};
     attn_gpt2_outputs out = {.logits = logits};
     /* wte x 1e20 and ln_f.weight 1e20: h about 1e20, logits about 1e40 */
@@ -491,23 +471,14 @@ START_TEST(nonfinite_results) {
         for (int c = 0; c < plan.C; c++) ln_f[c] = 1.0f;
         ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_OK);
     }
-    attn_param p;
-    for (int i = 0; i < plan.param_count; i++) {
-        attn_gpt2_param_get(&plan, i, &p);
-        if (strcmp(p.name, "h.0.attn.c_attn.weight") == 0) break;
-    }
+    attn_param p = param_named(&plan, "h.0.attn.c_attn.weight");
     ck_assert_str_eq(p.name, "h.0.attn.c_attn.weight");
     /* a NaN weight is found by the check the forward's callers make once
      * (attn_gpt2_params_check), named */
-    params[p.offset + 5] = NAN;
-    ck_assert_int_eq(attn_gpt2_params_check(&plan, params, &err), ATTN_ERR_NONFINITE);
-    ck_assert_str_eq(err.field, "state_dict.h.0.attn.c_attn.weight");
+    expect_nan_named(&plan, params, p.offset + 5, "state_dict.h.0.attn.c_attn.weight");
     /* one in the MLP reaches the hidden state, which the forward checks */
     params[p.offset + 5] = 0.5f;
-    for (int i = 0; i < plan.param_count; i++) {
-        attn_gpt2_param_get(&plan, i, &p);
-        if (strcmp(p.name, "h.1.mlp.fc.weight") == 0) break;
-    }
+    p = param_named(&plan, "h.1.mlp.fc.weight");
     params[p.offset + 3] = NAN;
     ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err),
                      ATTN_ERR_NONFINITE);
@@ -516,30 +487,37 @@ START_TEST(nonfinite_results) {
 }
 END_TEST
 
-/* n_layer 0 is a valid GPT2: embeddings, ln_f, tied head. */
+/* n_layer 0 is a valid model: embeddings, the final norm and the head,
+ * logits = final_norm(x) · head. GPT2's head is tied to wte (its first
+ * parameter); GPTModel's is its own out_head (untied: not the token
+ * embedding). SMALL without blocks, parameters from seed 2, ids {3, 4}. */
+static const struct {
+    attn_family family;
+    int param_count, head;
+    const char *head_name;
+} NO_LAYERS[] = {
+    {ATTN_FAMILY_GPT2, 4, 0, "wte.weight"},
+    {ATTN_FAMILY_GPTMODEL, 5, 4, "out_head.weight"},
+};
+
 START_TEST(no_layers) {
     attn_gpt2_config c = SMALL;
-    c.n_layer = 0;
+    c.family = NO_LAYERS[_i].family, c.n_layer = 0;
     attn_gpt2_plan plan;
-    attn_error err = {0};
-    ck_assert_int_eq(attn_gpt2_plan_make(&c, 1, 2, 0, &plan, &err), ATTN_OK);
-    ck_assert_int_eq(plan.param_count, 4);
-    ck_assert_uint_eq(plan.n_attn, 0);
-    float *params = malloc(plan.n_params * sizeof *params);
-    ck_assert_ptr_nonnull(params);
     attn_rng rng;
-    attn_rng_seed(&rng, 2);
-    ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
+    float *params = seeded_model(&c, 1, 2, 0, 2, &plan, &rng);
+    ck_assert_int_eq(plan.param_count, NO_LAYERS[_i].param_count);
+    ck_assert_uint_eq(plan.n_attn, 0);
+    attn_param head;
+    ck_assert_int_eq(attn_gpt2_param_get(&plan, NO_LAYERS[_i].head, &head), ATTN_OK);
+    ck_assert_str_eq(head.name, NO_LAYERS[_i].head_name);
     float logits[2 * 10], hidden[2 * 8];
     int32_t idx[2] = {3, 4};
     attn_gpt2_outputs out = {.logits = logits, .hidden_states = hidden};
+    attn_error err = {0};
     ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_OK);
-    /* logits[t][v] = ln_f(x[t]) · wte[v] */
-    for (int t = 0; t < 2; t++) {
-        double dot = 0.0;
-        for (int k = 0; k < 8; k++) dot += (double)hidden[t * 8 + k] * params[5 * 8 + k];
-        ck_assert_double_eq_tol(logits[t * 10 + 5], dot, 1e-5);
-    }
+    /* logits[t][v] = final_norm(x[t]) · head[v] */
+    expect_head_product(logits, hidden, params + head.offset);
     free(params);
 }
 END_TEST
@@ -581,14 +559,11 @@ START_TEST(same_bits_any_pool) {
                           .qkv_bias = _i & 1};
     int training = (_i & 2) != 0, B = 2, T = 150;
     attn_gpt2_plan plan;
-    attn_error err = {0};
-    ck_assert_int_eq(attn_gpt2_plan_make(&c, B, T, training, &plan, &err), ATTN_OK);
-    float *params = malloc(plan.n_params * sizeof(float));
-    int32_t *idx = malloc((size_t)B * T * sizeof *idx);
-    ck_assert(params && idx);
     attn_rng rng;
-    attn_rng_seed(&rng, 11);
-    ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
+    float *params = seeded_model(&c, B, T, training, 11, &plan, &rng);
+    int32_t *idx = malloc((size_t)B * T * sizeof *idx);
+    ck_assert_ptr_nonnull(idx);
+    attn_error err = {0};
     for (int i = 0; i < B * T; i++) idx[i] = (int32_t)((i * 7919u) % 700u);
     size_t n = plan.n_logits + plan.n_hidden + plan.n_attn + plan.n_dropout;
     float *want = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
@@ -665,63 +640,18 @@ START_TEST(gptmodel_plan_errors) {
 }
 END_TEST
 
-/* No blocks: logits = final_norm(x) · out_head, the head's own weight
- * (untied: not the token embedding). */
-START_TEST(gptmodel_no_layers_untied) {
-    attn_gpt2_config c = SMALL;
-    c.family = ATTN_FAMILY_GPTMODEL, c.n_layer = 0;
-    attn_gpt2_plan plan;
-    attn_error err = {0};
-    ck_assert_int_eq(attn_gpt2_plan_make(&c, 1, 2, 0, &plan, &err), ATTN_OK);
-    ck_assert_int_eq(plan.param_count, 5);
-    float *params = malloc(plan.n_params * sizeof *params);
-    ck_assert_ptr_nonnull(params);
-    attn_rng rng;
-    attn_rng_seed(&rng, 2);
-    ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
-    attn_param head;
-    ck_assert_int_eq(attn_gpt2_param_get(&plan, 4, &head), ATTN_OK);
-    ck_assert_str_eq(head.name, "out_head.weight");
-    float logits[2 * 10], hidden[2 * 8];
-    int32_t idx[2] = {3, 4};
-    attn_gpt2_outputs out = {.logits = logits, .hidden_states = hidden};
-    ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_OK);
-    for (int t = 0; t < 2; t++) {
-        double dot = 0.0;
-        for (int k = 0; k < 8; k++) dot += (double)hidden[t * 8 + k] * params[head.offset + 5 * 8 + k];
-        ck_assert_double_eq_tol(logits[t * 10 + 5], dot, 1e-5);
-    }
-    free(params);
-}
-END_TEST
-
 /* att.mask must hold triu(ones, diagonal=1); a NaN is named too. */
 START_TEST(gptmodel_mask_buffer) {
     attn_gpt2_config c = SMALL;
     c.family = ATTN_FAMILY_GPTMODEL, c.qkv_bias = 1;
     attn_gpt2_plan plan;
-    attn_error err = {0};
-    ck_assert_int_eq(attn_gpt2_plan_make(&c, 1, 3, 0, &plan, &err), ATTN_OK);
-    float *params = malloc(plan.n_params * sizeof *params);
-    ck_assert_ptr_nonnull(params);
     attn_rng rng;
-    attn_rng_seed(&rng, 1);
-    ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
-    attn_param p;
-    int found = 0;
-    for (int i = 0; i < plan.param_count && !found; i++) {
-        attn_gpt2_param_get(&plan, i, &p);
-        found = strcmp(p.name, "trf_blocks.1.att.mask") == 0;
-    }
-    ck_assert(found && p.buffer == ATTN_BUFFER_TRIU && p.count == 36 && p.rank == 2);
-    ck_assert_int_eq(attn_gpt2_params_check(&plan, params, &err), ATTN_OK);
-    params[p.offset + 6] = 1.0f; /* [1][0]: below the diagonal */
-    ck_assert_int_eq(attn_gpt2_params_check(&plan, params, &err), ATTN_ERR_ARG);
-    ck_assert_str_eq(err.field, "state_dict.trf_blocks.1.att.mask");
-    params[p.offset + 6] = 0.0f;
-    params[plan.n_params - 1] = NAN;
-    ck_assert_int_eq(attn_gpt2_params_check(&plan, params, &err), ATTN_ERR_NONFINITE);
-    ck_assert_str_eq(err.field, "state_dict.out_head.weight");
+    float *params = seeded_model(&c, 1, 3, 0, 1, &plan, &rng);
+    attn_param p = param_named(&plan, "trf_blocks.1.att.mask");
+    ck_assert(p.buffer == ATTN_BUFFER_TRIU && p.count == 36 && p.rank == 2);
+    /* [1][0]: below the diagonal */
+    expect_mask_guarded(&plan, params, p, 6, "state_dict.trf_blocks.1.att.mask");
+    expect_nan_named(&plan, params, plan.n_params - 1, "state_dict.out_head.weight");
     free(params);
 }
 END_TEST
@@ -746,38 +676,29 @@ static Suite *suite(void) {
     /* Bits depend on OpenBLAS's thread count (attention.h): one thread, as
      * attn_pool_create and the server set it. */
     openblas_set_num_threads(1);
-    list_files();
-    Suite *s = suite_create("core_gpt2");
-    TCase *files = tcase_create("golden");
-    tcase_set_timeout(files, 30);
-    tcase_add_test(files, golden_files_exist);
     const char *dirs[2];
-    tcase_add_loop_test(files, golden_init_hashes, 0, golden_dirs(dirs));
-    if (g_n > 0) {
-        tcase_add_loop_test(files, golden_state_dict, 0, g_n);
-        tcase_add_loop_test(files, golden_init, 0, g_n);
-        tcase_add_loop_test(files, golden_forward, 0, g_n);
+    int n_dirs = golden_dirs(dirs);
+    gpt2_files_list(&g_files, dirs, n_dirs);
+    Suite *s = suite_create("core_gpt2");
+    const TTest *golden[] = {golden_files_exist, NULL};
+    TCase *files = tcase_with(s, "golden", 30, golden);
+    tcase_add_loop_test(files, golden_init_hashes, 0, n_dirs);
+    if (g_files.n > 0) {
+        tcase_add_loop_test(files, golden_state_dict, 0, g_files.n);
+        tcase_add_loop_test(files, golden_init, 0, g_files.n);
+        tcase_add_loop_test(files, golden_forward, 0, g_files.n);
     }
-    suite_add_tcase(s, files);
-    TCase *errors = tcase_create("errors");
-    tcase_add_test(errors, plan_errors);
-    tcase_add_test(errors, forward_errors);
-    tcase_add_test(errors, no_layers);
-    tcase_add_test(errors, nonfinite_results);
-    tcase_add_test(errors, normal_small_cache);
-    tcase_add_test(errors, gelu_forms);
-    tcase_add_loop_test(errors, same_bits_any_pool, 0, 8);
-    tcase_add_test(errors, family_table);
-    tcase_add_test(errors, gptmodel_plan_errors);
-    tcase_add_test(errors, gptmodel_no_layers_untied);
-    tcase_add_test(errors, gptmodel_mask_buffer);
-    suite_add_tcase(s, errors);
+    const TTest *errors[] = {plan_errors, forward_errors, nonfinite_results, normal_small_cache,
+                             gelu_forms, family_table, gptmodel_plan_errors, gptmodel_mask_buffer,
+                             NULL};
+    TCase *tc = tcase_with(s, "errors", 0, errors);
+    tcase_add_loop_test(tc, no_layers, 0, (int)(sizeof NO_LAYERS / sizeof NO_LAYERS[0]));
+    tcase_add_loop_test(tc, same_bits_any_pool, 0, 8);
     return s;
 }
 
 static void free_files(void) {
-    for (int i = 0; i < g_n; i++) free(g_paths[i]);
-    free(g_paths);
+    gpt2_files_free(&g_files);
 }
 
 const test_program TEST_PROGRAM = {.suites = {suite}, .after = free_files};

@@ -17,7 +17,6 @@
  * repository root.
  */
 #include <check.h>
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +24,7 @@
 
 #include "core/attention.h"
 #include "tests/support/check_main.h"
+#include "tests/support/gpt2_files.h"
 
 #include <cblas.h> /* openblas_set_num_threads */
 
@@ -58,18 +58,10 @@ static const tensor *find(const hcase *g, const char *name) {
     return NULL;
 }
 
+/* A header line: the config (gpt2_files.h), B and T. */
 static void config_line(hcase *g, const char *key, const char *val) {
-    attn_gpt2_config *c = &g->cfg;
-    if (!strcmp(key, "family"))
-        c->family = strcmp(val, "GPTModel") == 0 ? ATTN_FAMILY_GPTMODEL : ATTN_FAMILY_GPT2;
-    else if (!strcmp(key, "vocab_size")) c->vocab_size = atoi(val);
-    else if (!strcmp(key, "block_size") || !strcmp(key, "context_length")) c->block_size = atoi(val);
-    else if (!strcmp(key, "n_layer") || !strcmp(key, "n_layers")) c->n_layer = atoi(val);
-    else if (!strcmp(key, "n_head") || !strcmp(key, "n_heads")) c->n_head = atoi(val);
-    else if (!strcmp(key, "n_embd") || !strcmp(key, "emb_dim")) c->n_embd = atoi(val);
-    else if (!strcmp(key, "dropout") || !strcmp(key, "drop_rate")) c->dropout = strtod(val, NULL);
-    else if (!strcmp(key, "qkv_bias")) c->qkv_bias = atoi(val);
-    else if (!strcmp(key, "B")) g->B = atoi(val);
+    if (gpt2_config_key(&g->cfg, key, val)) return;
+    if (!strcmp(key, "B")) g->B = atoi(val);
     else if (!strcmp(key, "T")) g->T = atoi(val);
 }
 
@@ -119,8 +111,7 @@ static void expect_close(const char *file, const char *what, const float *got, c
 
 /* ==== One case's runs ===================================================== */
 
-static char **g_paths;
-static int g_n;
+static gpt2_files g_files;
 
 typedef struct {
     hcase g;
@@ -132,7 +123,7 @@ typedef struct {
 
 static void fixture_make(int i, fixture *fx) {
     memset(fx, 0, sizeof *fx);
-    hcase_load(g_paths[i], &fx->g);
+    hcase_load(g_files.paths[i], &fx->g);
     attn_error err = {0};
     ck_assert_int_eq(attn_gpt2_plan_make(&fx->g.cfg, fx->g.B, fx->g.T, 0, &fx->plan, &err), ATTN_OK);
     ck_assert_int_le(fx->plan.n_layer, 64);
@@ -444,56 +435,27 @@ END_TEST
 
 /* ==== The suite =========================================================== */
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void list_files(void) {
-    const char *dir = "tests/golden/hooks";
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t l = strlen(e->d_name);
-        if (l < 6 || strcmp(e->d_name + l - 5, ".gpt2") != 0) continue;
-        char **grown = realloc(g_paths, (size_t)(g_n + 1) * sizeof *g_paths);
-        if (!grown) break;
-        g_paths = grown;
-        if (!(g_paths[g_n] = malloc(strlen(dir) + l + 2))) break;
-        sprintf(g_paths[g_n++], "%s/%s", dir, e->d_name);
-    }
-    closedir(d);
-    qsort(g_paths, (size_t)g_n, sizeof *g_paths, cmp_str);
-}
-
 START_TEST(files_exist) {
-    ck_assert_msg(g_n >= 3, "expected the files of tests/golden/hooks (found %d)", g_n);
+    ck_assert_msg(g_files.n >= 3, "expected the files of tests/golden/hooks (found %d)", g_files.n);
 }
 END_TEST
 
 static Suite *suite(void) {
     openblas_set_num_threads(1);
-    list_files();
+    const char *dirs[] = {"tests/golden/hooks"};
+    gpt2_files_list(&g_files, dirs, 1);
     Suite *s = suite_create("core_hooks");
-    TCase *tc = tcase_create("hooks");
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, files_exist);
-    if (g_n > 0) {
-        tcase_add_loop_test(tc, golden_hooks, 0, g_n);
-        tcase_add_loop_test(tc, golden_ablations, 0, g_n);
-        tcase_add_loop_test(tc, golden_patches, 0, g_n);
-        tcase_add_loop_test(tc, golden_lens, 0, g_n);
-        tcase_add_loop_test(tc, run_many_sweep, 0, g_n);
-    }
-    tcase_add_test(tc, hook_names_and_shapes);
-    tcase_add_test(tc, refusals);
-    suite_add_tcase(s, tc);
+    const TTest *tests[] = {files_exist, hook_names_and_shapes, refusals, NULL};
+    TCase *tc = tcase_with(s, "hooks", 30, tests);
+    const TTest *per_file[] = {golden_hooks, golden_ablations, golden_patches, golden_lens,
+                               run_many_sweep, NULL};
+    for (int i = 0; per_file[i] && g_files.n > 0; i++)
+        tcase_add_loop_test(tc, per_file[i], 0, g_files.n);
     return s;
 }
 
 static void free_files(void) {
-    for (int i = 0; i < g_n; i++) free(g_paths[i]);
-    free(g_paths);
+    gpt2_files_free(&g_files);
 }
 
 const test_program TEST_PROGRAM = {.suites = {suite}, .after = free_files};

@@ -195,23 +195,57 @@ static int softmax_matches(const float *x, int V, double temp, unsigned long lon
     return ok;
 }
 
-START_TEST(test_softmax_bits) {
+/* Case c's row is wrong for softmax_bits: torch.softmax of x, and of
+ * x / temperature when sampling, not PyTorch's bits. */
+static int softmax_wrong(const sample_case *c, const float *x) {
+    int bad = !softmax_matches(x, c->V, 0.0, c->hsoft);
+    if (c->temp > 0) bad |= !softmax_matches(x, c->V, c->temp, c->hscaled);
+    return bad;
+}
+
+/* Case c's row is wrong for distribution_bits: attn_sample_probs (top-k,
+ * temperature, top-p, softmax) is not what torch.multinomial was handed. */
+static int distribution_wrong(const sample_case *c, const float *x) {
+    float *probs = malloc((size_t)c->V * sizeof *probs);
+    attn_sampler s = sampler_of(c);
+    size_t bytes = attn_sample_scratch_size(&s, c->V);
+    void *scratch = malloc(bytes);
+    attn_error err;
+    int rc = attn_sample_probs(&s, x, c->V, probs, scratch, bytes, &err);
+    ck_assert_msg(rc == ATTN_OK, "case %s: %s", c->id, err.message);
+    int bad = fnv1a64(probs, (size_t)c->V * sizeof *probs) != c->hsample;
+    free(scratch);
+    free(probs);
+    return bad;
+}
+
+/* wrong(c, row) for every case line PyTorch did not refuse (and, with
+ * sampled_only, that samples: temperature > 0). Returns how many were
+ * wrong; *checked says how many were seen, first_wrong the first wrong id. */
+static int count_wrong(int (*wrong)(const sample_case *, const float *), int sampled_only,
+                       int *checked, char first_wrong[64]) {
     static char *lines[20000];
-    int n, checked = 0, wrong = 0;
+    int n, bad = 0;
     char *text = golden_lines("case", lines, 20000, &n);
-    char first_wrong[64] = "";
+    *checked = 0;
+    first_wrong[0] = '\0';
     for (int l = 0; l < n; l++) {
         sample_case c;
         parse_case(lines[l], &c);
-        if (c.nonfinite) continue;
+        if (c.nonfinite || (sampled_only && c.temp <= 0)) continue;
         float *x = make_row(c.V, c.lseed, c.scale, c.quant, c.ninf);
-        int bad = !softmax_matches(x, c.V, 0.0, c.hsoft);
-        if (c.temp > 0) bad |= !softmax_matches(x, c.V, c.temp, c.hscaled);
-        if (bad && !wrong++) snprintf(first_wrong, sizeof first_wrong, "%s", c.id);
-        checked++;
+        if (wrong(&c, x) && !bad++) snprintf(first_wrong, 64, "%s", c.id);
+        (*checked)++;
         free(x);
     }
     free(text);
+    return bad;
+}
+
+START_TEST(test_softmax_bits) {
+    int checked;
+    char first_wrong[64];
+    int wrong = count_wrong(softmax_wrong, 0, &checked, first_wrong);
     ck_assert_msg(checked > 0, "no case checked");
     ck_assert_msg(wrong == 0, "softmax differs from torch.softmax's bits in %d of %d cases (first %s)",
                   wrong, checked, first_wrong);
@@ -221,30 +255,9 @@ END_TEST
 /* attn_sample_probs: what torch.multinomial was handed (top-k, temperature,
  * top-p, softmax), bit for bit. */
 START_TEST(test_distribution_bits) {
-    static char *lines[20000];
-    int n, checked = 0, wrong = 0;
-    char *text = golden_lines("case", lines, 20000, &n);
-    char first_wrong[64] = "";
-    for (int l = 0; l < n; l++) {
-        sample_case c;
-        parse_case(lines[l], &c);
-        if (c.nonfinite || c.temp <= 0) continue;
-        float *x = make_row(c.V, c.lseed, c.scale, c.quant, c.ninf);
-        float *probs = malloc((size_t)c.V * sizeof *probs);
-        attn_sampler s = sampler_of(&c);
-        size_t bytes = attn_sample_scratch_size(&s, c.V);
-        void *scratch = malloc(bytes);
-        attn_error err;
-        int rc = attn_sample_probs(&s, x, c.V, probs, scratch, bytes, &err);
-        ck_assert_msg(rc == ATTN_OK, "case %s: %s", c.id, err.message);
-        if (fnv1a64(probs, (size_t)c.V * sizeof *probs) != c.hsample && !wrong++)
-            snprintf(first_wrong, sizeof first_wrong, "%s", c.id);
-        checked++;
-        free(scratch);
-        free(probs);
-        free(x);
-    }
-    free(text);
+    int checked;
+    char first_wrong[64];
+    int wrong = count_wrong(distribution_wrong, 1, &checked, first_wrong);
     ck_assert_int_ge(checked, 50);
     ck_assert_msg(wrong == 0,
                   "the sampling distribution differs from PyTorch's bits in %d of %d cases "

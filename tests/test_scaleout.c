@@ -145,7 +145,9 @@ static void compute(variant *v, const attn_config *cfg, uint64_t seed, const att
     free(params);
 }
 
-/* Requests that take x; input_seed 0: the seed chapter's six embeddings. */
+/* Requests that take x: fields, then "init":{"seed":seed} unless seed is 0
+ * (no parameters), then the inputs; input_seed 0: the seed chapter's six
+ * embeddings. */
 typedef struct {
     const char *name, *path, *fields;
     attn_config cfg;
@@ -154,60 +156,45 @@ typedef struct {
     unsigned input_seed;
 } x_case;
 
-static const x_case X_CASES[] = {
+/* The chapter's multi-head modules (3.6), whose requests differ in numbers
+ * only: "module", d_out, num_heads, context_length, dropout 0 and qkv_bias
+ * (then init.seed), on x of [batch][tokens][d_in]; causal. */
+typedef struct {
+    const char *name;
+    attn_module module;
+    int tokens, d_in, d_out, num_heads, context_length, qkv_bias, batch;
+    uint64_t seed;
+    unsigned input_seed;
+} mha_case;
+
+static const mha_case MHA_CASES[] = {
     /* The seed request of the chapter (3.6.2): batch of one. */
-    {"MultiHeadAttention seed 123", "/attention/multihead",
-     "\"module\":\"MultiHeadAttention\",\"d_out\":2,\"num_heads\":2,"
-     "\"context_length\":6,\"dropout\":0.0,\"qkv_bias\":false,\"init\":{\"seed\":123}",
-     {.module = ATTN_MHA, .tokens = 6, .d_in = 3, .d_out = 2, .num_heads = 2,
-      .context_length = 6, .causal = 1},
-     1, 123, 0},
-    {"MultiHeadAttention B2 T16 d16 h4", "/attention/multihead",
-     "\"module\":\"MultiHeadAttention\",\"d_out\":16,\"num_heads\":4,"
-     "\"context_length\":16,\"dropout\":0.0,\"qkv_bias\":true,\"init\":{\"seed\":7}",
-     {.module = ATTN_MHA, .tokens = 16, .d_in = 16, .d_out = 16, .num_heads = 4,
-      .context_length = 16, .bias = 1, .causal = 1},
-     2, 7, 1},
-    {"MultiHeadAttention T48 d48 h4", "/attention/multihead",
-     "\"module\":\"MultiHeadAttention\",\"d_out\":48,\"num_heads\":4,"
-     "\"context_length\":64,\"dropout\":0.0,\"qkv_bias\":false,\"init\":{\"seed\":11}",
-     {.module = ATTN_MHA, .tokens = 48, .d_in = 48, .d_out = 48, .num_heads = 4,
-      .context_length = 64, .causal = 1},
-     1, 11, 5},
-    {"MultiHeadAttentionWrapper", "/attention/multihead",
-     "\"module\":\"MultiHeadAttentionWrapper\",\"d_out\":2,\"num_heads\":2,"
-     "\"context_length\":6,\"dropout\":0.0,\"qkv_bias\":false,\"init\":{\"seed\":123}",
-     {.module = ATTN_MHA_WRAPPER, .tokens = 6, .d_in = 3, .d_out = 2, .num_heads = 2,
-      .context_length = 6, .causal = 1},
-     2, 123, 2},
+    {"MultiHeadAttention seed 123", ATTN_MHA, 6, 3, 2, 2, 6, 0, 1, 123, 0},
+    {"MultiHeadAttention B2 T16 d16 h4", ATTN_MHA, 16, 16, 16, 4, 16, 1, 2, 7, 1},
+    {"MultiHeadAttention T48 d48 h4", ATTN_MHA, 48, 48, 48, 4, 64, 0, 1, 11, 5},
+    {"MultiHeadAttentionWrapper", ATTN_MHA_WRAPPER, 6, 3, 2, 2, 6, 0, 2, 123, 2},
+};
+
+static const x_case X_CASES[] = {
     {"GPT2CausalSelfAttention", "/attention/multihead",
-     "\"module\":\"GPT2CausalSelfAttention\",\"n_embd\":8,\"n_head\":2,"
-     "\"block_size\":8,\"dropout\":0.0,\"init\":{\"seed\":1}",
-     {.module = ATTN_GPT2, .tokens = 5, .d_in = 8, .num_heads = 2, .context_length = 8,
-      .bias = 1, .causal = 1},
+     "\"module\":\"GPT2CausalSelfAttention\",\"n_embd\":8,\"n_head\":2,\"block_size\":8,\"dropout\":0.0",
+     {.module = ATTN_GPT2, .tokens = 5, .d_in = 8, .num_heads = 2, .context_length = 8, .bias = 1, .causal = 1},
      2, 1, 3},
     {"torch.nn.MultiheadAttention", "/attention/multihead",
-     "\"module\":\"torch.nn.MultiheadAttention\",\"embed_dim\":8,\"num_heads\":2,"
-     "\"dropout\":0.0,\"bias\":true,\"causal\":false,\"init\":{\"seed\":3}",
-     {.module = ATTN_TORCH_MHA, .tokens = 7, .d_in = 8, .num_heads = 2, .bias = 1},
-     1, 3, 4},
+     "\"module\":\"torch.nn.MultiheadAttention\",\"embed_dim\":8,\"num_heads\":2,\"dropout\":0.0,"
+     "\"bias\":true,\"causal\":false",
+     {.module = ATTN_TORCH_MHA, .tokens = 7, .d_in = 8, .num_heads = 2, .bias = 1}, 1, 3, 4},
     {"CausalAttention seed 789", "/attention/causal",
-     "\"module\":\"CausalAttention\",\"d_out\":2,\"context_length\":6,"
-     "\"dropout\":0.0,\"qkv_bias\":false,\"init\":{\"seed\":789}",
-     {.module = ATTN_CAUSAL, .tokens = 6, .d_in = 3, .d_out = 2, .num_heads = 1,
-      .context_length = 6, .causal = 1},
+     "\"module\":\"CausalAttention\",\"d_out\":2,\"context_length\":6,\"dropout\":0.0,\"qkv_bias\":false",
+     {.module = ATTN_CAUSAL, .tokens = 6, .d_in = 3, .d_out = 2, .num_heads = 1, .context_length = 6, .causal = 1},
      0, 789, 0},
     {"SelfAttention_v2 seed 789", "/attention/self",
-     "\"module\":\"SelfAttention_v2\",\"d_out\":2,\"qkv_bias\":false,\"init\":{\"seed\":789}",
-     {.module = ATTN_SELF_V2, .tokens = 6, .d_in = 3, .d_out = 2, .num_heads = 1},
-     0, 789, 0},
-    {"SelfAttention_v1 seed 123", "/attention/self",
-     "\"module\":\"SelfAttention_v1\",\"d_out\":2,\"init\":{\"seed\":123}",
-     {.module = ATTN_SELF_V1, .tokens = 6, .d_in = 3, .d_out = 2, .num_heads = 1},
-     0, 123, 0},
+     "\"module\":\"SelfAttention_v2\",\"d_out\":2,\"qkv_bias\":false",
+     {.module = ATTN_SELF_V2, .tokens = 6, .d_in = 3, .d_out = 2, .num_heads = 1}, 0, 789, 0},
+    {"SelfAttention_v1 seed 123", "/attention/self", "\"module\":\"SelfAttention_v1\",\"d_out\":2",
+     {.module = ATTN_SELF_V1, .tokens = 6, .d_in = 3, .d_out = 2, .num_heads = 1}, 0, 123, 0},
     {"simple softmax", "/attention/simple", "\"normalization\":\"softmax\"",
-     {.module = ATTN_SIMPLE, .tokens = 6, .d_in = 3, .num_heads = 1},
-     0, 0, 0},
+     {.module = ATTN_SIMPLE, .tokens = 6, .d_in = 3, .num_heads = 1}, 0, 0, 0},
 };
 
 /* Scaled dot-product attention on rank-2 query [L][E], key [S][E], value [S][Ev]. */
@@ -240,7 +227,9 @@ static void add_x_variant(const x_case *c) {
     else
         fill_inputs(x, n, c->input_seed);
     sbuf b = {0};
-    sb_add(&b, "{%s%s\"inputs\":", fields, *fields ? "," : "");
+    sb_add(&b, "{%s%s", fields, *fields ? "," : "");
+    if (c->seed) sb_add(&b, "\"init\":{\"seed\":%llu},", (unsigned long long)c->seed);
+    sb_add(&b, "\"inputs\":");
     int shape3[3] = {cfg.batch, cfg.tokens, cfg.d_in};
     if (B)
         sb_tensor(&b, x, shape3, 3);
@@ -280,7 +269,25 @@ static void add_sdpa_variant(const sdpa_case *c) {
     free(q);
 }
 
+/* A row of MHA_CASES as the request and config it stands for. */
+static void add_mha_variant(size_t i) {
+    static char fields[sizeof MHA_CASES / sizeof MHA_CASES[0]][256];
+    const mha_case *m = &MHA_CASES[i];
+    snprintf(fields[i], sizeof fields[i],
+             "\"module\":\"%s\",\"d_out\":%d,\"num_heads\":%d,\"context_length\":%d,"
+             "\"dropout\":0.0,\"qkv_bias\":%s",
+             attn_module_name(m->module), m->d_out, m->num_heads, m->context_length,
+             m->qkv_bias ? "true" : "false");
+    x_case c = {m->name, "/attention/multihead", fields[i],
+                {.module = m->module, .tokens = m->tokens, .d_in = m->d_in, .d_out = m->d_out,
+                 .num_heads = m->num_heads, .context_length = m->context_length,
+                 .bias = m->qkv_bias, .causal = 1},
+                m->batch, m->seed, m->input_seed};
+    add_x_variant(&c);
+}
+
 static void make_variants(void) {
+    for (size_t i = 0; i < sizeof MHA_CASES / sizeof MHA_CASES[0]; i++) add_mha_variant(i);
     for (size_t i = 0; i < sizeof X_CASES / sizeof X_CASES[0]; i++) add_x_variant(&X_CASES[i]);
     for (size_t i = 0; i < sizeof SDPA_CASES / sizeof SDPA_CASES[0]; i++)
         add_sdpa_variant(&SDPA_CASES[i]);
@@ -542,8 +549,8 @@ static void cluster_teardown(void) {
     free_variants();
 }
 
-START_TEST(test_scaleout_kill_two_of_three) {
-    make_variants();
+/* Three replicas on free ports, each ready, and nginx in front of them. */
+static void start_cluster(void) {
     for (int i = 0; i < 3; i++) start_replica(i);
     char url[128];
     for (int i = 0; i < 3; i++) {
@@ -555,47 +562,63 @@ START_TEST(test_scaleout_kill_two_of_three) {
     snprintf(url, sizeof url, "http://127.0.0.1:%d/healthz", g_cl.nginx_port);
     ck_assert_msg(srvt_wait_url(url, g_cl.nginx, 15.0), "nginx never answered (see %s/error.log)",
                   g_cl.dir);
+}
 
+/* What the load phase saw: clients started, requests answered, and when. */
+typedef struct {
+    int started;
+    long n_kill, n_one, done; /* answered at the kill, when one replica was left, at the end */
+    double t0, t_kill, t_one, t_end;
+    int reaped0, reaped1, st0, st1; /* the killed and the stopped replica */
+} load_run;
+
+/* SCALE_REQUESTS from SCALE_CLIENTS clients through nginx; a third of the
+ * way replica 0 is SIGKILLed, half way replica 1 gets SIGTERM. */
+static load_run run_load(void) {
+    load_run L = {0};
     snprintf(g_load.url, sizeof g_load.url, "http://127.0.0.1:%d", g_cl.nginx_port);
     atomic_store(&g_load.next, 0);
     atomic_store(&g_load.done, 0);
     atomic_store(&g_load.failed, 0);
     g_load.n_failures_kept = 0;
     pthread_mutex_init(&g_load.lock, NULL);
-    double t0 = procs_now();
-    g_load.deadline = t0 + SCALE_LOAD_SECONDS;
+    L.t0 = procs_now();
+    g_load.deadline = L.t0 + SCALE_LOAD_SECONDS;
     pthread_t th[SCALE_CLIENTS];
-    int started = 0;
-    for (; started < SCALE_CLIENTS; started++)
-        if (pthread_create(&th[started], NULL, client, NULL) != 0) break;
+    for (; L.started < SCALE_CLIENTS; L.started++)
+        if (pthread_create(&th[L.started], NULL, client, NULL) != 0) break;
 
     /* A third of the way: SIGKILL replica 0 (connections reset, nothing drained). */
-    long n_kill = wait_done(SCALE_REQUESTS / 3);
-    double t_kill = procs_now();
+    L.n_kill = wait_done(SCALE_REQUESTS / 3);
+    L.t_kill = procs_now();
     kill(g_cl.replica[0], SIGKILL);
     /* Half way: SIGTERM replica 1, which drains and exits 0. */
     wait_done(SCALE_REQUESTS / 2);
     kill(g_cl.replica[1], SIGTERM);
-    int st0 = 0, st1 = 0;
-    int reaped0 = procs_wait(g_cl.replica[0], 10.0, &st0);
-    int reaped1 = procs_wait(g_cl.replica[1], 30.0, &st1);
-    if (reaped0) g_cl.replica[0] = 0;
-    if (reaped1) g_cl.replica[1] = 0;
+    L.reaped0 = procs_wait(g_cl.replica[0], 10.0, &L.st0);
+    L.reaped1 = procs_wait(g_cl.replica[1], 30.0, &L.st1);
+    if (L.reaped0) g_cl.replica[0] = 0;
+    if (L.reaped1) g_cl.replica[1] = 0;
     /* From here on one replica serves everything. */
-    double t_one = procs_now();
-    long n_one = atomic_load(&g_load.done);
+    L.t_one = procs_now();
+    L.n_one = atomic_load(&g_load.done);
 
-    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-    double t_end = procs_now();
-    long done = atomic_load(&g_load.done);
+    for (int i = 0; i < L.started; i++) pthread_join(th[i], NULL);
+    L.t_end = procs_now();
+    L.done = atomic_load(&g_load.done);
     pthread_mutex_destroy(&g_load.lock);
+    return L;
+}
 
-    double rps_before = n_kill / (t_kill - t0 > 0 ? t_kill - t0 : 1e-9);
-    double rps_after = (done - n_one) / (t_end - t_one > 0 ? t_end - t_one : 1e-9);
+/* The requests per second before the first kill and after the second
+ * stop, the replicas' and nginx's logs, the first failures. */
+static void print_load(const load_run *L) {
+    double rps_before = L->n_kill / (L->t_kill - L->t0 > 0 ? L->t_kill - L->t0 : 1e-9);
+    double rps_after = (L->done - L->n_one) / (L->t_end - L->t_one > 0 ? L->t_end - L->t_one : 1e-9);
     printf("scaleout: %ld requests from %d clients in %.2f s through nginx: %.0f req/s with 3 "
            "replicas (first %ld), %.0f req/s with 1 replica (last %ld); %ld failed\n",
-           done, started, t_end - t0, rps_before, n_kill, rps_after, done - n_one,
-           atomic_load(&g_load.failed));
+           L->done, L->started, L->t_end - L->t0, rps_before, L->n_kill, rps_after,
+           L->done - L->n_one, atomic_load(&g_load.failed));
     char path[600];
     for (int i = 0; i < 3; i++) {
         snprintf(path, sizeof path, "%s/replica%d.log", g_cl.dir, i);
@@ -608,18 +631,26 @@ START_TEST(test_scaleout_kill_two_of_three) {
     for (int i = 0; i < g_load.n_failures_kept; i++)
         printf("scaleout: failure: %s\n", g_load.first_failures[i]);
     fflush(stdout);
+}
 
-    ck_assert_int_eq(started, SCALE_CLIENTS);
-    ck_assert_int_eq(done, SCALE_REQUESTS);
+START_TEST(test_scaleout_kill_two_of_three) {
+    make_variants();
+    start_cluster();
+    load_run L = run_load();
+    print_load(&L);
+
+    ck_assert_int_eq(L.started, SCALE_CLIENTS);
+    ck_assert_int_eq(L.done, SCALE_REQUESTS);
     ck_assert_msg(atomic_load(&g_load.failed) == 0, "%ld of %d requests failed; first: %s",
                   atomic_load(&g_load.failed), SCALE_REQUESTS, g_load.first_failures[0]);
-    ck_assert_msg(reaped0 && WIFSIGNALED(st0) && WTERMSIG(st0) == SIGKILL,
-                  "replica 0 was not killed by SIGKILL (status %d)", st0);
-    ck_assert_msg(reaped1 && WIFEXITED(st1) && WEXITSTATUS(st1) == 0,
-                  "replica 1 did not exit 0 on SIGTERM (status %d, log %s/replica1.log)", st1,
+    ck_assert_msg(L.reaped0 && WIFSIGNALED(L.st0) && WTERMSIG(L.st0) == SIGKILL,
+                  "replica 0 was not killed by SIGKILL (status %d)", L.st0);
+    ck_assert_msg(L.reaped1 && WIFEXITED(L.st1) && WEXITSTATUS(L.st1) == 0,
+                  "replica 1 did not exit 0 on SIGTERM (status %d, log %s/replica1.log)", L.st1,
                   g_cl.dir);
 
     /* The survivor still answers through nginx, then everything stops cleanly. */
+    char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/readyz", g_cl.nginx_port);
     ck_assert(srvt_wait_url(url, g_cl.nginx, 5.0));
     int st = 0;

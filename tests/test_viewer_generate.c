@@ -23,19 +23,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "api/maps/maps.h"
-#include "support/bpe_files.h"
 #include "support/check_main.h"
-#include "support/files.h"
-#include "support/npm.h"
-#include "support/procs.h"
 #include "support/server_harness.h"
-
-#define CHROMIUM "/usr/bin/chromium"
-#define PLAYWRIGHT "playwright-core@1.61.1" /* as test_viewer.c: the last that runs on Node 18 */
+#include "support/tiny_server.h"
+#include "support/viewer_page.h"
 
 static const json_t *at(const json_t *j, const char *key) {
     const json_t *v = json_object_get(j, key);
@@ -47,20 +40,6 @@ static const json_t *at(const json_t *j, const char *key) {
 static void viridis_of(float v, int rgb[3]) {
     int l = api__image_level(v, 1.0f, 1.0f, API_COLOR_UNIT);
     for (int c = 0; c < 3; c++) rgb[c] = api__viridis[l][c];
-}
-
-/* The page ran, with no console error and no request to another host. */
-static json_t *page_report(int status, const char *out) {
-    ck_assert_msg(out && status == 0, "generate.mjs failed (%d): %s", status, out ? out : "");
-    json_error_t je;
-    json_t *r = json_loads(out, JSON_ALLOW_NUL, &je);
-    ck_assert_msg(r != NULL, "the report is not JSON (%s): %s", je.text, out);
-    ck_assert_msg(json_object_get(r, "exception") == NULL, "the page script failed: %s",
-                  json_string_value(json_object_get(r, "exception")));
-    ck_assert_msg(json_array_size(at(r, "console_errors")) == 0, "console errors: %s",
-                  json_dumps(at(r, "console_errors"), 0));
-    ck_assert_msg(json_array_size(at(r, "foreign_requests")) == 0, "requests to other hosts");
-    return r;
 }
 
 /* The sampled run against the server's whole reply to the page's request. */
@@ -116,29 +95,11 @@ static void check_sampled(const srvt_server *s, const json_t *run, const json_t 
 }
 
 START_TEST(generation_view) {
-    ck_assert_msg(procs_ensure_package(CHROMIUM, "chromium"), "could not install chromium");
-    ck_assert_msg(procs_ensure_package("/usr/bin/node", "nodejs"), "could not install nodejs");
-    const char *const specs[] = {PLAYWRIGHT, NULL};
-    char prefix[600];
-    ck_assert_msg(npm_ensure("build/npm", specs, prefix, sizeof prefix), "could not install " PLAYWRIGHT);
-    char dir[] = "/tmp/gen_viewer_XXXXXX", model[1200], tok[128], path[1024];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    static const char *const extra[] = {"<|endoftext|>", NULL};
-    ck_assert(tbpe_write_dir(dir, extra));
-    tfile_path(path, sizeof path, "tests/golden/generation/tiny_hf.safetensors");
-    snprintf(model, sizeof model, "--model=tiny=%s", path);
-    snprintf(tok, sizeof tok, "--tokenizer=bytes=%s", dir);
+    char modules[600];
+    vpage_prepare(modules, sizeof modules);
     srvt_server s;
-    const char *args[] = {model, tok, NULL};
-    srvt_must_start(&s, args);
-    char outdir[512], script[512], cmd[2400];
-    tfile_path(outdir, sizeof outdir, "build/viewer");
-    mkdir(outdir, 0755);
-    tfile_path(script, sizeof script, "tests/viewer/generate.mjs");
-    snprintf(cmd, sizeof cmd, "PLAYWRIGHT_DIR=%s/node_modules node %s %s %s", prefix, script, s.base, outdir);
-    int st;
-    char *out = procs_capture(cmd, &st);
-    json_t *r = page_report(st, out);
+    tiny_server_start(&s, "gen_viewer_");
+    json_t *r = vpage_run(modules, "generate.mjs", s.base);
     ck_assert(json_is_true(at(r, "visible")));
     ck_assert_str_eq(json_string_value(json_array_get(at(r, "models"), 1)), "tiny");
     const json_t *sliders = at(r, "slider_texts");
@@ -158,7 +119,6 @@ START_TEST(generation_view) {
     ck_assert_int_lt(json_integer_value(at(stop, "steps")), 200);
     ck_assert_ptr_nonnull(strstr(json_string_value(at(stop, "status")), "stopped"));
     json_decref(r);
-    free(out);
     srvt_must_stop(&s);
 }
 END_TEST
