@@ -553,24 +553,14 @@ END_TEST
 
 static Suite *bpe_suite(void) {
     Suite *s = suite_create("api_bpe");
-    TCase *npm = tcase_create("reference");
-    tcase_set_timeout(npm, 400); /* the first run installs from npm */
-    tcase_add_test(npm, test_corpus_equals_js_tiktoken);
-    tcase_add_test(npm, test_random_strings_equal_js_tiktoken);
-    tcase_add_test(npm, test_hugging_face_layout);
-    tcase_add_test(npm, test_threads_share_a_tokenizer);
-    suite_add_tcase(s, npm);
-    TCase *small = tcase_create("small");
-    tcase_add_test(small, test_merge_order_is_encoder_py);
-    tcase_add_test(small, test_errors_as_codes);
-    tcase_add_test(small, test_bad_files_refused);
-    tcase_add_test(small, test_endpoint_refusals);
-    suite_add_tcase(s, small);
-    TCase *endpoint = tcase_create("endpoint");
-    tcase_set_timeout(endpoint, 400);
-    tcase_add_test(endpoint, test_endpoint_text_is_its_idx);
-    tcase_add_test(endpoint, test_server_tokenizer_option);
-    suite_add_tcase(s, endpoint);
+    const TTest *reference[] = {test_corpus_equals_js_tiktoken, test_random_strings_equal_js_tiktoken,
+                                test_hugging_face_layout, test_threads_share_a_tokenizer, NULL};
+    const TTest *small[] = {test_merge_order_is_encoder_py, test_errors_as_codes,
+                            test_bad_files_refused, test_endpoint_refusals, NULL};
+    const TTest *endpoint[] = {test_endpoint_text_is_its_idx, test_server_tokenizer_option, NULL};
+    tcase_with(s, "reference", 400, reference); /* the first run installs from npm */
+    tcase_with(s, "small", 0, small);
+    tcase_with(s, "endpoint", 400, endpoint);
     return s;
 }
 

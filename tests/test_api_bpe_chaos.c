@@ -155,11 +155,8 @@ END_TEST
 static Suite *chaos_suite(void) {
     json_object_seed(1); /* jansson seeds its hash from /dev/urandom: allocations then differ */
     Suite *s = suite_create("api_bpe_chaos");
-    TCase *tc = tcase_create("allocations");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_load_survives);
-    tcase_add_test(tc, test_encode_survives);
-    suite_add_tcase(s, tc);
+    const TTest *tests[] = {test_load_survives, test_encode_survives, NULL};
+    tcase_with(s, "allocations", 120, tests);
     return s;
 }
 
