@@ -553,8 +553,9 @@ END_TEST
 
 static Suite *bpe_suite(void) {
     Suite *s = suite_create("api_bpe");
-    const TTest *reference[] = {test_corpus_equals_js_tiktoken, test_random_strings_equal_js_tiktoken,
-                                test_hugging_face_layout, test_threads_share_a_tokenizer, NULL};
+    const TTest *reference[] = {test_corpus_equals_js_tiktoken,
+                                test_random_strings_equal_js_tiktoken, test_hugging_face_layout,
+                                test_threads_share_a_tokenizer, NULL};
     const TTest *small[] = {test_merge_order_is_encoder_py, test_errors_as_codes,
                             test_bad_files_refused, test_endpoint_refusals, NULL};
     const TTest *endpoint[] = {test_endpoint_text_is_its_idx, test_server_tokenizer_option, NULL};
