@@ -365,11 +365,8 @@ END_TEST
 static Suite *checkpoint_suite(void) {
     /* Bits depend on OpenBLAS's thread count: one thread, as the server runs it. */
     openblas_set_num_threads(1);
-    Suite *s = suite_create("api_checkpoint");
     const TTest *tests[] = {round_trip, request_errors, broken_files, specs, NULL};
-    TCase *tc = tcase_with(s, "checkpoint", 30, tests);
-    tcase_add_checked_fixture(tc, ttmp_make, ttmp_remove);
-    return s;
+    return suite_with("api_checkpoint", "checkpoint", 30, tests, ttmp_make, ttmp_remove);
 }
 
 const test_program TEST_PROGRAM = {.suites = {checkpoint_suite}};

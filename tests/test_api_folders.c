@@ -226,11 +226,8 @@ END_TEST
 
 static Suite *folders_suite(void) {
     openblas_set_num_threads(1); /* the server's setting */
-    Suite *s = suite_create("api_folders");
     const TTest *tests[] = {folders_answer_text, book_file, broken_folders, broken_book_file, NULL};
-    TCase *tc = tcase_with(s, "folders", 60, tests);
-    tcase_add_checked_fixture(tc, ttmp_make, ttmp_remove);
-    return s;
+    return suite_with("api_folders", "folders", 60, tests, ttmp_make, ttmp_remove);
 }
 
 const test_program TEST_PROGRAM = {.suites = {folders_suite}};

@@ -332,28 +332,17 @@ START_TEST(errors) {
 }
 END_TEST
 
-static size_t g_reserved;
-
-static int record(void *ctx, size_t bytes, char *msg, size_t size) {
-    (void)ctx, (void)msg, (void)size;
-    g_reserved = bytes;
-    return 0;
-}
-
 /* The memory budget's reservation holds the key/value cache (and the
  * records): a longer generation reserves more by the cache's growth. */
 START_TEST(reserves_the_cache) {
     setup();
-    api_limits lim = g_lim;
-    lim.reserve = record;
     size_t r[2];
     for (int i = 0; i < 2; i++) {
         char body[256];
         snprintf(body, sizeof body, "{\"vocab_size\": 50, \"block_size\": 1024, \"n_layer\": 4, "
                  "\"n_head\": 4, \"n_embd\": 64, \"init\": {\"seed\": 1}, \"idx\": [1, 2], "
                  "\"generate\": {\"max_new_tokens\": %d}}", i ? 1000 : 10);
-        json_decref(tapi_call(API_EP_MODEL_GPT2, body, &lim, 200));
-        r[i] = g_reserved;
+        r[i] = tapi_reserved(API_EP_MODEL_GPT2, body, &g_lim);
     }
     attn_gpt2_config cfg = {.vocab_size = 50, .block_size = 1024, .n_layer = 4, .n_head = 4, .n_embd = 64};
     size_t c10, c1000;
@@ -368,12 +357,8 @@ END_TEST
 
 static Suite *request_suite(void) {
     openblas_set_num_threads(1);
-    int n = gg_count_cases();
     Suite *s = suite_create("generate_request");
-    TCase *tc = tcase_create("golden");
-    tcase_set_timeout(tc, 60);
-    tcase_add_loop_test(tc, golden_requests, 0, n > 0 ? n : 1);
-    suite_add_tcase(s, tc);
+    gg_golden_tcase(s, golden_requests);
     const TTest *rest[] = {events_equal_whole, checkpoint_completions, stop_and_eos,
                            outputs_over_final_text, errors, reserves_the_cache, NULL};
     tcase_with(s, "requests", 30, rest);

@@ -374,20 +374,10 @@ END_TEST
 
 /* ==== What is held, what it costs ========================================== */
 
-static size_t g_reserved;
-
-static int record(void *ctx, size_t bytes, char *msg, size_t size) {
-    (void)ctx, (void)msg, (void)size;
-    g_reserved = bytes;
-    return 0;
-}
-
 static size_t reserved_for(const char *returns) {
     char body[512];
     snprintf(body, sizeof body, "{" SMALL ",\"return\":[%s]}", returns);
-    api_limits lim = {.max_elements = 100000000, .reserve = record};
-    json_decref(tapi_call(API_EP_MODEL_GPT2, body, &lim, 200));
-    return g_reserved;
+    return tapi_reserved(API_EP_MODEL_GPT2, body, NULL);
 }
 
 /* One layer's hook_z holds one layer's (B*T*C floats, and its reply's

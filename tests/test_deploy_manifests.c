@@ -573,13 +573,11 @@ START_TEST(test_probes_answer) {
 END_TEST
 
 static Suite *manifests_suite(void) {
-    Suite *s = suite_create("deploy_manifests");
     const TTest *tests[] = {test_env_vars_exist, test_flags_exist, test_ports_match,
                             test_body_limit_matches, test_grace_exceeds_drain,
                             test_nginx_retries_and_upstreams, test_image_labels_and_license,
                             test_one_image_tag, test_k8s_conventions, test_probes_answer, NULL};
-    tcase_add_checked_fixture(tcase_with(s, "files_vs_server", 60, tests), setup, teardown);
-    return s;
+    return suite_with("deploy_manifests", "files_vs_server", 60, tests, setup, teardown);
 }
 
 const test_program TEST_PROGRAM = {.suites = {manifests_suite}};

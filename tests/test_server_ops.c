@@ -447,26 +447,6 @@ END_TEST
 
 /* ==== Streamed replies =================================================== */
 
-/* MultiHeadAttention, 4 heads of 16 over T tokens of 64 values, with the
- * per-head weights: about 10 bytes of text a weight, 42 MB at T = 1,024. */
-static char *map_request(int tokens) {
-    size_t cap = (size_t)tokens * 64 * 8 + 256, n = 0;
-    char *b = malloc(cap);
-    ck_assert_ptr_nonnull(b);
-    n += (size_t)snprintf(b + n, cap - n, "{\"module\": \"MultiHeadAttention\", \"d_in\": 64, "
-                          "\"d_out\": 64, \"num_heads\": 4, \"context_length\": %d, \"init\": "
-                          "{\"seed\": 5}, \"return\": [\"context\", \"attn_weights\"], \"inputs\": [",
-                          tokens);
-    for (int t = 0; t < tokens; t++) {
-        n += (size_t)snprintf(b + n, cap - n, "%s[", t ? "," : "");
-        for (int c = 0; c < 64; c++)
-            n += (size_t)snprintf(b + n, cap - n, "%s%d.%d", c ? "," : "", (t * 7 + c) % 5, (t + c) % 10);
-        n += (size_t)snprintf(b + n, cap - n, "]");
-    }
-    snprintf(b + n, cap - n, "]}");
-    return b;
-}
-
 /* With --stream-min-size 16M, a JSON reply of 16 MiB or more goes out while
  * it is written (chunked) to a client that does not take gzip, and is the
  * same bytes as the reply written whole; with gzip, and under the default
@@ -475,7 +455,7 @@ static char *map_request(int tokens) {
  * the stream held). */
 START_TEST(t_large_json_streamed) {
     start((const char *const[]){"--stream-min-size", "16M", NULL});
-    char *body = map_request(1024);
+    char *body = srvt_map_body(1024, NULL); /* 4 heads' weights over 1,024 tokens: 33 MB of reply */
     api_limits lim = {.max_elements = 1 << 26};
     api_reply want;
     ck_assert_int_eq(api_handle(API_EP_MULTIHEAD, body, strlen(body), &lim, &want), 200);
@@ -507,17 +487,7 @@ START_TEST(t_large_json_streamed) {
     /* hang up after the first bytes of the reply, three times, at once and
      * while the worker is still writing */
     for (int i = 0; i < 3; i++) {
-        int fd = srvt_connect(&srv);
-        ck_assert_int_ge(fd, 0);
-        char head[256];
-        int hn = snprintf(head, sizeof head, "POST /attention/multihead HTTP/1.1\r\nHost: x\r\n"
-                          "Content-Length: %zu\r\n\r\n", strlen(body));
-        ck_assert_int_eq(write(fd, head, (size_t)hn), hn);
-        for (size_t off = 0, len = strlen(body); off < len;) {
-            ssize_t w = write(fd, body + off, len - off);
-            ck_assert_int_gt(w, 0);
-            off += (size_t)w;
-        }
+        int fd = srvt_raw_post(&srv, "/attention/multihead", NULL, body, strlen(body));
         char buf[4096];
         ssize_t got = read(fd, buf, sizeof buf);
         ck_assert_int_gt(got, 0);
@@ -569,16 +539,9 @@ static void *post_large(void *arg) {
 
 /* The server's peak resident memory (VmHWM), bytes. */
 static double peak_rss(pid_t pid) {
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
-    double kb = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %lf kB", &kb) == 1) break;
-    fclose(f);
+    long kb = srvt_status_kb(pid, "VmHWM");
     ck_assert(kb > 0);
-    return kb * 1024;
+    return (double)kb * 1024;
 }
 
 /* 16 concurrent requests of about 34 MiB each by the server's estimate (a
@@ -705,10 +668,10 @@ static Suite *ops_suite(void) {
      * bits depend on OpenBLAS's thread count (core/attention.h), and the
      * server runs it on one (attn_pool_create). */
     openblas_set_num_threads(1);
-    Suite *s = suite_create("server_ops");
-    const TTest *tests[] = {t_early_413_reaches_every_client, t_metrics_as_client_libraries, t_cors_origin_list, t_openapi_etag_and_304, t_content_codings, t_large_json_streamed, t_memory_budget_holds, t_freed_memory_stays_warm, NULL};
-    tcase_add_checked_fixture(tcase_with(s, "ops", 240, tests), NULL, teardown);
-    return s;
+    const TTest *tests[] = {t_early_413_reaches_every_client, t_metrics_as_client_libraries,
+                            t_cors_origin_list, t_openapi_etag_and_304, t_content_codings,
+                            t_large_json_streamed, t_memory_budget_holds, t_freed_memory_stays_warm, NULL};
+    return suite_with("server_ops", "ops", 240, tests, NULL, teardown);
 }
 
 const test_program TEST_PROGRAM = {.suites = {ops_suite}};

@@ -176,3 +176,12 @@ void gg_unload_tiny(api_models **models, api_tokenizer *tok) {
     api_bpe_free((api_bpe *)tok->bpe);
     tok->bpe = NULL;
 }
+
+TCase *gg_golden_tcase(Suite *s, const TTest *loop) {
+    int n = gg_count_cases();
+    TCase *tc = tcase_create("golden");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, loop, 0, n > 0 ? n : 1);
+    suite_add_tcase(s, tc);
+    return tc;
+}

@@ -458,3 +458,42 @@ int srvt_log_count(const srvt_server *s, const char *needle) {
     free(log);
     return n;
 }
+
+int srvt_raw_post_head(const srvt_server *s, const char *path, const char *headers, size_t length) {
+    int fd = srvt_connect(s);
+    ck_assert_int_ge(fd, 0);
+    char head[512];
+    int n = snprintf(head, sizeof head, "POST %s HTTP/1.1\r\nHost: t\r\n%sContent-Length: %zu\r\n\r\n", path,
+                     headers ? headers : "", length);
+    ck_assert(n > 0 && (size_t)n < sizeof head);
+    srvt_raw_send_all(fd, head, (size_t)n);
+    return fd;
+}
+
+void srvt_raw_send_all(int fd, const void *data, size_t len) {
+    for (size_t off = 0; off < len;) {
+        ssize_t w = send(fd, (const char *)data + off, len - off, MSG_NOSIGNAL);
+        ck_assert_msg(w > 0, "send after %zu of %zu bytes: %s", off, len, w < 0 ? strerror(errno) : "none");
+        off += (size_t)w;
+    }
+}
+
+int srvt_raw_post(const srvt_server *s, const char *path, const char *headers, const char *body,
+                  size_t len) {
+    int fd = srvt_raw_post_head(s, path, headers, len);
+    srvt_raw_send_all(fd, body, len);
+    return fd;
+}
+
+long srvt_status_kb(pid_t pid, const char *name) {
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot read %s", path);
+    long kb = -1;
+    size_t n = strlen(name);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, name, n) == 0 && line[n] == ':') kb = strtol(line + n + 1, NULL, 10);
+    fclose(f);
+    return kb;
+}
