@@ -8,7 +8,6 @@
 #include <cblas.h>
 #include <check.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -317,6 +316,16 @@ static char *zgunzip(const void *in, size_t n, size_t *out_len) {
     return out;
 }
 
+/* r's body is gzip (Content-Encoding: gzip) of want's len bytes. */
+static void expect_gzip_of(const srvt_reply *r, const char *want, size_t len) {
+    srvt_assert_header(r, "Content-Encoding", "gzip");
+    size_t n;
+    char *back = zgunzip(r->body, r->len, &n);
+    ck_assert_uint_eq(n, len);
+    ck_assert_int_eq(memcmp(back, want, n), 0);
+    free(back);
+}
+
 static srvt_reply post_with(const char *path, const void *body, size_t len, const char *const *h) {
     srvt_req rq = {.body = body, .len = len, .headers = h};
     srvt_reply r;
@@ -339,10 +348,9 @@ static char *large_request(void) {
     return b;
 }
 
-/* Request bodies in gzip are inflated (--max-body bounds the inflated size);
- * replies are gzip for clients that take it; other codings are a 415. */
-START_TEST(t_content_codings) {
-    start((const char *const[]){"--max-body", "100000", NULL});
+/* Request bodies in gzip are inflated (--max-body 100000 bounds the inflated
+ * size); other codings are a 415. */
+static void gzip_bodies(void) {
     const char *gz[] = {"Content-Encoding: gzip", NULL};
     size_t zn;
     unsigned char *z = zgzip(srvt_seed_mha, strlen(srvt_seed_mha), &zn);
@@ -379,15 +387,16 @@ START_TEST(t_content_codings) {
     r = post_with("/attention/multihead", srvt_seed_mha, strlen(srvt_seed_mha), identity);
     ck_assert_int_eq(srvt_check_seed_mha(&r), 0);
     srvt_reply_free(&r);
+}
 
-    /* replies: the seed's (under 1 KB) stays plain; a large one is gzip */
-    const char *accept[] = {"Accept-Encoding: deflate, gzip;q=0.8", NULL};
-    r = post_with("/attention/multihead", srvt_seed_mha, strlen(srvt_seed_mha), accept);
+/* Replies are gzip for clients that take it (accept): the seed's (under 1
+ * KB) stays plain; a large one (body's) is gzip, the same bytes inflated. */
+static void gzip_replies(const char *body, const char *const *accept) {
+    srvt_reply r = post_with("/attention/multihead", srvt_seed_mha, strlen(srvt_seed_mha), accept);
     ck_assert_int_eq(srvt_check_seed_mha(&r), 0);
     srvt_assert_header(&r, "Content-Encoding", NULL);
     srvt_assert_header(&r, "Vary", "Accept-Encoding");
     srvt_reply_free(&r);
-    char *body = large_request();
     srvt_reply plain = post_with("/attention/multihead", body, strlen(body), NULL);
     ck_assert_int_eq(plain.status, 200);
     ck_assert_uint_gt(plain.len, 20000);
@@ -407,16 +416,18 @@ START_TEST(t_content_codings) {
     ck_assert_str_eq(r.body, plain.body);
     srvt_reply_free(&r);
     srvt_reply_free(&plain);
+}
 
-    /* safetensors: sent from the arrays the computation wrote (api_reply
-     * parts), or made whole for gzip; the bytes of api_handle's copied file
-     * either way */
+/* safetensors: sent from the arrays the computation wrote (api_reply
+ * parts), or made whole for gzip; the bytes of api_handle's copied file
+ * either way */
+static void safetensors_replies(const char *body) {
     api_limits lim = {.max_elements = 1 << 24, .prefer_format = 1 + API_FORMAT_SAFETENSORS};
     api_reply want;
     ck_assert_int_eq(api_handle(API_EP_MULTIHEAD, body, strlen(body), &lim, &want), 200);
     ck_assert_int_eq(want.n_parts, 0);
     const char *st[] = {"Accept: application/octet-stream", NULL};
-    r = post_with("/attention/multihead", body, strlen(body), st);
+    srvt_reply r = post_with("/attention/multihead", body, strlen(body), st);
     ck_assert_int_eq(r.status, 200);
     srvt_assert_header(&r, "Content-Type", "application/octet-stream");
     ck_assert_uint_eq(r.len, want.body.len);
@@ -425,18 +436,25 @@ START_TEST(t_content_codings) {
     const char *st_gzip[] = {"Accept: application/octet-stream", "Accept-Encoding: gzip", NULL};
     r = post_with("/attention/multihead", body, strlen(body), st_gzip);
     ck_assert_int_eq(r.status, 200);
-    srvt_assert_header(&r, "Content-Encoding", "gzip");
-    back = zgunzip(r.body, r.len, &n);
-    ck_assert_uint_eq(n, want.body.len);
-    ck_assert_int_eq(memcmp(back, want.body.data, n), 0);
-    free(back);
+    expect_gzip_of(&r, want.body.data, want.body.len);
     srvt_reply_free(&r);
     api_reply_free(&want);
+}
+
+/* Request bodies in gzip are inflated (--max-body bounds the inflated size);
+ * replies are gzip for clients that take it; other codings are a 415. */
+START_TEST(t_content_codings) {
+    start((const char *const[]){"--max-body", "100000", NULL});
+    gzip_bodies();
+    const char *accept[] = {"Accept-Encoding: deflate, gzip;q=0.8", NULL};
+    char *body = large_request();
+    gzip_replies(body, accept);
+    safetensors_replies(body);
     stop();
 
     /* --gzip-level 0: never */
     start((const char *const[]){"--gzip-level", "0", NULL});
-    r = post_with("/attention/multihead", body, strlen(body), accept);
+    srvt_reply r = post_with("/attention/multihead", body, strlen(body), accept);
     ck_assert_int_eq(r.status, 200);
     srvt_assert_header(&r, "Content-Encoding", NULL);
     srvt_reply_free(&r);
@@ -476,12 +494,7 @@ START_TEST(t_large_json_streamed) {
     r = post_with("/attention/multihead", body, strlen(body), gz);
     ck_assert_int_eq(r.status, 200);
     srvt_assert_header(&r, "Transfer-Encoding", NULL);
-    srvt_assert_header(&r, "Content-Encoding", "gzip");
-    size_t n;
-    char *back = zgunzip(r.body, r.len, &n);
-    ck_assert_uint_eq(n, want.body.len);
-    ck_assert_int_eq(memcmp(back, want.body.data, n), 0);
-    free(back);
+    expect_gzip_of(&r, want.body.data, want.body.len);
     srvt_reply_free(&r);
 
     /* hang up after the first bytes of the reply, three times, at once and
@@ -525,18 +538,6 @@ END_TEST
 #define N_LARGE 16
 #define LARGE_TOKENS 256
 
-typedef struct {
-    const char *body;
-    srvt_reply r;
-} large_call;
-
-static void *post_large(void *arg) {
-    large_call *c = arg;
-    srvt_req rq = {.body = c->body, .len = strlen(c->body), .timeout_ms = 120000};
-    srvt_do(&srv, "/attention/multihead", &rq, &c->r);
-    return NULL;
-}
-
 /* The server's peak resident memory (VmHWM), bytes. */
 static double peak_rss(pid_t pid) {
     long kb = srvt_status_kb(pid, "VmHWM");
@@ -556,26 +557,16 @@ START_TEST(t_memory_budget_holds) {
     start(args);
     char *body = srvt_slow_body(LARGE_TOKENS);
     ck_assert_ptr_nonnull(body);
-    large_call calls[N_LARGE];
-    pthread_t th[N_LARGE];
-    for (int i = 0; i < N_LARGE; i++) {
-        calls[i].body = body;
-        ck_assert_int_eq(pthread_create(&th[i], NULL, post_large, &calls[i]), 0);
-    }
+    srvt_reply replies[N_LARGE];
+    srvt_post_concurrently(&srv, "/attention/multihead", body, 120000, N_LARGE, replies);
     int ok = 0, busy = 0;
     for (int i = 0; i < N_LARGE; i++) {
-        pthread_join(th[i], NULL);
-        srvt_reply *r = &calls[i].r;
+        srvt_reply *r = &replies[i];
         ck_assert_msg(r->curl_code == 0, "request %d lost: curl error %d", i, r->curl_code);
-        if (r->status == 200) {
-            ck_assert_int_eq(srvt_check_slow(r, LARGE_TOKENS), 0);
-            ok++;
-        } else {
-            ck_assert_int_eq(srvt_check_error(r, 503, "overloaded"), 0);
-            char ra[16];
-            ck_assert_ptr_nonnull(srvt_header(r, "Retry-After", ra, sizeof ra));
-            busy++;
-        }
+        int st = srvt_check_slow_or_busy(r, LARGE_TOKENS, NULL, 0);
+        ck_assert_msg(st == 200 || st == 503, "request %d: reason above", i);
+        ok += st == 200;
+        busy += st == 503;
         srvt_reply_free(r);
     }
     ck_assert_int_eq(ok + busy, N_LARGE);

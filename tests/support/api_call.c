@@ -62,3 +62,10 @@ size_t tapi_reserved(api_endpoint ep, const char *body, const api_limits *lim) {
     json_decref(tapi_call(ep, body, &l, 200));
     return reserved;
 }
+
+void tapi_expect_field(api_endpoint ep, const char *body, const api_limits *lim, int status, const char *field) {
+    json_t *j = tapi_call(ep, body, lim, status);
+    const char *f = json_string_value(json_object_get(json_object_get(j, "error"), "field"));
+    ck_assert_msg(f && strcmp(f, field) == 0, "%s: field %s", body, f ? f : "null");
+    json_decref(j);
+}

@@ -8,6 +8,7 @@
 
 #include "api_call.h"
 #include "bpe_files.h"
+#include "check_main.h"
 #include "files.h"
 
 static int get_int(const json_t *o, const char *k) { return (int)json_integer_value(json_object_get(o, k)); }
@@ -179,9 +180,7 @@ void gg_unload_tiny(api_models **models, api_tokenizer *tok) {
 
 TCase *gg_golden_tcase(Suite *s, const TTest *loop) {
     int n = gg_count_cases();
-    TCase *tc = tcase_create("golden");
-    tcase_set_timeout(tc, 60);
+    TCase *tc = tcase_with(s, "golden", 60, NULL);
     tcase_add_loop_test(tc, loop, 0, n > 0 ? n : 1);
-    suite_add_tcase(s, tc);
     return tc;
 }

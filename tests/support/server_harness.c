@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -496,4 +497,32 @@ long srvt_status_kb(pid_t pid, const char *name) {
         if (strncmp(line, name, n) == 0 && line[n] == ':') kb = strtol(line + n + 1, NULL, 10);
     fclose(f);
     return kb;
+}
+
+typedef struct {
+    const srvt_server *s;
+    const char *path;
+    srvt_req rq;
+    srvt_reply *out;
+} post_job;
+
+static void *post_job_run(void *arg) {
+    post_job *j = arg;
+    srvt_do(j->s, j->path, &j->rq, j->out);
+    return NULL;
+}
+
+void srvt_post_concurrently(const srvt_server *s, const char *path, const char *body, long timeout_ms, int n,
+                            srvt_reply *replies) {
+    ck_assert_int_gt(n, 0);
+    post_job *jobs = calloc((size_t)n, sizeof *jobs);
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    ck_assert(jobs != NULL && th != NULL);
+    for (int i = 0; i < n; i++) {
+        jobs[i] = (post_job){s, path, {.body = body, .len = strlen(body), .timeout_ms = timeout_ms}, &replies[i]};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, post_job_run, &jobs[i]), 0);
+    }
+    for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+    free(jobs);
+    free(th);
 }

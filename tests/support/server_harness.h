@@ -167,4 +167,11 @@ int srvt_raw_post(const srvt_server *s, const char *path, const char *headers, c
  * when there is none; fails the test when the file cannot be read. */
 long srvt_status_kb(pid_t pid, const char *name);
 
+/* POSTs body to path from n threads at once (a fresh connection each, the
+ * whole transfer bounded by timeout_ms; 0: srvt_req's default) and waits
+ * for all: replies[i] is the i-th's (each to be freed with srvt_reply_free,
+ * its curl_code saying whether the exchange completed). */
+void srvt_post_concurrently(const srvt_server *s, const char *path, const char *body, long timeout_ms, int n,
+                            srvt_reply *replies);
+
 #endif

@@ -126,3 +126,15 @@ char *srvt_map_body(int tokens, size_t *len) {
     if (len) *len = n;
     return b;
 }
+
+int srvt_check_slow_or_busy(const srvt_reply *r, int tokens, char *retry_after, size_t cap) {
+    if (r->status == 200) return srvt_check_slow(r, tokens) == 0 ? 200 : -1;
+    if (srvt_check_error(r, 503, "overloaded") != 0) return -1;
+    char ra[64];
+    if (!srvt_header(r, "Retry-After", ra, sizeof ra)) {
+        fprintf(stderr, "a 503 without Retry-After\n");
+        return -1;
+    }
+    if (retry_after) snprintf(retry_after, cap, "%s", ra);
+    return 503;
+}
