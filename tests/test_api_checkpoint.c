@@ -17,47 +17,17 @@
 #include "support/api_call.h"
 #include "tests/support/ckpt_files.h"
 #include "tests/support/files.h"
+#include "tests/support/tmpdir.h"
 
 #include <cblas.h> /* openblas_set_num_threads */
 
-static char tmpdir[64];
-
-static void setup(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ckpt-test-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
-
-static void teardown(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
-static char *tmp(char *out, size_t size, const char *name) {
-    snprintf(out, size, "%s/%s", tmpdir, name);
-    return out;
-}
-
-static json_t *golden_ref(const char *name) {
-    char rel[64], path[512];
-    snprintf(rel, sizeof rel, "%s.json", name);
-    json_error_t je;
-    json_t *j = json_load_file(ckf_golden(path, sizeof path, rel), 0, &je);
-    ck_assert_msg(j != NULL, "%s: %s", path, je.text);
-    return j;
-}
-
 /* Loads golden checkpoint name as model name; returns the reference. */
 static json_t *load_golden(api_models **models, const char *name) {
-    json_t *ref = golden_ref(name);
-    char path[512], spec[640], why[512];
-    ckf_golden(path, sizeof path, json_string_value(json_object_get(ref, "file")));
-    snprintf(spec, sizeof spec, "%s=%s%s", name, path,
-             json_string_value(json_object_get(ref, "spec_suffix")));
-    ck_assert_msg(api_models_load(models, spec, why, sizeof why) == 0, "%s: %s", spec, why);
+    json_t *ref = ckf_golden_ref(name);
+    ckf_load_golden(models, name, json_string_value(json_object_get(ref, "file")),
+                    json_string_value(json_object_get(ref, "spec_suffix")));
     return ref;
 }
-
 
 static void expect_error(const api_models *models, const char *body, const char *code,
                          const char *field, const char *text) {
@@ -75,7 +45,7 @@ static void expect_error(const api_models *models, const char *body, const char 
 /* ==== Round trip: PyTorch writes, the server loads, logits agree ========== */
 
 static void check_logits(const api_models *models, const char *name) {
-    json_t *ref = golden_ref(name);
+    json_t *ref = ckf_golden_ref(name);
     json_t *rq = json_pack("{s:s, s:O, s:[s], s:s}", "model", name, "idx",
                            json_object_get(ref, "idx"), "return", "logits", "output_format", "flat");
     char *body = json_dumps(rq, 0);
@@ -88,20 +58,7 @@ static void check_logits(const api_models *models, const char *name) {
         ck_assert_msg(json_equal(json_object_get(cfg, key), v), "%s: config.%s", name, key);
     }
     ck_assert_str_eq(json_string_value(json_object_get(cfg, "activation")), "gelu_new");
-    json_t *got = json_object_get(json_object_get(reply, "logits"), "data");
-    json_t *want = json_object_get(ref, "logits");
-    ck_assert_uint_eq(json_array_size(got), json_array_size(want));
-    ck_assert_uint_gt(json_array_size(want), 100);
-    double worst = 0;
-    for (size_t i = 0; i < json_array_size(want); i++) {
-        double a = json_number_value(json_array_get(got, i));
-        double b = json_number_value(json_array_get(want, i));
-        double excess = fabs(a - b) - (1e-4 + 1e-3 * fabs(b));
-        ck_assert_msg(excess <= 0, "%s: logits[%zu] %.9g, PyTorch %.9g", name, i, a, b);
-        if (fabs(a - b) > worst) worst = fabs(a - b);
-    }
-    printf("%s: %zu logits within 1e-4 + 1e-3 rel of PyTorch (largest difference %.3g)\n", name,
-           json_array_size(want), worst);
+    ckf_expect_logits(reply, ref, name, 100);
     free(body);
     json_decref(rq);
     json_decref(reply);
@@ -188,187 +145,197 @@ END_TEST
 
 /* ==== Broken files ======================================================== */
 
-
 static void expect_file_refused(const char *path, const char *text) {
     char spec[600];
     snprintf(spec, sizeof spec, "m=%s", path);
     ckf_expect_refused(spec, text);
 }
 
+/* One change to the golden tiny_f32's header. */
 typedef struct {
-    const char *name, *key;
-    json_t *value; /* stolen; NULL deletes the key (or the tensor when key is NULL) */
-    const char *rename;
-} edit_arg;
+    const char *file;          /* the variant's name in the test's directory */
+    const char *name, *key;    /* the tensor (or __metadata__) and its key; key NULL: the tensor goes */
+    const char *value;         /* the key's new value as JSON; NULL deletes the key */
+    const char *rename;        /* or the tensor's new name */
+    int recompute;             /* data_offsets laid out again (ckf_variant) */
+    const char *refused;       /* what the loader's reason says (NULL: it loads) */
+} header_case;
 
 static void edit(json_t *hdr, void *p) {
-    const edit_arg *a = p;
-    json_t *t = json_object_get(hdr, a->name);
-    if (a->rename) {
-        json_object_set(hdr, a->rename, t);
-        json_object_del(hdr, a->name);
-    } else if (!a->key) {
-        json_object_del(hdr, a->name);
-    } else if (a->value) {
-        json_object_set_new(t, a->key, a->value);
+    const header_case *c = p;
+    json_t *t = json_object_get(hdr, c->name);
+    if (c->rename) {
+        json_object_set(hdr, c->rename, t);
+        json_object_del(hdr, c->name);
+    } else if (!c->key) {
+        json_object_del(hdr, c->name);
+    } else if (c->value) {
+        json_t *v = json_loads(c->value, JSON_DECODE_ANY, NULL);
+        ck_assert_msg(v != NULL, "%s: not JSON: %s", c->file, c->value);
+        json_object_set_new(t, c->key, v);
     } else {
-        json_object_del(t, a->key);
+        json_object_del(t, c->key);
     }
 }
 
-static void variant(const char *out, edit_arg a, int recompute) {
+/* Writes case c's variant into p; refused as it says. */
+static void header_variant(char *p, size_t size, const header_case *c) {
     char src[512];
-    ck_assert_int_eq(ckf_variant(ckf_golden(src, sizeof src, "tiny_f32.safetensors"), out, edit,
-                                 &a, recompute), 0);
+    ck_assert_int_eq(ckf_variant(ckf_golden(src, sizeof src, "tiny_f32.safetensors"),
+                                 ttmp_path(p, size, c->file), edit, (void *)c, c->recompute), 0);
+    if (c->refused) expect_file_refused(p, c->refused);
 }
 
-START_TEST(broken_files) {
+#define BIG40 "1099511627776" /* 1 << 40 */
+static const header_case header_cases[] = {
+    /* the header lies about offsets: a size that disagrees with the shape, an
+     * overlap, a range past the data */
+    {"lie.safetensors", "transformer.wpe.weight", "data_offsets", "[7808, 9852]", NULL, 0,
+     "\"transformer.wpe.weight\": data_offsets [7808, 9852] hold 2044 bytes"},
+    {"overlap.safetensors", "transformer.wpe.weight", "data_offsets", "[0, 2048]", NULL, 0, "overlaps"},
+    {"range.safetensors", "transformer.ln_f.bias", "data_offsets", "[1, 2, 3]", NULL, 0,
+     "data_offsets must be [begin, end]"},
+    {"beyond.safetensors", "transformer.ln_f.bias", "data_offsets", "[" BIG40 ", 1099511627904]", NULL, 0,
+     "run past the end of the data"},
+    {"nooffsets.safetensors", "transformer.ln_f.bias", "data_offsets", NULL, NULL, 0,
+     "needs a dtype string, a shape array and a data_offsets array"},
+    /* wrong shapes: c_attn as nn.Linear [3C][C] instead of Conv1D [C][3C]; a
+     * LayerNorm of the wrong width; wpe narrower than wte */
+    {"shape.safetensors", "transformer.h.1.attn.c_attn.weight", "shape", "[96, 32]", NULL, 1,
+     "tensor \"transformer.h.1.attn.c_attn.weight\" has shape [96, 32], "
+     "GPT-2 with n_embd 32 needs [32, 96] (Conv1D: [in][out])"},
+    {"shape2.safetensors", "transformer.ln_f.bias", "shape", "[2, 16]", NULL, 1,
+     "\"transformer.ln_f.bias\" has shape [2, 16]"},
+    {"shape3.safetensors", "transformer.wpe.weight", "shape", "[32, 16]", NULL, 1,
+     "transformer.wpe.weight\" must be [n_positions][n_embd]"},
+    {"overflow.safetensors", "transformer.ln_f.bias", "shape", "[4611686018427387904, 8]", NULL, 1,
+     "its shape overflows"}, /* 1 << 62 */
+    /* missing tensors */
+    {"missing.safetensors", "transformer.h.1.mlp.c_fc.bias", NULL, NULL, NULL, 1,
+     "tensor \"transformer.h.1.mlp.c_fc.bias\" is missing"},
+    {"nowte.safetensors", "transformer.wte.weight", NULL, NULL, NULL, 1,
+     "tensor \"transformer.wte.weight\" is missing"},
+    {"nowpe.safetensors", "transformer.wpe.weight", NULL, NULL, NULL, 1,
+     "tensor \"transformer.wpe.weight\" is missing"},
+    /* dtypes: one the format does not know, one it knows that is no float */
+    {"dtype.safetensors", "transformer.ln_f.weight", "dtype", "\"F33\"", NULL, 1, "unknown dtype \"F33\""},
+    {"int.safetensors", "transformer.ln_f.weight", "dtype", "\"I32\"", NULL, 1,
+     "has dtype I32: weights must be F32, F16 or BF16"},
+    {"f64.safetensors", "transformer.ln_f.weight", "dtype", "\"F64\"", NULL, 1,
+     "need 32 x 8"}, /* 128 bytes cannot hold 32 F64 */
+    /* names and header keys outside the layout */
+    {"name.safetensors", "transformer.h.0.ln_1.bias", NULL, NULL, "transformer.h.0.ln_3.bias", 0,
+     "tensor \"transformer.h.0.ln_3.bias\" is not part of GPT-2's layout"},
+    {"key.safetensors", "transformer.ln_f.bias", "strides", "[1]", NULL, 0, "unknown header key \"strides\""},
+    {"meta.safetensors", "__metadata__", "n_head", "4", NULL, 0, "__metadata__.n_head is not a string"},
+    /* n_head: not in the file and n_embd 32 is no multiple of 64; a bad one */
+    {"noheads.safetensors", "__metadata__", NULL, NULL, NULL, 0, "give it as NAME=FILE:heads=N"},
+    {"badheads.safetensors", "__metadata__", "n_head", "\"four\"", NULL, 0,
+     "__metadata__.n_head \"four\" is not a head count"},
+};
+
+/* The golden file cut short or made longer: keep bytes of it (from_end:
+ * its length plus keep), zeros past its end. */
+static const struct {
+    const char *file;
+    long keep;
+    int from_end;
+    const char *refused[2];
+} cut_cases[] = {
+    /* truncated: in the data, in the header, before the length */
+    {"cut.safetensors", -100, 1, {"run past the end of the data", "truncated"}},
+    {"cut_header.safetensors", 60, 0, {"runs past the end of the file", NULL}},
+    {"short.safetensors", 5, 0, {"too short", NULL}},
+    /* bytes after the last tensor */
+    {"long.safetensors", 4, 1, {"the tensors end at byte", NULL}},
+};
+
+/* Headers that are no safetensors header, and data of zeros. */
+static const struct {
+    const char *file, *header;
+    size_t data_len;
+    const char *refused;
+} raw_cases[] = {
+    {"json.safetensors", "{\"a\": [", 0, "the header is not JSON"},
+    {"array.safetensors", "[1, 2]", 0, "the header is not a JSON object"},
+    {"dup.safetensors", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                        "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
+     "duplicate object key"},
+    {"gap.safetensors", "{\"wte.weight\":{\"dtype\":\"F32\",\"shape\":[1,1],\"data_offsets\":[4,8]}}", 8,
+     "bytes [0, 4) of the data belong to no tensor"},
+    {"neg.safetensors", "{\"wte.weight\":{\"dtype\":\"F32\",\"shape\":[-1,1],\"data_offsets\":[0,4]}}", 4,
+     "shape[0] is not a size"},
+    {"empty.safetensors", "{}", 0, "tensor \"wte.weight\" is missing"},
+};
+
+/* Values: lm_head untied, NaN. */
+static const struct {
+    const char *file, *tensor;
+    size_t i;
+    float v;
+    const char *refused;
+} value_cases[] = {
+    {"head.safetensors", "lm_head.weight", 5, 1.5f, "lm_head.weight differs from wte.weight"},
+    {"nan.safetensors", "transformer.h.0.attn.c_proj.weight", 3, NAN,
+     "h.0.attn.c_proj.weight holds NaN or infinity"},
+};
+
+static void expect_loads(const char *spec) {
+    api_models *models = NULL;
+    char why[768];
+    ck_assert_msg(api_models_load(&models, spec, why, sizeof why) == 0, "%s", why);
+    api_models_free(models);
+}
+
+/* The golden file's bytes changed: cut, longer, values patched. */
+static void broken_bytes(void) {
     char src[512], p[256];
     size_t len;
     char *good = tfile_read(ckf_golden(src, sizeof src, "tiny_f32.safetensors"), &len);
     ck_assert_ptr_nonnull(good);
-
-    /* the copy itself loads (the variants below differ by one thing) */
-    variant(tmp(p, sizeof p, "same.safetensors"), (edit_arg){"none", NULL, NULL, NULL}, 1);
-    api_models *models = NULL;
-    char spec[300], why[768];
-    snprintf(spec, sizeof spec, "same=%s", p);
-    ck_assert_msg(api_models_load(&models, spec, why, sizeof why) == 0, "%s", why);
-    api_models_free(models);
-
-    /* truncated: in the data, in the header, before the length */
-    ck_assert_int_eq(ckf_write(tmp(p, sizeof p, "cut.safetensors"), good, len - 100), 0);
-    expect_file_refused(p, "run past the end of the data");
-    expect_file_refused(p, "truncated");
-    ck_assert_int_eq(ckf_write(tmp(p, sizeof p, "cut_header.safetensors"), good, 60), 0);
-    expect_file_refused(p, "runs past the end of the file");
-    ck_assert_int_eq(ckf_write(tmp(p, sizeof p, "short.safetensors"), good, 5), 0);
-    expect_file_refused(p, "too short");
-    ck_assert_int_eq(ckf_write(tmp(p, sizeof p, "huge.safetensors"),
+    char *longer = calloc(1, len + 8);
+    ck_assert_ptr_nonnull(longer);
+    memcpy(longer, good, len);
+    for (size_t i = 0; i < sizeof cut_cases / sizeof cut_cases[0]; i++) {
+        size_t n = (size_t)((cut_cases[i].from_end ? (long)len : 0) + cut_cases[i].keep);
+        ck_assert_int_eq(ckf_write(ttmp_path(p, sizeof p, cut_cases[i].file), longer, n), 0);
+        for (int k = 0; k < 2 && cut_cases[i].refused[k]; k++) expect_file_refused(p, cut_cases[i].refused[k]);
+    }
+    ck_assert_int_eq(ckf_write(ttmp_path(p, sizeof p, "huge.safetensors"),
                                "\xff\xff\xff\xff\xff\xff\xff\x7f{}", 10), 0);
     expect_file_refused(p, "runs past the end of the file");
-    /* bytes after the last tensor */
-    char *longer = malloc(len + 4);
-    memcpy(longer, good, len);
-    memset(longer + len, 0, 4);
-    ck_assert_int_eq(ckf_write(tmp(p, sizeof p, "long.safetensors"), longer, len + 4), 0);
-    expect_file_refused(p, "the tensors end at byte");
+    for (size_t i = 0; i < sizeof value_cases / sizeof value_cases[0]; i++) {
+        ck_assert_int_eq(ckf_write(ttmp_path(p, sizeof p, value_cases[i].file), good, len), 0);
+        ck_assert_int_eq(ckf_patch_f32(p, value_cases[i].tensor, value_cases[i].i, value_cases[i].v), 0);
+        expect_file_refused(p, value_cases[i].refused);
+    }
     free(longer);
+    free(good);
+}
 
-    /* the header lies about offsets: a size that disagrees with the shape, an
-     * overlap, a range past the data */
-    variant(tmp(p, sizeof p, "lie.safetensors"),
-            (edit_arg){"transformer.wpe.weight", "data_offsets", json_pack("[ii]", 7808, 9852), NULL}, 0);
-    expect_file_refused(p, "\"transformer.wpe.weight\": data_offsets [7808, 9852] hold 2044 bytes");
-    variant(tmp(p, sizeof p, "overlap.safetensors"),
-            (edit_arg){"transformer.wpe.weight", "data_offsets", json_pack("[ii]", 0, 2048), NULL}, 0);
-    expect_file_refused(p, "overlaps");
-    variant(tmp(p, sizeof p, "range.safetensors"),
-            (edit_arg){"transformer.ln_f.bias", "data_offsets",
-                       json_pack("[IIi]", (json_int_t)1, (json_int_t)2, 3), NULL}, 0);
-    expect_file_refused(p, "data_offsets must be [begin, end]");
-    variant(tmp(p, sizeof p, "beyond.safetensors"),
-            (edit_arg){"transformer.ln_f.bias", "data_offsets",
-                       json_pack("[II]", (json_int_t)1 << 40, ((json_int_t)1 << 40) + 128), NULL}, 0);
-    expect_file_refused(p, "run past the end of the data");
-    variant(tmp(p, sizeof p, "nooffsets.safetensors"),
-            (edit_arg){"transformer.ln_f.bias", "data_offsets", NULL, NULL}, 0);
-    expect_file_refused(p, "needs a dtype string, a shape array and a data_offsets array");
-
-    /* wrong shapes: c_attn as nn.Linear [3C][C] instead of Conv1D [C][3C]; a
-     * LayerNorm of the wrong width; wpe narrower than wte */
-    variant(tmp(p, sizeof p, "shape.safetensors"),
-            (edit_arg){"transformer.h.1.attn.c_attn.weight", "shape", json_pack("[ii]", 96, 32), NULL}, 1);
-    expect_file_refused(p, "tensor \"transformer.h.1.attn.c_attn.weight\" has shape [96, 32], "
-                           "GPT-2 with n_embd 32 needs [32, 96] (Conv1D: [in][out])");
-    variant(tmp(p, sizeof p, "shape2.safetensors"),
-            (edit_arg){"transformer.ln_f.bias", "shape", json_pack("[ii]", 2, 16), NULL}, 1);
-    expect_file_refused(p, "\"transformer.ln_f.bias\" has shape [2, 16]");
-    variant(tmp(p, sizeof p, "shape3.safetensors"),
-            (edit_arg){"transformer.wpe.weight", "shape", json_pack("[ii]", 32, 16), NULL}, 1);
-    expect_file_refused(p, "transformer.wpe.weight\" must be [n_positions][n_embd]");
-    variant(tmp(p, sizeof p, "overflow.safetensors"),
-            (edit_arg){"transformer.ln_f.bias", "shape",
-                       json_pack("[II]", (json_int_t)1 << 62, (json_int_t)8), NULL}, 1);
-    expect_file_refused(p, "its shape overflows");
-
-    /* missing tensors */
-    variant(tmp(p, sizeof p, "missing.safetensors"),
-            (edit_arg){"transformer.h.1.mlp.c_fc.bias", NULL, NULL, NULL}, 1);
-    expect_file_refused(p, "tensor \"transformer.h.1.mlp.c_fc.bias\" is missing");
-    variant(tmp(p, sizeof p, "nowte.safetensors"),
-            (edit_arg){"transformer.wte.weight", NULL, NULL, NULL}, 1);
-    expect_file_refused(p, "tensor \"transformer.wte.weight\" is missing");
-    variant(tmp(p, sizeof p, "nowpe.safetensors"),
-            (edit_arg){"transformer.wpe.weight", NULL, NULL, NULL}, 1);
-    expect_file_refused(p, "tensor \"transformer.wpe.weight\" is missing");
-
-    /* dtypes: one the format does not know, one it knows that is no float */
-    variant(tmp(p, sizeof p, "dtype.safetensors"),
-            (edit_arg){"transformer.ln_f.weight", "dtype", json_string("F33"), NULL}, 1);
-    expect_file_refused(p, "unknown dtype \"F33\"");
-    variant(tmp(p, sizeof p, "int.safetensors"),
-            (edit_arg){"transformer.ln_f.weight", "dtype", json_string("I32"), NULL}, 1);
-    expect_file_refused(p, "has dtype I32: weights must be F32, F16 or BF16");
-    variant(tmp(p, sizeof p, "f64.safetensors"),
-            (edit_arg){"transformer.ln_f.weight", "dtype", json_string("F64"), NULL}, 1);
-    expect_file_refused(p, "need 32 x 8"); /* 128 bytes cannot hold 32 F64 */
-
-    /* names and header keys outside the layout */
-    variant(tmp(p, sizeof p, "name.safetensors"),
-            (edit_arg){"transformer.h.0.ln_1.bias", NULL, NULL, "transformer.h.0.ln_3.bias"}, 0);
-    expect_file_refused(p, "tensor \"transformer.h.0.ln_3.bias\" is not part of GPT-2's layout");
-    variant(tmp(p, sizeof p, "key.safetensors"),
-            (edit_arg){"transformer.ln_f.bias", "strides", json_pack("[i]", 1), NULL}, 0);
-    expect_file_refused(p, "unknown header key \"strides\"");
-    variant(tmp(p, sizeof p, "meta.safetensors"),
-            (edit_arg){"__metadata__", "n_head", json_integer(4), NULL}, 0);
-    expect_file_refused(p, "__metadata__.n_head is not a string");
-
-    /* n_head: not in the file and n_embd 32 is no multiple of 64; a bad one */
-    variant(tmp(p, sizeof p, "noheads.safetensors"), (edit_arg){"__metadata__", NULL, NULL, NULL}, 0);
-    expect_file_refused(p, "give it as NAME=FILE:heads=N");
+START_TEST(broken_files) {
+    char p[256], spec[300];
+    /* the copy itself loads (the variants below differ by one thing) */
+    header_variant(p, sizeof p, &(header_case){"same.safetensors", "none", NULL, NULL, NULL, 1, NULL});
+    snprintf(spec, sizeof spec, "same=%s", p);
+    expect_loads(spec);
+    broken_bytes();
+    for (size_t i = 0; i < sizeof header_cases / sizeof header_cases[0]; i++)
+        header_variant(p, sizeof p, &header_cases[i]);
+    /* without n_head in the file, :heads= gives it */
+    ttmp_path(p, sizeof p, "noheads.safetensors");
     snprintf(spec, sizeof spec, "m=%s:heads=4", p);
-    models = NULL;
-    ck_assert_msg(api_models_load(&models, spec, why, sizeof why) == 0, "%s", why);
-    api_models_free(models);
+    expect_loads(spec);
     snprintf(spec, sizeof spec, "m=%s:heads=5", p);
     ckf_expect_refused(spec, "n_embd must be divisible by n_head");
-    variant(tmp(p, sizeof p, "badheads.safetensors"),
-            (edit_arg){"__metadata__", "n_head", json_string("four"), NULL}, 0);
-    expect_file_refused(p, "__metadata__.n_head \"four\" is not a head count");
-
-    /* values: lm_head untied, NaN */
-    ck_assert_int_eq(ckf_write(tmp(p, sizeof p, "head.safetensors"), good, len), 0);
-    ck_assert_int_eq(ckf_patch_f32(p, "lm_head.weight", 5, 1.5f), 0);
-    expect_file_refused(p, "lm_head.weight differs from wte.weight");
-    ck_assert_int_eq(ckf_write(tmp(p, sizeof p, "nan.safetensors"), good, len), 0);
-    ck_assert_int_eq(ckf_patch_f32(p, "transformer.h.0.attn.c_proj.weight", 3, NAN), 0);
-    expect_file_refused(p, "h.0.attn.c_proj.weight holds NaN or infinity");
-
-    /* headers that are no safetensors header */
-    ck_assert_int_eq(ckf_write_raw(tmp(p, sizeof p, "json.safetensors"), "{\"a\": [", NULL, 0), 0);
-    expect_file_refused(p, "the header is not JSON");
-    ck_assert_int_eq(ckf_write_raw(tmp(p, sizeof p, "array.safetensors"), "[1, 2]", NULL, 0), 0);
-    expect_file_refused(p, "the header is not a JSON object");
-    ck_assert_int_eq(ckf_write_raw(tmp(p, sizeof p, "dup.safetensors"),
-                                   "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
-                                   "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
-                                   "\0\0\0\0", 4), 0);
-    expect_file_refused(p, "duplicate object key");
-    ck_assert_int_eq(ckf_write_raw(tmp(p, sizeof p, "gap.safetensors"),
-                                   "{\"wte.weight\":{\"dtype\":\"F32\",\"shape\":[1,1],\"data_offsets\":[4,8]}}",
-                                   "\0\0\0\0\0\0\0\0", 8), 0);
-    expect_file_refused(p, "bytes [0, 4) of the data belong to no tensor");
-    ck_assert_int_eq(ckf_write_raw(tmp(p, sizeof p, "neg.safetensors"),
-                                   "{\"wte.weight\":{\"dtype\":\"F32\",\"shape\":[-1,1],\"data_offsets\":[0,4]}}",
-                                   "\0\0\0\0", 4), 0);
-    expect_file_refused(p, "shape[0] is not a size");
-    ck_assert_int_eq(ckf_write_raw(tmp(p, sizeof p, "empty.safetensors"), "{}", NULL, 0), 0);
-    expect_file_refused(p, "tensor \"wte.weight\" is missing");
+    static const char zeros[8];
+    for (size_t i = 0; i < sizeof raw_cases / sizeof raw_cases[0]; i++) {
+        ck_assert_int_eq(ckf_write_raw(ttmp_path(p, sizeof p, raw_cases[i].file), raw_cases[i].header,
+                                       raw_cases[i].data_len ? zeros : NULL, raw_cases[i].data_len), 0);
+        expect_file_refused(p, raw_cases[i].refused);
+    }
     expect_file_refused("/nonexistent/model.safetensors", "cannot open");
-    expect_file_refused(tmpdir, "config.json: missing"); /* a folder without its config */
-    free(good);
+    expect_file_refused(ttmp_dir(), "config.json: missing"); /* a folder without its config */
 }
 END_TEST
 
@@ -398,11 +365,8 @@ END_TEST
 static Suite *checkpoint_suite(void) {
     /* Bits depend on OpenBLAS's thread count: one thread, as the server runs it. */
     openblas_set_num_threads(1);
-    Suite *s = suite_create("api_checkpoint");
     const TTest *tests[] = {round_trip, request_errors, broken_files, specs, NULL};
-    TCase *tc = tcase_with(s, "checkpoint", 30, tests);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    return s;
+    return suite_with("api_checkpoint", "checkpoint", 30, tests, ttmp_make, ttmp_remove);
 }
 
 const test_program TEST_PROGRAM = {.suites = {checkpoint_suite}};

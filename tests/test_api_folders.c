@@ -27,51 +27,9 @@
 #include "support/api_call.h"
 #include "tests/support/ckpt_files.h"
 #include "tests/support/files.h"
+#include "tests/support/tmpdir.h"
 
 #include <cblas.h> /* openblas_set_num_threads */
-
-static char tmpdir[64];
-
-static void setup(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/folder-test-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
-
-static void teardown(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
-static json_t *golden_ref(const char *name) {
-    char rel[64], path[512];
-    snprintf(rel, sizeof rel, "%s.json", name);
-    json_error_t je;
-    json_t *j = json_load_file(ckf_golden(path, sizeof path, rel), 0, &je);
-    ck_assert_msg(j != NULL, "%s: %s", path, je.text);
-    return j;
-}
-
-static void load(api_models **models, const char *name, const char *path_suffix) {
-    char path[512], spec[640], why[768];
-    ckf_golden(path, sizeof path, name);
-    snprintf(spec, sizeof spec, "%s=%s%s", name, path, path_suffix);
-    ck_assert_msg(api_models_load(models, spec, why, sizeof why) == 0, "%s: %s", spec, why);
-}
-
-
-/* The reply's flat logits against the reference's, 1e-4 + 1e-3 relative. */
-static void expect_logits(const json_t *reply, const json_t *ref, const char *name) {
-    json_t *got = json_object_get(json_object_get(reply, "logits"), "data");
-    json_t *want = json_object_get(ref, "logits");
-    ck_assert_uint_eq(json_array_size(got), json_array_size(want));
-    ck_assert_uint_gt(json_array_size(want), 1000);
-    for (size_t i = 0; i < json_array_size(want); i++) {
-        double a = json_number_value(json_array_get(got, i)), b = json_number_value(json_array_get(want, i));
-        ck_assert_msg(fabs(a - b) <= 1e-4 + 1e-3 * fabs(b), "%s: logits[%zu] %.9g, PyTorch %.9g", name,
-                      i, a, b);
-    }
-}
 
 /* The reply's config holds the reference's (the family's names). */
 static void expect_config(const json_t *reply, const json_t *ref) {
@@ -86,7 +44,7 @@ static void expect_config(const json_t *reply, const json_t *ref) {
 
 /* {"model": NAME, "text": ...}: the folder's tokenizer, its ids, PyTorch's logits. */
 static void check_text(const api_models *models, const char *name, const char *module) {
-    json_t *ref = golden_ref(name);
+    json_t *ref = ckf_golden_ref(name);
     json_t *rq = json_pack("{s:s, s:O, s:[ssss], s:s}", "model", name, "text", json_object_get(ref, "text"),
                            "return", "idx", "tokens", "logits", "next_token", "output_format", "flat");
     char *body = json_dumps(rq, 0);
@@ -97,7 +55,7 @@ static void check_text(const api_models *models, const char *name, const char *m
     ck_assert_str_eq(json_string_value(json_array_get(json_object_get(reply, "tokens"), 14)), " t"); /* merged */
     ck_assert(json_is_string(json_object_get(reply, "next_token_text")));
     expect_config(reply, ref);
-    expect_logits(reply, ref, name);
+    ckf_expect_logits(reply, ref, name, 1000);
     free(body);
     json_decref(rq);
     json_decref(reply);
@@ -106,9 +64,9 @@ static void check_text(const api_models *models, const char *name, const char *m
 
 START_TEST(folders_answer_text) {
     api_models *models = NULL;
-    load(&models, "folder_gpt2", "");
-    load(&models, "folder_shards", "");
-    load(&models, "folder_book", "");
+    ckf_load_golden(&models, "folder_gpt2", "folder_gpt2", "");
+    ckf_load_golden(&models, "folder_shards", "folder_shards", "");
+    ckf_load_golden(&models, "folder_book", "folder_book", "");
     check_text(models, "folder_gpt2", "GPT2");
     check_text(models, "folder_shards", "GPT2");
     check_text(models, "folder_book", "GPTModel");
@@ -152,15 +110,15 @@ END_TEST
 /* The book's GPTModel saved as one safetensors file, masks in. */
 START_TEST(book_file) {
     api_models *models = NULL;
-    json_t *ref = golden_ref("book_f32");
-    load(&models, "book_f32.safetensors", ":heads=2");
+    json_t *ref = ckf_golden_ref("book_f32");
+    ckf_load_golden(&models, "book_f32.safetensors", "book_f32.safetensors", ":heads=2");
     json_t *rq = json_pack("{s:s, s:O, s:[s], s:s}", "model", "book_f32.safetensors", "idx",
                            json_object_get(ref, "idx"), "return", "logits", "output_format", "flat");
     char *body = json_dumps(rq, 0);
     json_t *reply = ckf_call(models, body, 200);
     ck_assert_str_eq(json_string_value(json_object_get(reply, "module")), "GPTModel");
     expect_config(reply, ref);
-    expect_logits(reply, ref, "book_f32");
+    ckf_expect_logits(reply, ref, "book_f32", 1000);
     json_decref(reply);
     /* a GPTModel checkpoint takes GPTModel's module, and no config field of either family */
     reply = ckf_call(models, "{\"model\":\"book_f32.safetensors\",\"module\":\"GPT2\",\"idx\":[1]}", 400);
@@ -185,10 +143,10 @@ END_TEST
 static void broken(const char *name, const char *edit, const char *text) {
     char src[512], cmd[2048], spec[300];
     static int n;
-    snprintf(cmd, sizeof cmd, "d='%s/f%d' && cp -r '%s' \"$d\" && cd \"$d\" && %s", tmpdir, ++n,
+    snprintf(cmd, sizeof cmd, "d='%s/f%d' && cp -r '%s' \"$d\" && cd \"$d\" && %s", ttmp_dir(), ++n,
              ckf_golden(src, sizeof src, name), edit);
     ck_assert_msg(system(cmd) == 0, "%s", cmd);
-    snprintf(spec, sizeof spec, "m=%s/f%d", tmpdir, n);
+    snprintf(spec, sizeof spec, "m=%s/f%d", ttmp_dir(), n);
     ckf_expect_refused(spec, text);
 }
 
@@ -252,11 +210,11 @@ static void book_edit(json_t *hdr, void *arg) {
 START_TEST(broken_book_file) {
     char src[512], p[256], spec[600];
     ckf_golden(src, sizeof src, "book_f32.safetensors");
-    snprintf(p, sizeof p, "%s/nohead.safetensors", tmpdir);
+    ttmp_path(p, sizeof p, "nohead.safetensors");
     ck_assert_int_eq(ckf_variant(src, p, book_edit, "head", 1), 0);
     snprintf(spec, sizeof spec, "m=%s:heads=2", p);
     ckf_expect_refused(spec, "tensor \"out_head.weight\" is missing");
-    snprintf(p, sizeof p, "%s/name.safetensors", tmpdir);
+    ttmp_path(p, sizeof p, "name.safetensors");
     ck_assert_int_eq(ckf_variant(src, p, book_edit, "name", 0), 0);
     snprintf(spec, sizeof spec, "m=%s:heads=2", p);
     ckf_expect_refused(spec, "\"trf_blocks.0.att.W_qkv.weight\" is not part of GPTModel's state_dict");
@@ -268,11 +226,8 @@ END_TEST
 
 static Suite *folders_suite(void) {
     openblas_set_num_threads(1); /* the server's setting */
-    Suite *s = suite_create("api_folders");
     const TTest *tests[] = {folders_answer_text, book_file, broken_folders, broken_book_file, NULL};
-    TCase *tc = tcase_with(s, "folders", 60, tests);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    return s;
+    return suite_with("api_folders", "folders", 60, tests, ttmp_make, ttmp_remove);
 }
 
 const test_program TEST_PROGRAM = {.suites = {folders_suite}};

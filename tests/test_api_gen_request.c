@@ -44,7 +44,8 @@ static api_tokenizer g_tok;
 static api_limits g_lim = {.max_elements = 100000000};
 static api_limits g_plain = {.max_elements = 100000000}; /* no tokenizer: the seed-built models */
 
-/* The goldens, the checkpoint and the tokenizer, in the test's process. */
+/* The goldens, the checkpoint and the tokenizer, in the test's process
+ * (every test's checked fixture). */
 static void setup(void) {
     g_n = gg_load_cases(g_cases, MAX_CASES);
     gg_load_tiny(&g_models, &g_tok);
@@ -80,12 +81,8 @@ static void check_steps(const gg_case *c, const json_t *gen) {
 }
 
 START_TEST(golden_requests) {
-    setup();
     const gg_case *c = &g_cases[_i];
-    if (c->cfg.family != ATTN_FAMILY_GPT2 || c->B != 1) { /* GPTModel requests: issue 21's fields */
-        teardown();
-        return;
-    }
+    if (c->cfg.family != ATTN_FAMILY_GPT2 || c->B != 1) return; /* GPTModel requests: issue 21's fields */
     char *body = gg_request(c, NULL);
     json_t *j = tapi_call(API_EP_MODEL_GPT2, body, &g_plain, 200);
     const json_t *gen = json_object_get(j, "generation");
@@ -99,7 +96,6 @@ START_TEST(golden_requests) {
     ck_assert_int_eq(json_integer_value(json_object_get(gen, "completion_tokens")), c->n[0]);
     json_decref(j);
     free(body);
-    teardown();
 }
 END_TEST
 
@@ -157,7 +153,6 @@ static void same_content(const char *body_json, const char *body_events, const a
 }
 
 START_TEST(events_equal_whole) {
-    setup();
     const gg_case *c = &g_cases[1]; /* gpt2_book_topk: sampled */
     char *a = gg_request(c, "{\"return\": [\"idx\", \"next_token\", \"timing\"]}");
     char *b = gg_request(c, "{\"return\": [\"idx\", \"next_token\", \"timing\"], \"output_format\": \"events\"}");
@@ -184,14 +179,12 @@ START_TEST(events_equal_whole) {
     ck_assert_int_eq(api_handle(API_EP_MODEL_GPT2, q, strlen(q), &lim, &r), 200);
     ck_assert_str_eq(r.content_type, "application/json");
     api_reply_free(&r);
-    teardown();
 }
 END_TEST
 
 /* The checkpoint's completions as PyTorch wrote them (generate_checkpoint.py's
  * forward, the book's sampling order), from text. */
 START_TEST(checkpoint_completions) {
-    setup();
     gg_case hf[8];
     attn_gpt2_config cfg;
     int n = gg_load_hf(hf, 8, &cfg);
@@ -222,7 +215,6 @@ START_TEST(checkpoint_completions) {
         json_decref(req);
         gg_free(&hf[i]);
     }
-    teardown();
 }
 END_TEST
 
@@ -235,7 +227,6 @@ static json_t *gen_call(const char *gen_json, int status) {
 /* A stop string ends the text before it (the token that completed it is
  * written); the end-of-text id ends it unwritten (the book's eos_id). */
 START_TEST(stop_and_eos) {
-    setup();
     gg_case hf[8];
     attn_gpt2_config cfg;
     gg_load_hf(hf, 8, &cfg);
@@ -271,14 +262,12 @@ START_TEST(stop_and_eos) {
                      c->tokens[0][4]);
     json_decref(j);
     for (int i = 0; i < 8 && hf[i].root; i++) gg_free(&hf[i]);
-    teardown();
 }
 END_TEST
 
 /* The outputs are a forward over the final text: the same as a request
  * without generate on the idx the reply gives. */
 START_TEST(outputs_over_final_text) {
-    setup();
     json_t *a = tapi_call(API_EP_MODEL_GPT2,
                           "{\"model\": \"tiny\", \"idx\": [5, 6, 7], \"return\": [\"idx\", \"logits\", "
                           "\"attn_weights\"], \"generate\": {\"max_new_tokens\": 5}}", &g_lim, 200);
@@ -292,12 +281,10 @@ START_TEST(outputs_over_final_text) {
     ck_assert(json_equal(json_object_get(a, "shape"), json_object_get(b, "shape")));
     json_decref(a), json_decref(b), json_decref(req);
     free(body);
-    teardown();
 }
 END_TEST
 
 START_TEST(errors) {
-    setup();
     static const struct { const char *body, *field; int status; } cases[] = {
         {"{\"model\": \"tiny\", \"idx\": [[1, 2], [3, 4]], \"generate\": {}}", "idx", 400},
         {"{\"model\": \"tiny\", \"idx\": [1], \"training\": true, \"generate\": {}}", "training", 400},
@@ -315,45 +302,26 @@ START_TEST(errors) {
          "generate", 400},
     };
     g_lim.max_new_tokens = 100;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        json_t *j = tapi_call(API_EP_MODEL_GPT2, cases[i].body, &g_lim, cases[i].status);
-        const char *f = json_string_value(json_object_get(json_object_get(j, "error"), "field"));
-        ck_assert_msg(f && strcmp(f, cases[i].field) == 0, "%s: field %s", cases[i].body, f ? f : "null");
-        json_decref(j);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        tapi_expect_field(API_EP_MODEL_GPT2, cases[i].body, &g_lim, cases[i].status, cases[i].field);
     /* stop strings without a tokenizer */
     api_limits lim = g_lim;
     lim.n_tokenizers = 0;
-    json_t *j = tapi_call(API_EP_MODEL_GPT2, "{\"model\": \"tiny\", \"idx\": [1], \"generate\": "
-                          "{\"stop\": \"x\"}}", &lim, 400);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "field")), "generate.stop");
-    json_decref(j);
-    teardown();
+    tapi_expect_field(API_EP_MODEL_GPT2, "{\"model\": \"tiny\", \"idx\": [1], \"generate\": {\"stop\": \"x\"}}",
+                      &lim, 400, "generate.stop");
 }
 END_TEST
-
-static size_t g_reserved;
-
-static int record(void *ctx, size_t bytes, char *msg, size_t size) {
-    (void)ctx, (void)msg, (void)size;
-    g_reserved = bytes;
-    return 0;
-}
 
 /* The memory budget's reservation holds the key/value cache (and the
  * records): a longer generation reserves more by the cache's growth. */
 START_TEST(reserves_the_cache) {
-    setup();
-    api_limits lim = g_lim;
-    lim.reserve = record;
     size_t r[2];
     for (int i = 0; i < 2; i++) {
         char body[256];
         snprintf(body, sizeof body, "{\"vocab_size\": 50, \"block_size\": 1024, \"n_layer\": 4, "
                  "\"n_head\": 4, \"n_embd\": 64, \"init\": {\"seed\": 1}, \"idx\": [1, 2], "
                  "\"generate\": {\"max_new_tokens\": %d}}", i ? 1000 : 10);
-        json_decref(tapi_call(API_EP_MODEL_GPT2, body, &lim, 200));
-        r[i] = g_reserved;
+        r[i] = tapi_reserved(API_EP_MODEL_GPT2, body, &g_lim);
     }
     attn_gpt2_config cfg = {.vocab_size = 50, .block_size = 1024, .n_layer = 4, .n_head = 4, .n_embd = 64};
     size_t c10, c1000;
@@ -362,21 +330,16 @@ START_TEST(reserves_the_cache) {
     ck_assert_int_eq(attn_gpt2_cache_bytes(&cfg, 1, 1001, &c1000, &ae), ATTN_OK);
     ck_assert_msg(r[1] - r[0] >= c1000 - c10, "reserved %zu more for 990 more tokens; the cache grows %zu",
                   r[1] - r[0], c1000 - c10);
-    teardown();
 }
 END_TEST
 
 static Suite *request_suite(void) {
     openblas_set_num_threads(1);
-    int n = gg_count_cases();
     Suite *s = suite_create("generate_request");
-    TCase *tc = tcase_create("golden");
-    tcase_set_timeout(tc, 60);
-    tcase_add_loop_test(tc, golden_requests, 0, n > 0 ? n : 1);
-    suite_add_tcase(s, tc);
+    tcase_add_checked_fixture(gg_golden_tcase(s, golden_requests), setup, teardown);
     const TTest *rest[] = {events_equal_whole, checkpoint_completions, stop_and_eos,
                            outputs_over_final_text, errors, reserves_the_cache, NULL};
-    tcase_with(s, "requests", 30, rest);
+    tcase_add_checked_fixture(tcase_with(s, "requests", 30, rest), setup, teardown);
     return s;
 }
 

@@ -224,13 +224,8 @@ END_TEST
 
 static Suite *loop_suite(void) {
     openblas_set_num_threads(1);
-    int n = gg_count_cases();
     Suite *s = suite_create("generate");
-    TCase *tc = tcase_create("golden");
-    tcase_set_timeout(tc, 60);
-    tcase_add_loop_test(tc, golden_loops, 0, n > 0 ? n : 1);
-    tcase_add_test(tc, attention_rows);
-    suite_add_tcase(s, tc);
+    tcase_add_test(gg_golden_tcase(s, golden_loops), attention_rows);
     const TTest *big[] = {book_124m, NULL};
     tcase_with(s, "book_124m", 120, big);
     const TTest *text[] = {utf8_and_stops, option_errors, NULL};

@@ -363,10 +363,7 @@ START_TEST(with_tokenizer) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         snprintf(body, sizeof body, "{%s,\"patch\":%s}", cfg, bad[i].patch);
-        j = tapi_call(API_EP_MODEL_GPT2, body, &lim, 400);
-        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "field")),
-                         bad[i].field);
-        json_decref(j);
+        tapi_expect_field(API_EP_MODEL_GPT2, body, &lim, 400, bad[i].field);
     }
     api_bpe_free(bpe);
 }
@@ -374,20 +371,10 @@ END_TEST
 
 /* ==== What is held, what it costs ========================================== */
 
-static size_t g_reserved;
-
-static int record(void *ctx, size_t bytes, char *msg, size_t size) {
-    (void)ctx, (void)msg, (void)size;
-    g_reserved = bytes;
-    return 0;
-}
-
 static size_t reserved_for(const char *returns) {
     char body[512];
     snprintf(body, sizeof body, "{" SMALL ",\"return\":[%s]}", returns);
-    api_limits lim = {.max_elements = 100000000, .reserve = record};
-    json_decref(tapi_call(API_EP_MODEL_GPT2, body, &lim, 200));
-    return g_reserved;
+    return tapi_reserved(API_EP_MODEL_GPT2, body, NULL);
 }
 
 /* One layer's hook_z holds one layer's (B*T*C floats, and its reply's
@@ -408,11 +395,9 @@ END_TEST
 START_TEST(work_is_counted) {
     api_limits lim = {.max_elements = 100000000, .max_work = 60000};
     json_decref(tapi_call(API_EP_MODEL_GPT2, "{" SMALL "}", &lim, 200));
-    json_t *j = tapi_call(API_EP_MODEL_GPT2,
-                          "{" SMALL ",\"patch\":{\"corrupted_idx\":[1,5,3,4],\"site\":\"resid_pre\","
-                          "\"logit_diff\":[2,3]}}", &lim, 413);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "field")), "patch");
-    json_decref(j);
+    tapi_expect_field(API_EP_MODEL_GPT2,
+                      "{" SMALL ",\"patch\":{\"corrupted_idx\":[1,5,3,4],\"site\":\"resid_pre\","
+                      "\"logit_diff\":[2,3]}}", &lim, 413, "patch");
 }
 END_TEST
 
@@ -531,11 +516,8 @@ static Suite *suite(void) {
     openblas_set_num_threads(1);
     list_files();
     Suite *s = suite_create("api_inside");
-    TCase *tc = tcase_create("golden");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, files_exist);
-    if (g_n > 0) tcase_add_loop_test(tc, golden_replies, 0, g_n);
-    suite_add_tcase(s, tc);
+    const TTest *golden[] = {files_exist, NULL}; /* then each file of tests/golden/inside/ */
+    tcase_add_loop_test(tcase_with(s, "golden", 60, golden), golden_replies, 0, g_n);
     const TTest *api[] = {formats_agree, many_tensors, with_tokenizer, only_what_is_asked,
                           work_is_counted, refusals, document_agrees, NULL};
     tcase_with(s, "api", 30, api);

@@ -25,25 +25,11 @@
 #include "support/check_main.h"
 #include "support/ckpt_files.h"
 #include "support/procs.h"
-
-static char g_dir[64];
-
-static void make_dir(void) {
-    snprintf(g_dir, sizeof g_dir, "/tmp/attn-loaders-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(g_dir));
-}
-
-static void remove_dir(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
-static void path_in(char *out, size_t size, const char *name) { snprintf(out, size, "%s/%s", g_dir, name); }
+#include "support/tmpdir.h"
 
 static void write_text(const char *name, const char *text, size_t len) {
     char p[128];
-    path_in(p, sizeof p, name);
+    ttmp_path(p, sizeof p, name);
     ck_assert_int_eq(ckf_write(p, text, len), 0);
 }
 
@@ -51,15 +37,15 @@ static void write_text(const char *name, const char *text, size_t len) {
 static void write_vocab(void) {
     json_t *v = tbpe_vocab(NULL);
     char p[128];
-    path_in(p, sizeof p, "vocab.json");
+    ttmp_path(p, sizeof p, "vocab.json");
     ck_assert_int_eq(json_dump_file(v, p, 0), 0);
     json_decref(v);
 }
 
-/* api_bpe_load of g_dir: 0 or the error code, the message in err. */
+/* api_bpe_load of the test's directory: 0 or the error code, the message in err. */
 static int load_bpe(char *err, size_t size) {
     api_bpe *b = NULL;
-    int rc = api_bpe_load(g_dir, &b, err, size);
+    int rc = api_bpe_load(ttmp_dir(), &b, err, size);
     api_bpe_free(b);
     return rc;
 }
@@ -67,22 +53,22 @@ static int load_bpe(char *err, size_t size) {
 /* ==== Tokenizer files ==================================================== */
 
 START_TEST(t_bpe_fifo_refused) {
-    make_dir();
+    ttmp_make();
     const char *names[] = {"vocab.json", "merges.txt"};
     char p[128], err[512];
-    path_in(p, sizeof p, names[_i]);
+    ttmp_path(p, sizeof p, names[_i]);
     if (_i == 1) write_vocab();
     ck_assert_int_eq(mkfifo(p, 0600), 0);
     double t0 = procs_now();
     ck_assert_int_ne(load_bpe(err, sizeof err), 0); /* blocked for ever before */
     ck_assert_double_lt(procs_now() - t0, 2);
     ck_assert_msg(strstr(err, "not a regular file"), "%s", err);
-    remove_dir();
+    ttmp_remove();
 }
 END_TEST
 
 START_TEST(t_bpe_merges_files) {
-    make_dir();
+    ttmp_make();
     write_vocab();
     char err[512];
     write_text("merges.txt", "", 0);
@@ -101,7 +87,7 @@ START_TEST(t_bpe_merges_files) {
     write_text("merges.txt", esc, sizeof esc - 1);
     ck_assert_int_ne(load_bpe(err, sizeof err), 0);
     for (const char *c = err; *c; c++) ck_assert_msg((unsigned char)*c >= ' ', "a control byte in: %s", err);
-    remove_dir();
+    ttmp_remove();
 }
 END_TEST
 
@@ -119,7 +105,7 @@ static double rss(void) {
 /* 20 MB of newlines and no merge: the table had a slot pair per line (a
  * gigabyte); now it is sized by the merges. */
 START_TEST(t_bpe_table_sized_by_merges) {
-    make_dir();
+    ttmp_make();
     write_vocab();
     size_t n = 20u << 20;
     char *text = malloc(n);
@@ -131,11 +117,11 @@ START_TEST(t_bpe_table_sized_by_merges) {
     double before = rss();
     api_bpe *b = NULL;
     char err[512];
-    ck_assert_int_eq(api_bpe_load(g_dir, &b, err, sizeof err), 0);
+    ck_assert_int_eq(api_bpe_load(ttmp_dir(), &b, err, sizeof err), 0);
     double grew = rss() - before;
     api_bpe_free(b);
     ck_assert_msg(grew < 64.0 * (1 << 20), "loading took %.0f MiB", grew / (1 << 20));
-    remove_dir();
+    ttmp_remove();
 }
 END_TEST
 
@@ -151,15 +137,15 @@ static int load_model(const char *file, char *why, size_t size) {
 }
 
 START_TEST(t_checkpoint_fifo_refused) {
-    make_dir();
+    ttmp_make();
     char p[128], why[768];
-    path_in(p, sizeof p, "model.safetensors");
+    ttmp_path(p, sizeof p, "model.safetensors");
     ck_assert_int_eq(mkfifo(p, 0600), 0);
     double t0 = procs_now();
     ck_assert_int_ne(load_model(p, why, sizeof why), 0);
     ck_assert_double_lt(procs_now() - t0, 2);
     ck_assert_msg(strstr(why, "not a regular file"), "%s", why);
-    remove_dir();
+    ttmp_remove();
 }
 END_TEST
 
@@ -185,10 +171,10 @@ static void head_as(json_t *hdr, void *arg) {
 }
 
 START_TEST(t_checkpoint_messages) {
-    make_dir();
+    ttmp_make();
     char src[128], dst[128], why[768];
-    path_in(src, sizeof src, "random.safetensors");
-    path_in(dst, sizeof dst, "variant.safetensors");
+    ttmp_path(src, sizeof src, "random.safetensors");
+    ttmp_path(dst, sizeof dst, "variant.safetensors");
     ck_assert_int_eq(ckf_write_random(src, 64, 16, 2, 32, 2, 7), 0);
     ck_assert_int_eq(load_model(src, why, sizeof why), 0);
 
@@ -210,7 +196,7 @@ START_TEST(t_checkpoint_messages) {
     ck_assert_int_eq(ckf_variant(golden, dst, head_as, "shape", 0), 0);
     ck_assert_int_ne(load_model(dst, why, sizeof why), 0);
     ck_assert_msg(strstr(why, "lm_head.weight is [") && strstr(why, "], wte.weight ["), "%s", why);
-    remove_dir();
+    ttmp_remove();
 }
 END_TEST
 

@@ -484,14 +484,12 @@ START_TEST(test_reply_tensors_are_numbers) {
 END_TEST
 
 static Suite *openapi_suite(void) {
-    Suite *s = suite_create("api_openapi");
     const TTest *tests[] = {test_embedded_equals_file, test_every_endpoint, test_error_schema,
                             test_every_parser_field_documented, test_return_names_documented,
                             test_document_examples_answered, test_no_self_reference,
                             test_defaults_only_in_request_bodies, test_requests_match_schema,
                             test_reply_tensors_are_numbers, NULL};
-    tcase_add_checked_fixture(tcase_with(s, "openapi", 30, tests), load_doc, free_doc);
-    return s;
+    return suite_with("api_openapi", "openapi", 30, tests, load_doc, free_doc);
 }
 
 const test_program TEST_PROGRAM = {.suites = {openapi_suite}};

@@ -381,6 +381,18 @@ START_TEST(t_examples) {
 }
 END_TEST
 
+/* A /model/gpt2 request body: valid by the document's Gpt2Request schema,
+ * its 200 reply by Gpt2Response (run_json). */
+static void run_model_request(tally *t, const json_t *rq_schema, const char *what, const char *body) {
+    json_t *req = json_loads(body, 0, NULL);
+    ck_assert_ptr_nonnull(req);
+    jschema_error e;
+    ck_assert_msg(jschema_validate(g_doc, rq_schema, req, &e) == JSCHEMA_VALID, "%s: request at %s: %s", what,
+                  e.path, e.message);
+    run_json(t, what, API_EP_MODEL_GPT2, req, 200);
+    json_decref(req);
+}
+
 /* /model/gpt2 replies against Gpt2Response: [T] and [B][T] idx, every
  * output, each JSON format, with and without heads, query_rows and top_k,
  * no layer at all; the request bodies against Gpt2Request. */
@@ -405,13 +417,7 @@ START_TEST(t_model_replies) {
                          "\"timing\"]}",
                          idx[i], formats[f], sel[k]);
                 snprintf(what, sizeof what, "gpt2 %zu %s %zu", i, formats[f], k);
-                json_t *req = json_loads(body, 0, NULL);
-                ck_assert_ptr_nonnull(req);
-                jschema_error e;
-                ck_assert_msg(jschema_validate(g_doc, rq_schema, req, &e) == JSCHEMA_VALID,
-                              "%s: request at %s: %s", what, e.path, e.message);
-                run_json(&t, what, API_EP_MODEL_GPT2, req, 200);
-                json_decref(req);
+                run_model_request(&t, rq_schema, what, body);
             }
     /* the book's GPTModel, training, with the groups of tensors; GPT2's groups */
     static const char *const book[] = {
@@ -426,13 +432,7 @@ START_TEST(t_model_replies) {
                 char body[600], what[64];
                 snprintf(body, sizeof body, book[b], idx[i], formats[f]);
                 snprintf(what, sizeof what, "%s %zu %s", b ? "gpt2 groups" : "gptmodel", i, formats[f]);
-                json_t *req = json_loads(body, 0, NULL);
-                ck_assert_ptr_nonnull(req);
-                jschema_error e;
-                ck_assert_msg(jschema_validate(g_doc, rq_schema, req, &e) == JSCHEMA_VALID,
-                              "%s: request at %s: %s", what, e.path, e.message);
-                run_json(&t, what, API_EP_MODEL_GPT2, req, 200);
-                json_decref(req);
+                run_model_request(&t, rq_schema, what, body);
             }
     ck_assert_msg(t.failures == 0, "%d of %d replies disagree with the document (details above)",
                   t.failures, t.replies);

@@ -99,6 +99,13 @@ static void help_default(const char *flag, char *out, size_t len) {
     if (sp) *sp = '\0';
 }
 
+/* The default of flag as a whole number (strtol of help_default's). */
+static long help_default_int(const char *flag) {
+    char def[64];
+    help_default(flag, def, sizeof def);
+    return strtol(def, NULL, 10);
+}
+
 /* The JSON array that follows `key` on the first line containing it, e.g. the
  * exec form of HEALTHCHECK CMD or a compose `test:`. */
 static json_t *json_array_after(const char *text, const char *key) {
@@ -198,9 +205,7 @@ END_TEST
 /* ==== Numbers: port, body limit, drain time, user ========================== */
 
 START_TEST(test_ports_match) {
-    char def[64];
-    help_default("--port", def, sizeof def);
-    long port = strtol(def, NULL, 10);
+    long port = help_default_int("--port");
     ck_assert_int_eq(port, 8080);
     struct {
         const char *file, *key;
@@ -274,9 +279,7 @@ END_TEST
 
 /* The orchestrator waits longer than the server drains before it SIGKILLs. */
 START_TEST(test_grace_exceeds_drain) {
-    char def[64];
-    help_default("--drain-timeout", def, sizeof def);
-    long drain_default = strtol(def, NULL, 10);
+    long drain_default = help_default_int("--drain-timeout");
     ck_assert_int_gt(drain_default, 0);
 
     char *dep = slurp("docker/k8s/deployment.yaml");
@@ -573,13 +576,11 @@ START_TEST(test_probes_answer) {
 END_TEST
 
 static Suite *manifests_suite(void) {
-    Suite *s = suite_create("deploy_manifests");
     const TTest *tests[] = {test_env_vars_exist, test_flags_exist, test_ports_match,
                             test_body_limit_matches, test_grace_exceeds_drain,
                             test_nginx_retries_and_upstreams, test_image_labels_and_license,
                             test_one_image_tag, test_k8s_conventions, test_probes_answer, NULL};
-    tcase_add_checked_fixture(tcase_with(s, "files_vs_server", 60, tests), setup, teardown);
-    return s;
+    return suite_with("deploy_manifests", "files_vs_server", 60, tests, setup, teardown);
 }
 
 const test_program TEST_PROGRAM = {.suites = {manifests_suite}};

@@ -33,13 +33,13 @@
 #include "support/files.h"
 #include "support/server_harness.h"
 #include "support/sse.h"
+#include "support/tmpdir.h"
 
 /* A model slow enough to watch (about a millisecond or more a token here):
  * 24M parameters built from a seed. */
 #define SLOW_MODEL "\"vocab_size\": 8000, \"block_size\": 1100, \"n_layer\": 6, \"n_head\": 8, " \
                    "\"n_embd\": 512, \"init\": {\"seed\": 1}, \"idx\": [1, 2, 3]"
 
-static char g_tokdir[64];
 static char g_model_arg[1200], g_tok_arg[128];
 
 static double now_s(void) {
@@ -51,13 +51,23 @@ static double now_s(void) {
 /* --model tiny=... (the Hugging Face checkpoint) and --tokenizer bytes=DIR. */
 static void model_args(void) {
     static const char *const extra[] = {"<|endoftext|>", NULL};
-    snprintf(g_tokdir, sizeof g_tokdir, "/tmp/gen_server_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(g_tokdir));
-    ck_assert(tbpe_write_dir(g_tokdir, extra));
+    ttmp_make();
+    ck_assert(tbpe_write_dir(ttmp_dir(), extra));
     char path[1024];
     tfile_path(path, sizeof path, "tests/golden/generation/tiny_hf.safetensors");
     snprintf(g_model_arg, sizeof g_model_arg, "--model=tiny=%s", path);
-    snprintf(g_tok_arg, sizeof g_tok_arg, "--tokenizer=bytes=%s", g_tokdir);
+    snprintf(g_tok_arg, sizeof g_tok_arg, "--tokenizer=bytes=%s", ttmp_dir());
+}
+
+/* The SLOW_MODEL request that generates max_new tokens, into body. */
+static void slow_body(char body[512], int max_new) {
+    snprintf(body, 512, "{" SLOW_MODEL ", \"generate\": {\"max_new_tokens\": %d}}", max_new);
+}
+
+/* Starts s with args (may be NULL); slow_body(body, max_new). */
+static void start_slow(srvt_server *s, const char *const *args, char body[512], int max_new) {
+    srvt_must_start(s, args);
+    slow_body(body, max_new);
 }
 
 /* ==== A streaming client =================================================== */
@@ -186,9 +196,8 @@ static double settled_tokens(const srvt_server *s) {
 
 START_TEST(client_gone_stops) {
     srvt_server s;
-    srvt_must_start(&s, NULL);
     char body[512];
-    snprintf(body, sizeof body, "{" SLOW_MODEL ", \"generate\": {\"max_new_tokens\": 1000}}");
+    start_slow(&s, NULL, body, 1000);
     stream_client c = {.srv = &s, .path = "/model/gpt2", .body = body, .accept_events = 1,
                        .stop_after = 5};
     stream_run(&c); /* hangs up after five token events */
@@ -199,11 +208,7 @@ START_TEST(client_gone_stops) {
            after_stream);
     ck_assert_msg(after_stream < 500, "%.0f tokens written after the client left", after_stream);
     /* a whole reply: the socket closed while the server computes */
-    int fd = srvt_connect(&s);
-    char req[1024];
-    int n = snprintf(req, sizeof req, "POST /model/gpt2 HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n%s",
-                     strlen(body), body);
-    ck_assert_int_eq(write(fd, req, (size_t)n), n);
+    int fd = srvt_raw_post(&s, "/model/gpt2", NULL, body, strlen(body));
     usleep(800000);
     close(fd);
     double after_whole = settled_tokens(&s) - after_stream;
@@ -220,10 +225,8 @@ END_TEST
 
 START_TEST(timeout_and_cap) {
     srvt_server s;
-    const char *args[] = {"--timeout", "1", "--max-new-tokens", "1000", NULL};
-    srvt_must_start(&s, args);
     char body[512];
-    snprintf(body, sizeof body, "{" SLOW_MODEL ", \"generate\": {\"max_new_tokens\": 1000}}");
+    start_slow(&s, (const char *const[]){"--timeout", "1", "--max-new-tokens", "1000", NULL}, body, 1000);
     srvt_reply r;
     double t0 = now_s();
     srvt_post(&s, "/model/gpt2", body, &r);
@@ -237,7 +240,7 @@ START_TEST(timeout_and_cap) {
     ck_assert_int_lt(json_integer_value(json_object_get(g, "completion_tokens")), 1000);
     json_decref(j);
     srvt_reply_free(&r);
-    snprintf(body, sizeof body, "{" SLOW_MODEL ", \"generate\": {\"max_new_tokens\": 1001}}");
+    slow_body(body, 1001);
     srvt_post(&s, "/model/gpt2", body, &r);
     ck_assert_int_eq(srvt_check_error(&r, 413, "too_large"), 0);
     ck_assert_ptr_nonnull(strstr(r.body, "--max-new-tokens"));
@@ -249,10 +252,8 @@ END_TEST
 /* Three streams on one compute thread take turns. */
 START_TEST(streams_take_turns) {
     srvt_server s;
-    const char *args[] = {"--threads", "1", "--max-streams", "4", NULL};
-    srvt_must_start(&s, args);
     char body[512];
-    snprintf(body, sizeof body, "{" SLOW_MODEL ", \"generate\": {\"max_new_tokens\": 60}}");
+    start_slow(&s, (const char *const[]){"--threads", "1", "--max-streams", "4", NULL}, body, 60);
     stream_client c[3];
     pthread_t th[3];
     for (int i = 0; i < 3; i++) {
@@ -287,10 +288,8 @@ START_TEST(streams_take_turns) {
 END_TEST
 
 static Suite *server_generate_suite(void) {
-    Suite *s = suite_create("server_generate");
     const TTest *tests[] = {streams_over_http, client_gone_stops, timeout_and_cap, streams_take_turns, NULL};
-    tcase_with(s, "generate", 120, tests);
-    return s;
+    return suite_with("server_generate", "generate", 120, tests, NULL, ttmp_remove);
 }
 
 const test_program TEST_PROGRAM = {.suites = {server_generate_suite}};

@@ -101,6 +101,12 @@ static void expect_right_answer(void) {
     srvt_reply_free(&r);
 }
 
+/* /metrics names kernels k, and the server answers right with them. */
+static void expect_serving(const kernels_seen *k) {
+    expect_metrics(k);
+    expect_right_answer();
+}
+
 /* Stops the server; its log must hold every piece of `parts` (NULL-ended). */
 static void stop_expect_log(const char *const *parts) {
     ck_assert_int_eq(srvt_stop(&srv, 30), 0);
@@ -115,8 +121,7 @@ static kernels_seen chosen(void) {
     kernels_seen k = version();
     ck_assert_msg(k.core[0] != '\0', "no core");
     ck_assert_str_eq(k.fallback_from, "");
-    expect_metrics(&k);
-    expect_right_answer();
+    expect_serving(&k);
     char listening[64];
     snprintf(listening, sizeof listening, "OpenBLAS %s x1 (checked)", k.core);
     stop_expect_log((const char *const[]){"passed the start-up check: 8 products", listening, NULL});
@@ -131,20 +136,28 @@ START_TEST(test_chosen_kernels_pass) {
 }
 END_TEST
 
-START_TEST(test_fallback_to_haswell) {
+/* ATTN_BLAS_CHECK_FAIL: the kernels OpenBLAS picks with nothing set (a
+ * server's first, into *first), then `also` (",Haswell", or ""). */
+static void failing(char *fail, size_t size, const char *also, kernels_seen *first) {
     unset_openblas();
-    kernels_seen first = chosen();
+    *first = chosen();
+    snprintf(fail, size, "%s%s", first->core, also);
+}
+
+START_TEST(test_fallback_to_haswell) {
+    kernels_seen first;
+    char fail[96];
+    failing(fail, sizeof fail, "", &first);
     /* Haswell, unless OpenBLAS chose it: then the generic set */
     const char *next = strcasecmp(first.core, "Haswell") == 0 ? "Prescott" : "Haswell";
-    start_with(first.core);
+    start_with(fail);
     kernels_seen k = version();
     ck_assert_str_eq(k.core, next);
     char why[128];
     snprintf(why, sizeof why, "%s: linear_nt_k768 out of bound", first.core);
     ck_assert_msg(strncmp(k.fallback_from, why, strlen(why)) == 0, "fallback_from: %s",
                   k.fallback_from);
-    expect_metrics(&k);
-    expect_right_answer();
+    expect_serving(&k);
     char again[96];
     snprintf(again, sizeof again, "starting again with OPENBLAS_CORETYPE=%s", next);
     stop_expect_log((const char *const[]){again, "(checked, after ", NULL});
@@ -152,25 +165,23 @@ START_TEST(test_fallback_to_haswell) {
 END_TEST
 
 START_TEST(test_fallback_to_generic) {
-    unset_openblas();
-    kernels_seen first = chosen();
+    kernels_seen first;
     char fail[96];
-    snprintf(fail, sizeof fail, "%s,Haswell", first.core);
+    failing(fail, sizeof fail, ",Haswell", &first);
     start_with(fail);
     kernels_seen k = version();
     ck_assert_str_eq(k.core, "Prescott");
     ck_assert_ptr_nonnull(strstr(k.fallback_from, "Haswell: linear_nt_k768 out of bound"));
-    expect_metrics(&k);
-    expect_right_answer();
+    expect_serving(&k);
     stop_expect_log((const char *const[]){"OPENBLAS_CORETYPE=Prescott", NULL});
 }
 END_TEST
 
 START_TEST(test_no_kernels_pass) {
-    unset_openblas();
-    kernels_seen first = chosen();
-    char fail[128];
-    snprintf(fail, sizeof fail, "ATTN_BLAS_CHECK_FAIL=%s,Haswell,Prescott", first.core);
+    kernels_seen first;
+    char fail[128] = "ATTN_BLAS_CHECK_FAIL=";
+    size_t at = strlen(fail);
+    failing(fail + at, sizeof fail - at, ",Haswell,Prescott", &first);
     const char *env[] = {fail, NULL};
     char port[16];
     snprintf(port, sizeof port, "%d", procs_free_port());
@@ -198,20 +209,16 @@ START_TEST(test_crashing_kernels_replaced) {
         ck_assert_str_eq(k.core, "Haswell");
         ck_assert_str_eq(k.fallback_from, "SkylakeX: killed by signal 4 (Illegal instruction)");
     }
-    expect_metrics(&k);
-    expect_right_answer();
+    expect_serving(&k);
     srvt_must_stop(&srv);
 }
 END_TEST
 
 static Suite *kernels_suite(void) {
-    Suite *s = suite_create("kernels");
     const TTest *tests[] = {test_chosen_kernels_pass, test_fallback_to_haswell,
                             test_fallback_to_generic, test_no_kernels_pass,
                             test_crashing_kernels_replaced, NULL};
-    TCase *tc = tcase_with(s, "start-up check", 60, tests);
-    tcase_add_checked_fixture(tc, NULL, teardown);
-    return s;
+    return suite_with("kernels", "start-up check", 60, tests, NULL, teardown);
 }
 
 const test_program TEST_PROGRAM = {.suites = {kernels_suite}};

@@ -25,16 +25,11 @@ static void teardown(void) { srvt_release(&srv); }
 /* A raw connection that sent the head of a POST of `length` bytes and
  * `part` bytes of its body. */
 static int start_upload(size_t length, size_t part) {
-    int fd = srvt_connect(&srv);
-    ck_assert_int_ge(fd, 0);
-    char head[256];
-    int n = snprintf(head, sizeof head, "POST /attention/simple HTTP/1.1\r\nHost: t\r\n"
-                     "Content-Length: %zu\r\n\r\n", length);
-    ck_assert_int_eq(send(fd, head, (size_t)n, MSG_NOSIGNAL), n);
+    int fd = srvt_raw_post_head(&srv, "/attention/simple", NULL, length);
     char *body = malloc(part);
     ck_assert_ptr_nonnull(body);
     memset(body, ' ', part);
-    ck_assert_int_eq(send(fd, body, part, MSG_NOSIGNAL), (ssize_t)part);
+    srvt_raw_send_all(fd, body, part);
     free(body);
     return fd;
 }
@@ -84,7 +79,7 @@ static void chunked_over(size_t mib, int status, const char *code) {
     int fd = srvt_connect(&srv);
     ck_assert_int_ge(fd, 0);
     const char *head = "POST /attention/simple HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n";
-    ck_assert_int_eq(send(fd, head, strlen(head), MSG_NOSIGNAL), (ssize_t)strlen(head));
+    srvt_raw_send_all(fd, head, strlen(head));
     size_t piece = 1 << 20;
     char *chunk = malloc(piece + 32);
     ck_assert_ptr_nonnull(chunk);
@@ -132,42 +127,6 @@ START_TEST(t_more_than_the_budget_is_413) {
 }
 END_TEST
 
-/* MultiHeadAttention with the weights of 4 heads over `tokens` tokens:
- * about 33 MB of JSON at 1,024. */
-static char *map_request(int tokens, size_t *len) {
-    size_t cap = (size_t)tokens * 64 * 8 + 256, n = 0;
-    char *b = malloc(cap);
-    ck_assert_ptr_nonnull(b);
-    n += (size_t)snprintf(b + n, cap - n, "{\"module\": \"MultiHeadAttention\", \"d_in\": 64, "
-                          "\"d_out\": 64, \"num_heads\": 4, \"context_length\": %d, \"init\": "
-                          "{\"seed\": 5}, \"return\": [\"context\", \"attn_weights\"], \"inputs\": [",
-                          tokens);
-    for (int t = 0; t < tokens; t++) {
-        n += (size_t)snprintf(b + n, cap - n, "%s[", t ? "," : "");
-        for (int c = 0; c < 64; c++)
-            n += (size_t)snprintf(b + n, cap - n, "%s%d.%d", c ? "," : "", (t * 7 + c) % 5, (t + c) % 10);
-        n += (size_t)snprintf(b + n, cap - n, "]");
-    }
-    n += (size_t)snprintf(b + n, cap - n, "]}");
-    *len = n;
-    return b;
-}
-
-static int send_post(const char *body, size_t len) {
-    int fd = srvt_connect(&srv);
-    ck_assert_int_ge(fd, 0);
-    char head[256];
-    int n = snprintf(head, sizeof head, "POST /attention/multihead HTTP/1.1\r\nHost: t\r\n"
-                     "Connection: close\r\nContent-Length: %zu\r\n\r\n", len);
-    ck_assert_int_eq(send(fd, head, (size_t)n, MSG_NOSIGNAL), n);
-    for (size_t off = 0; off < len;) {
-        ssize_t w = send(fd, body + off, len - off, MSG_NOSIGNAL);
-        ck_assert_int_gt(w, 0);
-        off += (size_t)w;
-    }
-    return fd;
-}
-
 /* Streamed in pieces of 1 MiB (--stream-min-size 1M): a client that reads
  * nothing keeps the worker waiting with two pieces written (it wrote the
  * whole 33 MB reply and was gone before); once the client reads, the whole
@@ -176,8 +135,8 @@ START_TEST(t_stream_waits_for_the_client) {
     const char *args[] = {"--stream-min-size", "1M", "--threads", "1", "--timeout", "3", NULL};
     srvt_must_start(&srv, args);
     size_t len;
-    char *body = map_request(1024, &len);
-    int fd = send_post(body, len);
+    char *body = srvt_map_body(1024, &len); /* about 33 MB of reply */
+    int fd = srvt_raw_post(&srv, "/attention/multihead", "Connection: close\r\n", body, len);
     procs_sleep_ms(1500); /* computed, two pieces written, waiting */
     ck_assert_msg(srvt_metric(&srv, "attn_workers_busy") == 1,
                   "the worker is not waiting for the client");
@@ -189,7 +148,7 @@ START_TEST(t_stream_waits_for_the_client) {
     ck_assert_msg(r.len > 5 && memcmp(r.data + r.len - 5, "0\r\n\r\n", 5) == 0, "no last chunk");
     srvt_raw_free(&r);
 
-    fd = send_post(body, len);
+    fd = srvt_raw_post(&srv, "/attention/multihead", "Connection: close\r\n", body, len);
     procs_sleep_ms(1000);
     ck_assert_double_eq(srvt_metric(&srv, "attn_workers_busy"), 1);
     double busy = 1;
@@ -207,11 +166,9 @@ START_TEST(t_stream_waits_for_the_client) {
 END_TEST
 
 static Suite *memory_suite(void) {
-    Suite *s = suite_create("server_memory");
     const TTest *tests[] = {t_bodies_count_in_the_budget, t_chunked_body_counts_in_the_budget,
                             t_more_than_the_budget_is_413, t_stream_waits_for_the_client, NULL};
-    tcase_add_checked_fixture(tcase_with(s, "memory", 90, tests), NULL, teardown);
-    return s;
+    return suite_with("server_memory", "memory", 90, tests, NULL, teardown);
 }
 
 const test_program TEST_PROGRAM = {.suites = {memory_suite}};

@@ -265,20 +265,6 @@ START_TEST(demo_model) {
 }
 END_TEST
 
-/* kB of a "Name:   N kB" line of /proc/PID/status. */
-static long status_kb(pid_t pid, const char *name) {
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
-    long kb = -1;
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, name, strlen(name)) == 0 && line[strlen(name)] == ':')
-            kb = strtol(line + strlen(name) + 1, NULL, 10);
-    fclose(f);
-    return kb;
-}
-
 /* The parameters are held once, read in place by every request: with a
  * model of 64 MiB and requests that need a few kB each, the peak resident
  * memory over many requests on every worker grows by much less than the
@@ -313,10 +299,10 @@ START_TEST(parameters_are_not_copied) {
     ck_assert_int_eq(fclose(f), 0);
     /* the peak just after the reset: the resident memory then (an idle
      * thread may have touched a page since, so not compared for equality) */
-    long before = status_kb(srv.pid, "VmHWM");
-    ck_assert_msg(before <= status_kb(srv.pid, "VmRSS") + 1024, "the peak was not reset");
+    long before = srvt_status_kb(srv.pid, "VmHWM");
+    ck_assert_msg(before <= srvt_status_kb(srv.pid, "VmRSS") + 1024, "the peak was not reset");
     for (int i = 0; i < 16; i++) json_decref(post_json("/model/gpt2", body, 200));
-    long peak = status_kb(srv.pid, "VmHWM");
+    long peak = srvt_status_kb(srv.pid, "VmHWM");
     printf("resident %ld kB after loading a 64 MiB model; peak over 16 requests +%ld kB\n", before,
            peak - before);
     ck_assert_msg(before > 64 * 1024, "RSS %ld kB: the model is not resident?", before);
@@ -328,12 +314,9 @@ START_TEST(parameters_are_not_copied) {
 END_TEST
 
 static Suite *models_suite(void) {
-    Suite *s = suite_create("server_models");
     const TTest *tests[] = {load_list_and_run, from_environment, bad_file_stops_the_server, folder,
                             parameters_are_not_copied, demo_model, NULL};
-    TCase *tc = tcase_with(s, "models", 60, tests);
-    tcase_add_checked_fixture(tc, NULL, teardown);
-    return s;
+    return suite_with("server_models", "models", 60, tests, NULL, teardown);
 }
 
 const test_program TEST_PROGRAM = {.suites = {models_suite}};

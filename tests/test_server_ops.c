@@ -8,7 +8,6 @@
 #include <cblas.h>
 #include <check.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -317,6 +316,16 @@ static char *zgunzip(const void *in, size_t n, size_t *out_len) {
     return out;
 }
 
+/* r's body is gzip (Content-Encoding: gzip) of want's len bytes. */
+static void expect_gzip_of(const srvt_reply *r, const char *want, size_t len) {
+    srvt_assert_header(r, "Content-Encoding", "gzip");
+    size_t n;
+    char *back = zgunzip(r->body, r->len, &n);
+    ck_assert_uint_eq(n, len);
+    ck_assert_int_eq(memcmp(back, want, n), 0);
+    free(back);
+}
+
 static srvt_reply post_with(const char *path, const void *body, size_t len, const char *const *h) {
     srvt_req rq = {.body = body, .len = len, .headers = h};
     srvt_reply r;
@@ -339,10 +348,9 @@ static char *large_request(void) {
     return b;
 }
 
-/* Request bodies in gzip are inflated (--max-body bounds the inflated size);
- * replies are gzip for clients that take it; other codings are a 415. */
-START_TEST(t_content_codings) {
-    start((const char *const[]){"--max-body", "100000", NULL});
+/* Request bodies in gzip are inflated (--max-body 100000 bounds the inflated
+ * size); other codings are a 415. */
+static void gzip_bodies(void) {
     const char *gz[] = {"Content-Encoding: gzip", NULL};
     size_t zn;
     unsigned char *z = zgzip(srvt_seed_mha, strlen(srvt_seed_mha), &zn);
@@ -379,15 +387,16 @@ START_TEST(t_content_codings) {
     r = post_with("/attention/multihead", srvt_seed_mha, strlen(srvt_seed_mha), identity);
     ck_assert_int_eq(srvt_check_seed_mha(&r), 0);
     srvt_reply_free(&r);
+}
 
-    /* replies: the seed's (under 1 KB) stays plain; a large one is gzip */
-    const char *accept[] = {"Accept-Encoding: deflate, gzip;q=0.8", NULL};
-    r = post_with("/attention/multihead", srvt_seed_mha, strlen(srvt_seed_mha), accept);
+/* Replies are gzip for clients that take it (accept): the seed's (under 1
+ * KB) stays plain; a large one (body's) is gzip, the same bytes inflated. */
+static void gzip_replies(const char *body, const char *const *accept) {
+    srvt_reply r = post_with("/attention/multihead", srvt_seed_mha, strlen(srvt_seed_mha), accept);
     ck_assert_int_eq(srvt_check_seed_mha(&r), 0);
     srvt_assert_header(&r, "Content-Encoding", NULL);
     srvt_assert_header(&r, "Vary", "Accept-Encoding");
     srvt_reply_free(&r);
-    char *body = large_request();
     srvt_reply plain = post_with("/attention/multihead", body, strlen(body), NULL);
     ck_assert_int_eq(plain.status, 200);
     ck_assert_uint_gt(plain.len, 20000);
@@ -407,16 +416,18 @@ START_TEST(t_content_codings) {
     ck_assert_str_eq(r.body, plain.body);
     srvt_reply_free(&r);
     srvt_reply_free(&plain);
+}
 
-    /* safetensors: sent from the arrays the computation wrote (api_reply
-     * parts), or made whole for gzip; the bytes of api_handle's copied file
-     * either way */
+/* safetensors: sent from the arrays the computation wrote (api_reply
+ * parts), or made whole for gzip; the bytes of api_handle's copied file
+ * either way */
+static void safetensors_replies(const char *body) {
     api_limits lim = {.max_elements = 1 << 24, .prefer_format = 1 + API_FORMAT_SAFETENSORS};
     api_reply want;
     ck_assert_int_eq(api_handle(API_EP_MULTIHEAD, body, strlen(body), &lim, &want), 200);
     ck_assert_int_eq(want.n_parts, 0);
     const char *st[] = {"Accept: application/octet-stream", NULL};
-    r = post_with("/attention/multihead", body, strlen(body), st);
+    srvt_reply r = post_with("/attention/multihead", body, strlen(body), st);
     ck_assert_int_eq(r.status, 200);
     srvt_assert_header(&r, "Content-Type", "application/octet-stream");
     ck_assert_uint_eq(r.len, want.body.len);
@@ -425,18 +436,25 @@ START_TEST(t_content_codings) {
     const char *st_gzip[] = {"Accept: application/octet-stream", "Accept-Encoding: gzip", NULL};
     r = post_with("/attention/multihead", body, strlen(body), st_gzip);
     ck_assert_int_eq(r.status, 200);
-    srvt_assert_header(&r, "Content-Encoding", "gzip");
-    back = zgunzip(r.body, r.len, &n);
-    ck_assert_uint_eq(n, want.body.len);
-    ck_assert_int_eq(memcmp(back, want.body.data, n), 0);
-    free(back);
+    expect_gzip_of(&r, want.body.data, want.body.len);
     srvt_reply_free(&r);
     api_reply_free(&want);
+}
+
+/* Request bodies in gzip are inflated (--max-body bounds the inflated size);
+ * replies are gzip for clients that take it; other codings are a 415. */
+START_TEST(t_content_codings) {
+    start((const char *const[]){"--max-body", "100000", NULL});
+    gzip_bodies();
+    const char *accept[] = {"Accept-Encoding: deflate, gzip;q=0.8", NULL};
+    char *body = large_request();
+    gzip_replies(body, accept);
+    safetensors_replies(body);
     stop();
 
     /* --gzip-level 0: never */
     start((const char *const[]){"--gzip-level", "0", NULL});
-    r = post_with("/attention/multihead", body, strlen(body), accept);
+    srvt_reply r = post_with("/attention/multihead", body, strlen(body), accept);
     ck_assert_int_eq(r.status, 200);
     srvt_assert_header(&r, "Content-Encoding", NULL);
     srvt_reply_free(&r);
@@ -447,26 +465,6 @@ END_TEST
 
 /* ==== Streamed replies =================================================== */
 
-/* MultiHeadAttention, 4 heads of 16 over T tokens of 64 values, with the
- * per-head weights: about 10 bytes of text a weight, 42 MB at T = 1,024. */
-static char *map_request(int tokens) {
-    size_t cap = (size_t)tokens * 64 * 8 + 256, n = 0;
-    char *b = malloc(cap);
-    ck_assert_ptr_nonnull(b);
-    n += (size_t)snprintf(b + n, cap - n, "{\"module\": \"MultiHeadAttention\", \"d_in\": 64, "
-                          "\"d_out\": 64, \"num_heads\": 4, \"context_length\": %d, \"init\": "
-                          "{\"seed\": 5}, \"return\": [\"context\", \"attn_weights\"], \"inputs\": [",
-                          tokens);
-    for (int t = 0; t < tokens; t++) {
-        n += (size_t)snprintf(b + n, cap - n, "%s[", t ? "," : "");
-        for (int c = 0; c < 64; c++)
-            n += (size_t)snprintf(b + n, cap - n, "%s%d.%d", c ? "," : "", (t * 7 + c) % 5, (t + c) % 10);
-        n += (size_t)snprintf(b + n, cap - n, "]");
-    }
-    snprintf(b + n, cap - n, "]}");
-    return b;
-}
-
 /* With --stream-min-size 16M, a JSON reply of 16 MiB or more goes out while
  * it is written (chunked) to a client that does not take gzip, and is the
  * same bytes as the reply written whole; with gzip, and under the default
@@ -475,7 +473,7 @@ static char *map_request(int tokens) {
  * the stream held). */
 START_TEST(t_large_json_streamed) {
     start((const char *const[]){"--stream-min-size", "16M", NULL});
-    char *body = map_request(1024);
+    char *body = srvt_map_body(1024, NULL); /* 4 heads' weights over 1,024 tokens: 33 MB of reply */
     api_limits lim = {.max_elements = 1 << 26};
     api_reply want;
     ck_assert_int_eq(api_handle(API_EP_MULTIHEAD, body, strlen(body), &lim, &want), 200);
@@ -496,28 +494,13 @@ START_TEST(t_large_json_streamed) {
     r = post_with("/attention/multihead", body, strlen(body), gz);
     ck_assert_int_eq(r.status, 200);
     srvt_assert_header(&r, "Transfer-Encoding", NULL);
-    srvt_assert_header(&r, "Content-Encoding", "gzip");
-    size_t n;
-    char *back = zgunzip(r.body, r.len, &n);
-    ck_assert_uint_eq(n, want.body.len);
-    ck_assert_int_eq(memcmp(back, want.body.data, n), 0);
-    free(back);
+    expect_gzip_of(&r, want.body.data, want.body.len);
     srvt_reply_free(&r);
 
     /* hang up after the first bytes of the reply, three times, at once and
      * while the worker is still writing */
     for (int i = 0; i < 3; i++) {
-        int fd = srvt_connect(&srv);
-        ck_assert_int_ge(fd, 0);
-        char head[256];
-        int hn = snprintf(head, sizeof head, "POST /attention/multihead HTTP/1.1\r\nHost: x\r\n"
-                          "Content-Length: %zu\r\n\r\n", strlen(body));
-        ck_assert_int_eq(write(fd, head, (size_t)hn), hn);
-        for (size_t off = 0, len = strlen(body); off < len;) {
-            ssize_t w = write(fd, body + off, len - off);
-            ck_assert_int_gt(w, 0);
-            off += (size_t)w;
-        }
+        int fd = srvt_raw_post(&srv, "/attention/multihead", NULL, body, strlen(body));
         char buf[4096];
         ssize_t got = read(fd, buf, sizeof buf);
         ck_assert_int_gt(got, 0);
@@ -555,30 +538,11 @@ END_TEST
 #define N_LARGE 16
 #define LARGE_TOKENS 256
 
-typedef struct {
-    const char *body;
-    srvt_reply r;
-} large_call;
-
-static void *post_large(void *arg) {
-    large_call *c = arg;
-    srvt_req rq = {.body = c->body, .len = strlen(c->body), .timeout_ms = 120000};
-    srvt_do(&srv, "/attention/multihead", &rq, &c->r);
-    return NULL;
-}
-
 /* The server's peak resident memory (VmHWM), bytes. */
 static double peak_rss(pid_t pid) {
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
-    double kb = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %lf kB", &kb) == 1) break;
-    fclose(f);
+    long kb = srvt_status_kb(pid, "VmHWM");
     ck_assert(kb > 0);
-    return kb * 1024;
+    return (double)kb * 1024;
 }
 
 /* 16 concurrent requests of about 34 MiB each by the server's estimate (a
@@ -593,26 +557,16 @@ START_TEST(t_memory_budget_holds) {
     start(args);
     char *body = srvt_slow_body(LARGE_TOKENS);
     ck_assert_ptr_nonnull(body);
-    large_call calls[N_LARGE];
-    pthread_t th[N_LARGE];
-    for (int i = 0; i < N_LARGE; i++) {
-        calls[i].body = body;
-        ck_assert_int_eq(pthread_create(&th[i], NULL, post_large, &calls[i]), 0);
-    }
+    srvt_reply replies[N_LARGE];
+    srvt_post_concurrently(&srv, "/attention/multihead", body, 120000, N_LARGE, replies);
     int ok = 0, busy = 0;
     for (int i = 0; i < N_LARGE; i++) {
-        pthread_join(th[i], NULL);
-        srvt_reply *r = &calls[i].r;
+        srvt_reply *r = &replies[i];
         ck_assert_msg(r->curl_code == 0, "request %d lost: curl error %d", i, r->curl_code);
-        if (r->status == 200) {
-            ck_assert_int_eq(srvt_check_slow(r, LARGE_TOKENS), 0);
-            ok++;
-        } else {
-            ck_assert_int_eq(srvt_check_error(r, 503, "overloaded"), 0);
-            char ra[16];
-            ck_assert_ptr_nonnull(srvt_header(r, "Retry-After", ra, sizeof ra));
-            busy++;
-        }
+        int st = srvt_check_slow_or_busy(r, LARGE_TOKENS, NULL, 0);
+        ck_assert_msg(st == 200 || st == 503, "request %d: reason above", i);
+        ok += st == 200;
+        busy += st == 503;
         srvt_reply_free(r);
     }
     ck_assert_int_eq(ok + busy, N_LARGE);
@@ -705,10 +659,10 @@ static Suite *ops_suite(void) {
      * bits depend on OpenBLAS's thread count (core/attention.h), and the
      * server runs it on one (attn_pool_create). */
     openblas_set_num_threads(1);
-    Suite *s = suite_create("server_ops");
-    const TTest *tests[] = {t_early_413_reaches_every_client, t_metrics_as_client_libraries, t_cors_origin_list, t_openapi_etag_and_304, t_content_codings, t_large_json_streamed, t_memory_budget_holds, t_freed_memory_stays_warm, NULL};
-    tcase_add_checked_fixture(tcase_with(s, "ops", 240, tests), NULL, teardown);
-    return s;
+    const TTest *tests[] = {t_early_413_reaches_every_client, t_metrics_as_client_libraries,
+                            t_cors_origin_list, t_openapi_etag_and_304, t_content_codings,
+                            t_large_json_streamed, t_memory_budget_holds, t_freed_memory_stays_warm, NULL};
+    return suite_with("server_ops", "ops", 240, tests, NULL, teardown);
 }
 
 const test_program TEST_PROGRAM = {.suites = {ops_suite}};

@@ -69,22 +69,6 @@ START_TEST(t_max_work_413) {
 END_TEST
 
 
-/* A raw connection that sent a POST of body to path. */
-static int send_post(const char *path, const char *body, size_t len) {
-    int fd = srvt_connect(&srv);
-    ck_assert_int_ge(fd, 0);
-    char head[256];
-    int n = snprintf(head, sizeof head, "POST %s HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n",
-                     path, len);
-    ck_assert_int_eq(send(fd, head, (size_t)n, MSG_NOSIGNAL), n);
-    for (size_t off = 0; off < len;) {
-        ssize_t w = send(fd, body + off, len - off, MSG_NOSIGNAL);
-        ck_assert_int_gt(w, 0);
-        off += (size_t)w;
-    }
-    return fd;
-}
-
 /* Waits up to timeout_s for attn_workers_busy to be `busy`; returns the
  * seconds it took, or -1. */
 static double busy_within(double busy, double timeout_s) {
@@ -96,17 +80,25 @@ static double busy_within(double busy, double timeout_s) {
     return -1;
 }
 
+/* Starts the server with args and sends it 150,000 tokens of width 1 (tens
+ * of seconds of work under no --max-work); returns the socket once a worker
+ * computes the request. */
+static int start_computing(const char *const *args) {
+    srvt_must_start(&srv, args);
+    size_t len;
+    char *body = wide_body(150000, &len);
+    int fd = srvt_raw_post(&srv, "/attention/simple", NULL, body, len);
+    free(body);
+    ck_assert_msg(busy_within(1, 10) >= 0, "the request never reached the worker");
+    return fd;
+}
+
 /* 150,000 tokens of width 1 under no --max-work (tens of seconds of work):
  * the client hangs up once its request is computing, and the worker is free
  * again within a second (a tile of the attention), ready for the next
  * request. Before, it computed to the end for nobody. */
 START_TEST(t_hang_up_frees_the_worker) {
-    const char *args[] = {"--threads", "1", "--max-work", "0", NULL};
-    srvt_must_start(&srv, args);
-    size_t len;
-    char *body = wide_body(150000, &len);
-    int fd = send_post("/attention/simple", body, len);
-    ck_assert_msg(busy_within(1, 10) >= 0, "the request never reached the worker");
+    int fd = start_computing((const char *const[]){"--threads", "1", "--max-work", "0", NULL});
     procs_sleep_ms(500);
     close(fd);
     double t = busy_within(0, 10);
@@ -115,7 +107,6 @@ START_TEST(t_hang_up_frees_the_worker) {
     ck_assert_int_eq(srvt_post(&srv, "/attention/multihead", srvt_seed_mha, &r), 0);
     ck_assert_int_eq(srvt_check_seed_mha(&r), 0);
     srvt_reply_free(&r);
-    free(body);
     char *log = srvt_read_log(&srv);
     /* its 503 went to a socket the client had closed */
     ck_assert_msg(log && strstr(log, "POST /attention/simple 503 "), "log:\n%s", log ? log : "");
@@ -129,12 +120,8 @@ END_TEST
  * 503 draining, and the process exits 0 about then. Before, SIGTERM (even
  * twice) left it running until the computation ended. */
 START_TEST(t_sigterm_stops_the_computation) {
-    const char *args[] = {"--threads", "1", "--max-work", "0", "--drain-timeout", "2", NULL};
-    srvt_must_start(&srv, args);
-    size_t len;
-    char *body = wide_body(150000, &len);
-    int fd = send_post("/attention/simple", body, len);
-    ck_assert_msg(busy_within(1, 10) >= 0, "the request never reached the worker");
+    int fd = start_computing((const char *const[]){"--threads", "1", "--max-work", "0", "--drain-timeout", "2",
+                                                    NULL});
     double t0 = procs_now();
     kill(srv.pid, SIGTERM);
     int st = 0;
@@ -148,16 +135,13 @@ START_TEST(t_sigterm_stops_the_computation) {
     close(fd);
     ck_assert_int_eq(srvt_raw_check_error(&r, 503, "draining"), 0);
     srvt_raw_free(&r);
-    free(body);
 }
 END_TEST
 
 static Suite *work_suite(void) {
-    Suite *s = suite_create("server_work");
     const TTest *tests[] = {t_max_work_413, t_hang_up_frees_the_worker, t_sigterm_stops_the_computation,
                             NULL};
-    tcase_add_checked_fixture(tcase_with(s, "work", 120, tests), NULL, teardown);
-    return s;
+    return suite_with("server_work", "work", 120, tests, NULL, teardown);
 }
 
 const test_program TEST_PROGRAM = {.suites = {work_suite}};

@@ -47,3 +47,25 @@ char *tapi_body(json_t *r, const char *extra_json) {
     json_decref(r);
     return s;
 }
+
+static int record_reserve(void *ctx, size_t bytes, char *msg, size_t size) {
+    (void)msg, (void)size;
+    *(size_t *)ctx = bytes;
+    return 0;
+}
+
+size_t tapi_reserved(api_endpoint ep, const char *body, const api_limits *lim) {
+    size_t reserved = 0;
+    api_limits l = lim ? *lim : (api_limits){.max_elements = 100000000};
+    l.reserve = record_reserve;
+    l.reserve_ctx = &reserved;
+    json_decref(tapi_call(ep, body, &l, 200));
+    return reserved;
+}
+
+void tapi_expect_field(api_endpoint ep, const char *body, const api_limits *lim, int status, const char *field) {
+    json_t *j = tapi_call(ep, body, lim, status);
+    const char *f = json_string_value(json_object_get(json_object_get(j, "error"), "field"));
+    ck_assert_msg(f && strcmp(f, field) == 0, "%s: field %s", body, f ? f : "null");
+    json_decref(j);
+}

@@ -29,4 +29,13 @@ json_t *tapi_call(api_endpoint ep, const char *body, const api_limits *lim, int 
  * set over its own: compact JSON text, malloc'd. */
 char *tapi_body(json_t *r, const char *extra_json);
 
+/* The bytes the request asked the memory budget for (api_limits.reserve;
+ * its last call): api_handle(ep, body) with lim (NULL: the defaults) and a
+ * reserve callback that records and allows, the status checked to be 200. */
+size_t tapi_reserved(api_endpoint ep, const char *body, const api_limits *lim);
+
+/* api_handle(ep, body) with lim (NULL: the defaults) must answer status
+ * with an error whose "field" is field. */
+void tapi_expect_field(api_endpoint ep, const char *body, const api_limits *lim, int status, const char *field);
+
 #endif

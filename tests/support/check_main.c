@@ -33,3 +33,11 @@ int main(void) {
     curl_global_cleanup();
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
+
+Suite *suite_with(const char *name, const char *tcase, double timeout_s, const TTest *const tests[],
+                  void (*setup)(void), void (*teardown)(void)) {
+    Suite *s = suite_create(name);
+    TCase *tc = tcase_with(s, tcase, timeout_s, tests);
+    if (setup || teardown) tcase_add_checked_fixture(tc, setup, teardown);
+    return s;
+}

@@ -46,4 +46,16 @@ extern const test_program TEST_PROGRAM;
  * Returns it, for tcase_add_checked_fixture or more tests. */
 TCase *tcase_with(Suite *s, const char *name, double timeout_s, const TTest *const tests[]);
 
+/* A suite called name of one test case (tcase_with(s, tcase, timeout_s,
+ * tests)) with a checked fixture: setup and teardown run in each test's
+ * process (either may be NULL; both NULL: no fixture). The common program:
+ *
+ *     static Suite *work_suite(void) {
+ *         const TTest *tests[] = {t_max_work_413, t_hang_up, NULL};
+ *         return suite_with("server_work", "work", 120, tests, NULL, teardown);
+ *     }
+ */
+Suite *suite_with(const char *name, const char *tcase, double timeout_s, const TTest *const tests[],
+                  void (*setup)(void), void (*teardown)(void));
+
 #endif

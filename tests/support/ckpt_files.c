@@ -5,6 +5,7 @@
 
 #include <check.h>
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,4 +213,36 @@ void ckf_expect_refused(const char *spec, const char *text) {
 json_t *ckf_call(const api_models *models, const char *body, int want_status) {
     api_limits lim = {.max_elements = 50000000, .models = models};
     return tapi_call(API_EP_MODEL_GPT2, body, &lim, want_status);
+}
+
+json_t *ckf_golden_ref(const char *name) {
+    char rel[128], path[512];
+    snprintf(rel, sizeof rel, "%s.json", name);
+    json_error_t je;
+    json_t *j = json_load_file(ckf_golden(path, sizeof path, rel), 0, &je);
+    ck_assert_msg(j != NULL, "%s: %s", path, je.text);
+    return j;
+}
+
+void ckf_load_golden(api_models **models, const char *name, const char *rel, const char *suffix) {
+    char path[512], spec[700], why[768];
+    ckf_golden(path, sizeof path, rel);
+    snprintf(spec, sizeof spec, "%s=%s%s", name, path, suffix);
+    ck_assert_msg(api_models_load(models, spec, why, sizeof why) == 0, "%s: %s", spec, why);
+}
+
+void ckf_expect_logits(const json_t *reply, const json_t *ref, const char *name, size_t min_count) {
+    json_t *got = json_object_get(json_object_get(reply, "logits"), "data");
+    json_t *want = json_object_get(ref, "logits");
+    ck_assert_uint_eq(json_array_size(got), json_array_size(want));
+    ck_assert_uint_gt(json_array_size(want), min_count);
+    double worst = 0;
+    for (size_t i = 0; i < json_array_size(want); i++) {
+        double a = json_number_value(json_array_get(got, i)), b = json_number_value(json_array_get(want, i));
+        ck_assert_msg(fabs(a - b) <= 1e-4 + 1e-3 * fabs(b), "%s: logits[%zu] %.9g, PyTorch %.9g", name,
+                      i, a, b);
+        if (fabs(a - b) > worst) worst = fabs(a - b);
+    }
+    printf("%s: %zu logits within 1e-4 + 1e-3 rel of PyTorch (largest difference %.3g)\n", name,
+           json_array_size(want), worst);
 }

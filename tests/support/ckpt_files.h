@@ -41,4 +41,19 @@ int ckf_write_random(const char *path, int V, int P, int L, int C, int H, unsign
 /* The golden checkpoint file rel ("tiny_f32.safetensors") as a path into out. */
 char *ckf_golden(char *out, size_t size, const char *rel);
 
+/* The reference of golden checkpoint name (tests/golden/ckpt/NAME.json,
+ * written with it by PyTorch): fails the test when it cannot be read. The
+ * caller owns it. */
+json_t *ckf_golden_ref(const char *name);
+
+/* Loads the golden checkpoint file or folder rel as model name (spec
+ * NAME=PATH+suffix, suffix "" or ":heads=N") into *models; fails the test
+ * with the reason when it is refused. */
+void ckf_load_golden(api_models **models, const char *name, const char *rel, const char *suffix);
+
+/* The reply's flat logits ("logits": {"data": [...]}) against the
+ * reference's "logits": as many, more than min_count, each within
+ * 1e-4 + 1e-3 |PyTorch's|; prints the largest difference. */
+void ckf_expect_logits(const json_t *reply, const json_t *ref, const char *name, size_t min_count);
+
 #endif

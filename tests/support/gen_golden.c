@@ -8,6 +8,7 @@
 
 #include "api_call.h"
 #include "bpe_files.h"
+#include "check_main.h"
 #include "files.h"
 
 static int get_int(const json_t *o, const char *k) { return (int)json_integer_value(json_object_get(o, k)); }
@@ -175,4 +176,11 @@ void gg_unload_tiny(api_models **models, api_tokenizer *tok) {
     *models = NULL;
     api_bpe_free((api_bpe *)tok->bpe);
     tok->bpe = NULL;
+}
+
+TCase *gg_golden_tcase(Suite *s, const TTest *loop) {
+    int n = gg_count_cases();
+    TCase *tc = tcase_with(s, "golden", 60, NULL);
+    tcase_add_loop_test(tc, loop, 0, n > 0 ? n : 1);
+    return tc;
 }

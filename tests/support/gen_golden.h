@@ -6,6 +6,7 @@
 #ifndef TESTS_SUPPORT_GEN_GOLDEN_H
 #define TESTS_SUPPORT_GEN_GOLDEN_H
 
+#include <check.h>
 #include <jansson.h>
 #include <stdint.h>
 
@@ -58,5 +59,10 @@ void gg_unload_tiny(api_models **models, api_tokenizer *tok);
 /* The /model/gpt2 request of the case (config, init, idx, generate with
  * logprobs 5, plus extra's members), compact JSON, malloc'd. */
 char *gg_request(const gg_case *c, const char *extra_json);
+
+/* Adds to s the test case "golden" (60 s a test) with loop run once for
+ * each case of cases.json (_i is the case's index; once when the file
+ * cannot be read, so that the loop fails it); returns it for more tests. */
+TCase *gg_golden_tcase(Suite *s, const TTest *loop);
 
 #endif

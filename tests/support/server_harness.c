@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -457,4 +458,71 @@ int srvt_log_count(const srvt_server *s, const char *needle) {
     for (const char *p = log; p && (p = strstr(p, needle)); p += strlen(needle)) n++;
     free(log);
     return n;
+}
+
+int srvt_raw_post_head(const srvt_server *s, const char *path, const char *headers, size_t length) {
+    int fd = srvt_connect(s);
+    ck_assert_int_ge(fd, 0);
+    char head[512];
+    int n = snprintf(head, sizeof head, "POST %s HTTP/1.1\r\nHost: t\r\n%sContent-Length: %zu\r\n\r\n", path,
+                     headers ? headers : "", length);
+    ck_assert(n > 0 && (size_t)n < sizeof head);
+    srvt_raw_send_all(fd, head, (size_t)n);
+    return fd;
+}
+
+void srvt_raw_send_all(int fd, const void *data, size_t len) {
+    for (size_t off = 0; off < len;) {
+        ssize_t w = send(fd, (const char *)data + off, len - off, MSG_NOSIGNAL);
+        ck_assert_msg(w > 0, "send after %zu of %zu bytes: %s", off, len, w < 0 ? strerror(errno) : "none");
+        off += (size_t)w;
+    }
+}
+
+int srvt_raw_post(const srvt_server *s, const char *path, const char *headers, const char *body,
+                  size_t len) {
+    int fd = srvt_raw_post_head(s, path, headers, len);
+    srvt_raw_send_all(fd, body, len);
+    return fd;
+}
+
+long srvt_status_kb(pid_t pid, const char *name) {
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot read %s", path);
+    long kb = -1;
+    size_t n = strlen(name);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, name, n) == 0 && line[n] == ':') kb = strtol(line + n + 1, NULL, 10);
+    fclose(f);
+    return kb;
+}
+
+typedef struct {
+    const srvt_server *s;
+    const char *path;
+    srvt_req rq;
+    srvt_reply *out;
+} post_job;
+
+static void *post_job_run(void *arg) {
+    post_job *j = arg;
+    srvt_do(j->s, j->path, &j->rq, j->out);
+    return NULL;
+}
+
+void srvt_post_concurrently(const srvt_server *s, const char *path, const char *body, long timeout_ms, int n,
+                            srvt_reply *replies) {
+    ck_assert_int_gt(n, 0);
+    post_job *jobs = calloc((size_t)n, sizeof *jobs);
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    ck_assert(jobs != NULL && th != NULL);
+    for (int i = 0; i < n; i++) {
+        jobs[i] = (post_job){s, path, {.body = body, .len = strlen(body), .timeout_ms = timeout_ms}, &replies[i]};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, post_job_run, &jobs[i]), 0);
+    }
+    for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+    free(jobs);
+    free(th);
 }

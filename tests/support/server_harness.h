@@ -148,4 +148,30 @@ double srvt_metric(const srvt_server *s, const char *series);
 /* Counts the lines of the server's log so far that contain `needle`. */
 int srvt_log_count(const srvt_server *s, const char *needle);
 
+/* ==== Raw requests and the server's process =========================== */
+
+/* Connects and sends the head of a POST to path with Content-Length length,
+ * Host: t and the extra header lines in headers (each ending in "\r\n"; may
+ * be NULL); the body is the caller's to send. Returns the socket; fails the
+ * test when it cannot connect or send. */
+int srvt_raw_post_head(const srvt_server *s, const char *path, const char *headers, size_t length);
+
+/* Sends all len bytes of data on fd (failing the test when a send fails). */
+void srvt_raw_send_all(int fd, const void *data, size_t len);
+
+/* srvt_raw_post_head, then the whole body: the socket, the reply unread. */
+int srvt_raw_post(const srvt_server *s, const char *path, const char *headers, const char *body,
+                  size_t len);
+
+/* The kB of the line "name: N kB" of /proc/PID/status (VmRSS, VmHWM), or -1
+ * when there is none; fails the test when the file cannot be read. */
+long srvt_status_kb(pid_t pid, const char *name);
+
+/* POSTs body to path from n threads at once (a fresh connection each, the
+ * whole transfer bounded by timeout_ms; 0: srvt_req's default) and waits
+ * for all: replies[i] is the i-th's (each to be freed with srvt_reply_free,
+ * its curl_code saying whether the exchange completed). */
+void srvt_post_concurrently(const srvt_server *s, const char *path, const char *body, long timeout_ms, int n,
+                            srvt_reply *replies);
+
 #endif

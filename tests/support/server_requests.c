@@ -1,6 +1,7 @@
 /* server_requests.c - see server_requests.h. */
 #include "server_requests.h"
 
+#include <check.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -105,4 +106,35 @@ int srvt_check_slow(const srvt_reply *r, int tokens) {
     if (!ok) fprintf(stderr, "slow request reply wrong: %.300s\n", r->body);
     json_decref(root);
     return ok ? 0 : -1;
+}
+
+char *srvt_map_body(int tokens, size_t *len) {
+    size_t cap = (size_t)tokens * 64 * 8 + 256, n = 0;
+    char *b = malloc(cap);
+    ck_assert_ptr_nonnull(b);
+    n += (size_t)snprintf(b + n, cap - n, "{\"module\": \"MultiHeadAttention\", \"d_in\": 64, "
+                          "\"d_out\": 64, \"num_heads\": 4, \"context_length\": %d, \"init\": "
+                          "{\"seed\": 5}, \"return\": [\"context\", \"attn_weights\"], \"inputs\": [",
+                          tokens);
+    for (int t = 0; t < tokens; t++) {
+        n += (size_t)snprintf(b + n, cap - n, "%s[", t ? "," : "");
+        for (int c = 0; c < 64; c++)
+            n += (size_t)snprintf(b + n, cap - n, "%s%d.%d", c ? "," : "", (t * 7 + c) % 5, (t + c) % 10);
+        n += (size_t)snprintf(b + n, cap - n, "]");
+    }
+    n += (size_t)snprintf(b + n, cap - n, "]}");
+    if (len) *len = n;
+    return b;
+}
+
+int srvt_check_slow_or_busy(const srvt_reply *r, int tokens, char *retry_after, size_t cap) {
+    if (r->status == 200) return srvt_check_slow(r, tokens) == 0 ? 200 : -1;
+    if (srvt_check_error(r, 503, "overloaded") != 0) return -1;
+    char ra[64];
+    if (!srvt_header(r, "Retry-After", ra, sizeof ra)) {
+        fprintf(stderr, "a 503 without Retry-After\n");
+        return -1;
+    }
+    if (retry_after) snprintf(retry_after, cap, "%s", ra);
+    return 503;
 }

@@ -27,4 +27,16 @@ char *srvt_slow_body(int tokens);
 /* Checks a 200 reply to srvt_slow_body: its shape and timing. */
 int srvt_check_slow(const srvt_reply *r, int tokens);
 
+/* MultiHeadAttention with the weights of its 4 heads over `tokens` tokens of
+ * 64 values (d_out 64, seed 5, return context and attn_weights): about 33 MB
+ * of JSON reply at 1,024 tokens. malloc'd (fails the test when out of
+ * memory); its length in *len (len may be NULL). */
+char *srvt_map_body(int tokens, size_t *len);
+
+/* A reply to srvt_slow_body(tokens) under load: computed (200, as
+ * srvt_check_slow wants it) or refused for now (503 overloaded with a
+ * Retry-After, whose value goes into retry_after, cap bytes; may be NULL).
+ * Returns 200 or 503, or -1 with the reason on stderr. */
+int srvt_check_slow_or_busy(const srvt_reply *r, int tokens, char *retry_after, size_t cap);
+
 #endif
