@@ -39,9 +39,9 @@
 #define N_HEAD 4
 #define WINDOWS 64        /* train_shakespeare.py's TEST_WINDOWS */
 #define LOSS_BOUND 2.5    /* nats per byte; chance is ln 256 = 5.55 */
-#define PREV_BOUND 0.25   /* some head puts a quarter of its weight on i - 1: about six
-                           * times the uniform causal share, mean of 1/(i+1) = 0.04;
-                           * the committed model's strongest measures 0.32 */
+#define PREV_BOUND 0.35   /* some head puts over a third of its weight on i - 1: about
+                           * nine times the uniform causal share, mean of 1/(i+1) =
+                           * 0.04; the committed model's strongest measures 0.43 */
 #define AGREE 1e-3        /* server against PyTorch, per figure */
 
 static api_models *models;
