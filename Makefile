@@ -170,11 +170,14 @@ test: deps
 	@$(MAKE) --no-print-directory build-all
 	@BUILD=$(BUILD) tests/run-tests.sh $(TEST_BIN)
 
-# The same tests under AddressSanitizer and UndefinedBehaviorSanitizer.
+# The same tests under AddressSanitizer and UndefinedBehaviorSanitizer. The
+# tests get the build's variables in their environment, so that a make they
+# run (test_make_run's `make run`) rebuilds build-asan/ with the same flags.
+ASAN_VARS := BUILD=build-asan OPT=-O1 \
+	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
 asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
-	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" build-all
-	@BUILD=build-asan ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	@$(MAKE) --no-print-directory $(ASAN_VARS) build-all
+	@$(ASAN_VARS) ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  tests/run-tests.sh $(TEST_SRC:tests/%.c=build-asan/tests/%)
 
 # `make run` builds the server alone (not the tests) and serves: on
