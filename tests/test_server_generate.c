@@ -28,11 +28,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "support/bpe_files.h"
 #include "support/check_main.h"
-#include "support/files.h"
 #include "support/server_harness.h"
 #include "support/sse.h"
+#include "support/tiny_server.h"
 #include "support/tmpdir.h"
 
 /* A model slow enough to watch (about a millisecond or more a token here):
@@ -40,23 +39,10 @@
 #define SLOW_MODEL "\"vocab_size\": 8000, \"block_size\": 1100, \"n_layer\": 6, \"n_head\": 8, " \
                    "\"n_embd\": 512, \"init\": {\"seed\": 1}, \"idx\": [1, 2, 3]"
 
-static char g_model_arg[1200], g_tok_arg[128];
-
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-/* --model tiny=... (the Hugging Face checkpoint) and --tokenizer bytes=DIR. */
-static void model_args(void) {
-    static const char *const extra[] = {"<|endoftext|>", NULL};
-    ttmp_make();
-    ck_assert(tbpe_write_dir(ttmp_dir(), extra));
-    char path[1024];
-    tfile_path(path, sizeof path, "tests/golden/generation/tiny_hf.safetensors");
-    snprintf(g_model_arg, sizeof g_model_arg, "--model=tiny=%s", path);
-    snprintf(g_tok_arg, sizeof g_tok_arg, "--tokenizer=bytes=%s", ttmp_dir());
 }
 
 /* The SLOW_MODEL request that generates max_new tokens, into body. */
@@ -134,10 +120,8 @@ static json_t *parse(const char *s) {
 /* ==== Streams ============================================================== */
 
 START_TEST(streams_over_http) {
-    model_args();
     srvt_server s;
-    const char *args[] = {g_model_arg, g_tok_arg, NULL};
-    srvt_must_start(&s, args);
+    tiny_server_start(&s);
     const char *body = "{\"model\": \"tiny\", \"text\": \"Hello\", \"generate\": {\"max_new_tokens\": 8, "
                        "\"temperature\": 1, \"seed\": 4, \"logprobs\": 3}}";
     stream_client c = {.srv = &s, .path = "/model/gpt2", .body = body, .accept_events = 1};

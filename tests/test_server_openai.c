@@ -34,6 +34,7 @@
 #include "support/procs.h"
 #include "support/server_harness.h"
 #include "support/tiny_server.h"
+#include "support/tmpdir.h"
 
 #define OPENAI "openai@6.49.0"
 #define LP_TOL 1e-4
@@ -77,7 +78,7 @@ static json_t *run_client(void) {
     const char *const specs[] = {OPENAI, NULL};
     ck_assert_msg(npm_ensure("build/npm-openai", specs, prefix, sizeof prefix), "npm could not install " OPENAI);
     srvt_server s;
-    tiny_server_start(&s, "gen_openai_client_");
+    tiny_server_start(&s);
     char script[1024], cmd[4096];
     tfile_path(script, sizeof script, "tests/clients/openai_client.mjs");
     snprintf(cmd, sizeof cmd, "OPENAI_DIR='%s/node_modules' timeout 120 node '%s' '%s'", prefix, script, s.base);
@@ -142,10 +143,8 @@ START_TEST(official_client) {
 END_TEST
 
 static Suite *openai_client_suite(void) {
-    Suite *s = suite_create("openai_client");
     const TTest *tests[] = {official_client, NULL};
-    tcase_with(s, "client", 600, tests);
-    return s;
+    return suite_with("openai_client", "client", 600, tests, NULL, ttmp_remove);
 }
 
 const test_program TEST_PROGRAM = {.suites = {openai_client_suite}};

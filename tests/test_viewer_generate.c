@@ -28,6 +28,7 @@
 #include "support/check_main.h"
 #include "support/server_harness.h"
 #include "support/tiny_server.h"
+#include "support/tmpdir.h"
 #include "support/viewer_page.h"
 
 static const json_t *at(const json_t *j, const char *key) {
@@ -98,7 +99,7 @@ START_TEST(generation_view) {
     char modules[600];
     vpage_prepare(modules, sizeof modules);
     srvt_server s;
-    tiny_server_start(&s, "gen_viewer_");
+    tiny_server_start(&s);
     json_t *r = vpage_run(modules, "generate.mjs", s.base);
     ck_assert(json_is_true(at(r, "visible")));
     ck_assert_str_eq(json_string_value(json_array_get(at(r, "models"), 1)), "tiny");
@@ -124,10 +125,8 @@ START_TEST(generation_view) {
 END_TEST
 
 static Suite *viewer_generate_suite(void) {
-    Suite *s = suite_create("viewer_generate");
     const TTest *tests[] = {generation_view, NULL};
-    tcase_with(s, "chromium", 600, tests);
-    return s;
+    return suite_with("viewer_generate", "chromium", 600, tests, NULL, ttmp_remove);
 }
 
 const test_program TEST_PROGRAM = {.suites = {viewer_generate_suite}};

@@ -9,11 +9,11 @@
 
 #include "server_harness.h"
 
-/* Writes the tokenizer into a fresh folder /tmp/<prefix>XXXXXX (left there,
- * as the server may read it at any time) and starts the server with
- * --model=tiny=... --tokenizer=bytes=<that folder> (srvt_must_start). Fails
- * the running test when any of it does not work. Stop it with
- * srvt_must_stop. */
-void tiny_server_start(srvt_server *s, const char *prefix);
+/* Writes the tokenizer into the test's temporary folder (tmpdir.h; made
+ * when the test has none yet) and starts the server with --model=tiny=...
+ * --tokenizer=bytes=<that folder> (srvt_must_start). Fails the running test
+ * when any of it does not work. Stop it with srvt_must_stop; the suite's
+ * teardown ttmp_remove removes the folder. */
+void tiny_server_start(srvt_server *s);
 
 #endif
