@@ -29,3 +29,20 @@ export function watch(page, base, report) {
     if (u.protocol !== "blob:" && u.protocol !== "data:" && u.origin !== origin) report.foreign_requests.push(r.url());
   });
 }
+
+// What the model view shows once it has drawn (or refused) its first
+// request: the status line, whether it is an error, the view's error count,
+// whether the input is token ids, the model chosen and how many there are,
+// the token chips, the note under the text, the width of the grid's note
+// and the number of thumbnails.
+export function modelViewState(page) {
+  return page.evaluate(() => ({
+    status: document.getElementById("m_status").textContent, error: document.getElementById("m_status").className === "error",
+    errors: window.viewer.model.errors, ids: document.getElementById("m_input_idx").checked,
+    model: document.getElementById("m_model").value,
+    models: document.querySelectorAll("#m_model option").length,
+    tokens: [...document.querySelectorAll("#m_tokens .chip")].map((c) => c.textContent),
+    note: document.getElementById("m_input_note").textContent,
+    grid_note_width: document.getElementById("m_grid_note").getBoundingClientRect().width,
+    thumbs: document.querySelectorAll("#m_grid button.thumb").length }));
+}

@@ -3,7 +3,7 @@
 // with no model and no tokenizer at all (--demo-model off): it must open on
 // the seed sentence's GPT-2 ids without an error and say how to get text.
 // Prints a JSON report for tests/test_viewer.c; a screenshot goes to OUTDIR.
-import { launch, watch } from "./page.mjs";
+import { launch, modelViewState, watch } from "./page.mjs";
 
 const [base, outdir] = process.argv.slice(2);
 
@@ -16,14 +16,7 @@ try {
   await page.goto(base + "/#model");
   await page.waitForFunction(() => window.viewer && window.viewer.model.renders + window.viewer.model.errors > 0,
                              null, { timeout: 120000 });
-  report.plain = await page.evaluate(() => ({
-    status: document.getElementById("m_status").textContent, error: document.getElementById("m_status").className === "error",
-    errors: window.viewer.model.errors, ids: document.getElementById("m_input_idx").checked,
-    models: document.querySelectorAll("#m_model option").length,
-    tokens: [...document.querySelectorAll("#m_tokens .chip")].map((c) => c.textContent),
-    note: document.getElementById("m_input_note").textContent,
-    grid_note_width: document.getElementById("m_grid_note").getBoundingClientRect().width,
-    thumbs: document.querySelectorAll("#m_grid button.thumb").length }));
+  report.plain = await modelViewState(page);
   await page.screenshot({ path: outdir + "/model-plain-no-tokenizer.png" });
 } catch (e) {
   report.exception = String(e && e.stack || e);

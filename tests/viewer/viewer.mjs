@@ -3,7 +3,7 @@
 // JSON report for tests/test_viewer.c, which checks it against the service's
 // own numbers. Screenshots and the downloaded files go to OUTDIR.
 import { writeFileSync } from "node:fs";
-import { launch, watch } from "./page.mjs";
+import { launch, modelViewState, watch } from "./page.mjs";
 
 const [base, outdir] = process.argv.slice(2);
 
@@ -124,14 +124,7 @@ try {
   await page.click("#modes button[data-mode=model]");
   await page.waitForFunction(() => window.viewer.model.renders + window.viewer.model.errors > 0, null, { timeout: 120000 });
   report.hash.model = await views();
-  report.model_plain = await page.evaluate(() => ({
-    status: document.getElementById("m_status").textContent, error: document.getElementById("m_status").className === "error",
-    errors: window.viewer.model.errors, ids: document.getElementById("m_input_idx").checked,
-    model: document.getElementById("m_model").value,
-    tokens: [...document.querySelectorAll("#m_tokens .chip")].map((c) => c.textContent),
-    note: document.getElementById("m_input_note").textContent,
-    grid_note_width: document.getElementById("m_grid_note").getBoundingClientRect().width,
-    thumbs: document.querySelectorAll("#m_grid button.thumb").length }));
+  report.model_plain = await modelViewState(page);
   await page.screenshot({ path: outdir + "/model-plain.png" });
   // the book's GPTModel built from a seed: its own config names
   await page.selectOption("#m_model", "@GPTModel");
