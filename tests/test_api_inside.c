@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "api/api.h"
 #include "core/attention.h"
@@ -296,28 +295,6 @@ START_TEST(many_tensors) {
 }
 END_TEST
 
-/* A byte-level tokenizer (the demo model's: 256 byte symbols, no merges). */
-static api_bpe *byte_tokenizer(void) {
-    char dir[] = "/tmp/inside-bpe-XXXXXX", path[64], err[256];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    json_t *v = tbpe_vocab(NULL);
-    snprintf(path, sizeof path, "%s/vocab.json", dir);
-    ck_assert_int_eq(json_dump_file(v, path, 0), 0);
-    json_decref(v);
-    snprintf(path, sizeof path, "%s/merges.txt", dir);
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs("#version: 0.2\n", f);
-    fclose(f);
-    api_bpe *t = NULL;
-    ck_assert_msg(api_bpe_load(dir, &t, err, sizeof err) == 0, "%s", err);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/vocab.json", dir);
-    unlink(path);
-    rmdir(dir);
-    return t;
-}
-
 /* A 200 reply whose text may hold \u0000 (a token of byte 0). */
 static json_t *call_nul(const char *body, const api_limits *lim) {
     api_reply rep;
@@ -331,7 +308,7 @@ static json_t *call_nul(const char *body, const api_limits *lim) {
 
 /* With a tokenizer: corrupted_text, logit_diff as texts, the lens's tokens. */
 START_TEST(with_tokenizer) {
-    api_bpe *bpe = byte_tokenizer();
+    api_bpe *bpe = tbpe_load_bytes(NULL); /* the demo model's: 256 byte symbols, no merges */
     api_tokenizer tok = {"bytes", bpe};
     api_limits lim = {.max_elements = 100000000, .tokenizers = &tok, .n_tokenizers = 1};
     const char *cfg = "\"vocab_size\":256,\"block_size\":16,\"n_layer\":2,\"n_head\":2,\"n_embd\":8,"

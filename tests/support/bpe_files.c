@@ -1,8 +1,10 @@
 /* bpe_files.c - see bpe_files.h. */
 #include "bpe_files.h"
 
+#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 json_t *tbpe_vocab(const char *const extra[]) {
     json_t *v = json_object();
@@ -32,4 +34,21 @@ int tbpe_write_dir(const char *dir, const char *const extra[]) {
     ok = ok && f && fputs("#version: 0.2\n", f) >= 0;
     if (f) ok = fclose(f) == 0 && ok;
     return ok;
+}
+
+api_bpe *tbpe_load_bytes(const char *const extra[]) {
+    char dir[] = "/tmp/bpe-bytes-XXXXXX", path[64], why[512];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    int written = tbpe_write_dir(dir, extra);
+    api_bpe *bpe = NULL;
+    int rc = written ? api_bpe_load(dir, &bpe, why, sizeof why) : -1;
+    const char *const files[] = {"vocab.json", "merges.txt"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+    ck_assert_msg(written, "cannot write a tokenizer into %s", dir);
+    ck_assert_msg(rc == 0, "%s", why);
+    return bpe;
 }
