@@ -27,7 +27,7 @@ PKG = $(shell pkg-config --cflags --libs $(1) 2>/dev/null)
 BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
 BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
 
-CORE_SRC   := $(wildcard core/*.c)
+CORE_SRC   := $(wildcard core/*.c core/*/*.c)
 API_SRC    := $(wildcard api/*.c api/*/*.c)
 API_SRC    := $(filter-out api/openapi/api-tables.c,$(API_SRC))
 SERVER_SRC := $(wildcard server/*.c)

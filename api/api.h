@@ -37,6 +37,7 @@ typedef enum {
     XX(CAUSAL, "POST", "/attention/causal", MODULE)                                                \
     XX(MULTIHEAD, "POST", "/attention/multihead", MODULE)                                          \
     XX(SDPA, "POST", "/attention/sdpa", MODULE)                                                    \
+    XX(MODEL, "POST", "/model", MODEL)                                                             \
     XX(MODEL_GPT2, "POST", "/model/gpt2", MODEL)                                                   \
     XX(V1_COMPLETIONS, "POST", "/v1/completions", OPENAI)                                          \
     XX(TOKENIZE, "POST", "/tokenize", TOKENS)                                                      \

@@ -1,10 +1,9 @@
-/* request.c - a /model/gpt2 request object into a model_rq: the family
- * ("module") and its config (config.c) or a loaded checkpoint ("model"),
- * the token ids (idx, or text through a
- * tokenizer), the outputs and their options. */
-#include "api/model/model.h"
+/* request.c - a POST /model request object into a model_rq: the
+ * architecture ("module") and its config (config.c) or a loaded checkpoint
+ * ("model"), the token ids (idx, or text through a tokenizer), the outputs
+ * and their options. */
 #include "api/bpe/bpe.h"
-#include "api/model/gen.h"
+#include "api/model/model.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -17,7 +16,7 @@ static const char *const out_names[M_OUT_COUNT] = {
 #undef M_OUT_NAME
 };
 
-/* The fields every family takes; the config's are the family's own
+/* The fields every architecture takes; the config's are its row's own
  * (config.c). */
 static const char *const fields[] = {
     "module", "init", "state_dict", "idx", "text", "tokenizer", "training", "dropout_seed", "return",
@@ -40,32 +39,32 @@ static int get_seed(const json_t *v, const char *name, uint64_t *out, api_err *e
     return 0;
 }
 
-/* Every key is a field of the endpoint or a config field of the family;
- * another family's config name is told apart. */
-static int check_fields(const json_t *root, attn_family fam, api_err *e) {
+/* Every key is a field of the endpoint or a config field of the
+ * architecture; another architecture's config name is told apart. */
+static int check_fields(const json_t *root, attn_arch arch, api_err *e) {
     const char *key;
     const json_t *v;
     json_object_foreach((json_t *)root, key, v) {
-        if (api__has_field(fields, key) || api__model_config_field(fam, key) >= 0) continue;
-        if (api__model_config_other(fam, key, e)) return -1;
+        if (api__has_field(fields, key) || api__model_config_field(arch, key)) continue;
+        if (api__model_config_other(arch, key, e)) return -1;
         char echo[API_ECHO_MAX + 4];
         api__echo(echo, sizeof echo, key);
         return api__fail(e, API_E_UNKNOWN_FIELD, echo,
-                         "unknown field \"%s\" for /model/gpt2 (it takes module, %s's config "
+                         "unknown field \"%s\" for /model (it takes module, %s's config "
                          "fields, init or state_dict, or model; idx or text, tokenizer, training, "
                          "dropout_seed, return, layers, heads, query_rows, top_k, "
                          "ablate, patch, logit_lens, precision, output_format, dtype, generate)", echo,
-                         attn_family_get(fam)->name);
+                         attn_arch_name(arch));
     }
     return 0;
 }
 
-/* The family's name of block_size ("context_length" for GPTModel). */
+/* The row's name of the context ("context_length" for GPTModel). */
 static const char *context_name(const model_rq *rq) {
-    return attn_family_get(rq->cfg.family)->context_name;
+    return api__hparam_name(rq->cfg.arch, ATTN_HP_CONTEXT);
 }
 
-/* idx: [T] or [B][T] integers in [0, vocab_size), T <= block_size. */
+/* idx: [T] or [B][T] integers in [0, vocab_size), T <= the context. */
 static int read_idx(const json_t *root, model_rq *rq, size_t *budget, api_err *e) {
     const json_t *v = api__field(root, "idx");
     if (v == NULL)
@@ -78,10 +77,9 @@ static int read_idx(const json_t *root, model_rq *rq, size_t *budget, api_err *e
     int rc = 0;
     if (rq->T < 1 || rq->B < 1) {
         rc = api__fail(e, API_E_INVALID_SHAPE, "idx", "idx holds no token");
-    } else if (rq->T > rq->cfg.block_size) {
-        rc = api__fail(e, API_E_INVALID_SHAPE, "idx",
-                       "%d tokens exceed %s %d (the position embedding has only %d rows)",
-                       rq->T, context_name(rq), rq->cfg.block_size, rq->cfg.block_size);
+    } else if (rq->T > rq->cfg.context) {
+        rc = api__fail(e, API_E_INVALID_SHAPE, "idx", "%d tokens exceed %s %d (the model takes at "
+                       "most %d positions)", rq->T, context_name(rq), rq->cfg.context, rq->cfg.context);
     } else if ((rq->idx = malloc(t.count * sizeof *rq->idx)) == NULL) {
         rc = api__fail(e, API_E_OUT_OF_MEMORY, "idx", "cannot allocate idx");
     }
@@ -160,7 +158,7 @@ static int read_text(const json_t *root, const api_limits *lim, model_rq *rq, ap
     if (rq->tok == NULL) return no_tokenizer(lim, "text", e);
     const api_bpe *bpe = rq->tok->bpe;
     size_t len = json_string_length(v), most = api_bpe_max_token_bytes(bpe);
-    int block = rq->cfg.block_size;
+    int block = rq->cfg.context;
     /* each token covers at most `most` bytes: a longer text cannot fit */
     if (len > (size_t)block * most)
         return api__fail(e, API_E_INVALID_SHAPE, "text",
@@ -175,8 +173,8 @@ static int read_text(const json_t *root, const api_limits *lim, model_rq *rq, ap
     if (n == 0) return api__fail(e, API_E_INVALID_SHAPE, "text", "text is empty: no token");
     if (n > (size_t)block)
         return api__fail(e, API_E_INVALID_SHAPE, "text",
-                         "text is %zu tokens, over %s %d (the position embedding has only %d "
-                         "rows)", n, context_name(rq), block, block);
+                         "text is %zu tokens, over %s %d (the model takes at most %d positions)",
+                         n, context_name(rq), block, block);
     for (size_t i = 0; i < n; i++)
         if (rq->idx[i] >= rq->cfg.vocab_size)
             return api__fail(e, API_E_INVALID_ARGUMENT, "text",
@@ -220,7 +218,7 @@ static int read_return(const json_t *root, const api_limits *lim, model_rq *rq, 
 static int read_layers(const json_t *root, model_rq *rq, api_err *e) {
     const json_t *v = api__field(root, "layers");
     int L = rq->cfg.n_layer;
-    const char *nl = attn_family_get(rq->cfg.family)->layers_name;
+    const char *nl = api__hparam_name(rq->cfg.arch, ATTN_HP_LAYERS);
     size_t n = v ? json_array_size(v) : (size_t)L;
     if (v && !json_is_array(v)) return api__field_wrong_type(e, "layers", v, "an array of layer indices");
     if (n > (size_t)L)
@@ -248,14 +246,18 @@ static int read_layers(const json_t *root, model_rq *rq, api_err *e) {
 }
 
 /* training, dropout_seed, the maps' selection, and the options every kind
- * reads (output_format among API_MODEL_FORMATS, dtype, precision). */
+ * reads (output_format among API_MODEL_GEN_FORMATS, dtype, precision). */
 static int read_options(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
     const json_t *tr = api__field(root, "training");
     if (tr) {
         if (!json_is_boolean(tr)) return api__field_wrong_type(e, "training", tr, "true or false");
         rq->training = json_is_true(tr);
     }
-    unsigned formats = api__field(root, "generate") ? API_MODEL_GEN_FORMATS : API_MODEL_FORMATS;
+    /* the kind's formats (API_KIND_DEFINE's); the streamed ones are a
+     * generation's only */
+    unsigned formats = API_MODEL_GEN_FORMATS;
+    for (int f = 0; f < API_FORMAT_COUNT && !api__field(root, "generate"); f++)
+        if (api_format_get((api_format)f)->flags & API_FMT_EVENTS) formats &= ~(1u << f);
     if (api__options_read(root, lim, formats, &rq->fmt, e)) return -1;
     const json_t *ds = api__field(root, "dropout_seed");
     if (ds) {
@@ -265,30 +267,30 @@ static int read_options(const json_t *root, const api_limits *lim, model_rq *rq,
     return api__select_parse(root, &rq->sel, e);
 }
 
-/* A field a loaded model brings itself: any family's config field, the
- * parameters, a "module" other than its own. */
+/* A field a loaded model brings itself: any architecture's config field,
+ * the parameters, a "module" other than its own. */
 static int model_brings(const json_t *root, const api_model *m, api_err *e) {
     const char *key;
     const json_t *v;
     json_object_foreach((json_t *)root, key, v) {
         int config = !strcmp(key, "init") || !strcmp(key, "state_dict");
-        for (int f = 0; f < ATTN_FAMILY_COUNT && !config; f++)
-            config = api__model_config_field((attn_family)f, key) >= 0;
+        for (int a = 0; a < ATTN_ARCH_COUNT && !config; a++)
+            config = api__model_config_field((attn_arch)a, key);
         if (config && !json_is_null(v))
             return api__fail(e, API_E_INVALID_ARGUMENT, key,
                              "model \"%s\" brings its config and parameters: leave %s out",
                              m->name, key);
     }
-    attn_family fam;
-    if (api__model_family_read(root, &fam, e)) return -1;
-    if (api__field(root, "module") && fam != m->cfg.family)
+    attn_arch arch;
+    if (api__model_arch_read(root, &arch, e)) return -1;
+    if (api__field(root, "module") && arch != m->cfg.arch)
         return api__fail(e, API_E_INVALID_ARGUMENT, "module",
                          "model \"%s\" is a %s, not a %s: leave module out", m->name,
-                         attn_family_get(m->cfg.family)->name, attn_family_get(fam)->name);
+                         attn_arch_name(m->cfg.arch), attn_arch_name(arch));
     return 0;
 }
 
-/* "model": a loaded checkpoint, which brings the family, the config and
+/* "model": a loaded checkpoint, which brings the architecture, the config and
  * the parameters. */
 static int read_model(const json_t *root, const json_t *v, const api_limits *lim, model_rq *rq,
                       api_err *e) {
@@ -305,16 +307,25 @@ static int read_model(const json_t *root, const json_t *v, const api_limits *lim
     }
     if (model_brings(root, rq->model, e)) return -1;
     rq->cfg = rq->model->cfg;
-    return check_fields(root, rq->cfg.family, e);
+    return check_fields(root, rq->cfg.arch, e);
 }
 
-/* The family ("module"), its config fields, the parameters' source. */
+/* The architecture ("module"), its config fields, the parameters' source. */
 static int read_config(const json_t *root, model_rq *rq, api_err *e) {
-    attn_family fam;
-    return api__model_family_read(root, &fam, e) || check_fields(root, fam, e) ||
-           api__model_config_read(root, fam, &rq->cfg, e) ||
-           api__params_source(root, fam == ATTN_FAMILY_GPT2 ? "GPT2(config)" : "GPTModel(cfg)",
-                              &rq->params, e);
+    attn_arch arch;
+    return api__model_arch_read(root, &arch, e) || check_fields(root, arch, e) ||
+           api__model_config_read(root, arch, &rq->cfg, e) ||
+           api__params_source(root, attn_arch_ctor(arch), &rq->params, e);
+}
+
+/* "ablate", "patch" and "logit_lens" (api/inside/), with what they check
+ * against: the config, the ids' shape, the tokenizer. */
+static int inside_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
+    inside_ctx ctx = {.cfg = rq->cfg, .batched = rq->batched, .B = rq->B, .T = rq->T,
+                      .training = rq->training, .tok = rq->tok, .in = rq->in};
+    int rc = api__inside_parse(root, lim, &ctx, e);
+    rq->in = ctx.in; /* what it read, and what it holds on failure, freed with rq */
+    return rc;
 }
 
 int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
@@ -326,7 +337,7 @@ int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, ap
         read_tokenizer(root, lim, rq, e) ||
         (api__field(root, "text") ? read_text(root, lim, rq, e) : read_idx(root, rq, &budget, e)) ||
         read_return(root, lim, rq, e) || read_layers(root, rq, e) || read_options(root, lim, rq, e) ||
-        api__model_gen_parse(root, lim, rq, e) || api__inside_parse(root, lim, rq, e))
+        api__model_gen_parse(root, lim, rq, e) || inside_parse(root, lim, rq, e))
         return -1;
     /* the captures are sized for the prompt, a generation's forward runs over
      * the final text */
