@@ -115,10 +115,10 @@ static void fail(const char *what, const attn_error *err) {
     exit(1);
 }
 
-static void bench_family(attn_family family, attn_pool *pool, int threads) {
+static void bench_arch(attn_arch arch, attn_pool *pool, int threads) {
     attn_lm_config cfg = {.vocab_size = 50257, .context = 1024, .n_layer = 12, .n_head = 12,
-                            .width = 768, .dropout = 0.1, .arch = family};
-    const char *name = attn_family_get(family)->name;
+                            .width = 768, .dropout = 0.1, .arch = arch};
+    const char *name = attn_arch_name(arch);
     attn_lm_plan plan;
     attn_error err;
     if (attn_lm_plan_make(&cfg, 1, 1, 0, &plan, &err)) fail(name, &err);
@@ -168,8 +168,8 @@ int main(int argc, char **argv) {
     if (threads > 1 && pool == NULL) return 1;
     printf("decode with the key/value cache, GPT-2 124M shape, batch 1; OPENBLAS_CORETYPE=%s\n",
            getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)");
-    bench_family(ATTN_ARCH_GPT2, pool, threads);
-    bench_family(ATTN_ARCH_GPTMODEL, pool, threads);
+    bench_arch(ATTN_ARCH_GPT2, pool, threads);
+    bench_arch(ATTN_ARCH_GPTMODEL, pool, threads);
     attn_pool_destroy(pool);
     return 0;
 }

@@ -18,9 +18,8 @@
  * sides of the ratio alike. With one thread everything runs on the calling
  * thread and is timed by its CPU clock (CLOCK_THREAD_CPUTIME_ID), which
  * time-sharing with other processes does not inflate: the robust figure on
- * a shared machine. Built against a core without model families (before the
- * book's GPTModel) it runs GPT2 alone, for a before/after: run both builds
- * alternately.
+ * a shared machine. For a before/after, run the bench of both builds
+ * alternately (the figures are against each run's own sgemm).
  */
 #include "core/lm.h"
 
@@ -29,11 +28,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#ifdef ATTN_FAMILY_MAP
-#define FAMILIES 2
-#else
-#define FAMILIES 1
-#endif
+#define FAMILIES 2 /* GPT2 and the book's GPTModel */
 
 static clockid_t g_clock = CLOCK_MONOTONIC;
 
@@ -71,21 +66,18 @@ static double sgemm_rate(int threads, const float *a, const float *b, float *c) 
 }
 
 typedef struct {
-    int family, T;
+    int arch, T;
     attn_lm_plan plan;
     float *params, *logits;
     int32_t *idx;
     double gflop, eff[64], ms[64];
 } bench_case;
 
-static void case_make(bench_case *b, int family, int T) {
-    attn_lm_config cfg = {.vocab_size = 50257, .context = 1024, .n_layer = 12,
-                            .n_head = 12, .width = 768, .dropout = 0.1};
-#ifdef ATTN_FAMILY_MAP
-    cfg.arch = (attn_family)family;
-#endif
+static void case_make(bench_case *b, int arch, int T) {
+    attn_lm_config cfg = {.arch = (attn_arch)arch, .vocab_size = 50257, .context = 1024,
+                          .n_layer = 12, .n_head = 12, .width = 768, .dropout = 0.1};
     attn_error err;
-    b->arch = family, b->T = T;
+    b->arch = arch, b->T = T;
     if (attn_lm_plan_make(&cfg, 1, T, 0, &b->plan, &err)) exit(1);
     b->params = malloc(b->plan.n_params * sizeof(float));
     b->logits = malloc(b->plan.n_logits * sizeof(float));
@@ -139,7 +131,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 2 * FAMILIES; i++) {
         bench_case *b = &cases[i];
         printf("%-8s T=%3d forward (pool of %d): %7.1f ms, %.1f GFLOP: %3.0f%% of the sgemm rate\n",
-               b->arch ? "GPTModel" : "GPT2", b->T, threads, median(b->ms, reps), b->gflop,
+               attn_arch_name((attn_arch)b->arch), b->T, threads, median(b->ms, reps), b->gflop,
                100 * median(b->eff, reps));
     }
     attn_pool_destroy(pool);

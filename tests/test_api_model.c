@@ -1,4 +1,4 @@
-/* test_api_model.c - POST /model/gpt2 through api_handle: the reply against
+/* test_api_model.c - POST /model (and its alias /model/gpt2) through api_handle: the reply against
  * core's attn_lm_* on the same model (core itself is checked against
  * PyTorch by test_core_gpt2), batch axes, layer selection, the state_dict
  * round trip, training mode with dropout_seed, formats and every error. */
@@ -400,6 +400,29 @@ START_TEST(pool_same_bytes) {
 }
 END_TEST
 
+/* POST /model and its alias /model/gpt2 are one kind: the same request
+ * gets the same bytes from both, for either architecture. */
+START_TEST(alias_same_bytes) {
+    static const char *const bodies[] = {
+        "{\"vocab_size\":40,\"block_size\":8,\"n_layer\":2,\"n_head\":2,\"n_embd\":8,"
+        "\"init\":{\"seed\":4},\"idx\":[[1,2,3],[4,5,6]],\"return\":[\"logits\",\"attn_weights\","
+        "\"params\",\"blocks.1.attn.hook_z\"]}",
+        "{\"module\":\"GPTModel\",\"vocab_size\":40,\"context_length\":8,\"n_layers\":1,"
+        "\"n_heads\":2,\"emb_dim\":8,\"qkv_bias\":true,\"init\":{\"seed\":5},\"idx\":[7,8],"
+        "\"training\":true,\"return\":[\"logits\",\"dropout_masks\"]}"};
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        api_reply a, b;
+        api_limits lim = {.max_elements = 50000000};
+        ck_assert_int_eq(api_handle(API_EP_MODEL, bodies[i], strlen(bodies[i]), &lim, &a), 200);
+        ck_assert_int_eq(api_handle(API_EP_MODEL_GPT2, bodies[i], strlen(bodies[i]), &lim, &b), 200);
+        ck_assert_uint_eq(a.body.len, b.body.len);
+        ck_assert(memcmp(a.body.data, b.body.data, a.body.len) == 0);
+        api_buf_free(&a.body);
+        api_buf_free(&b.body);
+    }
+}
+END_TEST
+
 /* With defer_above (the server's inline path), a model that is more than a
  * few thousand values is left for a worker: status 0, no body; a tiny one
  * is answered. */
@@ -627,7 +650,7 @@ static Suite *model_suite(void) {
     /* Bits depend on OpenBLAS's thread count: one thread, as the server runs it. */
     openblas_set_num_threads(1);
     Suite *s = suite_create("api_model");
-    const TTest *tests[] = {batched_every_output, unbatched_layers, state_dict_round_trip,
+    const TTest *tests[] = {alias_same_bytes, batched_every_output, unbatched_layers, state_dict_round_trip,
                             training_dropout, formats, no_maps, errors, document_example, path,
                             selection, safetensors_reply, deferred, pool_same_bytes, gptmodel_errors,
                             budget_counts_outputs_asked, NULL};

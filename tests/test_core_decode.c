@@ -8,7 +8,9 @@
  * max |want|: the products are split differently, so float rounding
  * differs, never more), and the step's attention rows the last row of the
  * forward's maps within 1e-5. Configs are drawn at random (seeded), with
- * both families, with and without qkv_bias, B up to 3, several steps each.
+ * both families, with and without qkv_bias, B up to 3, several steps each;
+ * and many sequences of different lengths in one cache, their rows in one
+ * step, each against a forward over its own text.
  */
 #include <check.h>
 #include <math.h>
@@ -324,6 +326,91 @@ START_TEST(errors_and_sizes) {
 }
 END_TEST
 
+/* Many sequences in one cache, each its own length: prompts taken in chunks
+ * by steps of several rows of one sequence, then steps whose rows are one
+ * token of each sequence in any order (with a sequence's two tokens in one
+ * step too); every row's logits and attention rows against a whole forward
+ * over that sequence's text alone (the case's model, B 1). */
+START_TEST(many_sequences) {
+    model_case m;
+    case_make(_i, &m);
+    free(m.params); /* the same model with room for every sequence's text */
+    m.cfg.context = 12;
+    attn_lm_plan mp;
+    attn_rng rng;
+    ck_assert_int_eq(attn_lm_plan_make(&m.cfg, 1, 1, 0, &mp, NULL), ATTN_OK);
+    ck_assert_ptr_nonnull(m.params = malloc(mp.n_params * sizeof(float)));
+    attn_rng_seed(&rng, 7);
+    ck_assert_int_eq(attn_lm_params_init(&mp, m.params, &rng, NULL), ATTN_OK);
+    enum { S = 3 };
+    int V = m.cfg.vocab_size, L = m.cfg.n_layer, H = m.cfg.n_head, cap = m.cfg.context;
+    int len[S] = {1 + _i % 3, 3, 2}; /* prompts of different lengths */
+    attn_pool *pool = _i & 1 ? attn_pool_create(2) : NULL;
+    attn_lm_cache *c;
+    attn_error err = {0};
+    ck_assert_int_eq(attn_lm_cache_create(&m.cfg, S, cap, &c, &err), ATTN_OK);
+    int32_t text[S][32];
+    uint64_t seed = 91 + (uint64_t)_i;
+    for (int q = 0; q < S; q++)
+        for (int t = 0; t < cap && t < 32; t++) text[q][t] = pick(&seed, 0, V - 1);
+    /* the prompts: sequence q in chunks of two rows (chunked prefill) */
+    for (int q = 0; q < S; q++)
+        for (int t = 0; t < len[q]; t += 2) {
+            attn_lm_row rows[2] = {{q, text[q][t], -1}, {q, t + 1 < len[q] ? text[q][t + 1] : 0, -1}};
+            int n = t + 1 < len[q] ? 2 : 1;
+            ck_assert_int_eq(attn_lm_step(c, m.params, rows, n, pool, NULL, &err), ATTN_OK);
+        }
+    for (int q = 0; q < S; q++) ck_assert_int_eq(attn_lm_cache_length(c, q), len[q]);
+    float *logits = malloc((size_t)4 * V * 4), *want = malloc((size_t)V * 4);
+    float *rows_out = malloc((size_t)L * 4 * H * cap * 4), *maps = malloc((size_t)L * H * cap * cap * 4);
+    ck_assert(logits && want && rows_out && maps);
+    double worst = 0.0, worst_rows = 0.0;
+    for (int round = 0; round < 2; round++) {
+        /* round 0: one token each, sequences in the order 2, 0, 1; round 1:
+         * sequence 1's next two tokens and sequence 0's next one */
+        int seqs[4] = {2, 0, 1, -1}, n = 3;
+        if (round == 1) seqs[0] = 1, seqs[1] = 1, seqs[2] = 0, n = 3;
+        attn_lm_row rows[4];
+        int at[S] = {len[0], len[1], len[2]};
+        for (int i = 0; i < n; i++) rows[i] = (attn_lm_row){seqs[i], text[seqs[i]][at[seqs[i]]++], -1};
+        attn_lm_step_outputs so = {.logits = logits, .attn_rows = rows_out};
+        ck_assert_int_eq(attn_lm_step(c, m.params, rows, n, pool, &so, &err), ATTN_OK);
+        int placed[S] = {len[0], len[1], len[2]};
+        for (int i = 0; i < n; i++) {
+            int q = seqs[i], t = ++placed[q]; /* the sequence's text up to this row */
+            attn_lm_config one = m.cfg;
+            attn_lm_plan plan;
+            ck_assert_int_eq(attn_lm_plan_make(&one, 1, t, 0, &plan, &err), ATTN_OK);
+            attn_lm_outputs out = {.logits = want, .last_only = 1, .attn_weights = maps};
+            ck_assert_int_eq(attn_lm_forward(&plan, m.params, text[q], NULL, NULL, &out, &err), ATTN_OK);
+            ck_assert_msg(close_rows(logits + (size_t)i * V, want, V, &worst),
+                          "case %d round %d row %d (sequence %d, %d tokens): %g", _i, round, i, q, t, worst);
+            for (int l = 0; l < L; l++)
+                for (int h = 0; h < H; h++) {
+                    const float *got = rows_out + (((size_t)l * n + i) * H + h) * so.ld;
+                    const float *mrow = maps + (((size_t)l * H + h) * t + (t - 1)) * t;
+                    for (int j = 0; j < so.ld; j++)
+                        worst_rows = fmax(worst_rows, fabs(got[j] - (j < t ? mrow[j] : 0.0f)));
+                }
+        }
+        for (int q = 0; q < S; q++) len[q] = placed[q];
+        ck_assert_msg(worst_rows <= 1e-5, "case %d: attention rows off by %g", _i, worst_rows);
+    }
+    for (int q = 0; q < S; q++) ck_assert_int_eq(attn_lm_cache_length(c, q), len[q]);
+    /* a row past its sequence's capacity, an unknown sequence, a late position */
+    attn_lm_row bad = {S, text[0][0], -1};
+    ck_assert_int_eq(attn_lm_step(c, m.params, &bad, 1, pool, NULL, &err), ATTN_ERR_ARG);
+    ck_assert_str_eq(err.field, "rows");
+    bad = (attn_lm_row){0, text[0][0], cap};
+    ck_assert_int_eq(attn_lm_step(c, m.params, &bad, 1, pool, NULL, &err), ATTN_ERR_ARG);
+    ck_assert_str_eq(err.field, "rows");
+    printf("many sequences case %d: logits %.2g relative, rows %.2g\n", _i, worst, worst_rows);
+    attn_lm_cache_free(c);
+    attn_pool_destroy(pool);
+    free(logits), free(want), free(rows_out), free(maps), free(m.params);
+}
+END_TEST
+
 static Suite *suite(void) {
     openblas_set_num_threads(1);
     Suite *s = suite_create("core_decode");
@@ -331,6 +418,7 @@ static Suite *suite(void) {
     TCase *tc = tcase_with(s, "decode", 30, tests);
     tcase_add_loop_test(tc, cached_equals_full, 0, 16);
     tcase_add_loop_test(tc, same_bits_any_pool, 0, 2);
+    tcase_add_loop_test(tc, many_sequences, 0, 8);
     return s;
 }
 
