@@ -55,7 +55,7 @@ typedef enum {
 
 typedef struct {
     int code;           /* an attn_status */
-    char field[64];     /* the option or tensor at fault: "d_out", "inputs", "params.W_key.weight" */
+    char field[128];    /* the option or tensor at fault: "d_out", "inputs", "params.W_key.weight" */
     char message[256];  /* one line, no trailing period */
 } attn_error;
 
@@ -276,7 +276,7 @@ int attn_plan_make(const attn_config *cfg, attn_plan *plan, attn_error *err);
 
 /* ==== Parameters: the module's state_dict ================================ */
 
-#define ATTN_PARAM_NAME_MAX 48
+#define ATTN_PARAM_NAME_MAX 96
 
 /* What a constant buffer holds (it is registered by the module, not
  * learnt): given ones are checked against it, missing ones filled with it. */

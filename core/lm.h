@@ -55,7 +55,13 @@ int attn_act_from_name(const char *name, attn_act *out);
  * tensor names are not the row's) its name table in api/weights/. */
 #define ATTN_ARCH_MAP(XX)                                                                          \
     XX(GPT2, gpt2)                                                                                 \
-    XX(GPTMODEL, gptmodel)
+    XX(GPTMODEL, gptmodel)                                                                         \
+    XX(LLAMA, llama)                                                                               \
+    XX(MISTRAL, mistral)                                                                           \
+    XX(QWEN2, qwen2)                                                                               \
+    XX(QWEN3, qwen3)                                                                               \
+    XX(GPTNEOX, gptneox)                                                                           \
+    XX(GEMMA3, gemma3)
 
 typedef enum {
 #define ATTN_XX(id, sym) ATTN_ARCH_##id,
@@ -79,11 +85,24 @@ const char *attn_arch_ctor(attn_arch a);
 
 /* ==== Hyperparameters ==================================================== */
 
+/* Rotary position embeddings (Hugging Face's rope_theta, rope_scaling,
+ * partial_rotary_factor), the halves layout (rotate_half). */
+typedef enum {
+    ATTN_ROPE_DEFAULT = 0,
+    ATTN_ROPE_LINEAR = 1,  /* inv_freq / factor */
+    ATTN_ROPE_LLAMA3 = 2,  /* Llama 3.1's frequency bands */
+} attn_rope_type;
+
+
 typedef enum {
     ATTN_HP_INT = 0,   /* an int >= the row's minimum */
     ATTN_HP_REAL,      /* a double (probabilities in [0, 1]) */
     ATTN_HP_BOOL,      /* 0 or 1 */
     ATTN_HP_ACT,       /* an attn_act, named by the row's choices */
+    ATTN_HP_ROPE,      /* Hugging Face's rope_scaling object: its type and factors into the
+                          config's rope_* fields (get and set read and write its type) */
+    ATTN_HP_PATTERN,   /* Gemma's layer_types list ("sliding_attention", "full_attention"):
+                          a periodic list into the config's global_every */
 } attn_hp_type;
 
 /* The hyperparameters any architecture may have, the single list of them:
@@ -101,7 +120,21 @@ typedef enum {
     XX(DROPOUT, dropout, REAL, "p of every dropout of the model (training mode)")                  \
     XX(QKV_BIAS, qkv_bias, BOOL, "the query, key and value projections have biases")               \
     XX(ACTIVATION, act, ACT, "the MLP's activation")                                               \
-    XX(NORM_EPS, norm_eps, REAL, "the norms' epsilon; 0: 1e-5")
+    XX(NORM_EPS, norm_eps, REAL, "the norms' epsilon; 0: 1e-5")                                    \
+    XX(TIED, tied, BOOL, "the output head is the token embedding")                                 \
+    XX(ATTN_BIAS, attn_bias, BOOL, "biases of the query, key, value and output projections")      \
+    XX(MLP_BIAS, mlp_bias, BOOL, "biases of the MLP's projections")                                \
+    XX(ROPE_THETA, rope_theta, REAL, "the rotary positions' base")                                 \
+    XX(ROPE_SCALING, rope_type, ROPE, "rope_scaling: linear or llama3 frequencies")                \
+    XX(ROTARY_PCT, rotary_pct, REAL, "the fraction of each head's dims rotated; 0: all")           \
+    XX(ROPE_LOCAL_THETA, rope_local_theta, REAL, "the base of local layers; 0: rope_theta")       \
+    XX(SLIDING_WINDOW, window, INT, "keys a local layer sees, itself included; 0: all")            \
+    XX(USE_WINDOW, use_window, BOOL, "Qwen2's use_sliding_window: the window is used")             \
+    XX(WINDOW_FROM, window_from, INT, "with a window, the layers before this one see all")         \
+    XX(GLOBAL_EVERY, global_every, INT, "with a window, every n-th layer sees all; 0: none does")  \
+    XX(LAYER_TYPES, global_every, PATTERN, "each layer sliding or full (a periodic list)")         \
+    XX(QUERY_SCALAR, query_scalar, REAL, "scores scaled by its -1/2 power; 0: head_dim's")          \
+    XX(PARALLEL, parallel, BOOL, "the attention and the MLP both read the block's input")
 
 typedef enum {
 #define ATTN_XX(id, field, type, what) ATTN_HP_##id,
@@ -127,6 +160,15 @@ typedef struct {
     int qkv_bias;
     attn_act act;
     double norm_eps;  /* 0: 1e-5 */
+    int tied, attn_bias, mlp_bias, parallel;
+    double rope_theta;
+    int rope_type;    /* an attn_rope_type */
+    double rope_factor, rope_low_freq_factor, rope_high_freq_factor, rope_original_context;
+    double rotary_pct;       /* 0: 1 */
+    double rope_local_theta; /* 0: rope_theta */
+    int window, global_every;
+    int use_window, window_from;
+    double query_scalar;     /* 0: head_dim */
 } attn_lm_config;
 
 /* One hyperparameter an architecture takes. A default of NAN means
@@ -170,14 +212,6 @@ typedef enum {
     ATTN_LM_RMSNORM_1P = 3,    /* Gemma's: x * rsqrt(mean(x^2) + eps) * (1 + w) */
 } attn_lm_norm;
 
-/* Rotary position embeddings (Hugging Face's rope_theta, rope_scaling,
- * partial_rotary_factor), the halves layout (rotate_half). */
-typedef enum {
-    ATTN_ROPE_DEFAULT = 0,
-    ATTN_ROPE_LINEAR = 1,  /* inv_freq / factor */
-    ATTN_ROPE_LLAMA3 = 2,  /* Llama 3.1's frequency bands */
-} attn_rope_type;
-
 typedef struct {
     int dims;              /* rotated dims of each head (even; 0: no rotary positions) */
     double theta;          /* the base */
@@ -193,6 +227,8 @@ typedef struct {
     float emb_scale;       /* 0: none; else the token embeddings are multiplied by it */
     attn_lm_rope rope;
     int qkv_bias, o_bias;  /* biases of the query/key/value and output projections */
+    int qk_norm;           /* each query and key head normalised (the model's norm) before
+                              its rotation (Qwen3, Gemma 3) */
     float attn_scale;      /* the scores' scale; 0: 1 / sqrt(head_dim) */
     int window;            /* the sliding window of local layers (0: every layer sees all) */
     int global_every;      /* with a window: layers l with (l + 1) % global_every == 0 see
@@ -201,6 +237,10 @@ typedef struct {
     int gated;             /* down(act(gate(x)) * up(x)) instead of down(act(up(x))) */
     int mlp_bias;          /* biases of the MLP's projections */
     int parallel;          /* x + attn(norm1(x)) + mlp(norm2(x)) in one step (GPT-NeoX) */
+    int qkv_per_head;      /* one fused projection whose rows are [H][3][D] (GPT-NeoX's
+                              query_key_value), not q, then k, then v */
+    int window_from;       /* with a window: the layers before it see all (Qwen2's
+                              max_window_layers) */
     int tied;              /* the output head is the token embedding */
     /* dropout (training mode, p = the config's dropout), in PyTorch's draw
      * order: after the embeddings; per block on the attention weights (when
@@ -352,6 +392,10 @@ typedef enum {
     XX(Q, "attn.hook_q", HEADS, 1, "the queries (projection and bias)")                         \
     XX(K, "attn.hook_k", KV_HEADS, 1, "the keys")                                               \
     XX(V, "attn.hook_v", KV_HEADS, 1, "the values")                                             \
+    XX(ROT_Q, "attn.hook_rot_q", HEADS, 1, "the queries the scores use: after the q norm and the " \
+       "rotary positions (models that have them)")                                               \
+    XX(ROT_K, "attn.hook_rot_k", KV_HEADS, 1, "the keys the scores use (after the k norm and "    \
+       "the rotary positions)")                                                                  \
     XX(ATTN_SCORES, "attn.hook_attn_scores", MAP, 1,                                            \
        "the scaled scores, masked entries -inf (the softmax's input)")                          \
     XX(PATTERN, "attn.hook_pattern", MAP, 1, "the attention weights (the softmax's output)")    \
@@ -361,8 +405,10 @@ typedef enum {
     XX(RESID_MID, "hook_resid_mid", RESID, 1, "resid_pre + attn_out")                           \
     XX(LN2_NORMALIZED, "ln2.hook_normalized", RESID, 1,                                         \
        "the second norm's input normalised, before its weight and bias")                        \
-    XX(MLP_PRE, "mlp.hook_pre", MLP, 1, "the MLP's first layer, before the activation")         \
-    XX(MLP_POST, "mlp.hook_post", MLP, 1, "after the activation")                               \
+    XX(MLP_PRE, "mlp.hook_pre", MLP, 1, "the MLP's first layer (a gated MLP's gate), before the "  \
+       "activation")                                                                             \
+    XX(MLP_PRE_LINEAR, "mlp.hook_pre_linear", MLP, 1, "a gated MLP's up projection")            \
+    XX(MLP_POST, "mlp.hook_post", MLP, 1, "after the activation (gated: act(gate) * up)")       \
     XX(MLP_OUT, "hook_mlp_out", RESID, 1, "the MLP's output, added to the residual")            \
     XX(RESID_POST, "hook_resid_post", RESID, 1, "the block's output")                           \
     XX(LN_FINAL_NORMALIZED, "ln_final.hook_normalized", RESID, 0,                               \
@@ -395,6 +441,10 @@ int attn_hook_parse(const char *name, int *layer, attn_hook *hook);
 /* The rank (3 or 4), shape (batch axis first) and element count of hook h's
  * activation in a call of plan; 0 if h is not a hook. */
 int attn_hook_dims(const attn_lm_plan *plan, attn_hook h, int shape[4], size_t *count);
+/* 1 if the model of plan has hook h: hook_rot_q/k need rotary positions or
+ * q/k norms, mlp.hook_pre_linear a gated MLP, hook_resid_mid a sequential
+ * residual; every other hook every model has. */
+int attn_lm_has_hook(const attn_lm_plan *plan, attn_hook h);
 
 /* Keep one activation: hook h of block `layer` (ignored for a model hook)
  * is copied to dst (attn_hook_dims' count floats, caller-owned) as the

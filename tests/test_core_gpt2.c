@@ -642,7 +642,7 @@ START_TEST(gptmodel_plan_errors) {
     expect_plan_error(c, 1, 2, ATTN_ERR_ARG, "drop_rate");
     c = SMALL, c.arch = ATTN_ARCH_GPTMODEL, c.width = 1 << 20, c.n_head = 1;
     expect_plan_error(c, 1, 2, ATTN_ERR_RANGE, "emb_dim");
-    c = SMALL, c.arch = (attn_arch)7;
+    c = SMALL, c.arch = ATTN_ARCH_COUNT;
     expect_plan_error(c, 1, 2, ATTN_ERR_ARG, "arch");
     attn_lm_plan plan;
     attn_error err = {0};

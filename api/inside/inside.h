@@ -113,11 +113,13 @@ typedef struct {
 int api__inside_parse(const json_t *root, const api_limits *lim, inside_ctx *ctx, api_err *e);
 
 /* A name of "return" that may be a hook ("blocks.3.attn.hook_z",
- * "blocks.*.hook_resid_pre", "ln_final.hook_normalized") of a model of
- * n_layer blocks: 1 when it was one (kept in in), 0 when it is not hook-like
- * (the caller tries its outputs), -1 with e filled (a hook-like name that
- * is not one, a layer out of range). at: its index in "return". */
-int api__inside_return_name(inside_rq *in, int n_layer, const char *name, int at, api_err *e);
+ * "blocks.*.hook_resid_pre", "ln_final.hook_normalized") of the model of p
+ * (any plan of it): 1 when it was one (kept in in), 0 when it is not
+ * hook-like (the caller tries its outputs), -1 with e filled (a hook-like
+ * name that is not one of this model's, a layer out of range). at: its
+ * index in "return". */
+int api__inside_return_name(inside_rq *in, const attn_lm_plan *p, const char *name, int at,
+                            api_err *e);
 /* Puts the hooks in forward order, each once. 0, or -1 (memory). */
 int api__inside_hooks_sort(inside_rq *in, api_err *e);
 void api__inside_rq_free(inside_rq *in);

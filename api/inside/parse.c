@@ -52,22 +52,32 @@ static int add_hook(inside_rq *in, int layer, attn_hook hook, api_err *e) {
     return 0;
 }
 
-int api__inside_return_name(inside_rq *in, int n_layer, const char *name, int at, api_err *e) {
+/* "a, b, ..." of the block hooks the model has. */
+static void hook_list(const attn_lm_plan *p, char *out, size_t size) {
+    size_t n = 0;
+    out[0] = '\0';
+    for (int h = 0; h < ATTN_HOOK_COUNT && n < size; h++)
+        if (attn_hook_get((attn_hook)h)->per_block && attn_lm_has_hook(p, (attn_hook)h))
+            n += (size_t)snprintf(out + n, size - n, "%s%s", n ? ", " : "",
+                                  attn_hook_get((attn_hook)h)->name);
+}
+
+int api__inside_return_name(inside_rq *in, const attn_lm_plan *p, const char *name, int at,
+                            api_err *e) {
     if (!hook_like(name)) return 0;
-    char field[48], echo[API_ECHO_MAX + 4];
+    char field[48], echo[API_ECHO_MAX + 4], list[600];
     snprintf(field, sizeof field, "return[%d]", at);
     api__echo(echo, sizeof echo, name);
-    int layer;
+    int layer, n_layer = p->n_layer;
     attn_hook hook;
-    if (attn_hook_parse(name, &layer, &hook) != ATTN_OK)
+    if (attn_hook_parse(name, &layer, &hook) != ATTN_OK || !attn_lm_has_hook(p, hook)) {
+        hook_list(p, list, sizeof list);
         return api__fail(e, API_E_INVALID_ARGUMENT, field,
-                         "%s \"%s\" is not a hook of GPT-2 in TransformerLens's names: "
-                         "blocks.L.NAME (L a layer, or * for every layer) with NAME one of "
-                         "hook_resid_pre, ln1.hook_normalized, attn.hook_q, attn.hook_k, "
-                         "attn.hook_v, attn.hook_attn_scores, attn.hook_pattern, attn.hook_z, "
-                         "hook_attn_out, hook_resid_mid, ln2.hook_normalized, mlp.hook_pre, "
-                         "mlp.hook_post, hook_mlp_out, hook_resid_post; or "
-                         "ln_final.hook_normalized", field, echo);
+                         "%s \"%s\" is not a hook of this %s in TransformerLens's names: "
+                         "blocks.L.NAME (L a layer, or * for every layer) with NAME one of %s; "
+                         "or ln_final.hook_normalized", field, echo, attn_arch_name(p->cfg.arch),
+                         list);
+    }
     if (layer >= n_layer)
         return api__fail(e, API_E_INVALID_ARGUMENT, field,
                          "%s \"%s\": the model has %d blocks (layers 0 to %d)", field, echo,

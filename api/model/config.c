@@ -48,6 +48,14 @@ static int read_one(const json_t *root, const attn_arch_hparam *hp, attn_lm_conf
     case ATTN_HP_BOOL:
         rc = api__field_bool(root, n, &i, e);
         return rc < 0 ? -1 : rc > 0 ? attn_lm_config_set(c, hp->id, i) : 0;
+    case ATTN_HP_ROPE: case ATTN_HP_PATTERN: {
+        const json_t *v = api__field(root, n);
+        char why[200];
+        if (v == NULL) return 0;
+        rc = attn_hparam_type(hp->id) == ATTN_HP_ROPE ? api__rope_scaling_read(v, c, why, sizeof why)
+                                                       : api__layer_types_read(v, c, why, sizeof why);
+        return rc ? api__fail(e, API_E_INVALID_ARGUMENT, n, "%s", why) : 0;
+    }
     case ATTN_HP_ACT: {
         attn_act act;
         rc = api__field_choice(root, n, hp->choices, &i, e);

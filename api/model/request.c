@@ -189,10 +189,16 @@ static int read_text(const json_t *root, const api_limits *lim, model_rq *rq, ap
     return 0;
 }
 
-/* A hook name of "return" (inside_parse.c). */
+/* A hook name of "return" (api/inside/), against the model's hooks. */
 static int hook_name(void *ctx, const char *name, int at, api_err *e) {
     model_rq *rq = ctx;
-    return api__inside_return_name(&rq->in, rq->cfg.n_layer, name, at, e);
+    attn_lm_plan p;
+    attn_error ae = {0};
+    if (attn_lm_plan_make(&rq->cfg, 1, 1, 0, &p, &ae) != ATTN_OK) {
+        api__from_attn(e, &ae, ATTN_MODULE_COUNT);
+        return -1;
+    }
+    return api__inside_return_name(&rq->in, &p, name, at, e);
 }
 
 static int read_return(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {

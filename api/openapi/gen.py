@@ -294,6 +294,10 @@ def hparam_schema(hp):
         out = {"type": "number", "minimum": 0, "maximum": 1} if hp["field"] == "dropout" else {"type": "number"}
     elif t == "boolean":
         out = {"type": "boolean"}
+    elif t == "rope_scaling":
+        out = {"type": ["object", "null"], "description": "Hugging Face's rope_scaling: null, or {rope_type (or type): default, linear or llama3, factor, low_freq_factor, high_freq_factor, original_max_position_embeddings}."}
+    elif t == "layer_types":
+        out = {"type": "array", "items": {"type": "string", "enum": ["sliding_attention", "full_attention"]}}
     else:
         out = {"type": "string", "enum": hp["choices"]}
     if hp["default"] is not None:
@@ -303,9 +307,11 @@ def hparam_schema(hp):
 
 def arch_config_schema(arch, models):
     """A reply's config for one architecture: its row's request names."""
-    props = {hp["name"]: hparam_schema(hp) for hp in arch["hparams"]}
+    props = {hp["name"]: hparam_schema(hp) for hp in arch["hparams"] if hp["type"] != "layer_types"}
     for v in props.values():
         v.pop("default", None)
+        if v.get("type") == "integer":  # a size derived from others is null
+            v["type"] = ["integer", "null"]
     return {"type": "object", "title": arch["name"], "properties": props, "required": list(props),
             "additionalProperties": False,
             "description": "%s's config under its own names%s." % (arch["name"], " (from the tensors' shapes, checked against config.json for a folder)" if models else "")}

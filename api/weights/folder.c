@@ -85,10 +85,16 @@ static int read_hparam(const json_t *cfg, const attn_arch_hparam *hp, attn_lm_co
                        size_t size) {
     const char *key = hp->config_name;
     const json_t *v = json_object_get(cfg, key);
+    attn_hp_type type = attn_hparam_type(hp->id);
+    if (type == ATTN_HP_ROPE) return api__rope_scaling_read(v, c, why, size);
+    if (type == ATTN_HP_PATTERN) return v && !json_is_null(v) ? api__layer_types_read(v, c, why, size) : 0;
+    if (v && json_is_null(v) && type == ATTN_HP_INT && hp->min == 0) /* null: none (0) */
+        return attn_lm_config_set(c, hp->id, 0);
+    if (v && json_is_null(v)) v = NULL; /* null: as absent */
     if (v == NULL && isnan(hp->config_def)) return api__ckpt_fail(why, size, "config.json has no \"%s\"", key);
     if (v == NULL) return 0;
     attn_act act;
-    switch (attn_hparam_type(hp->id)) {
+    switch (type) {
     case ATTN_HP_INT:
         if (!json_is_integer(v) || json_integer_value(v) < hp->min || json_integer_value(v) > INT32_MAX)
             return api__ckpt_fail(why, size, "config.json's \"%s\" is not an integer >= %d", key, hp->min);

@@ -83,11 +83,11 @@ static const struct {
 };
 #define N_LOADERS (sizeof loaders / sizeof loaders[0])
 
-/* The loader of arch, or NULL. */
+/* The loader of arch: its row's, or the generic one (the row's own names). */
 static loader_fn loader_of(attn_arch arch) {
     for (size_t i = 0; i < N_LOADERS; i++)
         if (loaders[i].arch == arch) return loaders[i].load;
-    return NULL;
+    return api__ckpt_generic_load;
 }
 
 /* A single file's loader: the first whose probe the file holds (NULL: any). */
@@ -277,7 +277,7 @@ static void model_json(api_buf *b, const api_model *m) {
     api__buf_printf(b, ",\"shards\":%d,\"module\":\"%s\",\"config\":", m->shards,
                     attn_arch_name(m->cfg.arch));
     api__config_json(b, &m->cfg);
-    char head[96];
+    char head[2 * ATTN_PARAM_NAME_MAX + 32];
     head_text(head, sizeof head, m);
     api__buf_printf(b, ",\"n_head_from\":\"%s\",\"dtype\":\"%s\",\"parameters\":%zu,"
                     "\"transformer_prefix\":%s,\"lm_head\":\"%s\",\"tokenizer\":",

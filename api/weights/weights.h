@@ -10,6 +10,7 @@
  *                row: its config names and defaults), the weights, the tokenizer
  *   load.c       what every layout shares: the heads, the buffer, copies
  *   hparams.c    a config by its row: names, the JSON object of replies
+ *   generic.c    a checkpoint under its row's own names (Llama, Qwen, Gemma, ...)
  *   gpt2.c       Hugging Face's GPT-2 names (transformer., c_fc, Conv1D) into
  *                core's GPT2, and its config from the shapes
  *   book.c       the book's GPTModel state_dict, and its config from the shapes
@@ -137,6 +138,10 @@ int api__ckpt_gpt2_load(const api_st_set *set, const api_ckpt_hints *h, api_mode
                         size_t size);
 int api__ckpt_book_load(const api_st_set *set, const api_ckpt_hints *h, api_model *m, char *why,
                         size_t size);
+/* Every other architecture (generic.c): its folder's config.json gives the
+ * config, its tensors carry the row's own state_dict names. */
+int api__ckpt_generic_load(const api_st_set *set, const api_ckpt_hints *h, api_model *m, char *why,
+                           size_t size);
 /* load.c, shared by both: n_head from the hints, __metadata__[key] of any file, or
  * width / 64; then plans cfg, allocates m->params and fills the buffers. */
 int api__ckpt_finish_config(const api_st_set *set, const api_ckpt_hints *h, const char *key,
@@ -157,6 +162,12 @@ int api__ckpt_check_config(const api_ckpt_hints *h, const attn_lm_config *got, c
 const char *api__hparam_name(attn_arch arch, attn_hparam id);
 const char *api__hparam_config_name(attn_arch arch, attn_hparam id);
 void api__config_json(api_buf *b, const attn_lm_config *c);
+/* Hugging Face's rope_scaling (null, or {"rope_type" or "type": "default",
+ * "linear" or "llama3", "factor", "low_freq_factor", "high_freq_factor",
+ * "original_max_position_embeddings"}) into c's rope_* fields; Gemma's
+ * layer_types list into c->global_every. 0, or -1 with the fault in why. */
+int api__rope_scaling_read(const json_t *v, attn_lm_config *c, char *why, size_t size);
+int api__layer_types_read(const json_t *v, attn_lm_config *c, char *why, size_t size);
 
 /* A Hugging Face folder (folder.c): config.json into h, the weights
  * (model.safetensors, or model.safetensors.index.json and its shards) into

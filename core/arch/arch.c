@@ -136,8 +136,9 @@ int attn_lm_config_set(attn_lm_config *c, attn_hparam h, double v) {
         memcpy(at, &v, sizeof v);
         return ATTN_OK;
     }
-    if (!(v == floor(v) && v >= (t == ATTN_HP_INT ? (double)INT32_MIN : 0.0) &&
-          v <= (t == ATTN_HP_BOOL ? 1.0 : t == ATTN_HP_ACT ? ATTN_ACT_COUNT - 1.0 : INT32_MAX)))
+    double most = t == ATTN_HP_BOOL ? 1.0 : t == ATTN_HP_ACT ? ATTN_ACT_COUNT - 1.0
+                  : t == ATTN_HP_ROPE ? (double)ATTN_ROPE_LLAMA3 : INT32_MAX;
+    if (!(v == floor(v) && v >= (t == ATTN_HP_INT ? (double)INT32_MIN : 0.0) && v <= most))
         return ATTN_ERR_ARG;
     if (t == ATTN_HP_ACT) {
         attn_act a = (attn_act)(int)v;
@@ -155,7 +156,9 @@ static void defaults(attn_arch a, attn_lm_config *c, int config_json) {
     for (int i = 0; r && i < r->n_hparams; i++) {
         const attn_arch_hparam *hp = &r->hparams[i];
         double v = config_json ? hp->config_def : hp->def;
-        if (!isnan(v)) attn_lm_config_set(c, hp->id, v); /* NAN: required, left 0 */
+        /* NAN: required, left 0; a pattern list is another spelling of a
+         * field its row gives a default of */
+        if (!isnan(v) && attn_hparam_type(hp->id) != ATTN_HP_PATTERN) attn_lm_config_set(c, hp->id, v);
     }
 }
 

@@ -77,6 +77,7 @@ typedef enum {
     ATTN__IF_O_BIAS,     /* spec.o_bias */
     ATTN__IF_MLP_BIAS,   /* spec.mlp_bias */
     ATTN__IF_UNTIED,     /* !spec.tied */
+    ATTN__IF_QK_NORM,    /* spec.qk_norm */
 } attn__when;
 
 /* One tensor of a state_dict. */
@@ -89,6 +90,19 @@ typedef struct {
     attn__dim fan_in;    /* ATTN__INIT_BIAS: its layer's inputs */
     attn__when when;
 } attn__tensor;
+
+/* A state_dict: the tensors before the blocks, of one block (each block's
+ * names after its prefix) and after them, in PyTorch's order. */
+typedef struct {
+    const attn__tensor *top;
+    int n_top;
+    const char *block_prefix;          /* printf format of a block's prefix: "h.%d." */
+    const attn__tensor *block;
+    int n_block;
+    const attn__tensor *tail;
+    int n_tail;
+    const char *tied_head;             /* the state_dict name of a tied head: "lm_head.weight" */
+} attn__layout;
 
 /* The names of a model's dropout modules, in draw order. */
 typedef struct {
@@ -109,19 +123,26 @@ typedef struct {
     /* Checks cfg (defaults filled, the generic checks passed) and fills spec.
      * ATTN_OK or an error naming the row's field. */
     int (*describe)(const attn_lm_config *cfg, attn_lm_spec *spec, attn_error *err);
-    const attn__tensor *top;           /* before the blocks */
-    int n_top;
-    const char *block_prefix;          /* printf format of a block's prefix: "h.%d." */
-    const attn__tensor *block;
-    int n_block;
-    const attn__tensor *tail;          /* after the blocks */
-    int n_tail;
-    const char *tied_head;             /* the state_dict name of a tied head: "lm_head.weight" */
+    const attn__layout *layout;        /* its state_dict */
     int seeded;                        /* table order is construction order: a seed builds it */
     int tied_head_draws;               /* the head draws its own weight before it is tied
                                           (GPT2's lm_head: V * C draws thrown away) */
-    attn__dropout_names dropout;
+    attn__dropout_names dropout;       /* none (NULL emb): eval mode only */
 } attn__arch;
+
+/* The parts of a spec most rows take straight from the config (common.c):
+ * rotary positions (int(head_dim * rotary_pct) dims, even; the bases, the
+ * scaling), the window (sliding_window, global_every), the activation and
+ * the norms' epsilon, the biases (attention_bias on q/k/v/o, mlp_bias) and
+ * the tied head. ATTN_OK, or an error naming field for a rotation the row
+ * cannot make (odd dims, a base <= 0, llama3 scaling without its factors). */
+int attn__spec_common(const attn_lm_config *c, attn_lm_spec *s, attn_error *err);
+
+/* Llama's state_dict (llama.c), which Mistral, Qwen2 and Qwen3 share: the
+ * embedding, each model.layers.N.{self_attn (q/k/v/o_proj, their biases as
+ * the spec says, q_norm and k_norm with qk_norm), mlp (gate/up/down_proj),
+ * input_layernorm, post_attention_layernorm}, model.norm, lm_head. */
+extern const attn__layout attn__llama_layout;
 
 /* The rows, by attn_arch (arch.c, from ATTN_ARCH_MAP). NULL out of range. */
 const attn__arch *attn__arch_get(attn_arch a);

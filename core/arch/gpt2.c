@@ -72,14 +72,7 @@ static const attn__tensor tail[] = {
 
 static const char *const aliases[] = {"GPT2LMHeadModel", "GPT2Model", "gpt2", NULL};
 
-const attn__arch attn__arch_gpt2 = {
-    .name = "GPT2",
-    .aliases = aliases,
-    .what = "seed 003's GPT2 (gpt2_min.py); Hugging Face's GPT-2 checkpoints run as it",
-    .ctor = "GPT2(config)",
-    .hparams = hparams,
-    .n_hparams = sizeof hparams / sizeof hparams[0],
-    .describe = describe,
+static const attn__layout layout = {
     .top = top,
     .n_top = sizeof top / sizeof top[0],
     .block_prefix = "h.%d.",
@@ -88,6 +81,17 @@ const attn__arch attn__arch_gpt2 = {
     .tail = tail,
     .n_tail = sizeof tail / sizeof tail[0],
     .tied_head = "lm_head.weight",
+};
+
+const attn__arch attn__arch_gpt2 = {
+    .name = "GPT2",
+    .aliases = aliases,
+    .what = "seed 003's GPT2 (gpt2_min.py); Hugging Face's GPT-2 checkpoints run as it",
+    .ctor = "GPT2(config)",
+    .hparams = hparams,
+    .n_hparams = sizeof hparams / sizeof hparams[0],
+    .describe = describe,
+    .layout = &layout,
     .seeded = 1,
     .tied_head_draws = 1,
     .dropout = {.emb = "drop", .attn_out = "attn.resid_drop", .mlp_out = "mlp.drop"},

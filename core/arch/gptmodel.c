@@ -71,13 +71,7 @@ static const attn__tensor tail[] = {
 };
 #undef C
 
-const attn__arch attn__arch_gptmodel = {
-    .name = "GPTModel",
-    .what = "the book's GPTModel (Raschka, ch. 4)",
-    .ctor = "GPTModel(cfg)",
-    .hparams = hparams,
-    .n_hparams = sizeof hparams / sizeof hparams[0],
-    .describe = describe,
+static const attn__layout layout = {
     .top = top,
     .n_top = sizeof top / sizeof top[0],
     .block_prefix = "trf_blocks.%d.",
@@ -85,6 +79,16 @@ const attn__arch attn__arch_gptmodel = {
     .n_block = sizeof block / sizeof block[0],
     .tail = tail,
     .n_tail = sizeof tail / sizeof tail[0],
+};
+
+const attn__arch attn__arch_gptmodel = {
+    .name = "GPTModel",
+    .what = "the book's GPTModel (Raschka, ch. 4)",
+    .ctor = "GPTModel(cfg)",
+    .hparams = hparams,
+    .n_hparams = sizeof hparams / sizeof hparams[0],
+    .describe = describe,
+    .layout = &layout,
     .seeded = 1,
     .dropout = {.emb = "drop_emb", .weights = "att.dropout", .attn_out = "drop_shortcut.0",
                 .mlp_out = "drop_shortcut.1"},

@@ -20,11 +20,26 @@
 
 static int qkv_width(const attn_lm_plan *p) { return p->QD + 2 * p->KVD; }
 
+/* GPT-NeoX's fused rows [H][q, k, v][D] into q, then k, then v, row by row. */
+static void split_per_head(attn__run *r) {
+    const attn_lm_plan *p = r->p;
+    size_t W = (size_t)qkv_width(p), D = (size_t)p->D;
+    for (int i = 0; i < r->rows; i++) {
+        float *row = r->qkv + (size_t)i * W;
+        memcpy(r->tmp, row, W * sizeof *row);
+        for (int h = 0; h < p->H; h++)
+            for (int t = 0; t < 3; t++)
+                memcpy(row + (size_t)t * (size_t)p->QD + (size_t)h * D,
+                       r->tmp + ((size_t)h * 3 + (size_t)t) * D, D * sizeof *row);
+    }
+}
+
 static void project_qkv(attn__run *r, const attn__weights *w) {
     const attn_lm_plan *p = r->p;
     int C = p->C, W = qkv_width(p);
     if (w->qkv_w) {
         attn__product(r, r->qkv, W, r->h, C, W, w->qkv_w, w->qkv_b, ATTN__NO_ACT);
+        if (p->spec.qkv_per_head) split_per_head(r);
         return;
     }
     const attn__role roles[3][2] = {{ATTN__Q_W, ATTN__Q_B}, {ATTN__K_W, ATTN__K_B}, {ATTN__V_W, ATTN__V_B}};
@@ -48,7 +63,8 @@ static void qk_norm(attn__run *r, const attn__weights *w) {
 
 /* 1 if block l sees only a window of keys (and uses the local base). */
 static int local_layer(const attn_lm_plan *p, int l) {
-    return p->spec.window > 0 && (p->spec.global_every == 0 || (l + 1) % p->spec.global_every != 0);
+    const attn_lm_spec *s = &p->spec;
+    return s->window > 0 && l >= s->window_from && (s->global_every == 0 || (l + 1) % s->global_every != 0);
 }
 
 /* Rotates the first rope.dims dims of every query and key head by its row's
@@ -58,8 +74,11 @@ static void rotate(attn__run *r, int l) {
     const attn_lm_rope *rope = &p->spec.rope;
     int rot = rope->dims;
     if (rot == 0) return;
-    double theta = local_layer(p, l) && rope->local_theta > 0.0 ? rope->local_theta : rope->theta;
-    attn__rope_freqs(r->inv_freq, rot, theta, rope);
+    /* a model with a local base (Gemma) rotates its local layers by their
+     * own frequencies, unscaled (its rotary_emb_local: rope_type default) */
+    int own = local_layer(p, l) && rope->local_theta > 0.0;
+    attn_lm_rope local = {.dims = rot, .type = ATTN_ROPE_DEFAULT};
+    attn__rope_freqs(r->inv_freq, rot, own ? rope->local_theta : rope->theta, own ? &local : rope);
     for (int i = 0; i < r->rows; i++) {
         float *c = r->rope + (size_t)i * (size_t)rot, *s = c + rot / 2;
         float *q = r->qkv + (size_t)i * (size_t)qkv_width(p);
@@ -89,7 +108,7 @@ static void softmax_rows(float *w, const float *masked, size_t n, int T) {
  * (attn_weights, hook_pattern: the softmax's output) and the masked scores
  * (hook_attn_scores). With dropout on the weights the kernel's weights are
  * after dropout, so the maps are then the softmax of the kept masked scores. */
-static void materialised(attn__run *r, int l, const attn__view v[3]) {
+static void materialised(attn__run *r, int l, const attn__view v[3], uint8_t *mask) {
     const attn_lm_plan *p = r->p;
     size_t LS = (size_t)p->T * (size_t)p->T, BHTT = (size_t)p->B * (size_t)p->H * LS;
     size_t per = (size_t)r->width * ATTN__MAP_ROWS * (size_t)p->T;
@@ -100,7 +119,7 @@ static void materialised(attn__run *r, int l, const attn__view v[3]) {
     attn__heads hd = {.plan = &p->attn_plan, .cfg = &p->attn, .inputs = &none,
                       .q = v[0], .k = v[1], .v = v[2], .scores = r->rowbuf,
                       .masked = r->rowbuf + per, .weights = r->rowbuf + 2 * per,
-                      .mask = r->mask, .context_heads = r->z};
+                      .mask = mask, .context_heads = r->z};
     if (attn__run_keeps_masked(r, l)) hd.masked = r->masked, hd.masked_step = LS;
     if (wdrop) {
         float *mult = r->out->dropout_masks
@@ -119,16 +138,16 @@ static void materialised(attn__run *r, int l, const attn__view v[3]) {
 
 static void dense(attn__run *r, int l) {
     const attn_lm_plan *p = r->p;
-    int W = qkv_width(p);
+    int W = qkv_width(p), local = local_layer(p, l) && r->wbool;
     size_t sb = (size_t)p->T * (size_t)W, D = (size_t)p->D;
     attn__view v[3] = {{r->qkv, sb, D, W}, {r->qkv + p->QD, sb, D, W},
                        {r->qkv + p->QD + p->KVD, sb, D, W}};
     if (attn__run_materialises(r, l)) {
-        materialised(r, l, v);
+        materialised(r, l, v, local ? r->wmask : r->mask);
         return;
     }
-    attn_inputs none = {0};
-    attn__flash f = {.plan = &p->attn_plan, .cfg = &p->attn, .inputs = &none, .q = v[0],
+    attn_inputs in = {.attn_mask_bool = local ? r->wbool : NULL};
+    attn__flash f = {.plan = &p->attn_plan, .cfg = &p->attn, .inputs = &in, .q = v[0],
                      .k = v[1], .v = v[2], .context_heads = r->z, .scratch = r->flash};
     attn__flash_run(&f, r->pool);
 }
@@ -183,12 +202,14 @@ void attn__lm_attend(attn__run *r, int l, const attn__weights *w) {
     const attn_lm_plan *p = r->p;
     int W = qkv_width(p);
     project_qkv(r, w);
-    qk_norm(r, w);
     static const attn_hook qkv_hooks[3] = {ATTN_HOOK_Q, ATTN_HOOK_K, ATTN_HOOK_V};
     const int at[3] = {0, p->QD, p->QD + p->KVD}, width[3] = {p->QD, p->KVD, p->KVD};
     for (int t = 0; t < 3; t++)
         attn__capture(r, l, qkv_hooks[t], r->qkv + at[t], (size_t)r->rows, width[t], W);
+    qk_norm(r, w);
     rotate(r, l);
+    attn__capture(r, l, ATTN_HOOK_ROT_Q, r->qkv, (size_t)r->rows, p->QD, W);
+    attn__capture(r, l, ATTN_HOOK_ROT_K, r->qkv + p->QD, (size_t)r->rows, p->KVD, W);
     if (r->cache) attn__cache_store(r, l);
     if (r->step)
         cached(r, l);

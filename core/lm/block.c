@@ -54,6 +54,7 @@ static void mlp(attn__run *r, int l, const attn__weights *w) {
         attn__product(r, gate, 0, r->h, p->C, F, w->w[ATTN__GATE_W], w->w[ATTN__GATE_B], ATTN__NO_ACT);
         attn__product(r, up, 0, r->h, p->C, F, w->w[ATTN__UP_W], w->w[ATTN__UP_B], ATTN__NO_ACT);
         attn__capture(r, l, ATTN_HOOK_MLP_PRE, gate, (size_t)rows, F, F);
+        attn__capture(r, l, ATTN_HOOK_MLP_PRE_LINEAR, up, (size_t)rows, F, F);
         for (int i = 0; i < rows; i++)
             attn__gated_row(gate + (size_t)i * (size_t)F, up + (size_t)i * (size_t)F, F, p->spec.act);
     } else {

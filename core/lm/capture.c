@@ -114,6 +114,8 @@ static int check_captures(const attn_lm_plan *p, const attn_lm_inputs *in, attn_
         const attn_hook_info *h = attn_hook_get(c->hook);
         if (h == NULL || c->dst == NULL)
             return bad(err, "captures", i, "unknown hook %d or no destination", (int)c->hook);
+        if (!attn_lm_has_hook(p, c->hook))
+            return bad(err, "captures", i, "this model has no %s", h->name);
         if (h->per_block && bad_layer(p, in->start_layer, c->layer))
             return bad(err, "captures", i, "layer %d is not a block of this run (from %d)",
                        c->layer, in->start_layer);
@@ -143,8 +145,8 @@ static int check_patches(const attn_lm_plan *p, const attn_lm_inputs *in, attn_e
         int resid = pt->hook == ATTN_HOOK_RESID_PRE || pt->hook == ATTN_HOOK_ATTN_OUT ||
                     pt->hook == ATTN_HOOK_MLP_OUT || pt->hook == ATTN_HOOK_RESID_MID ||
                     pt->hook == ATTN_HOOK_RESID_POST;
-        if ((!head && !resid) || pt->src == NULL)
-            return bad(err, "patches", i, "hook %d cannot be patched, or no source",
+        if ((!head && !resid) || pt->src == NULL || !attn_lm_has_hook(p, pt->hook))
+            return bad(err, "patches", i, "hook %d cannot be patched here, or no source",
                        (int)pt->hook);
         if (bad_layer(p, in->start_layer, pt->layer))
             return bad(err, "patches", i, "layer %d is not a block of this run (from %d)",

@@ -69,3 +69,13 @@ int attn_hook_dims(const attn_lm_plan *p, attn_hook h, int shape[4], size_t *cou
     if (count) *count = n;
     return rank;
 }
+
+int attn_lm_has_hook(const attn_lm_plan *p, attn_hook h) {
+    if (p == NULL || attn_hook_get(h) == NULL) return 0;
+    switch (h) {
+    case ATTN_HOOK_ROT_Q: case ATTN_HOOK_ROT_K: return p->spec.rope.dims > 0 || p->spec.qk_norm;
+    case ATTN_HOOK_MLP_PRE_LINEAR: return p->spec.gated;
+    case ATTN_HOOK_RESID_MID: return !p->spec.parallel;
+    default: return 1;
+    }
+}

@@ -82,6 +82,10 @@ typedef struct attn__run {
     float *rope;              /* [rows][rot] cos then sin of each row's angles, or NULL */
     float *inv_freq;          /* [rot / 2] the rotary frequencies of the current layer */
     uint8_t *mask;            /* [B][T][T] the mask, when a block materialises */
+    uint8_t *wbool;           /* [T][T] a local layer's window (1: a key too far back), when
+                                 the window is shorter than T */
+    uint8_t *wmask;           /* [B][T][T] the mask of a local layer that materialises */
+    float *tmp;               /* [QD + 2 KVD] one row's scratch (GPT-NeoX's per-head q/k/v) */
     float *rowbuf;            /* 3 * width * ATTN__MAP_ROWS * T: the materialised kernel's
                                  per-thread rows of scores, masked scores and weights */
     float *flash;             /* width * attn__flash_scratch: the fused kernel's tiles */

@@ -30,6 +30,7 @@ int attn__tensor_present(const attn_lm_spec *s, const attn__tensor *t) {
     case ATTN__IF_O_BIAS: return s->o_bias;
     case ATTN__IF_MLP_BIAS: return s->mlp_bias;
     case ATTN__IF_UNTIED: return !s->tied;
+    case ATTN__IF_QK_NORM: return s->qk_norm;
     default: return 1;
     }
 }
@@ -50,15 +51,16 @@ static size_t table_size(const attn_lm_plan *p, const attn__tensor *t, int n) {
 
 void attn__layout_sizes(const attn_lm_plan *p, size_t *top, size_t *block, size_t *tail) {
     const attn__arch *a = attn__arch_get(p->cfg.arch);
-    *top = table_size(p, a->top, a->n_top);
-    *block = table_size(p, a->block, a->n_block);
-    *tail = table_size(p, a->tail, a->n_tail);
+    *top = table_size(p, a->layout->top, a->layout->n_top);
+    *block = table_size(p, a->layout->block, a->layout->n_block);
+    *tail = table_size(p, a->layout->tail, a->layout->n_tail);
 }
 
 int attn__block_entries(const attn_lm_plan *p) {
     const attn__arch *a = attn__arch_get(p->cfg.arch);
     int n = 0;
-    for (int i = 0; i < a->n_block; i++) n += attn__tensor_present(&p->spec, &a->block[i]);
+    const attn__layout *lay = a->layout;
+    for (int i = 0; i < lay->n_block; i++) n += attn__tensor_present(&p->spec, &lay->block[i]);
     return n;
 }
 
@@ -76,8 +78,9 @@ static int walk(const attn_lm_plan *p, int (*visit)(void *ctx, const entry *e), 
     entry e = {0};
     int rc = 0;
     for (int part = 0; part < 3 && rc == 0; part++) {
-        const attn__tensor *t = part == 0 ? a->top : part == 1 ? a->block : a->tail;
-        int n = part == 0 ? a->n_top : part == 1 ? a->n_block : a->n_tail;
+        const attn__layout *lay = a->layout;
+        const attn__tensor *t = part == 0 ? lay->top : part == 1 ? lay->block : lay->tail;
+        int n = part == 0 ? lay->n_top : part == 1 ? lay->n_block : lay->n_tail;
         int layers = part == 1 ? p->n_layer : 1;
         for (int l = 0; l < layers && rc == 0; l++)
             for (int i = 0; i < n && rc == 0; i++) {
@@ -100,7 +103,7 @@ static void describe_entry(const attn_lm_plan *p, const entry *e, attn_param *ou
                                                                   : ATTN_BUFFER_NONE};
     for (int d = 0; d < 4; d++) out->shape[d] = d < e->t->rank ? (int)attn__dim_size(p, e->t->dims[d]) : 1;
     char prefix[ATTN_PARAM_NAME_MAX] = "", full[2 * ATTN_PARAM_NAME_MAX];
-    if (e->layer >= 0) snprintf(prefix, sizeof prefix, a->block_prefix, e->layer);
+    if (e->layer >= 0) snprintf(prefix, sizeof prefix, a->layout->block_prefix, e->layer);
     snprintf(full, sizeof full, "%s%s", prefix, e->t->name);
     snprintf(out->name, sizeof out->name, "%.*s", ATTN_PARAM_NAME_MAX - 1, full);
 }
@@ -126,7 +129,7 @@ int attn_lm_param_get(const attn_lm_plan *p, int index, attn_param *out) {
 
 const char *attn_lm_tied_head_name(const attn_lm_plan *p) {
     const attn__arch *a = p ? attn__arch_get(p->cfg.arch) : NULL;
-    return a && p->tied ? a->tied_head : NULL;
+    return a && p->tied ? a->layout->tied_head : NULL;
 }
 
 /* ==== Weights by role ===================================================== */
@@ -145,8 +148,8 @@ void attn__model_weights(const attn_lm_plan *p, const float *params, attn__weigh
     size_t top, block, tail;
     attn__layout_sizes(p, &top, &block, &tail);
     *v = (attn__weights){0};
-    bind(p, params, a->top, a->n_top, 0, v);
-    bind(p, params, a->tail, a->n_tail, top + block * (size_t)p->n_layer, v);
+    bind(p, params, a->layout->top, a->layout->n_top, 0, v);
+    bind(p, params, a->layout->tail, a->layout->n_tail, top + block * (size_t)p->n_layer, v);
     if (p->tied) v->w[ATTN__HEAD_W] = v->w[ATTN__TOK_EMB];
 }
 
@@ -155,7 +158,7 @@ void attn__block_weights(const attn_lm_plan *p, const float *params, int l, attn
     size_t top, block, tail;
     attn__layout_sizes(p, &top, &block, &tail);
     *v = (attn__weights){0};
-    bind(p, params, a->block, a->n_block, top + block * (size_t)l, v);
+    bind(p, params, a->layout->block, a->layout->n_block, top + block * (size_t)l, v);
     const float **w = v->w;
     if (w[ATTN__QKV_W]) { /* one tensor already */
         v->qkv_w = w[ATTN__QKV_W], v->qkv_b = w[ATTN__QKV_B];
@@ -252,7 +255,7 @@ static int check_visit(void *ctx, const entry *en) {
     attn_param e;
     describe_entry(c->p, en, &e);
     const float *x = c->params + e.offset;
-    char field[64];
+    char field[128];
     snprintf(field, sizeof field, "state_dict.%s", e.name);
     if (!attn__all_finite(x, e.count))
         return attn__fail(c->err, ATTN_ERR_NONFINITE, field, "%s holds NaN or infinity", e.name);
@@ -294,7 +297,7 @@ int attn_lm_dropout_get(const attn_lm_plan *p, int index, attn_lm_dropout *out) 
     if (!p->spec.weight_dropout) k++; /* 0: weights, 1: after the attention, 2: after the MLP */
     const char *names[3] = {a->dropout.weights, a->dropout.attn_out, a->dropout.mlp_out};
     char prefix[32];
-    snprintf(prefix, sizeof prefix, a->block_prefix, l);
+    snprintf(prefix, sizeof prefix, a->layout->block_prefix, l);
     snprintf(out->name, sizeof out->name, "%s%s", prefix, names[k]);
     out->offset = attn__dropout_offset(p, l) + (k == 0 ? 0 : p->spec.weight_dropout ? BHTT : 0) +
                   (k == 2 ? BTC : 0);

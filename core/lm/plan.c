@@ -68,9 +68,9 @@ static void fill_defaults(attn_lm_config *c) {
 
 /* The name of the position table ("wpe"), for the error of a long input. */
 static const char *pos_table(const attn__arch *a, char *out, size_t size) {
-    for (int i = 0; i < a->n_top; i++)
-        if (a->top[i].role == ATTN__POS_EMB) {
-            const char *n = a->top[i].name, *dot = strchr(n, '.');
+    for (int i = 0; i < a->layout->n_top; i++)
+        if (a->layout->top[i].role == ATTN__POS_EMB) {
+            const char *n = a->layout->top[i].name, *dot = strchr(n, '.');
             snprintf(out, size, "%.*s", dot ? (int)(dot - n) : (int)strlen(n), n);
             return out;
         }
@@ -172,15 +172,16 @@ static int sizes(attn_lm_plan *p, const attn__arch *a, attn_error *err) {
     int rc = attention_plan(p, err);
     if (rc) return rc;
     size_t B = (size_t)p->B, T = (size_t)p->T, C = (size_t)p->C;
-    size_t entries = (size_t)a->n_top + (size_t)a->n_tail +
+    size_t entries = (size_t)a->layout->n_top + (size_t)a->layout->n_tail +
                      (size_t)p->n_layer * (size_t)attn__block_entries(p);
     /* OpenBLAS takes int sizes: rows B*T, and the stride T*C of the last-position logits */
     if (!derive_counts(p) || B * T > (size_t)INT32_MAX || T * C > (size_t)INT32_MAX ||
         entries > (size_t)INT32_MAX)
         return too_large(err, hp_name(a, ATTN_HP_WIDTH), "the tensors of this model");
     p->param_count = (int)entries;
-    for (int i = 0; i < a->n_top + a->n_tail; i++) {
-        const attn__tensor *t = i < a->n_top ? &a->top[i] : &a->tail[i - a->n_top];
+    const attn__layout *lay = a->layout;
+    for (int i = 0; i < lay->n_top + lay->n_tail; i++) {
+        const attn__tensor *t = i < lay->n_top ? &lay->top[i] : &lay->tail[i - lay->n_top];
         if (!attn__tensor_present(&p->spec, t)) p->param_count--;
     }
     p->ops = attn_lm_block_ops(p, (double)B * (double)T, (double)T) * p->n_layer +
@@ -203,6 +204,9 @@ int attn_lm_plan_make(const attn_lm_config *cfg, int batch, int tokens, int trai
     if ((rc = a->describe(&c, &plan->spec, err)) || (rc = check_tokens(&c, a, tokens, err)) ||
         (rc = check_tensors(&c, a, err)))
         return rc;
+    if (training && a->dropout.emb == NULL)
+        return attn__fail(err, ATTN_ERR_ARG, "training", "%s runs in eval mode here (its rows "
+                          "name no dropout to draw)", a->name);
     plan->cfg = c;
     plan->B = batch, plan->T = tokens, plan->training = training != 0;
     return sizes(plan, a, err);

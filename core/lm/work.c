@@ -49,7 +49,8 @@ static void row_pieces(const attn_lm_plan *p, size_t rows, size_t n[ROW_PIECES])
     n[1] = rows * ((size_t)p->QD + 2 * (size_t)p->KVD);
     n[2] = rows * (size_t)p->QD;
     n[3] = rows * (size_t)p->F * (p->spec.gated ? 2 : 1);
-    n[4] = rot ? align16(rows * rot) + align16(rot / 2) : 0;
+    n[4] = (rot ? align16(rows * rot) + align16(rot / 2) : 0) +
+           align16((size_t)p->QD + 2 * (size_t)p->KVD); /* tmp */
 }
 
 static size_t rows_total(const attn_lm_plan *p, size_t rows) {
@@ -71,6 +72,7 @@ static float *carve_rows(attn__run *r, float *at, size_t rows) {
     at = r->m + align16(n[3]);
     r->rope = rot ? at : NULL;
     r->inv_freq = rot ? at + align16(rows * rot) : NULL;
+    r->tmp = at + (rot ? align16(rows * rot) + align16(rot / 2) : 0);
     return at + align16(n[4]);
 }
 
@@ -82,13 +84,16 @@ void *attn__run_alloc(attn__run *r, attn_error *err) {
     needs(r, &map, &masked, &unit);
     r->width = attn_pool_width(r->pool);
     size_t total = rows_total(p, rows);
-    /* then flash, the mask, the maps' rows, weight dropout, masked scores, unit */
-    enum { N = 6 };
+    /* then flash, the mask, the maps' rows, weight dropout, masked scores,
+     * unit, and a local layer's window and mask */
+    enum { N = 8 };
+    int window = p->spec.window > 0 && (size_t)p->spec.window < T;
     size_t more[N] = {(size_t)r->width * attn__flash_scratch(&p->attn_plan),
                       map ? (BTT + 3) / 4 : 0,
                       map ? 3 * (size_t)r->width * ATTN__MAP_ROWS * T : 0,
                       weight_dropout(p) && !r->out->dropout_masks ? BHTT : 0,
-                      masked ? BHTT : 0, unit ? 2 * (size_t)p->C : 0};
+                      masked ? BHTT : 0, unit ? 2 * (size_t)p->C : 0,
+                      window ? (T * T + 3) / 4 : 0, window && map ? (BTT + 3) / 4 : 0};
     for (int i = 0; i < N; i++) total += align16(more[i]);
     float *base = malloc(total * sizeof *base);
     if (base == NULL) {
@@ -103,11 +108,16 @@ void *attn__run_alloc(attn__run *r, attn_error *err) {
     }
     r->flash = piece[0], r->mask = (uint8_t *)piece[1], r->rowbuf = piece[2];
     r->wdrop = piece[3], r->masked = piece[4], r->unit = piece[5];
+    r->wbool = (uint8_t *)piece[6], r->wmask = (uint8_t *)piece[7];
     for (int c = 0; unit && c < p->C; c++) r->unit[c] = 1.0f, r->unit[p->C + c] = 0.0f;
-    if (map) { /* the causal mask of the materialised kernel, once per call */
-        attn_inputs none = {0};
+    for (size_t i = 0; window && i < T; i++) /* keys i - j >= window back are out */
+        for (size_t j = 0; j < T; j++) r->wbool[i * T + j] = i >= j + (size_t)p->spec.window;
+    if (map) { /* the masks of the materialised kernel, once per call */
+        attn_inputs none = {0}, local = {.attn_mask_bool = r->wbool};
         attn__heads hd = {.plan = &p->attn_plan, .cfg = &p->attn, .inputs = &none, .mask = r->mask};
         attn__build_mask(&hd);
+        hd.inputs = &local, hd.mask = r->wmask;
+        if (window) attn__build_mask(&hd);
     }
     return base;
 }
