@@ -274,8 +274,8 @@ static void model_json(api_buf *b, const api_model *m) {
     api__buf_puts(b, ",\"folder\":");
     if (m->folder[0]) api__buf_json_string(b, m->folder);
     else api__buf_puts(b, "null");
-    api__buf_printf(b, ",\"shards\":%d,\"module\":\"%s\",\"config\":", m->shards,
-                    attn_arch_name(m->cfg.arch));
+    api__buf_printf(b, ",\"shards\":%d,\"module\":\"%s\",\"architecture\":\"%s\",\"config\":",
+                    m->shards, attn_arch_name(m->cfg.arch), attn_arch_what(m->cfg.arch));
     api__config_json(b, &m->cfg);
     char head[2 * ATTN_PARAM_NAME_MAX + 32];
     head_text(head, sizeof head, m);
