@@ -128,8 +128,10 @@ def inv_freq_llama3(base, dim, scaling):
     high_freq_wavelen = old_context_len / high_freq_factor
     wavelen = 2 * math.pi / inv_freq
     inv_freq_llama = torch.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
-    smooth_factor = (old_context_len / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
-    smoothed_inv_freq = (1 - smooth_factor) * inv_freq_llama / factor + smooth_factor * inv_freq_llama
+    smooth_factor = (old_context_len / wavelen - low_freq_factor) / \
+        (high_freq_factor - low_freq_factor)
+    smoothed_inv_freq = (1 - smooth_factor) * inv_freq_llama / factor + \
+        smooth_factor * inv_freq_llama
     is_medium_freq = ~(wavelen < high_freq_wavelen) * ~(wavelen > low_freq_wavelen)
     return torch.where(is_medium_freq, smoothed_inv_freq, inv_freq_llama)
 
@@ -364,7 +366,8 @@ def neox_attention(x, sd, p, config, cos, sin, rec, pre):
     q_rot, k_rot = apply_rotary_pos_emb(q[..., :rot], k[..., :rot], cos, sin)
     q = torch.cat((q_rot, q[..., rot:]), dim=-1)
     k = torch.cat((k_rot, k[..., rot:]), dim=-1)
-    rec[pre + "attn.hook_rot_q"], rec[pre + "attn.hook_rot_k"] = q.transpose(1, 2), k.transpose(1, 2)
+    rec[pre + "attn.hook_rot_q"] = q.transpose(1, 2)
+    rec[pre + "attn.hook_rot_k"] = k.transpose(1, 2)
     scores = torch.baddbmm(torch.zeros(B * H, T, T), q.reshape(B * H, T, D),
                            k.reshape(B * H, T, D).transpose(1, 2), beta=1.0, alpha=D ** -0.5)
     scores = scores.view(B, H, T, T)
@@ -421,7 +424,8 @@ def neox_forward(config, sd, idx):
         h = mlp_out + attn_out + h if parallel else mlp_out + mid
         rec[pre + "hook_resid_post"] = h
     rec["ln_final.hook_normalized"] = layer_normalized(h, eps)
-    h = layer_norm(h, sd["gpt_neox.final_layer_norm.weight"], sd["gpt_neox.final_layer_norm.bias"], eps)
+    h = layer_norm(h, sd["gpt_neox.final_layer_norm.weight"],
+                   sd["gpt_neox.final_layer_norm.bias"], eps)
     head = sd["gpt_neox.embed_in.weight"] if config.get("tie_word_embeddings", False) \
         else sd["embed_out.weight"]
     return F.linear(h, head), rec

@@ -3,7 +3,8 @@
 them (families.py, transcribed from transformers), for the C test that
 loads each folder and compares:
 
-    OPENBLAS_CORETYPE=Haswell /usr/bin/python3 tests/golden/generate_families.py tests/golden/families
+    OPENBLAS_CORETYPE=Haswell /usr/bin/python3 tests/golden/generate_families.py \
+        tests/golden/families
 
 writes tests/golden/families/<case>/ (or: make golden):
 
@@ -201,12 +202,14 @@ CASES = [
      qwen2_config(100, 24, 3, 1, 64, 3, "F16", tie_word_embeddings=False, sliding_window=131072,
                   max_window_layers=3, rope_theta=10000.0, transformers_version="4.43.1"),
      "F16", 108, 2, 8, 6, 0.3),
-    ("qwen3_hd16_gqa4x2_tied_f32", qwen3_config(128, 40, 4, 2, 16, 64, 2, "F32"), "F32", 709, 2, 8, 5, 0.15),
+    ("qwen3_hd16_gqa4x2_tied_f32", qwen3_config(128, 40, 4, 2, 16, 64, 2, "F32"),
+     "F32", 709, 2, 8, 5, 0.15),
     ("qwen3_hd8_gqa6x3_untied_bf16",
      qwen3_config(96, 32, 6, 3, 8, 64, 3, "BF16", tie_word_embeddings=False),
      "BF16", 110, 1, 11, 6, 0.3),
     ("pythia_parallel_h3_f16", pythia_config(96, 48, 3, 96, 2, "F16"), "F16", 211, 2, 8, 6, 0.3),
-    ("pythia_sequential_h2_f32", pythia_config(96, 32, 2, 128, 2, "F32", use_parallel_residual=False),
+    ("pythia_sequential_h2_f32",
+     pythia_config(96, 32, 2, 128, 2, "F32", use_parallel_residual=False),
      "F32", 112, 1, 10, 6, 0.3),
     ("gemma3_layertypes_w4_bf16",
      gemma3_config(128, 32, 4, 1, 16, 64, 3, "BF16", query_pre_attn_scalar=24, sliding_window=4,
@@ -301,8 +304,9 @@ def check_rope_snapshots():
     llama3 = {0: 1.0000e+00, 30: 1.3335e-02, 31: 1.0730e-02, 32: 7.7785e-03, 35: 2.8248e-03,
               39: 5.7363e-04, 40: 3.4539e-04, 41: 2.7384e-04, 63: 1.1548e-05}
     d = fam.inv_freq_default(10000.0, 128)
-    l3 = fam.inv_freq_llama3(10000.0, 128, {"factor": 10.0, "original_max_position_embeddings": 2048,
-                                            "low_freq_factor": 1, "high_freq_factor": 4})
+    l3 = fam.inv_freq_llama3(10000.0, 128, {
+        "factor": 10.0, "original_max_position_embeddings": 2048, "low_freq_factor": 1,
+        "high_freq_factor": 4})
     for got, want in ((d, default), (l3, llama3)):
         for i, v in want.items():
             assert abs(float(got[i]) - v) <= 5e-5 * v, (i, float(got[i]), v)
@@ -344,7 +348,8 @@ def check_hooks(config, sd, idx, logits, rec, generated):
         assert torch.equal(rq[:, 0], q[:, 0]) and torch.equal(rk[:, 0], k[:, 0]), p
         if mt == "gpt_neox":  # partial rotary: the dims after rotary_ndims pass through
             rot = int(q.shape[-1] * config["rotary_pct"])
-            assert torch.equal(rq[..., rot:], q[..., rot:]) and torch.equal(rk[..., rot:], k[..., rot:])
+            assert torch.equal(rq[..., rot:], q[..., rot:])
+            assert torch.equal(rk[..., rot:], k[..., rot:])
             assert not torch.equal(rq[:, 1:, :, :rot], q[:, 1:, :, :rot])
         # the mask: -inf exactly where causal (and the window) forbid
         s, pat = rec[p + "attn.hook_attn_scores"], rec[p + "attn.hook_pattern"]
@@ -422,8 +427,12 @@ def meta_llama(config, sd, idx):
     freqs = fam.inv_freq_of(s["theta"], D, s["scaling"])
     B, T = idx.shape
     norm = lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
-    lin = lambda x, n, rows=None: x @ (to_meta(sd[n + ".weight"], rows) if rows else sd[n + ".weight"]).t() \
-        + ((to_meta(sd[n + ".bias"], rows) if rows else sd[n + ".bias"]) if n + ".bias" in sd else 0)
+
+    def lin(x, n, rows=None):  # x W^T + b, W's rows (and b) put in Meta's order
+        meta = (lambda t: to_meta(t, rows)) if rows else (lambda t: t)
+        y = x @ meta(sd[n + ".weight"]).t()
+        return y + meta(sd[n + ".bias"]) if n + ".bias" in sd else y
+
     h = sd["model.embed_tokens.weight"][idx]
     for l in range(s["L"]):
         p = "model.layers.%d." % l
@@ -444,7 +453,8 @@ def meta_llama(config, sd, idx):
         out = torch.einsum("bhqk,bkhd->bqhd", torch.softmax(scores, -1), v).reshape(B, T, H * D)
         h = h + lin(out, p + "self_attn.o_proj")
         x = norm(h, sd[p + "post_attention_layernorm.weight"])
-        h = h + lin(F.silu(lin(x, p + "mlp.gate_proj")) * lin(x, p + "mlp.up_proj"), p + "mlp.down_proj")
+        gated = F.silu(lin(x, p + "mlp.gate_proj")) * lin(x, p + "mlp.up_proj")
+        h = h + lin(gated, p + "mlp.down_proj")
     h = norm(h, sd["model.norm.weight"])
     head = sd["model.embed_tokens.weight"] if s["tied"] else sd["lm_head.weight"]
     return h @ head.t()
@@ -518,7 +528,8 @@ def write_case(c, out):
     with open(os.path.join(d, "config.json"), "w") as f:
         f.write(json.dumps(c["config"], indent=2, sort_keys=True) + "\n")
     path = os.path.join(d, "model.safetensors")
-    write_safetensors(path, [(k, c["dtype"], c["sd"][k]) for k in sorted(c["sd"])], {"format": "pt"})
+    write_safetensors(path, [(k, c["dtype"], c["sd"][k]) for k in sorted(c["sd"])],
+                      {"format": "pt"})
     back = read_safetensors(path)
     assert back.keys() == c["sd"].keys() and all(torch.equal(back[k], c["sd"][k]) for k in back)
     write_gpt2(os.path.join(d, "expected.gpt2"), c["name"], c["head"], c["idx"], c["tensors"])
