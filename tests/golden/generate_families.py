@@ -205,7 +205,7 @@ CASES = [
     ("qwen3_hd16_gqa4x2_tied_f32", qwen3_config(128, 40, 4, 2, 16, 64, 2, "F32"),
      "F32", 709, 2, 8, 5, 0.15),
     ("qwen3_hd8_gqa6x3_untied_bf16",
-     qwen3_config(96, 32, 6, 3, 8, 64, 3, "BF16", tie_word_embeddings=False),
+     qwen3_config(96, 36, 6, 3, 8, 64, 3, "BF16", tie_word_embeddings=False),
      "BF16", 110, 1, 11, 6, 0.3),
     ("pythia_parallel_h3_f16", pythia_config(96, 48, 3, 96, 2, "F16"), "F16", 211, 2, 8, 6, 0.3),
     ("pythia_sequential_h2_f32",
