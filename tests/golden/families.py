@@ -52,17 +52,6 @@ import math
 import torch
 import torch.nn.functional as F
 
-# config.json "architectures" class -> model_type, the families here
-ARCHITECTURES = {
-    "LlamaForCausalLM": "llama",
-    "MistralForCausalLM": "mistral",
-    "Qwen2ForCausalLM": "qwen2",
-    "Qwen3ForCausalLM": "qwen3",
-    "GPTNeoXForCausalLM": "gpt_neox",
-    "Gemma3ForCausalLM": "gemma3_text",
-}
-
-
 # ==== Norms ===================================================================
 
 
