@@ -21,7 +21,7 @@ LDFLAGS += $(SAN) -pthread
 
 DEB_PACKAGES = build-essential pkg-config libopenblas-dev libjansson-dev \
                libmicrohttpd-dev check libcurl4-openssl-dev curl libdeflate-dev zlib1g-dev libspng-dev \
-               python3
+               python3 libonig-dev libutf8proc-dev
 
 PKG = $(shell pkg-config --cflags --libs $(1) 2>/dev/null)
 BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
@@ -51,7 +51,7 @@ LIBTEST    := $(BUILD)/libtestsupport.a
 SERVER     := $(BUILD)/attention-server
 
 LIBS_CORE   = $(BLAS_LIBS) -lm
-LIBS_API    = -ljansson -ldeflate -lspng
+LIBS_API    = -ljansson -ldeflate -lspng -lonig -lutf8proc
 LIBS_SERVER = -lmicrohttpd
 LIBS_TEST   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck) -lcurl -lmicrohttpd -lz
 
