@@ -9,20 +9,6 @@
 
 #include "hf.h"
 
-const char *api_bpe_strerror(int code) {
-    switch (code) {
-    case API_BPE_OK: return "ok";
-    case API_BPE_ENOMEM: return "out of memory";
-    case API_BPE_EIO: return "a file could not be read";
-    case API_BPE_EFORMAT: return "not a tokenizer file of a known kind";
-    case API_BPE_EUTF8: return "the text is not valid UTF-8";
-    case API_BPE_ERANGE: return "a token id outside the vocabulary";
-    case API_BPE_ETOOBIG: return "too large";
-    case API_BPE_ENOTSUP: return "a tokenizer.json step this server does not implement";
-    default: return "unknown error";
-    }
-}
-
 /* dir/tokenizer.json, with dir/tokenizer_config.json when it exists. */
 static int load_json_dir(const char *dir, const char *json_path, api_bpe **out, char *err,
                          size_t err_size) {

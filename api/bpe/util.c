@@ -11,6 +11,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+const char *api_bpe_strerror(int code) {
+    switch (code) {
+    case API_BPE_OK: return "ok";
+    case API_BPE_ENOMEM: return "out of memory";
+    case API_BPE_EIO: return "a file could not be read";
+    case API_BPE_EFORMAT: return "not a tokenizer file of a known kind";
+    case API_BPE_EUTF8: return "the text is not valid UTF-8";
+    case API_BPE_ERANGE: return "a token id outside the vocabulary";
+    case API_BPE_ETOOBIG: return "too large";
+    case API_BPE_ENOTSUP: return "a tokenizer.json step this server does not implement";
+    default: return "unknown error";
+    }
+}
+
 int api__bpe_fail(char *err, size_t err_size, int code, const char *fmt, ...) {
     if (err && err_size) {
         va_list ap;
