@@ -268,9 +268,11 @@ bench: deps
 # Rewrites the committed generated files from their generators; the test
 # test_layout (tools/check-generated.sh) fails when one differs.
 gen:
-	$(call apt_install,python3 nodejs)
+	$(call apt_install,python3 libonig-dev)
 	/usr/bin/python3 api/numbers/gen-pow10.py > api/numbers/pow10_tables.h
-	node api/bpe/gen-unicode.js > api/bpe/unicode.c
+	@mkdir -p $(BUILD)/tools
+	$(CC) -std=c11 -O2 tools/gen-unicode.c -lonig -o $(BUILD)/tools/gen-unicode
+	$(BUILD)/tools/gen-unicode > api/bpe/unicode.c
 
 # Regenerates the golden vectors with PyTorch (Debian's python3-torch).
 golden:

@@ -347,9 +347,29 @@ static void write_gpt2_json(const char *dir) {
     json_decref(j);
 }
 
+/* The same ids and token bytes from both tokenizers for text. */
+static void same_split(const api_bpe *json, const api_bpe *hand, const char *text, size_t len, size_t line) {
+    int32_t *a, *b;
+    size_t na, nb;
+    ck_assert_int_eq(api_bpe_encode(json, text, len, &a, &na), 0);
+    ck_assert_int_eq(api_bpe_encode(hand, text, len, &b, &nb), 0);
+    ck_assert_msg(na == nb && (na == 0 || memcmp(a, b, na * sizeof *a) == 0), "line %zu \"%s\" differs", line, text);
+    for (size_t i = 0; i < na; i++) {
+        const char *x, *y;
+        size_t nx, ny;
+        ck_assert_int_eq(api_bpe_token_bytes(json, a[i], &x, &nx), 0);
+        ck_assert_int_eq(api_bpe_token_bytes(hand, b[i], &y, &ny), 0);
+        ck_assert(nx == ny && memcmp(x, y, nx) == 0);
+    }
+    free(a);
+    free(b);
+}
+
 /* GPT-2's pattern through Oniguruma (tokenizer.json) and by hand
- * (vocab.json): the same ids on the corpus and random text; a folder with
- * both files loads tokenizer.json. */
+ * (vocab.json, Oniguruma's classes in unicode.c): the same ids on the corpus
+ * and on random text made of the characters whose classes JavaScript, older
+ * and newer Unicode disagree on; a folder with both files loads
+ * tokenizer.json. */
 START_TEST(test_gpt2_json_equals_vocab_json) {
     char err[512], corpus[1024];
     ttmp_make();
@@ -364,21 +384,17 @@ START_TEST(test_gpt2_json_equals_vocab_json) {
     size_t lines = 0;
     for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n"), lines++) {
         json_t *s = json_loads(l, JSON_DECODE_ANY, NULL);
-        int32_t *a, *b;
-        size_t na, nb;
-        ck_assert_int_eq(api_bpe_encode(json, json_string_value(s), json_string_length(s), &a, &na), 0);
-        ck_assert_int_eq(api_bpe_encode(hand, json_string_value(s), json_string_length(s), &b, &nb), 0);
-        ck_assert_msg(na == nb && (na == 0 || memcmp(a, b, na * sizeof *a) == 0), "line %zu %s differs", lines + 1, l);
-        for (size_t i = 0; i < na; i++) {
-            const char *x, *y;
-            size_t nx, ny;
-            ck_assert_int_eq(api_bpe_token_bytes(json, a[i], &x, &nx), 0);
-            ck_assert_int_eq(api_bpe_token_bytes(hand, b[i], &y, &ny), 0);
-            ck_assert(nx == ny && memcmp(x, y, nx) == 0);
-        }
-        free(a);
-        free(b);
+        same_split(json, hand, json_string_value(s), json_string_length(s), lines + 1);
         json_decref(s);
+    }
+    static const char *const pieces[] = {"a", "Z", " ", "  ", "\n", "\t", "7", "'s", "!", "\xc2\x85", "\xef\xbb\xbf",
+                                         "\xea\x9f\x8b", "\xf0\x90\x97\x80", "\xe1\xb2\x89", "\xe0\xb1\x9c",
+                                         "\xc2\xa0", "\xe2\x80\xa8", "\x1c", "\xe3\x80\x80", "\xf0\x9e\x80\xb0"};
+    unsigned seed = 7;
+    for (int r = 0; r < 3000; r++) {
+        char s[400] = "";
+        for (int i = 0, k = (int)(rand_r(&seed) % 12); i < k; i++) strcat(s, pieces[rand_r(&seed) % 20]);
+        same_split(json, hand, s, strlen(s), 1000 + (size_t)r);
     }
     free(text);
     ck_assert_uint_ge(lines, 50);

@@ -27,8 +27,9 @@
  *  - vocab.json + merges.txt (or OpenAI's encoder.json + vocab.bpe) of
  *    GPT-2: exactly what OpenAI's encoder.py (and tiktoken's r50k_base)
  *    computes, with GPT-2's pattern matched by hand (split.c, the Unicode
- *    classes of unicode.c); special tokens such as <|endoftext|> are plain
- *    text, as in encoder.py.
+ *    classes of unicode.c, generated from Oniguruma's: the same pieces as a
+ *    tokenizer.json's ByteLevel pre-tokenizer); special tokens such as
+ *    <|endoftext|> are plain text, as in encoder.py.
  *
  * Special tokens. The BOS a folder adds: tokenizer.json's post_processor
  * (TemplateProcessing) says which ids go before and after the text; where
