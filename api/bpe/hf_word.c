@@ -116,12 +116,12 @@ static size_t symbols(const api_bpe *t, api__work *w, const char *s, size_t n) {
     return count;
 }
 
-/* ignore_merges: the token of the whole word, or -1. */
+/* ignore_merges: the token of the whole word, -1 if none, -2 when out of memory. */
 static int32_t whole(const api_bpe *t, api__work *w, const char *s, size_t n) {
     if (!t->hf->byte_level) return api__map_get(&t->hf->vocab, s, n);
     if (w->wcap < 2 * n) {
         char *g = realloc(w->word, 2 * n);
-        if (!g) return -1;
+        if (!g) return -2;
         w->word = g, w->wcap = 2 * n;
     }
     size_t o = 0;
@@ -136,6 +136,7 @@ static int32_t whole(const api_bpe *t, api__work *w, const char *s, size_t n) {
 int api__hf_word(const api_bpe *t, api__work *w, const char *s, size_t n, api__ids *out) {
     if (t->hf->ignore_merges) {
         int32_t id = whole(t, w, s, n);
+        if (id == -2) return API_BPE_ENOMEM;
         if (id >= 0) return api__ids_push(out, id);
     }
     size_t need = 4 * n + 1; /* a unit gives at most 4 fallback bytes */
