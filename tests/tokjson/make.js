@@ -160,6 +160,14 @@ function families() {
     bpe(pv, bl.merges, { unk_token: null })),
     config: { add_bos_token: false, add_eos_token: false, bos_token: '<|endoftext|>', eos_token: '<|endoftext|>',
       unk_token: '<|endoftext|>', tokenizer_class: 'GPTNeoXTokenizer' } };
+
+  // Not a family: the flags of added tokens that some files set (Phi-3's rstrip,
+  // BART's <mask> lstrip, single_word), on GPT-2's shape.
+  const fl = Object.assign({}, gpt2), f0 = Object.keys(fl).length;
+  f.flags = { json: file([added(f0, '<mask>', true, { lstrip: true }), added(f0 + 1, '<|end|>', true, { rstrip: true }),
+    added(f0 + 2, 'word', false, { single_word: true }), added(f0 + 3, 'ab', false, { lstrip: true, rstrip: true, normalized: false }),
+    added(f0 + 4, '<sep>', false, { single_word: true, lstrip: true })], null, bytelevel(false, true, true),
+  bytelevel(true, false, true), bytelevel(true, true, true), bpe(fl, bl.merges)) };
   return f;
 }
 
