@@ -46,7 +46,7 @@ static void open_tok(chain *c) {
 
 /* Appends bytes (outside the buffer) to the token being made. */
 static void add(chain *c, const void *s, size_t n) {
-    if (c->failed || !reserve(c, n)) return;
+    if (n == 0 || c->failed || !reserve(c, n)) return;
     memcpy(c->b + c->used, s, n);
     c->used += n;
     c->u[c->nu - 1].len += n;
@@ -54,7 +54,7 @@ static void add(chain *c, const void *s, size_t n) {
 
 /* Appends b[off .. off + n) of the buffer itself. */
 static void add_own(chain *c, size_t off, size_t n) {
-    if (c->failed || !reserve(c, n)) return;
+    if (n == 0 || c->failed || !reserve(c, n)) return;
     memmove(c->b + c->used, c->b + off, n);
     c->used += n;
     c->u[c->nu - 1].len += n;
@@ -258,7 +258,7 @@ static long run(const api__hf *h, chain *c, char **out) {
     size_t o = 0;
     for (size_t i = 0; s && i < c->n; i++) {
         if (i > 0 && !h->has_decoder) s[o++] = ' ';
-        memcpy(s + o, c->b + c->t[i].off, c->t[i].len);
+        if (c->t[i].len) memcpy(s + o, c->b + c->t[i].off, c->t[i].len);
         o += c->t[i].len;
     }
     free(c->b);

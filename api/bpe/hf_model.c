@@ -41,8 +41,8 @@ static int load_merges(api_bpe *t, api__hf *h, json_t *merges, char *err, size_t
             free(buf);
             return fail(err, err_size, API_BPE_EFORMAT, "model: merge %zu is not \"a b\" or [\"a\", \"b\"]", i);
         }
-        if (na + nb > cap) {
-            char *g = realloc(buf, cap = 2 * (na + nb));
+        if (na + nb >= cap) {
+            char *g = realloc(buf, cap = 2 * (na + nb) + 1);
             if (!g) return free(buf), API_BPE_ENOMEM;
             buf = g;
         }
