@@ -21,7 +21,7 @@ LDFLAGS += $(SAN) -pthread
 
 DEB_PACKAGES = build-essential pkg-config libopenblas-dev libjansson-dev \
                libmicrohttpd-dev check libcurl4-openssl-dev curl libdeflate-dev zlib1g-dev libspng-dev \
-               python3
+               python3 libonig-dev libutf8proc-dev
 
 PKG = $(shell pkg-config --cflags --libs $(1) 2>/dev/null)
 BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
@@ -51,7 +51,7 @@ LIBTEST    := $(BUILD)/libtestsupport.a
 SERVER     := $(BUILD)/attention-server
 
 LIBS_CORE   = $(BLAS_LIBS) -lm
-LIBS_API    = -ljansson -ldeflate -lspng
+LIBS_API    = -ljansson -ldeflate -lspng -lonig -lutf8proc
 LIBS_SERVER = -lmicrohttpd
 LIBS_TEST   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck) -lcurl -lmicrohttpd -lz
 
@@ -268,9 +268,11 @@ bench: deps
 # Rewrites the committed generated files from their generators; the test
 # test_layout (tools/check-generated.sh) fails when one differs.
 gen:
-	$(call apt_install,python3 nodejs)
+	$(call apt_install,python3 libonig-dev)
 	/usr/bin/python3 api/numbers/gen-pow10.py > api/numbers/pow10_tables.h
-	node api/bpe/gen-unicode.js > api/bpe/unicode.c
+	@mkdir -p $(BUILD)/tools
+	$(CC) -std=c11 -O2 tools/gen-unicode.c -lonig -o $(BUILD)/tools/gen-unicode
+	$(BUILD)/tools/gen-unicode > api/bpe/unicode.c
 
 # Regenerates the golden vectors with PyTorch (Debian's python3-torch).
 golden:

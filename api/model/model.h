@@ -116,7 +116,9 @@ void api__model_dropout_items(const attn_lm_plan *plan, const float *masks, int 
 /* The tokenizer that adds text the request did not ask for (next_token_text,
  * a generation's text): tok unless it is only the server's default and the
  * request read no text; NULL otherwise. */
-const api_bpe *api__model_text_bpe(const model_rq *rq);
+static inline const api_bpe *api__model_text_bpe(const model_rq *rq) {
+    return rq->tok && (!rq->tok_default || rq->from_text) ? rq->tok->bpe : NULL;
+}
 /* Reads every field of a request; the caller calls api__model_rq_free
  * either way. */
 int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e);

@@ -109,9 +109,6 @@ static int read_tokenizer(const json_t *root, const api_limits *lim, model_rq *r
     return api__tokenizer_pick(root, lim, rq->model, 0, "text", &rq->tok, e);
 }
 
-const api_bpe *api__model_text_bpe(const model_rq *rq) {
-    return rq->tok && (!rq->tok_default || rq->from_text) ? rq->tok->bpe : NULL;
-}
 
 /* text: one string, the tokenizer's ids of it become idx [T]. */
 static int read_text(const json_t *root, model_rq *rq, api_err *e) {

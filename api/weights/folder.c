@@ -243,8 +243,8 @@ int api__folder_open(const char *dir, api_ckpt_hints *h, api_st_set *set, api_mo
 
 int api__folder_tokenizer(const char *dir, api_model *m, char *why, size_t size) {
     static const char *const pairs[2][2] = {{"vocab.json", "merges.txt"}, {"encoder.json", "vocab.bpe"}};
-    int any = 0;
-    for (int p = 0; p < 2; p++) {
+    int json = exists(dir, "tokenizer.json"), any = json; /* api_bpe_load prefers tokenizer.json */
+    for (int p = 0; p < 2 && !json; p++) {
         int a = exists(dir, pairs[p][0]), b = exists(dir, pairs[p][1]);
         if (a != b)
             return api__ckpt_fail(why, size, "%s/%s: missing beside %s (the tokenizer takes both)", dir,
