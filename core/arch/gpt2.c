@@ -71,6 +71,9 @@ static const attn__tensor tail[] = {
 #undef C
 
 static const char *const aliases[] = {"GPT2LMHeadModel", "GPT2Model", "gpt2", NULL};
+/* GPT2Config's scaling of the scores by 1 / (layer + 1) (Mistral's GPT-2
+ * runs) is not run here. */
+static const char *const config_off[] = {"scale_attn_by_inverse_layer_idx", NULL};
 
 static const attn__layout layout = {
     .top = top,
@@ -86,6 +89,7 @@ static const attn__layout layout = {
 const attn__arch attn__arch_gpt2 = {
     .name = "GPT2",
     .aliases = aliases,
+    .config_off = config_off,
     .what = "seed 003's GPT2 (gpt2_min.py); Hugging Face's GPT-2 checkpoints run as it",
     .ctor = "GPT2(config)",
     .hparams = hparams,
