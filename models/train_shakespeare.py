@@ -35,6 +35,17 @@ Data: models/data/tinyshakespeare.txt (see models/data/README.md). The first
 90% trains; the last 10% (the end of the corpus, never seen in training) is
 the validation text, as nanoGPT splits it. models/data/heldout_poems.txt holds
 two public-domain poems that are not in the corpus.
+
+Figures (--eval, training_run.json's heldout): next-byte loss on the held-out
+text and poems; each head's mean weight on position i-1; and each head's
+induction score by TransformerLens's head detector (error_measure "mul":
+sum(P * D) / sum(P) over its weights P, D[q][k] = 1 where 1 <= k <= q and the
+byte at k-1 is an earlier occurrence of the byte at q) on 64 bytes drawn
+uniformly from the 65 byte values of the corpus (torch.Generator seeded
+INDUCTION_SEED = 0) written twice: a random sequence as a user would type it
+from the model's alphabet (a byte that never occurs in the corpus has an
+untrained embedding). The history logs the best induction score as it logs
+the best previous-token head.
 """
 import json
 import math
@@ -88,16 +99,7 @@ GRAD_CLIP = 1.0
 TRAIN_FRACTION = 0.9
 EVAL_EVERY = 250
 EVAL_BATCHES = 10     # train and validation loss: the same 10 x 32 windows each time
-REPEAT_FRACTION = 0.0 # of the training windows that read a passage twice (see random_batch)
-REPEAT_MIN = 8        # the shortest passage read twice
 INDUCTION_SEED = 0    # the random sequence of the induction score (see induction_sequence)
-
-_EXP = json.loads(os.environ.get("DEMO_EXP", "{}"))  # experiments only: overrides
-for _k, _v in _EXP.items():
-    if _k in MODEL:
-        MODEL[_k] = _v
-    else:
-        globals()[_k] = _v
 
 # ==== data ===================================================================
 
@@ -119,20 +121,9 @@ def windows(data, starts, T):
     return x, y
 
 
-def random_batch(data, gen, T, repeat=0.0):
-    """BATCH windows of T bytes (and their next bytes) at random places; with
-    repeat > 0 that fraction of them reads a passage of L bytes (REPEAT_MIN
-    <= L <= T / 2) twice, then goes on as the text does after it: Tiny
-    Shakespeare's own bytes, with the repeats that teach copying."""
+def random_batch(data, gen, T):
     starts = torch.randint(0, len(data) - T - 1, (BATCH,), generator=gen).tolist()
-    if repeat <= 0:
-        return windows(data, starts, T)
-    flips = torch.rand(BATCH, generator=gen).tolist()
-    lens = torch.randint(REPEAT_MIN, T // 2 + 1, (BATCH,), generator=gen).tolist()
-    rows = [torch.cat([data[s:s + n], data[s:s + T + 1 - n]]) if f < repeat else data[s:s + T + 1]
-            for s, f, n in zip(starts, flips, lens)]
-    w = torch.stack(rows)
-    return w[:, :-1].contiguous(), w[:, 1:].contiguous()
+    return windows(data, starts, T)
 
 
 def poems():
@@ -270,7 +261,7 @@ def train(log, steps):
     for step in range(steps):
         for g in opt.param_groups:
             g["lr"] = lr_at(step, steps)
-        x, y = random_batch(train_data, gen, cfg.block_size, REPEAT_FRACTION)
+        x, y = random_batch(train_data, gen, cfg.block_size)
         _, loss = model(x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
