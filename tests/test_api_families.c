@@ -117,12 +117,32 @@ static char *forward_body(const gt_file *g, int B) {
     return body;
 }
 
+/* Grouped queries: the reply's shape names the key/value head of each query
+ * head, H / Hkv query heads to a group, as the golden's q and k sizes say. */
+static void check_kv_groups(const gt_file *g, const json_t *r) {
+    const gt_tensor *q = gt_find(g, "blocks.0.attn.hook_q"), *k = gt_find(g, "blocks.0.attn.hook_k");
+    const json_t *shape = json_object_get(r, "shape"), *of = json_object_get(shape, "kv_head_of");
+    if (q == NULL || k == NULL) return;
+    if (q->n == k->n) {
+        ck_assert_msg(of == NULL, "%s: kv_head_of without grouped queries", g->path);
+        return;
+    }
+    int H = (int)json_integer_value(json_object_get(shape, "heads"));
+    int Hkv = (int)json_integer_value(json_object_get(shape, "kv_heads"));
+    ck_assert_msg(Hkv > 0 && (size_t)H * k->n == (size_t)Hkv * q->n, "%s: heads %d, kv_heads %d",
+                  g->path, H, Hkv);
+    ck_assert_int_eq(json_array_size(of), H);
+    for (int h = 0; h < H; h++)
+        ck_assert_int_eq(json_integer_value(json_array_get(of, (size_t)h)), h / (H / Hkv));
+}
+
 /* Every hook and the logits against PyTorch's. */
 static void check_forward(const gt_file *g, const api_limits *lim, int B, const char *family) {
     char *body = forward_body(g, B);
     json_t *r = tapi_call(API_EP_MODEL, body, lim, 200);
     ck_assert_str_eq(json_string_value(json_object_get(r, "module")), family);
     double worst = expect_flat("logits", json_object_get(r, "logits"), gt_find(g, "logits"));
+    check_kv_groups(g, r);
     const json_t *cache = json_object_get(r, "cache");
     int hooks = 0;
     for (int i = 0; i < g->n; i++) {

@@ -33,7 +33,7 @@ static int describe(const attn_lm_config *c, attn_lm_spec *s, attn_error *err) {
     if (fabs(c->norm_eps - 1e-5) > 1e-12)
         return attn__fail(err, ATTN_ERR_ARG, "layer_norm_epsilon",
                           "layer_norm_epsilon is not 1e-5, the LayerNorm's epsilon here");
-    if (c->head_dim * c->n_head != c->width || c->n_kv_head != c->n_head || c->ffn != 4 * c->width)
+    if ((long long)c->head_dim * c->n_head != c->width || c->n_kv_head != c->n_head || c->ffn != 4LL * c->width)
         return attn__fail(err, ATTN_ERR_SHAPE, "n_head",
                           "GPT2's heads split n_embd, and its MLP is 4 n_embd wide");
     *s = (attn_lm_spec){.norm = ATTN_LM_LAYERNORM, .norm_eps = c->norm_eps, .learned_pos = 1,
