@@ -281,6 +281,7 @@ golden:
 	/usr/bin/python3 tests/golden/generate_api_model.py tests/golden/api_model
 	/usr/bin/python3 tests/golden/generate_hooks.py tests/golden/hooks
 	/usr/bin/python3 tests/golden/generate_inside.py tests/golden/inside
+	/usr/bin/python3 tests/golden/generate_analysis.py tests/golden/analysis
 	/usr/bin/python3 tests/golden/generate_checkpoint.py tests/golden/ckpt
 	/usr/bin/python3 tests/golden/generate_sample.py tests/golden/sample.txt
 	/usr/bin/python3 tests/golden/generate_generation.py tests/golden/generation

@@ -148,6 +148,7 @@ static int read_ablation(const json_t *o, int i, const attn_lm_config *c, attn_l
     static const char *const methods[] = {"zero", "mean", NULL};
     char where[32];
     snprintf(where, sizeof where, "ablate[%d]", i);
+    *a = (attn_lm_ablate){0}; /* every batch row */
     if (!json_is_object(o))
         return api__field_wrong_type(e, where, o, "an object {\"layer\", \"head\", \"method\"}");
     if (check_keys(o, where, keys, "layer, head and method", e) ||

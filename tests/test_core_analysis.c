@@ -1,0 +1,371 @@
+/* test_core_analysis.c - the analyses of a run (attn_lm_outputs.analysis)
+ * and its loss against PyTorch on the same weights, both families: every
+ * file of tests/golden/analysis/ (written by tests/golden/generate_analysis.py
+ * from TransformerLens's head detector, Abnar & Zuidema's rollout code and
+ * a loop of ablated forwards with hooks).
+ *
+ * Per file, within |got - want| <= 1e-4 + 1e-3 |want|:
+ *   entropy, sink, previous_token, duplicate_token, induction, rollout and
+ *     importance of one run, and its loss, computed as the blocks make their
+ *     weights (one block's held), and again beside attn_weights (read from
+ *     them), without a pool and over a pool of 2;
+ *   importance with the file's own ablations in every run;
+ * plus the table, the shapes, the costs, an ablation of some batch rows
+ * only, and every refusal. Run from the repository root.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/lm.h"
+#include "tests/support/check_main.h"
+#include "tests/support/gpt2_files.h"
+
+#include <cblas.h> /* openblas_set_num_threads */
+
+#define ATOL 1e-4
+#define RTOL 1e-3
+#define MAX_TENSORS 32
+#define MAX_ABLATE 8
+
+/* ==== The golden file ===================================================== */
+
+typedef struct {
+    char name[64];
+    size_t n;
+    void *data;
+} tensor;
+
+typedef struct {
+    char path[256];
+    attn_lm_config cfg;
+    int B, T;
+    attn_lm_ablate ablate[MAX_ABLATE];
+    int n_ablate;
+    tensor t[MAX_TENSORS];
+    int n;
+} acase;
+
+static const tensor *find(const acase *g, const char *name) {
+    for (int i = 0; i < g->n; i++)
+        if (strcmp(g->t[i].name, name) == 0) return &g->t[i];
+    return NULL;
+}
+
+/* "1 0 mean; 2 1 zero" */
+static void read_ablate(acase *g, const char *val) {
+    char method[8];
+    int l, h, used;
+    while (sscanf(val, " %d %d %7[a-z]%n", &l, &h, method, &used) == 3 && g->n_ablate < MAX_ABLATE) {
+        g->ablate[g->n_ablate++] = (attn_lm_ablate){
+            .layer = l, .head = h, .method = strcmp(method, "mean") ? ATTN_ABLATE_ZERO : ATTN_ABLATE_MEAN};
+        val += used;
+        while (*val == ';' || *val == ' ') val++;
+    }
+}
+
+static void header_line(acase *g, const char *key, const char *val) {
+    if (gpt2_config_key(&g->cfg, key, val)) return;
+    if (!strcmp(key, "B")) g->B = atoi(val);
+    else if (!strcmp(key, "T")) g->T = atoi(val);
+    else if (!strcmp(key, "ablate")) read_ablate(g, val);
+}
+
+static void acase_load(const char *path, acase *g) {
+    *g = (acase){0};
+    snprintf(g->path, sizeof g->path, "%s", path);
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, f) > 0) {
+        line[strcspn(line, "\n")] = 0;
+        char key[64], dtype[8];
+        size_t count;
+        if (sscanf(line, "tensor %63s %7s %zu", key, dtype, &count) == 3) {
+            ck_assert_int_lt(g->n, MAX_TENSORS);
+            tensor *t = &g->t[g->n++];
+            snprintf(t->name, sizeof t->name, "%s", key);
+            t->n = count;
+            t->data = malloc(count ? count * 4 : 4);
+            ck_assert(t->data && fread(t->data, 4, count, f) == count && fgetc(f) == '\n');
+            continue;
+        }
+        if (sscanf(line, "%63s", key) == 1)
+            header_line(g, key, line + strlen(key) + (line[strlen(key)] ? 1 : 0));
+    }
+    free(line);
+    fclose(f);
+}
+
+static void acase_free(acase *g) {
+    for (int i = 0; i < g->n; i++) free(g->t[i].data);
+}
+
+static void expect_close(const char *file, const char *what, const float *got, const float *want,
+                         size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - (double)want[i]);
+        ck_assert_msg(d <= ATOL + RTOL * fabs((double)want[i]), "%s %s[%zu]: core %.9g, PyTorch %.9g",
+                      file, what, i, (double)got[i], (double)want[i]);
+    }
+}
+
+/* ==== The golden runs ===================================================== */
+
+static gpt2_files g_files;
+
+typedef struct {
+    acase g;
+    attn_lm_plan plan;
+    const float *params;
+    const int32_t *idx;
+    float *an[ATTN_ANALYSIS_COUNT];
+    float *loss, *maps;
+} fixture;
+
+static void fixture_make(int i, fixture *fx) {
+    memset(fx, 0, sizeof *fx);
+    acase_load(g_files.paths[i], &fx->g);
+    attn_error err = {0};
+    ck_assert_int_eq(attn_lm_plan_make(&fx->g.cfg, fx->g.B, fx->g.T, 0, &fx->plan, &err), ATTN_OK);
+    const tensor *p = find(&fx->g, "params"), *idx = find(&fx->g, "idx");
+    ck_assert(p && idx && p->n == fx->plan.n_params);
+    fx->params = p->data, fx->idx = idx->data;
+    for (int a = 0; a < ATTN_ANALYSIS_COUNT; a++) {
+        size_t count;
+        ck_assert(attn_analysis_dims(&fx->plan, (attn_analysis)a, NULL, &count) >= 3);
+        fx->an[a] = malloc(count * sizeof(float));
+        ck_assert_ptr_nonnull(fx->an[a]);
+    }
+    fx->loss = malloc((size_t)fx->g.B * sizeof(float));
+    fx->maps = malloc(fx->plan.n_attn * sizeof(float));
+    ck_assert(fx->loss && fx->maps);
+}
+
+static void fixture_free(fixture *fx) {
+    for (int a = 0; a < ATTN_ANALYSIS_COUNT; a++) free(fx->an[a]);
+    free(fx->loss);
+    free(fx->maps);
+    acase_free(&fx->g);
+}
+
+/* One run with every analysis and the loss (and the maps when with_maps),
+ * each compared with the file's. */
+static void check_run(fixture *fx, attn_pool *pool, int with_maps) {
+    attn_lm_outputs out = {.loss = fx->loss, .attn_weights = with_maps ? fx->maps : NULL};
+    for (int a = 0; a < ATTN_ANALYSIS_COUNT; a++) {
+        size_t count;
+        attn_analysis_dims(&fx->plan, (attn_analysis)a, NULL, &count);
+        for (size_t i = 0; i < count; i++) fx->an[a][i] = NAN;
+        out.analysis[a] = fx->an[a];
+    }
+    attn_lm_inputs in = {.idx = fx->idx, .pool = pool};
+    attn_error err = {0};
+    ck_assert_msg(attn_lm_run(&fx->plan, fx->params, &in, NULL, &out, &err) == ATTN_OK, "%s: %s",
+                  fx->g.path, err.message);
+    expect_close(fx->g.path, "loss", fx->loss, find(&fx->g, "loss")->data, (size_t)fx->g.B);
+    for (int a = 0; a < ATTN_ANALYSIS_COUNT; a++) {
+        char name[64];
+        snprintf(name, sizeof name, "analysis.%s", attn_analysis_get((attn_analysis)a)->name);
+        const tensor *want = find(&fx->g, name);
+        size_t count;
+        attn_analysis_dims(&fx->plan, (attn_analysis)a, NULL, &count);
+        ck_assert_msg(want && want->n == count, "%s: %s missing or %zu values", fx->g.path, name,
+                      want ? want->n : 0);
+        expect_close(fx->g.path, name, fx->an[a], want->data, count);
+    }
+}
+
+START_TEST(golden_analyses) {
+    fixture fx;
+    fixture_make(_i, &fx);
+    attn_pool *pool = attn_pool_create(2);
+    ck_assert_ptr_nonnull(pool);
+    check_run(&fx, NULL, 0);
+    check_run(&fx, pool, 0);
+    check_run(&fx, pool, 1);
+    printf("%s: %d analyses and the loss within tolerance\n", fx.g.path, ATTN_ANALYSIS_COUNT);
+    attn_pool_destroy(pool);
+    fixture_free(&fx);
+}
+END_TEST
+
+/* importance with the file's own ablations: each ablated run has them too. */
+START_TEST(golden_importance_ablated) {
+    fixture fx;
+    fixture_make(_i, &fx);
+    ck_assert_int_gt(fx.g.n_ablate, 0);
+    attn_pool *pool = attn_pool_create(2);
+    attn_lm_outputs out = {0};
+    out.analysis[ATTN_ANALYSIS_IMPORTANCE] = fx.an[ATTN_ANALYSIS_IMPORTANCE];
+    attn_lm_inputs in = {.idx = fx.idx, .ablations = fx.g.ablate, .n_ablations = fx.g.n_ablate,
+                         .pool = pool};
+    attn_error err = {0};
+    ck_assert_msg(attn_lm_run(&fx.plan, fx.params, &in, NULL, &out, &err) == ATTN_OK, "%s",
+                  err.message);
+    const tensor *want = find(&fx.g, "importance_ablated");
+    ck_assert(want && want->n == (size_t)fx.g.B * fx.plan.n_layer * fx.plan.H);
+    expect_close(fx.g.path, "importance_ablated", fx.an[ATTN_ANALYSIS_IMPORTANCE], want->data, want->n);
+    attn_pool_destroy(pool);
+    fixture_free(&fx);
+}
+END_TEST
+
+/* ==== The table, shapes, costs, refusals ================================= */
+
+static attn_lm_config tiny(void) {
+    attn_lm_config c;
+    attn_lm_config_defaults(ATTN_ARCH_GPT2, &c);
+    c.vocab_size = 11, c.context = 8, c.n_layer = 2, c.n_head = 2, c.width = 8;
+    return c;
+}
+
+START_TEST(table_and_shapes) {
+    attn_lm_config c = tiny();
+    attn_lm_plan p;
+    attn_error err = {0};
+    ck_assert_int_eq(attn_lm_plan_make(&c, 3, 5, 0, &p, &err), ATTN_OK);
+    const char *names[] = {"entropy", "sink", "previous_token", "duplicate_token", "induction",
+                           "rollout", "importance"};
+    ck_assert_int_eq(ATTN_ANALYSIS_COUNT, 7);
+    for (int a = 0; a < ATTN_ANALYSIS_COUNT; a++) {
+        attn_analysis got;
+        ck_assert_str_eq(attn_analysis_get((attn_analysis)a)->name, names[a]);
+        ck_assert_int_eq(attn_analysis_parse(names[a], &got), ATTN_OK);
+        ck_assert_int_eq(got, a);
+        int shape[4];
+        size_t count;
+        int rank = attn_analysis_dims(&p, (attn_analysis)a, shape, &count);
+        int maps = a == ATTN_ANALYSIS_ROLLOUT;
+        ck_assert_int_eq(rank, maps ? 4 : 3);
+        ck_assert(shape[0] == 3 && shape[1] == 2 && shape[2] == (maps ? 5 : 2));
+        ck_assert_uint_eq(count, maps ? 3u * 2 * 5 * 5 : 3u * 2 * 2);
+        ck_assert_int_eq(attn_analysis_get((attn_analysis)a)->from_maps, a != ATTN_ANALYSIS_IMPORTANCE);
+    }
+    ck_assert_int_eq(attn_analysis_parse("entropies", NULL), ATTN_ERR_ARG);
+    ck_assert_ptr_null(attn_analysis_get(ATTN_ANALYSIS_COUNT));
+    ck_assert_int_eq(attn_analysis_dims(&p, ATTN_ANALYSIS_COUNT, NULL, NULL), 0);
+    size_t f0, f1, f2;
+    double w0, w1, w2;
+    ck_assert_int_eq(attn_lm_analysis_cost(&p, 0, 2, &f0, &w0, &err), ATTN_OK);
+    ck_assert(f0 == 0 && w0 == 0.0);
+    ck_assert_int_eq(attn_lm_analysis_cost(&p, 1u << ATTN_ANALYSIS_SINK, 2, &f1, &w1, &err), ATTN_OK);
+    ck_assert(f1 >= 3u * 2 * 25 && w1 > 0.0);
+    ck_assert_int_eq(attn_lm_analysis_cost(&p, 1u << ATTN_ANALYSIS_IMPORTANCE, 2, &f2, &w2, &err),
+                     ATTN_OK);
+    /* the ablated runs: at least one block and the head per head and row */
+    ck_assert(w2 > 4.0 * (attn_lm_head_ops(&p, 3 * 4) + attn_lm_block_ops(&p, 15, 5)));
+    ck_assert(f2 > 2u * 15 * 8);
+    attn_lm_plan train;
+    ck_assert_int_eq(attn_lm_plan_make(&c, 1, 5, 1, &train, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_analysis_cost(&train, 1u << ATTN_ANALYSIS_IMPORTANCE, 2, &f2, &w2, &err),
+                     ATTN_ERR_ARG);
+    ck_assert_str_eq(err.field, "analysis");
+}
+END_TEST
+
+/* A head ablated in batch row 1 only: row 0 is the clean run's, row 1 the
+ * run with the head ablated everywhere. */
+START_TEST(ablation_batch_rows) {
+    attn_lm_config c = tiny();
+    attn_lm_plan p;
+    attn_error err = {0};
+    ck_assert_int_eq(attn_lm_plan_make(&c, 2, 5, 0, &p, &err), ATTN_OK);
+    float *params = malloc(p.n_params * sizeof *params), clean[2], some[2], all[2];
+    attn_rng rng;
+    attn_rng_seed(&rng, 3);
+    ck_assert_int_eq(attn_lm_params_init(&p, params, &rng, &err), ATTN_OK);
+    const int32_t idx[10] = {1, 2, 3, 1, 2, 1, 2, 3, 1, 2}; /* both rows the same text */
+    attn_lm_ablate row1 = {.layer = 0, .head = 1, .batch_start = 1, .batch_count = 1};
+    attn_lm_ablate every = {.layer = 0, .head = 1};
+    attn_lm_inputs in = {.idx = idx};
+    attn_lm_outputs out = {.loss = clean};
+    ck_assert_int_eq(attn_lm_run(&p, params, &in, NULL, &out, &err), ATTN_OK);
+    in.ablations = &row1, in.n_ablations = 1, out.loss = some;
+    ck_assert_int_eq(attn_lm_run(&p, params, &in, NULL, &out, &err), ATTN_OK);
+    in.ablations = &every, out.loss = all;
+    ck_assert_int_eq(attn_lm_run(&p, params, &in, NULL, &out, &err), ATTN_OK);
+    ck_assert(some[0] == clean[0] && some[1] == all[1] && all[1] != clean[1]);
+    row1.batch_start = 2;
+    in.ablations = &row1;
+    ck_assert_int_eq(attn_lm_run(&p, params, &in, NULL, &out, &err), ATTN_ERR_ARG);
+    ck_assert_str_eq(err.field, "ablations[0]");
+    free(params);
+}
+END_TEST
+
+START_TEST(refusals) {
+    attn_lm_config c = tiny();
+    attn_lm_plan p, one, train;
+    attn_error err = {0};
+    ck_assert_int_eq(attn_lm_plan_make(&c, 1, 4, 0, &p, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_plan_make(&c, 1, 1, 0, &one, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_plan_make(&c, 1, 4, 1, &train, &err), ATTN_OK);
+    float *params = malloc(p.n_params * sizeof *params), dst[2 * 4 * 4], loss[1], resid[4 * 8] = {0};
+    attn_rng rng;
+    attn_rng_seed(&rng, 1);
+    ck_assert_int_eq(attn_lm_params_init(&p, params, &rng, &err), ATTN_OK);
+    const int32_t idx[4] = {1, 2, 1, 2};
+    attn_lm_inputs in = {.idx = idx};
+    attn_lm_outputs out = {0};
+    out.analysis[ATTN_ANALYSIS_IMPORTANCE] = dst;
+    int status;
+    /* importance is attn_lm_run's alone, in eval mode, without patches, on 2+ tokens */
+    ck_assert_int_eq(attn_lm_run_many(&p, params, &in, &out, 1, NULL, &status, &err), ATTN_ERR_ARG);
+    ck_assert_str_eq(err.field, "analysis");
+    ck_assert_int_eq(attn_lm_run(&train, params, &in, NULL, &out, &err), ATTN_ERR_ARG);
+    ck_assert_str_eq(err.field, "analysis");
+    ck_assert_int_eq(attn_lm_run(&one, params, &in, NULL, &out, &err), ATTN_ERR_ARG);
+    ck_assert_str_eq(err.field, "analysis");
+    attn_lm_patch patch = {.layer = 0, .hook = ATTN_HOOK_RESID_PRE, .index = 0, .src = resid};
+    in.patches = &patch, in.n_patches = 1;
+    ck_assert_int_eq(attn_lm_run(&p, params, &in, NULL, &out, &err), ATTN_ERR_ARG);
+    ck_assert_str_eq(err.field, "analysis");
+    /* the maps' analyses read every block and the ids */
+    attn_lm_outputs maps = {0};
+    maps.analysis[ATTN_ANALYSIS_SINK] = dst;
+    attn_lm_inputs part = {.resid = resid, .start_layer = 1};
+    ck_assert_int_eq(attn_lm_run(&p, params, &part, NULL, &maps, &err), ATTN_ERR_ARG);
+    ck_assert_str_eq(err.field, "analysis");
+    part.idx = idx;
+    ck_assert_int_eq(attn_lm_run(&p, params, &part, NULL, &maps, &err), ATTN_ERR_ARG);
+    /* the loss: idx and two tokens */
+    attn_lm_outputs lo = {.loss = loss};
+    part.idx = NULL;
+    ck_assert_int_eq(attn_lm_run(&p, params, &part, NULL, &lo, &err), ATTN_ERR_ARG);
+    ck_assert_str_eq(err.field, "idx");
+    attn_lm_inputs first = {.idx = idx};
+    ck_assert_int_eq(attn_lm_run(&one, params, &first, NULL, &lo, &err), ATTN_ERR_ARG);
+    ck_assert_str_eq(err.field, "loss");
+    /* training mode: the maps' analyses are of the weights before dropout, allowed */
+    ck_assert_int_eq(attn_lm_run(&train, params, &first, NULL, &maps, &err), ATTN_OK);
+    free(params);
+}
+END_TEST
+
+/* ==== The suite =========================================================== */
+
+START_TEST(files_exist) {
+    ck_assert_msg(g_files.n >= 3, "expected the files of tests/golden/analysis (found %d)", g_files.n);
+}
+END_TEST
+
+static Suite *suite(void) {
+    openblas_set_num_threads(1);
+    const char *dirs[] = {"tests/golden/analysis"};
+    gpt2_files_list(&g_files, dirs, 1);
+    Suite *s = suite_create("core_analysis");
+    const TTest *tests[] = {files_exist, table_and_shapes, ablation_batch_rows, refusals, NULL};
+    TCase *tc = tcase_with(s, "analysis", 30, tests);
+    const TTest *per_file[] = {golden_analyses, golden_importance_ablated, NULL};
+    for (int i = 0; per_file[i] && g_files.n > 0; i++)
+        tcase_add_loop_test(tc, per_file[i], 0, g_files.n);
+    return s;
+}
+
+static void free_files(void) { gpt2_files_free(&g_files); }
+
+const test_program TEST_PROGRAM = {.suites = {suite}, .after = free_files};
