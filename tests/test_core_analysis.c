@@ -10,8 +10,9 @@
  *     weights (one block's held), and again beside attn_weights (read from
  *     them), without a pool and over a pool of 2;
  *   importance with the file's own ablations in every run;
- * plus the table, the shapes, the costs, an ablation of some batch rows
- * only, and every refusal. Run from the repository root.
+ * the scores and the rollout against their definitions written out over
+ * the maps of a longer run (T = 300, two rows); plus the table, the shapes,
+ * the costs, an ablation of some batch rows only, and every refusal. Run from the repository root.
  */
 #include <check.h>
 #include <math.h>
@@ -108,7 +109,7 @@ static void expect_close(const char *file, const char *what, const float *got, c
                          size_t n) {
     for (size_t i = 0; i < n; i++) {
         double d = fabs((double)got[i] - (double)want[i]);
-        ck_assert_msg(d <= ATOL + RTOL * fabs((double)want[i]), "%s %s[%zu]: core %.9g, PyTorch %.9g",
+        ck_assert_msg(d <= ATOL + RTOL * fabs((double)want[i]), "%s %s[%zu]: core %.9g, reference %.9g",
                       file, what, i, (double)got[i], (double)want[i]);
     }
 }
@@ -211,6 +212,93 @@ START_TEST(golden_importance_ablated) {
     expect_close(fx.g.path, "importance_ablated", fx.an[ATTN_ANALYSIS_IMPORTANCE], want->data, want->n);
     attn_pool_destroy(pool);
     fixture_free(&fx);
+}
+END_TEST
+
+/* ==== Against the maps ===================================================== */
+
+/* The definitions written out over the maps a run returns, in double: D as
+ * TransformerLens builds it (a token comparison per entry), the rollout as
+ * full products. At T = 300 the vector loops run over whole rows and the
+ * rollout's triangular products over three column blocks. */
+static void expect_from_maps(const attn_lm_plan *p, const int32_t *idx, const float *maps,
+                             float *const an[ATTN_ANALYSIS_COUNT]) {
+    int B = p->B, L = p->n_layer, H = p->H, T = p->T;
+    size_t TT = (size_t)T * (size_t)T;
+    double *joint = calloc(2 * TT, sizeof *joint), *abar = calloc(TT, sizeof *abar);
+    ck_assert(joint && abar);
+    for (int b = 0; b < B; b++)
+        for (int l = 0; l < L; l++) {
+            memset(abar, 0, TT * sizeof *abar);
+            for (int h = 0; h < H; h++) {
+                const float *P = maps + (((size_t)l * B + b) * H + h) * TT;
+                const int32_t *ids = idx + (size_t)b * T;
+                double w[5] = {0}, total = 0; /* entropy, sink, previous, duplicate, induction */
+                for (int q = 0; q < T; q++)
+                    for (int k = 0; k < T; k++) {
+                        double x = P[(size_t)q * T + k];
+                        total += x, abar[(size_t)q * T + k] += x / H;
+                        if (x > 0) w[0] -= x * log(x);
+                        if (k == 0 && q > 0) w[1] += x;
+                        if (k == q - 1) w[2] += x;
+                        if (k < q && ids[k] == ids[q]) w[3] += x;
+                        if (k >= 1 && k <= q && ids[k - 1] == ids[q] && k - 1 < q) w[4] += x;
+                    }
+                float want[5] = {(float)(w[0] / T), (float)(w[1] / (T - 1)), (float)(w[2] / total),
+                                 (float)(w[3] / total), (float)(w[4] / total)};
+                size_t at = ((size_t)b * L + l) * H + h;
+                for (int a = 0; a < 5; a++) expect_close("maps", attn_analysis_get((attn_analysis)a)->name,
+                                                         &an[a][at], &want[a], 1);
+            }
+            double *prev = joint + (size_t)(l % 2) * TT, *cur = joint + (size_t)((l + 1) % 2) * TT;
+            for (int q = 0; q < T; q++) {
+                double sum = 1.0;
+                abar[(size_t)q * T + q] += 1.0;
+                for (int k = 0; k < T; k++) sum += abar[(size_t)q * T + k] - (k == q);
+                for (int k = 0; k < T; k++) abar[(size_t)q * T + k] /= sum;
+            }
+            for (int q = 0; q < T; q++)
+                for (int k = 0; k < T; k++) {
+                    double x = 0;
+                    if (l == 0) x = abar[(size_t)q * T + k];
+                    for (int m = 0; l > 0 && m < T; m++) x += abar[(size_t)q * T + m] * prev[(size_t)m * T + k];
+                    cur[(size_t)q * T + k] = x;
+                    float want = (float)x;
+                    expect_close("maps", "rollout", &an[ATTN_ANALYSIS_ROLLOUT][(((size_t)b * L + l) * T + q) * T + k],
+                                 &want, 1);
+                }
+        }
+    free(joint);
+    free(abar);
+}
+
+START_TEST(analyses_of_the_maps) {
+    attn_lm_config c;
+    attn_lm_config_defaults(ATTN_ARCH_GPTMODEL, &c);
+    c.vocab_size = 40, c.context = 320, c.n_layer = 3, c.n_head = 2, c.width = 8;
+    attn_lm_plan p;
+    attn_error err = {0};
+    ck_assert_int_eq(attn_lm_plan_make(&c, 2, 300, 0, &p, &err), ATTN_OK);
+    float *params = malloc(p.n_params * sizeof *params), *maps = malloc(p.n_attn * sizeof *maps);
+    float *an[ATTN_ANALYSIS_COUNT] = {0};
+    int32_t idx[600];
+    attn_rng rng;
+    attn_rng_seed(&rng, 7);
+    ck_assert_int_eq(attn_lm_params_init(&p, params, &rng, &err), ATTN_OK);
+    for (int i = 0; i < 600; i++) idx[i] = (int32_t)((i % 37) * 7 % 40 + (i >= 300 ? (i * i) % 3 : 0)) % 40;
+    attn_lm_outputs out = {.attn_weights = maps};
+    for (int a = 0; a < ATTN_ANALYSIS_ROLLOUT + 1; a++) {
+        size_t n;
+        attn_analysis_dims(&p, (attn_analysis)a, NULL, &n);
+        out.analysis[a] = an[a] = malloc(n * sizeof(float));
+    }
+    attn_pool *pool = attn_pool_create(2);
+    attn_lm_inputs in = {.idx = idx, .pool = pool};
+    ck_assert_int_eq(attn_lm_run(&p, params, &in, NULL, &out, &err), ATTN_OK);
+    expect_from_maps(&p, idx, maps, an);
+    attn_pool_destroy(pool);
+    for (int a = 0; a < ATTN_ANALYSIS_COUNT; a++) free(an[a]);
+    free(params), free(maps);
 }
 END_TEST
 
@@ -358,7 +446,8 @@ static Suite *suite(void) {
     const char *dirs[] = {"tests/golden/analysis"};
     gpt2_files_list(&g_files, dirs, 1);
     Suite *s = suite_create("core_analysis");
-    const TTest *tests[] = {files_exist, table_and_shapes, ablation_batch_rows, refusals, NULL};
+    const TTest *tests[] = {files_exist, analyses_of_the_maps, table_and_shapes, ablation_batch_rows,
+                            refusals, NULL};
     TCase *tc = tcase_with(s, "analysis", 30, tests);
     const TTest *per_file[] = {golden_analyses, golden_importance_ablated, NULL};
     for (int i = 0; per_file[i] && g_files.n > 0; i++)
