@@ -11,7 +11,9 @@
  *     them), without a pool and over a pool of 2;
  *   importance with the file's own ablations in every run;
  * the scores and the rollout against their definitions written out over
- * the maps of a longer run (T = 300, two rows); plus the table, the shapes,
+ * the maps of a longer run (T = 300, two rows) and of a Mistral with grouped
+ * queries and a sliding window (importance against each ablated run's own
+ * loss there); plus the table, the shapes,
  * the costs, an ablation of some batch rows only, and every refusal. Run from the repository root.
  */
 #include <check.h>
@@ -302,6 +304,54 @@ START_TEST(analyses_of_the_maps) {
 }
 END_TEST
 
+/* A decoder family with grouped queries and a sliding window (Mistral, 4
+ * query heads over 2 key/value heads, a window of 5 keys; weights from an
+ * LCG): the scores and the rollout per query head against the maps, and
+ * importance against the losses of the run with each head knocked out,
+ * each run on its own. */
+START_TEST(grouped_queries_and_a_window) {
+    attn_lm_config c;
+    attn_lm_config_defaults(ATTN_ARCH_MISTRAL, &c);
+    c.vocab_size = 30, c.context = 16, c.n_layer = 2, c.n_head = 4, c.n_kv_head = 2, c.width = 16;
+    c.ffn = 24, c.window = 5;
+    attn_lm_plan p;
+    attn_error err = {0};
+    ck_assert_int_eq(attn_lm_plan_make(&c, 2, 12, 0, &p, &err), ATTN_OK);
+    float *params = malloc(p.n_params * sizeof *params), *maps = malloc(p.n_attn * sizeof *maps);
+    unsigned long long s = 11;
+    for (size_t i = 0; i < p.n_params; i++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        params[i] = (float)((double)(s >> 40) / (double)(1 << 24) - 0.5) * 0.6f;
+    }
+    int32_t idx[24];
+    for (int i = 0; i < 24; i++) idx[i] = (int32_t)((i % 6) * 5 + i / 12) % 30;
+    float *an[ATTN_ANALYSIS_COUNT], loss[2], abl[2];
+    attn_lm_outputs out = {.attn_weights = maps, .loss = loss};
+    for (int a = 0; a < ATTN_ANALYSIS_COUNT; a++) {
+        size_t n;
+        attn_analysis_dims(&p, (attn_analysis)a, NULL, &n);
+        out.analysis[a] = an[a] = malloc(n * sizeof(float));
+    }
+    attn_lm_inputs in = {.idx = idx};
+    ck_assert_msg(attn_lm_run(&p, params, &in, NULL, &out, &err) == ATTN_OK, "%s", err.message);
+    expect_from_maps(&p, idx, maps, an);
+    for (int l = 0; l < p.n_layer; l++)
+        for (int h = 0; h < p.H; h++) {
+            attn_lm_ablate a = {.layer = l, .head = h};
+            attn_lm_inputs one = {.idx = idx, .ablations = &a, .n_ablations = 1};
+            attn_lm_outputs lo = {.loss = abl};
+            ck_assert_int_eq(attn_lm_run(&p, params, &one, NULL, &lo, &err), ATTN_OK);
+            for (int b = 0; b < 2; b++) {
+                float want = abl[b] - loss[b];
+                expect_close("mistral", "importance", &an[ATTN_ANALYSIS_IMPORTANCE][((size_t)b * 2 + l) * 4 + h],
+                             &want, 1);
+            }
+        }
+    for (int a = 0; a < ATTN_ANALYSIS_COUNT; a++) free(an[a]);
+    free(params), free(maps);
+}
+END_TEST
+
 /* ==== The table, shapes, costs, refusals ================================= */
 
 static attn_lm_config tiny(void) {
@@ -446,8 +496,8 @@ static Suite *suite(void) {
     const char *dirs[] = {"tests/golden/analysis"};
     gpt2_files_list(&g_files, dirs, 1);
     Suite *s = suite_create("core_analysis");
-    const TTest *tests[] = {files_exist, analyses_of_the_maps, table_and_shapes, ablation_batch_rows,
-                            refusals, NULL};
+    const TTest *tests[] = {files_exist, analyses_of_the_maps, grouped_queries_and_a_window,
+                            table_and_shapes, ablation_batch_rows, refusals, NULL};
     TCase *tc = tcase_with(s, "analysis", 30, tests);
     const TTest *per_file[] = {golden_analyses, golden_importance_ablated, NULL};
     for (int i = 0; per_file[i] && g_files.n > 0; i++)

@@ -27,10 +27,12 @@
 #include <string.h>
 
 /* Runs that keep every thread busy; the most rows one run takes (its work
- * space grows with them); the most floats of inputs held at once (16 MB). */
+ * space grows with them); the most floats of inputs held at once (64 MB:
+ * the 124M shape's 12 runs of T = 128 at once, so that the pool balances
+ * them, longest first, instead of waiting at the end of each few). */
 #define RUNS_PER_THREAD 2
 #define GROUP_ROWS 4096
-#define HELD_FLOATS ((size_t)1 << 22)
+#define HELD_FLOATS ((size_t)1 << 24)
 
 typedef struct {
     int G, per_layer, n_runs, K;
