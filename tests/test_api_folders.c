@@ -99,9 +99,24 @@ START_TEST(folders_answer_text) {
                              "\"return\":[\"idx\"]}", 200);
     ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(r, "idx"), 2)), 256);
     json_decref(r);
-    /* three tokenizers loaded, none named, no model: the request must say */
-    r = ckf_call(models, "{\"vocab_size\":300,\"block_size\":8,\"init\":{\"seed\":1},\"text\":\"a\"}", 400);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "error"), "field")), "tokenizer");
+    /* three tokenizers loaded, none named, no model: the server's default,
+     * the first loaded (folder_gpt2's, whose one merge is "Ġ t"), for text
+     * and tokens; it adds no next_token_text to ids, a named one does */
+    const char *seed = "{\"vocab_size\":300,\"block_size\":8,\"n_layer\":1,\"n_head\":1,\"n_embd\":4,"
+                       "\"init\":{\"seed\":1},";
+    char body[512];
+    snprintf(body, sizeof body, "%s\"text\":\"a t\",\"return\":[\"idx\",\"tokens\"]}", seed);
+    r = ckf_call(models, body, 200);
+    ck_assert_int_eq(json_array_size(json_object_get(r, "idx")), 2);
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(r, "tokens"), 1)), " t");
+    json_decref(r);
+    snprintf(body, sizeof body, "%s\"idx\":[65,66]}", seed);
+    r = ckf_call(models, body, 200);
+    ck_assert_ptr_null(json_object_get(r, "next_token_text"));
+    json_decref(r);
+    snprintf(body, sizeof body, "%s\"idx\":[65,66],\"tokenizer\":\"folder_gpt2\"}", seed);
+    r = ckf_call(models, body, 200);
+    ck_assert_ptr_nonnull(json_object_get(r, "next_token_text"));
     json_decref(r);
     api_models_free(models);
 }
