@@ -5,7 +5,10 @@
  *     TransformerLens's head detector, Abnar & Zuidema's rollout, ablated
  *     forwards with hooks; generate_analysis.py) through api_handle with the
  *     file's weights as a state_dict, [B][T] and [T] requests, within
- *     1e-4 + 1e-3 |want|, and importance beside "ablate";
+ *     1e-4 + 1e-3 |want|, and importance beside "ablate"; the same for a
+ *     decoder family's model folder (tests/golden/analysis/families/: a
+ *     Mistral with grouped queries and a window of tests/golden/families/,
+ *     loaded as --model loads it, against families.py's forward);
  *   a model from a seed, a loaded checkpoint and the same weights as a
  *     state_dict give the same bytes; nested and flat agree; requests and
  *     replies valid for the OpenAPI document;
@@ -36,7 +39,7 @@
 #define ALL "[\"entropy\",\"sink\",\"previous_token\",\"duplicate_token\",\"induction\",\"rollout\",\"importance\"]"
 #define SMALL "\"vocab_size\":11,\"block_size\":8,\"n_layer\":2,\"n_head\":2,\"n_embd\":8,\"init\":{\"seed\":3}"
 
-static gpt2_files g_files;
+static gpt2_files g_files, g_families;
 
 /* ==== A golden file ========================================================= */
 
@@ -50,6 +53,7 @@ typedef struct {
     attn_lm_config cfg;
     int B, T;
     char ablate[128]; /* "1 0 mean; 2 1 zero" */
+    char folder[256]; /* a decoder family's: its model folder */
     tensor t[32];
     int n;
 } acase;
@@ -82,6 +86,7 @@ static void acase_load(const char *path, acase *g) {
         if (!strcmp(key, "B")) g->B = atoi(val);
         else if (!strcmp(key, "T")) g->T = atoi(val);
         else if (!strcmp(key, "ablate")) snprintf(g->ablate, sizeof g->ablate, "%s", val);
+        else if (!strcmp(key, "folder")) snprintf(g->folder, sizeof g->folder, "%s", val);
     }
     free(line);
     fclose(f);
@@ -211,8 +216,55 @@ START_TEST(golden_replies) {
 }
 END_TEST
 
+/* idx of a golden file as JSON: [[...], ...], or [...] for one row. */
+static json_t *ids_json(const acase *g) {
+    const int32_t *ids = (const int32_t *)find(g, "idx")->data;
+    json_t *idx = json_array();
+    for (int b = 0; b < g->B; b++) {
+        json_t *row = g->B > 1 ? json_array() : idx;
+        for (int t = 0; t < g->T; t++) json_array_append_new(row, json_integer(ids[b * g->T + t]));
+        if (g->B > 1) json_array_append_new(idx, row);
+    }
+    return idx;
+}
+
+/* A decoder family's model folder loaded as --model loads it (grouped
+ * queries, a sliding window): every analysis, and importance beside
+ * ablate, against families.py's forward with hooks. */
+START_TEST(golden_families) {
+    acase g;
+    acase_load(g_families.paths[_i], &g);
+    api_models *models = NULL;
+    char spec[400], why[512];
+    snprintf(spec, sizeof spec, "fam=%s", g.folder);
+    ck_assert_msg(api_models_load(&models, spec, why, sizeof why) == 0, "%s: %s", spec, why);
+    for (int k = 0; k < 2; k++) {
+        json_t *r = json_pack("{s:s, s:o, s:[], s:o}", "model", "fam", "idx", ids_json(&g), "return", "analysis",
+                              k ? json_pack("[s]", "importance") : json_loads(ALL, 0, NULL));
+        if (k) json_object_set_new(r, "ablate", ablate_json(g.ablate));
+        char *body = tapi_body(r, NULL);
+        json_t *j = ckf_call(models, body, 200);
+        const json_t *an = json_object_get(j, "analysis");
+        for (int a = 0; a < ATTN_ANALYSIS_COUNT && !k; a++) {
+            char name[64];
+            snprintf(name, sizeof name, "analysis.%s", attn_analysis_get((attn_analysis)a)->name);
+            expect_tensor(name, json_object_get(an, attn_analysis_get((attn_analysis)a)->name), find(&g, name));
+        }
+        if (k) expect_tensor("importance_ablated", json_object_get(an, "importance"), find(&g, "importance_ablated"));
+        json_decref(j);
+        free(body);
+    }
+    printf("%s (%s): %d analyses and importance with ablate within tolerance\n", g_families.paths[_i], g.folder,
+           ATTN_ANALYSIS_COUNT);
+    api_models_free(models);
+    acase_free(&g);
+}
+END_TEST
+
 START_TEST(files_exist) {
     ck_assert_msg(g_files.n >= 3, "expected the files of tests/golden/analysis (found %d)", g_files.n);
+    ck_assert_msg(g_families.n >= 1, "expected the files of tests/golden/analysis/families (found %d)",
+                  g_families.n);
 }
 END_TEST
 
@@ -378,16 +430,21 @@ END_TEST
 
 static Suite *suite(void) {
     openblas_set_num_threads(1);
-    const char *dirs[] = {"tests/golden/analysis"};
+    const char *dirs[] = {"tests/golden/analysis"}, *fam_dirs[] = {"tests/golden/analysis/families"};
     gpt2_files_list(&g_files, dirs, 1);
+    gpt2_files_list(&g_families, fam_dirs, 1);
     Suite *s = suite_create("api_analysis");
     const TTest *tests[] = {files_exist, every_source, formats_and_document, only_one_block_held,
                             work_is_counted, refusals, NULL};
     TCase *tc = tcase_with(s, "analysis", 30, tests);
     if (g_files.n > 0) tcase_add_loop_test(tc, golden_replies, 0, g_files.n);
+    if (g_families.n > 0) tcase_add_loop_test(tc, golden_families, 0, g_families.n);
     return s;
 }
 
-static void free_files(void) { gpt2_files_free(&g_files); }
+static void free_files(void) {
+    gpt2_files_free(&g_files);
+    gpt2_files_free(&g_families);
+}
 
 const test_program TEST_PROGRAM = {.suites = {suite}, .after = free_files};

@@ -35,7 +35,13 @@ File format: golden_io.write_gpt2's (`*.gpt2`): the family's config keys,
 `family`, B, T, `ablate` ("l h method; ..."), and tensors idx, params,
 logits, loss, then analysis.NAME for each analysis above and
 importance_ablated.
+
+families/NAME.gpt2: the same for a decoder family's model folder of
+tests/golden/families/ (families.py's forward, GQA and a sliding window),
+its path in the header's `folder` instead of the config and the params;
+heads are knocked out by a hook on o_proj's input (family_run).
 """
+import json
 import os
 import sys
 
@@ -43,6 +49,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+import generate_families as gf
 import generate_hooks as hk
 from golden_io import write_gpt2
 
@@ -106,7 +113,12 @@ def losses(logits, idx):
 def map_analyses(fam, idx, H):
     """Every analysis of the maps, [B][L][H] (rollout [B][L][T][T])."""
     _, cache = hk.run(fam, idx, H, capture=True)
-    L, (B, T) = len(fam.blocks), idx.shape
+    return of_patterns(cache, len(fam.blocks), idx, H)
+
+
+def of_patterns(cache, L, idx, H):
+    """The analyses of the hooks' blocks.L.attn.hook_pattern [B][H][T][T]."""
+    B, T = idx.shape
     pats = torch.stack([cache[f"blocks.{l}.attn.hook_pattern"] for l in range(L)], dim=1)  # [B][L][H][T][T]
     out = {}
     plogp = torch.where(pats > 0, pats * torch.log(pats), torch.zeros_like(pats))
@@ -161,6 +173,62 @@ def make_case(family, cfg_t, seed_, B, T, idx_seed, own):
     return idx, ["%s %s" % (k, v) for k, v in head], tensors
 
 
+# ==== A decoder family (tests/golden/families/, families.py) ==================
+
+def family_run(config, sd, idx, ablate):
+    """families.forward with heads knocked out: a hook on each o_proj's input
+    (hook_z, [B][T][H * D]) zeroing a head, or setting it to its mean over
+    the positions, as generate_hooks.run does on GPT2's c_proj."""
+    real, D = gf.fam.linear, gf.fam.llama_like(config)["D"]
+
+    def linear(x, sd_, name):
+        for (l, h, method) in ablate:
+            if name == "model.layers.%d.self_attn.o_proj" % l:
+                x = x.clone()
+                z = x[..., h * D:(h + 1) * D]
+                x[..., h * D:(h + 1) * D] = 0 if method == "zero" else z.mean(dim=1, keepdim=True)
+        return real(x, sd_, name)
+
+    gf.fam.linear = linear
+    try:
+        return gf.fam.forward(config, sd, idx)
+    finally:
+        gf.fam.linear = real
+
+
+def family_importance(config, sd, idx, H, L, own):
+    clean = losses(family_run(config, sd, idx, own)[0], idx)
+    out = np.zeros((idx.shape[0], L, H))
+    for l in range(L):
+        for h in range(H):
+            out[:, l, h] = losses(family_run(config, sd, idx, list(own) + [(l, h, "zero")])[0], idx) - clean
+    return out
+
+
+def make_family_case(folder, B, T, idx_seed, own):
+    """The analyses of a model folder of tests/golden/families/ (its
+    config.json and model.safetensors, read as generate_families reads them
+    back) on ids with a repeated half."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(here, "families", folder)
+    config = json.load(open(os.path.join(path, "config.json")))
+    sd = gf.read_safetensors(os.path.join(path, "model.safetensors"))
+    H, L = config["num_attention_heads"], config["num_hidden_layers"]
+    idx = make_ids(config["vocab_size"], B, T, idx_seed)
+    logits, rec = family_run(config, sd, idx, ())
+    tensors = [("loss", losses(logits, idx))]
+    for name, value in of_patterns(rec, L, idx, H).items():
+        tensors.append(("analysis." + name, value))
+    tensors.append(("analysis.importance", family_importance(config, sd, idx, H, L, ())))
+    tensors.append(("importance_ablated", family_importance(config, sd, idx, H, L, own)))
+    head = [("family", config["model_type"]), ("folder", "tests/golden/families/" + folder), ("B", B),
+            ("T", T), ("ablate", "; ".join("%d %d %s" % a for a in own))]
+    return idx, ["%s %s" % (k, v) for k, v in head], tensors
+
+
+# folder of tests/golden/families/, B, T, idx seed, own ablations
+FAMILY_CASES = [("mistral_window4_gqa4x2_f32", 2, 10, 64, [(0, 3, "mean")])]
+
 # name, family, config (the family's order), seed, B, T, idx seed, own ablations
 CASES = [
     ("gpt2_l2_h3_b2_t7", "GPT2", (13, 8, 2, 3, 12, 0.1), 31, 2, 7, 61, [(1, 0, "mean")]),
@@ -174,10 +242,14 @@ def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "analysis")
     print("torch", torch.__version__, "OPENBLAS_CORETYPE", os.environ.get("OPENBLAS_CORETYPE"))
     made = [(c[0], make_case(*c[1:])) for c in CASES]
-    os.makedirs(out, exist_ok=True)
+    made_families = [(c[0], make_family_case(*c)) for c in FAMILY_CASES]
+    os.makedirs(os.path.join(out, "families"), exist_ok=True)
     for name, (idx, head, tensors) in made:
         write_gpt2(os.path.join(out, name + ".gpt2"), name, head, idx, tensors)
         print("wrote", name)
+    for name, (idx, head, tensors) in made_families:
+        write_gpt2(os.path.join(out, "families", name + ".gpt2"), name, head, idx, tensors)
+        print("wrote families/" + name)
 
 
 if __name__ == "__main__":
