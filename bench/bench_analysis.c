@@ -11,7 +11,8 @@
  *     and the analyses without the maps (one block's weights held at a
  *     time); random weights from a seed, ids a random half repeated.
  *     Prints "maps_tT ms", "both_tT ms", "alone_tT ms": the best of
- *     BENCH_ANALYSIS_RUNS (3) runs, the three alternating.
+ *     BENCH_ANALYSIS_RUNS (3) runs, the three alternating; wall time, or
+ *     with THREADS 1 the thread's CPU time (robust on a shared machine).
  *
  *   build/bench/bench_analysis THREADS importance MODEL.safetensors
  *     the importance sweep through api_handle as a request reaches it:
@@ -60,18 +61,23 @@ typedef struct {
     int32_t *idx;
 } maps_case;
 
+/* Wall time, or with one thread (no pool: everything on the calling
+ * thread) its CPU time, which time-sharing with other processes does not
+ * inflate (bench_forward.c's choice). */
+static clockid_t g_clock = CLOCK_MONOTONIC;
+
 static double run_once(maps_case *c, attn_pool *pool, int maps, int analyses) {
     attn_lm_outputs out = {.logits = c->last, .last_only = 1, .attn_weights = maps ? c->maps : NULL};
     for (int a = 0; a < ATTN_ANALYSIS_COUNT && analyses; a++)
         if (SIX >> a & 1u) out.analysis[a] = c->an[a];
     attn_lm_inputs in = {.idx = c->idx, .pool = pool};
     attn_error err = {0};
-    double t0 = clock_ms(CLOCK_MONOTONIC);
+    double t0 = clock_ms(g_clock);
     if (attn_lm_run(&c->p, c->params, &in, NULL, &out, &err) != ATTN_OK) {
         fprintf(stderr, "run: %s\n", err.message);
         exit(1);
     }
-    return clock_ms(CLOCK_MONOTONIC) - t0;
+    return clock_ms(g_clock) - t0;
 }
 
 static int bench_maps(int threads) {
@@ -79,6 +85,7 @@ static int bench_maps(int threads) {
     attn_lm_config cfg = {.arch = ATTN_ARCH_GPT2, .vocab_size = 50257, .context = 1024,
                           .n_layer = 12, .n_head = 12, .width = 768, .dropout = 0.1};
     attn_pool *pool = threads > 1 ? attn_pool_create(threads) : NULL;
+    g_clock = threads > 1 ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID;
     const int Ts[2] = {128, 1024};
     for (int k = 0; k < 2; k++) {
         maps_case c = {0};

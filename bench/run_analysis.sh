@@ -4,7 +4,7 @@
 #    duplicate_token, induction, rollout) at T = 128 and 1,024, beside the
 #    forward that returns the maps (bench_analysis THREADS maps: core's
 #    attn_lm_run with attn_weights; with the analyses too; the analyses
-#    without the maps), on 2 threads;
+#    without the maps), on 1 thread (its CPU time) and 2 (wall time);
 #  - the importance sweep (the forward and 144 ablated runs from each
 #    block's input, through api_handle) against PyTorch with hooks running
 #    the same 144 ablations (bench_analysis_torch.py: TransformerLens's loop
@@ -24,7 +24,7 @@ model=$(mktemp /tmp/bench-analysis-XXXXXX.safetensors)
 trap 'rm -f "$model"' EXIT
 all=""
 for round in $(seq "$rounds"); do
-  all+=$("$1" 2 maps | sed "s/^/core 2 /")$'\n'
+  for th in 1 2; do all+=$("$1" "$th" maps | sed "s/^/core $th /")$'\n'; done
   for th in 1 2; do
     first=""
     if ((round == 1 && th == 1)); then first=$model; fi
@@ -55,11 +55,13 @@ END {
     }
     printf "%s; sgemm 1024^3, best of the run: %.1f GFLOP/s on 1 thread, %.1f on 2 (load average %s; best of %d rounds)\n",
            machine, sg[1], sg[2], load, rounds
-    printf "%-34s %12s %12s %12s %12s %12s\n", "the six analyses, 2 threads (ms)", "maps", "maps + six", "added", "six alone", "vs maps"
-    for (t = 128; t <= 1024; t *= 8) {
-        m = best["core_maps_t" t, 2]; b = best["core_both_t" t, 2]; a = best["core_alone_t" t, 2]
-        printf "%-34s %12.1f %12.1f %11.1f%% %12.1f %11.1f%%\n", "T = " t, m, b, 100 * (b - m) / m, a, 100 * (a - m) / m
-    }
+    printf "%-34s %12s %12s %12s %12s %12s\n", "the six analyses (ms)", "maps", "maps + six", "added", "six alone", "vs maps"
+    for (th = 1; th <= 2; th++)
+        for (t = 128; t <= 1024; t *= 8) {
+            m = best["core_maps_t" t, th]; b = best["core_both_t" t, th]; a = best["core_alone_t" t, th]
+            printf "%-34s %12.1f %12.1f %11.1f%% %12.1f %11.1f%%\n", "T = " t (th == 1 ? ", 1 thread, CPU time" : ", 2 threads, wall"),
+                   m, b, 100 * (b - m) / m, a, 100 * (a - m) / m
+        }
     printf "%-52s %12s %12s %12s\n", "importance sweep, 144 heads, T=128 (ms)", "1 thread", "2 threads", "1t CPU time"
     row("server (api_handle, runs from each block, grouped)", "core_importance_124m_t128")
     row("PyTorch hooks, one forward per head (TL loop)", "torch_importance_124m_t128")
