@@ -66,6 +66,8 @@ typedef struct {
     int tok_default;           /* tok is the server's default: it reads and writes what the
                                   request asks in text, and adds no text of its own */
     int from_text;             /* idx is the tokens of "text" */
+    unsigned text_flags;       /* api_bpe_encode_ex's for texts: API_BPE_ADD_SPECIAL unless
+                                  "add_special" is false */
     int training;
     api_params_source params;  /* init.seed or the state_dict (borrowed from the tree) */
     const api_model *model;    /* "model": a checkpoint loaded at start */
@@ -116,7 +118,9 @@ void api__model_dropout_items(const attn_lm_plan *plan, const float *masks, int 
 /* The tokenizer that adds text the request did not ask for (next_token_text,
  * a generation's text): tok unless it is only the server's default and the
  * request read no text; NULL otherwise. */
-const api_bpe *api__model_text_bpe(const model_rq *rq);
+static inline const api_bpe *api__model_text_bpe(const model_rq *rq) {
+    return rq->tok && (!rq->tok_default || rq->from_text) ? rq->tok->bpe : NULL;
+}
 /* Reads every field of a request; the caller calls api__model_rq_free
  * either way. */
 int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e);
