@@ -6,9 +6,11 @@
  *     forwards with hooks; generate_analysis.py) through api_handle with the
  *     file's weights as a state_dict, [B][T] and [T] requests, within
  *     1e-4 + 1e-3 |want|, and importance beside "ablate"; the same for a
- *     decoder family's model folder (tests/golden/analysis/families/: a
- *     Mistral with grouped queries and a window of tests/golden/families/,
- *     loaded as --model loads it, against families.py's forward);
+ *     decoder family's model folder (tests/golden/analysis/families/: one
+ *     file for each folder of tests/golden/families/ - Llama, Mistral,
+ *     Qwen 2 and 3, SmolLM2, Pythia, Gemma 3; grouped queries scored per
+ *     query head, sliding windows - loaded as --model loads it, against
+ *     families.py's forward);
  *   a model from a seed, a loaded checkpoint and the same weights as a
  *     state_dict give the same bytes; nested and flat agree; requests and
  *     replies valid for the OpenAPI document;
@@ -17,11 +19,13 @@
  * Run from the repository root.
  */
 #include <check.h>
+#include <dirent.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/api.h"
 #include "core/lm.h"
@@ -261,10 +265,23 @@ START_TEST(golden_families) {
 }
 END_TEST
 
+/* Every model folder of tests/golden/families/ (each decoder family) has
+ * its analyses' file: a new family's folder without one fails here. */
 START_TEST(files_exist) {
     ck_assert_msg(g_files.n >= 3, "expected the files of tests/golden/analysis (found %d)", g_files.n);
-    ck_assert_msg(g_families.n >= 1, "expected the files of tests/golden/analysis/families (found %d)",
-                  g_families.n);
+    DIR *d = opendir("tests/golden/families");
+    ck_assert_ptr_nonnull(d);
+    int folders = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        char path[512];
+        snprintf(path, sizeof path, "tests/golden/analysis/families/%s.gpt2", e->d_name);
+        ck_assert_msg(access(path, R_OK) == 0, "%s missing: run tests/golden/generate_analysis.py", path);
+        folders++;
+    }
+    closedir(d);
+    ck_assert_int_ge(folders, 17);
+    ck_assert_int_eq(g_families.n, folders);
 }
 END_TEST
 

@@ -179,11 +179,13 @@ def family_run(config, sd, idx, ablate):
     """families.forward with heads knocked out: a hook on each o_proj's input
     (hook_z, [B][T][H * D]) zeroing a head, or setting it to its mean over
     the positions, as generate_hooks.run does on GPT2's c_proj."""
-    real, D = gf.fam.linear, gf.fam.llama_like(config)["D"]
+    real, H = gf.fam.linear, config["num_attention_heads"]
+    outs = ("model.layers.%d.self_attn.o_proj", "gpt_neox.layers.%d.attention.dense")
 
     def linear(x, sd_, name):
+        D = x.shape[-1] // H
         for (l, h, method) in ablate:
-            if name == "model.layers.%d.self_attn.o_proj" % l:
+            if name in [o % l for o in outs]:
                 x = x.clone()
                 z = x[..., h * D:(h + 1) * D]
                 x[..., h * D:(h + 1) * D] = 0 if method == "zero" else z.mean(dim=1, keepdim=True)
@@ -226,8 +228,26 @@ def make_family_case(folder, B, T, idx_seed, own):
     return idx, ["%s %s" % (k, v) for k, v in head], tensors
 
 
-# folder of tests/golden/families/, B, T, idx seed, own ablations
-FAMILY_CASES = [("mistral_window4_gqa4x2_f32", 2, 10, 64, [(0, 3, "mean")])]
+# folder of tests/golden/families/, B, T, idx seed, own ablations: every
+# decoder family's folder (Llama, Mistral, Qwen, SmolLM2, Pythia, Gemma 3;
+# grouped queries scored per query head)
+FAMILY_CASES = [("mistral_window4_gqa4x2_f32", 2, 10, 64, [(0, 3, "mean")]),
+                ("gemma3_layertypes_w4_bf16", 1, 9, 65, [(1, 0, "zero")]),
+                ("gemma3_mha_w5_f16", 1, 8, 66, []),
+                ("gemma3_pattern2_linear_f32", 2, 7, 67, [(0, 1, "mean")]),
+                ("gemma3_tokenizer_f32", 1, 8, 68, []),
+                ("llama2_mha_untied_f32", 2, 8, 69, [(1, 1, "zero")]),
+                ("llama32_rope3_gqa6x2_tied_f16", 1, 9, 70, []),
+                ("llama_bias_gqa4x2_untied_f32", 2, 7, 71, [(0, 2, "mean")]),
+                ("mistral_nowindow_hd16_bf16", 1, 8, 72, []),
+                ("pythia_parallel_h3_f16", 2, 8, 73, [(0, 2, "zero")]),
+                ("pythia_sequential_h2_f32", 1, 9, 74, [(1, 1, "mean")]),
+                ("qwen25_gqa6x2_tied_bf16", 1, 8, 75, []),
+                ("qwen2_gqa3x1_untied_f16", 2, 7, 76, [(0, 0, "zero")]),
+                ("qwen3_hd16_gqa4x2_tied_f32", 1, 8, 77, []),
+                ("qwen3_hd8_gqa6x3_untied_bf16", 2, 8, 78, [(1, 5, "mean")]),
+                ("smollm2_gqa3x1_tied_bf16", 1, 9, 79, []),
+                ("smollm2_tokenizer_bf16", 1, 8, 80, [])]
 
 # name, family, config (the family's order), seed, B, T, idx seed, own ablations
 CASES = [
@@ -242,7 +262,9 @@ def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "analysis")
     print("torch", torch.__version__, "OPENBLAS_CORETYPE", os.environ.get("OPENBLAS_CORETYPE"))
     made = [(c[0], make_case(*c[1:])) for c in CASES]
-    made_families = [(c[0], make_family_case(*c)) for c in FAMILY_CASES]
+    only = sys.argv[2:]  # folder names: those families alone (the others' files stay)
+    made = [] if only else made
+    made_families = [(c[0], make_family_case(*c)) for c in FAMILY_CASES if not only or c[0] in only]
     os.makedirs(os.path.join(out, "families"), exist_ok=True)
     for name, (idx, head, tensors) in made:
         write_gpt2(os.path.join(out, name + ".gpt2"), name, head, idx, tensors)
