@@ -1,5 +1,6 @@
 /* test_server_units.c - the server's small modules without a server: the
  * memory budget (waits, deadlines, who goes first, the deadlock it refuses),
+ * the worker pool's capacity,
  * the --cors-origin list, If-None-Match against an ETag, and content codings.
  *
  * The modules are compiled into this program from their sources (the server
@@ -19,6 +20,7 @@
 #include "server/cors.c"
 #include "server/encoding.c"
 #include "server/etag.c"
+#include "server/pool.c"
 #include "tests/support/check_main.h"
 
 #define MiB ((size_t)1 << 20)
@@ -288,6 +290,54 @@ START_TEST(t_budget_default_is_stated) {
 }
 END_TEST
 
+/* ==== Worker pool ======================================================= */
+
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static int gate_open;
+static atomic_int jobs_done;
+
+static void gated_job(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&gate_mu);
+    while (!gate_open) pthread_cond_wait(&gate_cv, &gate_mu);
+    pthread_mutex_unlock(&gate_mu);
+    atomic_fetch_add(&jobs_done, 1);
+}
+
+static void set_gate(int open) {
+    pthread_mutex_lock(&gate_mu);
+    gate_open = open;
+    pthread_cond_broadcast(&gate_cv);
+    pthread_mutex_unlock(&gate_mu);
+}
+
+/* 4 threads and a queue of 4 take 8 jobs at once, however soon after one
+ * another they come (jobs the idle threads have not picked up yet are not
+ * waiting for a thread), and refuse the 9th while the 8 run. Many rounds:
+ * submitting right after the pool starts is when the threads are slowest
+ * to pick up. */
+START_TEST(t_pool_capacity) {
+    for (int round = 0; round < 50; round++) {
+        set_gate(0);
+        atomic_store(&jobs_done, 0);
+        srv_pool *p = srv_pool_create(4, 4);
+        ck_assert_ptr_nonnull(p);
+        int taken = 0;
+        for (int i = 0; i < 8; i++) taken += srv_pool_submit(p, gated_job, NULL) == 0;
+        ck_assert_msg(taken == 8, "round %d: %d of 8 jobs taken by 4 threads and a queue of 4",
+                      round, taken);
+        ck_assert_int_eq(srv_pool_submit(p, gated_job, NULL), -1);
+        size_t queued, running;
+        srv_pool_stats(p, &queued, &running);
+        ck_assert_uint_eq(queued + running, 8);
+        set_gate(1);
+        srv_pool_destroy(p);
+        ck_assert_int_eq(atomic_load(&jobs_done), 8);
+    }
+}
+END_TEST
+
 /* ==== CORS ============================================================== */
 
 START_TEST(t_cors_lists) {
@@ -375,7 +425,7 @@ END_TEST
 
 static Suite *units_suite(void) {
     Suite *s = suite_create("server_units");
-    const TTest *tests[] = {t_budget_parse_estimate, t_budget_parse_estimate_bounds_jansson, t_budget_reserve_release, t_budget_release_wakes_growers_first, t_budget_refuses_deadlock, t_budget_default_is_stated, t_cors_lists, t_etag_if_none_match, t_codings, NULL};
+    const TTest *tests[] = {t_budget_parse_estimate, t_budget_parse_estimate_bounds_jansson, t_budget_reserve_release, t_budget_release_wakes_growers_first, t_budget_refuses_deadlock, t_budget_default_is_stated, t_pool_capacity, t_cors_lists, t_etag_if_none_match, t_codings, NULL};
     tcase_with(s, "units", 30, tests);
     return s;
 }
