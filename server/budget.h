@@ -6,11 +6,15 @@
  * would never fit 413), the parse (the JSON tree made of the body, estimated
  * from it, and a gzip body's inflated text) before api_handle, then the rest
  * (parameters, intermediates, outputs and reply text: the api's element
- * estimate, through api_limits.reserve) once the sizes are known. A request
- * that does not fit waits on its worker, up to a deadline; requests that
- * already hold a reservation go first. It is refused at once when it could
- * never fit, and when everything reserved belongs to requests that are
- * themselves waiting for more (nothing would ever be released).
+ * estimate, through api_limits.reserve) once the sizes are known. What
+ * fits is taken at once, whoever waits: a request waiting for more than is
+ * free does not keep out the ones that fit beside it. One that does not fit
+ * waits on its worker, up to a deadline; memory released goes to the
+ * waiting requests that fit before anyone else can take it, those that
+ * already hold a reservation first, each kind in order of arrival. A
+ * request is refused at once when it could never fit, and when everything
+ * reserved belongs to requests that are themselves waiting for more
+ * (nothing would ever be released).
  */
 #ifndef SRV_BUDGET_H
 #define SRV_BUDGET_H

@@ -223,33 +223,64 @@ static void wait_for_waiters(srv_budget *b, int n) {
     ck_assert_int_eq(waiting(b), n);
 }
 
-/* A waiting request gets its memory when another releases, and one that
- * holds memory already (growing) goes before a new one. */
-START_TEST(t_budget_release_wakes_growers_first) {
+/* A request that waits for memory (a grower: it holds some already) does
+ * not keep out the ones that fit beside it: a new body of 1 MiB is taken at
+ * once (the I/O thread does not wait: deadline 0), and so is a new request
+ * of 5 MiB; the grower gets its memory when it is released. */
+START_TEST(t_budget_admits_what_fits_beside_a_waiter) {
     srv_budget *b = srv_budget_create(100 * MiB);
-    size_t big = 0;
+    size_t big = 0, body = 0, fresh = 0;
     ck_assert_int_eq(srv_budget_reserve(b, &big, 70 * MiB, in(1)), SRV_BUDGET_OK);
     waiter grow = {.b = b, .want = 40 * MiB, .deadline = in(5)};
     ck_assert_int_eq(srv_budget_reserve(b, &grow.held, 20 * MiB, in(1)), SRV_BUDGET_OK);
     atomic_init(&grow.result, -1);
-    pthread_t tg, tn;
+    pthread_t tg;
     ck_assert_int_eq(pthread_create(&tg, NULL, reserve_thread, &grow), 0);
     wait_for_waiters(b, 1);
-    /* 10 MiB are free: a new request of 5 MiB would fit, but the grower waits
-     * before it. */
-    waiter fresh = {.b = b, .want = 5 * MiB, .deadline = in(5)};
-    atomic_init(&fresh.result, -1);
-    ck_assert_int_eq(pthread_create(&tn, NULL, reserve_thread, &fresh), 0);
-    wait_for_waiters(b, 2);
-    ck_assert_int_eq(atomic_load(&fresh.result), -1);
-    srv_budget_release(b, &big);   /* 80 MiB free: the grower takes 40, then the new one 5 */
+    /* 10 MiB are free */
+    ck_assert_int_eq(srv_budget_reserve(b, &body, 1 * MiB, 0.0), SRV_BUDGET_OK);
+    ck_assert_int_eq(srv_budget_reserve(b, &fresh, 5 * MiB, in(1)), SRV_BUDGET_OK);
+    /* 4 MiB free now: 5 more do not fit, and the I/O thread's body is refused */
+    ck_assert_int_eq(srv_budget_reserve(b, &body, 5 * MiB, 0.0), SRV_BUDGET_TIMEOUT);
+    ck_assert_int_eq(atomic_load(&grow.result), -1);
+    srv_budget_release(b, &big);
     pthread_join(tg, NULL);
-    pthread_join(tn, NULL);
     ck_assert_int_eq(atomic_load(&grow.result), SRV_BUDGET_OK);
-    ck_assert_int_eq(atomic_load(&fresh.result), SRV_BUDGET_OK);
     ck_assert_uint_eq(grow.held, 60 * MiB);
-    ck_assert_uint_eq(fresh.held, 5 * MiB);
     srv_budget_release(b, &grow.held);
+    srv_budget_release(b, &body);
+    srv_budget_release(b, &fresh);
+    srv_budget_destroy(b);
+}
+END_TEST
+
+/* Memory released goes first to the requests waiting for it, those that
+ * hold memory already before new ones, whatever their order of arrival;
+ * a waiter it cannot serve yet waits on. */
+START_TEST(t_budget_release_serves_growers_first) {
+    srv_budget *b = srv_budget_create(100 * MiB);
+    size_t big = 0;
+    ck_assert_int_eq(srv_budget_reserve(b, &big, 50 * MiB, in(1)), SRV_BUDGET_OK);
+    waiter fresh = {.b = b, .want = 50 * MiB, .deadline = in(5)};
+    waiter grow = {.b = b, .want = 35 * MiB, .deadline = in(5)};
+    ck_assert_int_eq(srv_budget_reserve(b, &grow.held, 20 * MiB, in(1)), SRV_BUDGET_OK);
+    atomic_init(&fresh.result, -1);
+    atomic_init(&grow.result, -1);
+    pthread_t tf, tg;
+    ck_assert_int_eq(pthread_create(&tf, NULL, reserve_thread, &fresh), 0); /* first */
+    wait_for_waiters(b, 1);
+    ck_assert_int_eq(pthread_create(&tg, NULL, reserve_thread, &grow), 0);
+    wait_for_waiters(b, 2);
+    srv_budget_release(b, &big);   /* 80 MiB free: the grower's 35, then 45 left: not 50 */
+    pthread_join(tg, NULL);
+    ck_assert_int_eq(atomic_load(&grow.result), SRV_BUDGET_OK);
+    ck_assert_uint_eq(grow.held, 55 * MiB);
+    wait_for_waiters(b, 1);
+    ck_assert_int_eq(atomic_load(&fresh.result), -1);
+    srv_budget_release(b, &grow.held);
+    pthread_join(tf, NULL);
+    ck_assert_int_eq(atomic_load(&fresh.result), SRV_BUDGET_OK);
+    ck_assert_uint_eq(fresh.held, 50 * MiB);
     srv_budget_release(b, &fresh.held);
     srv_budget_destroy(b);
 }
@@ -425,7 +456,7 @@ END_TEST
 
 static Suite *units_suite(void) {
     Suite *s = suite_create("server_units");
-    const TTest *tests[] = {t_budget_parse_estimate, t_budget_parse_estimate_bounds_jansson, t_budget_reserve_release, t_budget_release_wakes_growers_first, t_budget_refuses_deadlock, t_budget_default_is_stated, t_pool_capacity, t_cors_lists, t_etag_if_none_match, t_codings, NULL};
+    const TTest *tests[] = {t_budget_parse_estimate, t_budget_parse_estimate_bounds_jansson, t_budget_reserve_release, t_budget_admits_what_fits_beside_a_waiter, t_budget_release_serves_growers_first, t_budget_refuses_deadlock, t_budget_default_is_stated, t_pool_capacity, t_cors_lists, t_etag_if_none_match, t_codings, NULL};
     tcase_with(s, "units", 30, tests);
     return s;
 }
