@@ -195,6 +195,9 @@ typedef struct {
     size_t defer_above;   /* nonzero: a request that would hold more elements than this is
                              not computed; api_handle returns 0 (reply status 0, no body)
                              after parsing it, for the caller to run it elsewhere */
+    int defer_generation; /* nonzero: a request that generates ("generate" on /model/gpt2,
+                             /v1/completions), as its parse finds it, is not run either:
+                             api_handle returns 0 with reply->generation set */
     /* Optional (NULL: none). Called once per request when its sizes are known
      * (after the parse, before its parameters, intermediates, outputs and
      * reply are allocated) with the bytes those will take at most. A nonzero
@@ -260,6 +263,7 @@ typedef struct {
     const api_part *parts;
     int n_parts;
     void *parts_owner;
+    int generation;       /* deferred (status 0) and a generation (api_limits.defer_generation) */
 } api_reply;
 
 /* Frees the body and whatever the parts point into; the reply is then empty. */
@@ -272,7 +276,8 @@ int api_reply_flatten(api_reply *reply);
 
 /* Handles one request body for an endpoint. Fills reply with a body (the
  * result, or {"error": {...}}) and returns reply->status; or returns 0 with
- * no body when lim->defer_above says the request is too big to run here. */
+ * no body when lim->defer_above says the request is too big to run here, or
+ * lim->defer_generation that it generates (reply->generation). */
 int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *lim,
                api_reply *reply);
 

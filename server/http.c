@@ -584,11 +584,28 @@ static void run_api(request *q, api_endpoint ep) {
     lim.token = gen_token;   /* a generation's steps (gen.h) */
     lim.events = events_piece;
     lim.gen_ctx = q;
+    lim.defer_generation = !q->gen; /* found by the parse here: to the generation threads */
     attn_cancel_set(stopped, q);
     if (q->gen) srv_gen_enter(q->srv->gen); /* its turn: generations take them in order */
     api_handle(ep, q->body ? q->body : "", q->len, &lim, &q->reply);
     if (q->gen) srv_gen_leave(q->srv->gen);
     attn_cancel_set(NULL, NULL);
+}
+
+static void compute_job(void *arg);
+
+/* A generation that the parse on a compute worker found (a body too large
+ * or gzip for the I/O thread): queued on the generation threads, which run
+ * compute_job again. 1 when queued; 0 with a 503 stored when their queue is
+ * full, or when it is no such request. */
+static int to_generation_threads(request *q) {
+    if (q->gen || q->reply.status != 0 || !q->reply.generation) return 0;
+    q->gen = 1;
+    q->reply = (api_reply){0};
+    if (srv_gen_submit(q->srv->gen, compute_job, q) == 0) return 1;
+    store_error(&q->reply, API_E_OVERLOADED, "every generation thread is busy and their queue is "
+                "full (--max-streams, --max-queue); retry later");
+    return 0;
 }
 
 static void compute_job(void *arg) {
@@ -605,12 +622,14 @@ static void compute_job(void *arg) {
         finish_job(q);
         return;
     }
+    q->gzip_body = 0; /* inflated: a generation found below runs on it as it is */
     /* The body is held already (begin, take_chunk); the estimate counts it. */
     size_t parse = srv_budget_parse_estimate(q->body ? q->body : "", q->len);
     parse = parse > q->held ? parse - q->held : 0;
     srv_budget_result r = srv_budget_reserve(s->budget, &q->held, parse, q->deadline);
     if (r == SRV_BUDGET_OK) {
         run_api(q, ep_of(q));
+        if (to_generation_threads(q)) return;
     } else {
         char msg[256];
         budget_message(q, r, parse, msg, sizeof msg);
@@ -661,11 +680,14 @@ static enum MHD_Result answer(request *q) {
     /* A small request is answered here on the I/O thread, when its plan is
      * tiny too (microseconds of work): no hand-off to a worker and back.
      * Its memory is not reserved in the budget: at most one per I/O
-     * thread, each under SRV_INLINE_MAX_ELEMENTS. */
-    q->gen = srv_gen_wants(q->route, q->body, q->len);
-    if (q->len <= SRV_INLINE_MAX_BODY && !q->gzip_body && !q->gen) {
+     * thread, each under SRV_INLINE_MAX_ELEMENTS. A generation, as the
+     * parse finds it, goes to the generation threads (gen.h); a larger
+     * body is parsed on a compute worker, which hands a generation over. */
+    q->gen = 0;
+    if (q->len <= SRV_INLINE_MAX_BODY && !q->gzip_body) {
         api_limits lim = request_limits(q);
         lim.defer_above = SRV_INLINE_MAX_ELEMENTS;
+        lim.defer_generation = 1;
         if (api_handle(ep_of(q), q->body ? q->body : "", q->len, &lim, &q->reply) != 0) {
             free(q->body);
             q->body = NULL;
@@ -674,6 +696,8 @@ static enum MHD_Result answer(request *q) {
             int status = q->reply.status;
             return respond_body(q, status, q->reply.content_type, &q->reply.body);
         }
+        q->gen = q->reply.generation;
+        q->reply = (api_reply){0};
     }
 
     /* Suspend before the job can resume us; if the queue is full, resume at
@@ -681,8 +705,10 @@ static enum MHD_Result answer(request *q) {
     atomic_store(&q->ph, PH_WORKING);
     MHD_suspend_connection(q->conn);
     if ((q->gen ? srv_gen_submit(s->gen, compute_job, q) : srv_pool_submit(s->pool, compute_job, q)) != 0) {
-        store_error(&q->reply, API_E_OVERLOADED, "every worker is busy and the queue is full "
-                    "(--max-queue); retry later");
+        store_error(&q->reply, API_E_OVERLOADED, q->gen
+                    ? "every generation thread is busy and their queue is full (--max-streams, "
+                      "--max-queue); retry later"
+                    : "every worker is busy and the queue is full (--max-queue); retry later");
         atomic_store(&q->ph, PH_DONE);
         MHD_resume_connection(q->conn);
     }
