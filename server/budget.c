@@ -364,6 +364,11 @@ static size_t cgroup_limit(int *v2) {
     return best;
 }
 
+size_t srv_budget_max_elements(size_t limit) {
+    size_t half = limit / 2 / sizeof(float);
+    return half > SRV_MIN_MAX_ELEMENTS ? half : SRV_MIN_MAX_ELEMENTS;
+}
+
 size_t srv_budget_default(char *how, size_t how_size) {
     int v2 = 0;
     size_t base = cgroup_limit(&v2);

@@ -96,6 +96,16 @@ typedef struct {
 
 void srv_budget_get_stats(srv_budget *b, srv_budget_stats *st);
 
+/* The default --max-elements for a budget of `limit` bytes: half of it in
+ * float32 values (one request may hold half the memory all requests share:
+ * two of the largest run at once), at least SRV_MIN_MAX_ELEMENTS (2^27,
+ * 512 MiB of floats). A request beyond the budget itself is refused up
+ * front all the same: its reservation is 413 before anything is allocated.
+ * Half the physical memory of a 4 GiB machine minus the margin already
+ * takes the book's GPT_CONFIG_124M from a seed (about 176M values). */
+#define SRV_MIN_MAX_ELEMENTS ((size_t)1 << 27)
+size_t srv_budget_max_elements(size_t limit);
+
 /* The default budget: the cgroup memory limit of this process (cgroup v2
  * memory.max or v1 memory.limit_in_bytes, the smallest along its path) when
  * one is set, else half the physical memory; minus a margin of a quarter of

@@ -1072,8 +1072,8 @@ static void stop_helpers(srv_http *s) {
 
 /* The api's limits every request starts from. */
 static void base_limits(srv_http *s, const srv_options *opt, attn_pool *compute,
-                        const api_models *models) {
-    s->limits.max_elements = opt->max_elements;
+                        const api_models *models, size_t budget) {
+    s->limits.max_elements = opt->max_elements ? opt->max_elements : srv_budget_max_elements(budget);
     s->limits.max_work = (double)opt->max_work;
     s->limits.compute = compute;
     s->limits.tokenizers = opt->loaded_tokenizers;
@@ -1087,7 +1087,6 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
     memset(s, 0, sizeof *s);
     s->opt = opt;
     s->pool = pool;
-    base_limits(s, opt, compute, models);
     s->started = (long long)time(NULL);
     atomic_init(&s->draining, 0);
     atomic_init(&s->stopping, 0);
@@ -1102,6 +1101,7 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
     size_t budget = opt->max_memory;
     snprintf(why, sizeof why, "--max-memory");
     if (!budget) budget = srv_budget_default(why, sizeof why);
+    base_limits(s, opt, compute, models, budget);
     /* The lingering close reads up to 4 bodies' worth (at least 16 MiB). */
     size_t linger_bytes = opt->max_body > SIZE_MAX / 4 ? SIZE_MAX : opt->max_body * 4;
     if (linger_bytes < ((size_t)16 << 20)) linger_bytes = (size_t)16 << 20;

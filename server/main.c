@@ -211,9 +211,10 @@ static int serve(const srv_options *opt) {
         return 1;
     }
     srv_log("%s listening on %s port %d: %d workers, %d I/O threads, max-queue %d, "
-            "max-body %zu, max-elements %zu, timeout %ds, OpenBLAS %s x%d (checked%s%s)",
+            "max-body %zu, max-elements %zu%s, timeout %ds, OpenBLAS %s x%d (checked%s%s)",
             srv_info_version_line(), opt->host, http.port, opt->threads, opt->io_threads,
-            opt->max_queue, opt->max_body, opt->max_elements, opt->timeout,
+            opt->max_queue, opt->max_body, http.limits.max_elements,
+            opt->max_elements ? "" : " (from the memory budget)", opt->timeout,
             openblas_get_corename(), openblas_get_num_threads(),
             srv_kernels_get()->fallback_from[0] ? ", after " : "",
             srv_kernels_get()->fallback_from);

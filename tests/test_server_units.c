@@ -312,6 +312,17 @@ START_TEST(t_budget_refuses_deadlock) {
 }
 END_TEST
 
+/* --max-elements by default: half the budget in floats, at least 2^27; a
+ * 4 GiB machine's default budget (half of it, less a quarter: 1.5 GiB)
+ * takes the book's GPT_CONFIG_124M from a seed (176,122,146 values). */
+START_TEST(t_budget_max_elements) {
+    ck_assert_uint_eq(srv_budget_max_elements(64 * MiB), SRV_MIN_MAX_ELEMENTS);
+    ck_assert_uint_eq(srv_budget_max_elements(1024 * MiB), SRV_MIN_MAX_ELEMENTS);
+    ck_assert_uint_eq(srv_budget_max_elements(8192 * MiB), (size_t)1 << 30);
+    ck_assert_uint_ge(srv_budget_max_elements(1536 * MiB), 176122146);
+}
+END_TEST
+
 START_TEST(t_budget_default_is_stated) {
     char how[160] = "";
     size_t d = srv_budget_default(how, sizeof how);
@@ -456,7 +467,7 @@ END_TEST
 
 static Suite *units_suite(void) {
     Suite *s = suite_create("server_units");
-    const TTest *tests[] = {t_budget_parse_estimate, t_budget_parse_estimate_bounds_jansson, t_budget_reserve_release, t_budget_admits_what_fits_beside_a_waiter, t_budget_release_serves_growers_first, t_budget_refuses_deadlock, t_budget_default_is_stated, t_pool_capacity, t_cors_lists, t_etag_if_none_match, t_codings, NULL};
+    const TTest *tests[] = {t_budget_parse_estimate, t_budget_parse_estimate_bounds_jansson, t_budget_reserve_release, t_budget_admits_what_fits_beside_a_waiter, t_budget_release_serves_growers_first, t_budget_refuses_deadlock, t_budget_max_elements, t_budget_default_is_stated, t_pool_capacity, t_cors_lists, t_etag_if_none_match, t_codings, NULL};
     tcase_with(s, "units", 30, tests);
     return s;
 }
