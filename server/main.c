@@ -40,6 +40,7 @@
 #include "options.h"
 #include "pool.h"
 #include "probe.h"
+#include "sigbus.h"
 
 static int signal_pipe[2] = {-1, -1};
 
@@ -112,15 +113,36 @@ static int load_demo(api_models **models) {
     return 0;
 }
 
+typedef struct {
+    api_models **models;
+    const char *spec;
+    char why[768];
+} model_load;
+
+static int load_one(void *arg) {
+    model_load *l = arg;
+    return api_models_load(l->models, l->spec, l->why, sizeof l->why);
+}
+
 /* The checkpoints, validated in full before the port is bound: a bad file
  * stops the server (exit 2) before it reports ready. Returns 0 or -1. */
 static int load_models(const srv_options *opt, api_models **models) {
     if (opt->n_models == 0 && opt->demo_model) return load_demo(models);
     for (int i = 0; i < opt->n_models; i++) {
-        char why[768];
+        model_load l = {.models = models, .spec = opt->models[i]};
+        char file[1024];
         double t0 = now_s();
-        if (api_models_load(models, opt->models[i], why, sizeof why) != 0) {
-            srv_log("--model %.200s: %s", opt->models[i], why);
+        int rc = srv_sigbus_guard(load_one, &l, file, sizeof file);
+        if (rc == SRV_SIGBUS_HIT) {
+            srv_log("--model %.200s: %s changed while it was read: a page past its end (cut short "
+                    "after it was opened?); a model's files must stay as they are while the server "
+                    "loads them", opt->models[i], file);
+            /* The load was abandoned midway: what it holds cannot be freed,
+             * and a leak checker would turn the exit status into its own. */
+            _exit(2);
+        }
+        if (rc != 0) {
+            srv_log("--model %.200s: %s", opt->models[i], l.why);
             api_models_free(*models);
             *models = NULL;
             return -1;
