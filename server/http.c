@@ -771,6 +771,7 @@ static request *new_request(srv_http *s, struct MHD_Connection *conn, const char
     q->conn = conn;
     snprintf(q->method, sizeof q->method, "-");
     q->m = SRV_M_OTHER;
+    uri = srv_route_path_of(uri);
     snprintf(q->path, sizeof q->path, "%.*s", (int)strcspn(uri, "?"), uri);
     q->route = srv_route_find(q->path);
     atomic_init(&q->ph, PH_READING);
@@ -857,6 +858,7 @@ static enum MHD_Result begin(srv_http *s, struct MHD_Connection *conn, const cha
     q->begun = 1;
     snprintf(q->method, sizeof q->method, "%s", method);
     q->m = srv_method_of(method);
+    url = srv_route_path_of(url); /* absolute form: the path in it */
     snprintf(q->path, sizeof q->path, "%s", url);
     q->route = srv_route_find(url);
     *req_cls = q;

@@ -150,9 +150,27 @@ static void expect_seed_mha(const char *content_type) {
     srvt_reply_free(&r);
 }
 
+/* The status of a request sent as raw bytes (its target in absolute form). */
+static int raw_status(const char *request) {
+    srvt_raw_reply r;
+    ck_assert_int_eq(srvt_raw(&srv, request, strlen(request), 10000, &r), 0);
+    int status = srvt_raw_status(&r);
+    srvt_raw_free(&r);
+    return status;
+}
+
+/* The seed request; then targets in absolute form (RFC 9112, 3.2.2: a
+ * server accepts them; the path is what routes), which were 404s. */
 START_TEST(t_seed_multihead) {
     start(NULL);
     expect_seed_mha(NULL);
+    char req[4096];
+    snprintf(req, sizeof req, "POST http://127.0.0.1:%d/attention/multihead HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+             "Content-Length: %zu\r\nConnection: close\r\n\r\n%s", srv.port, strlen(srvt_seed_mha), srvt_seed_mha);
+    ck_assert_int_eq(raw_status(req), 200);
+    ck_assert_int_eq(raw_status("GET HTTP://example.com/healthz?x=1 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"), 200);
+    ck_assert_int_eq(raw_status("GET https://example.com HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"), 200);
+    ck_assert_int_eq(raw_status("GET http://example.com/nope HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"), 404);
     stop();
 }
 END_TEST
