@@ -82,6 +82,7 @@ typedef struct {
     int gzip_ok;             /* Accept-Encoding takes gzip */
     int want_format;         /* 1 + the reply format Accept prefers to JSON; 0: none */
     int gzipped;             /* the reply body is gzip */
+    int static_gz;           /* a static document that has a gzip copy: Vary */
     double ms_gzip;          /* time the worker took to compress it */
     size_t held;             /* bytes reserved in the memory budget */
     double deadline;         /* CLOCK_MONOTONIC seconds: longest wait for memory */
@@ -139,7 +140,7 @@ static enum MHD_Result respond_with(request *q, int status, const char *content_
     }
     /* One Vary header: what the reply depends on besides the URL. */
     int vary_origin = srv_cors_enabled(cors) && srv_cors_varies(cors);
-    int vary_coding = q->route <= SRV_R_LAST_COMPUTE && q->srv->opt->gzip_level > 0;
+    int vary_coding = (q->route <= SRV_R_LAST_COMPUTE && q->srv->opt->gzip_level > 0) || q->static_gz;
     if (vary_origin || vary_coding)
         MHD_add_response_header(r, MHD_HTTP_HEADER_VARY,
                                 vary_origin && vary_coding ? "Origin, Accept-Encoding"
@@ -274,22 +275,25 @@ static enum MHD_Result respond_error(request *q, api_error err, const char *fiel
 
 /* ==== Routes ============================================================ */
 
-/* A document that only changes with the binary: an ETag, "no-cache" (caches
- * keep it but ask again each time), and 304 Not Modified when the client
- * already has it. */
-static enum MHD_Result answer_static(request *q, const char *content_type, const char *doc,
-                                     const char *etag) {
+/* A document that only changes with the binary (static_doc.h): an ETag,
+ * "no-cache" (caches keep it but ask again each time), 304 Not Modified when
+ * the client already has it, its gzip copy to a client that takes gzip. */
+static enum MHD_Result answer_static(request *q, const char *content_type, const srv_static_doc *d) {
+    q->static_gz = d->gz.len > 0;
+    int gz = q->static_gz && srv_accepts_gzip(MHD_lookup_connection_value(
+                                 q->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
+    const char *etag = gz ? d->gz_etag : d->etag;
     const char *inm = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND,
                                                   MHD_HTTP_HEADER_IF_NONE_MATCH);
     int unchanged = srv_etag_matches(inm, etag);
-    struct MHD_Response *r =
-        unchanged ? MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT)
-                  : MHD_create_response_from_buffer(strlen(doc), (void *)doc, MHD_RESPMEM_PERSISTENT);
+    size_t len = unchanged ? 0 : gz ? d->gz.len : d->len;
+    void *body = unchanged ? (void *)"" : gz ? (void *)d->gz.data : (void *)d->text;
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_PERSISTENT);
     if (!r) return MHD_NO;
     MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-    return respond_with(q, unchanged ? MHD_HTTP_NOT_MODIFIED : 200,
-                        unchanged ? NULL : content_type, r, unchanged ? 0 : strlen(doc));
+    q->gzipped = gz && !unchanged;
+    return respond_with(q, unchanged ? MHD_HTTP_NOT_MODIFIED : 200, unchanged ? NULL : content_type, r, len);
 }
 
 static enum MHD_Result answer_get(request *q) {
@@ -334,9 +338,9 @@ static enum MHD_Result answer_get(request *q) {
         return respond_json(q, 200, &b);
     }
     case SRV_R_OPENAPI:
-        return answer_static(q, "application/json", api_openapi_json(), s->openapi_etag);
+        return answer_static(q, "application/json", &s->openapi);
     case SRV_R_VIEWER:
-        return answer_static(q, "text/html; charset=utf-8", srv_viewer_html(), s->viewer_etag);
+        return answer_static(q, "text/html; charset=utf-8", &s->viewer);
     default:
         return respond_error(q, API_E_INTERNAL_ERROR, NULL, "no handler for %s", q->path);
     }
@@ -1070,6 +1074,8 @@ static void stop_helpers(srv_http *s) {
     s->linger = NULL;
     srv_budget_destroy(s->budget);
     s->budget = NULL;
+    srv_static_doc_free(&s->openapi);
+    srv_static_doc_free(&s->viewer);
 }
 
 /* The api's limits every request starts from. */
@@ -1097,9 +1103,12 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
         srv_log("--cors-origin: %s", why);
         return -1;
     }
-    const char *doc = api_openapi_json();
-    srv_etag_of(doc, strlen(doc), s->openapi_etag);
-    srv_etag_of(srv_viewer_html(), strlen(srv_viewer_html()), s->viewer_etag);
+    if (srv_static_doc_make(&s->openapi, api_openapi_json(), opt->gzip_level, opt->gzip_min_size) ||
+        srv_static_doc_make(&s->viewer, srv_viewer_html(), opt->gzip_level, opt->gzip_min_size)) {
+        srv_log("cannot compress the static documents");
+        stop_helpers(s);
+        return -1;
+    }
     size_t budget = opt->max_memory;
     snprintf(why, sizeof why, "--max-memory");
     if (!budget) budget = srv_budget_default(why, sizeof why);

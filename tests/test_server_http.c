@@ -15,6 +15,7 @@
 #include "support/check_main.h"
 #include "support/server_harness.h"
 #include "support/server_requests.h"
+#include "support/zref.h"
 
 static srvt_server srv;
 
@@ -93,6 +94,33 @@ START_TEST(t_openapi) {
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(json_object_get(paths, want[i]) != NULL, "openapi lacks %s", want[i]);
     json_decref(j);
+    /* replies over 1 KiB go gzipped to clients that take it, these too: the
+     * same bytes inflated, under an ETag of their own (a 304 for it) */
+    const char *docs[] = {"/openapi.json", "/"};
+    for (int d = 0; d < 2; d++) {
+        srvt_reply plain, gz, again;
+        get_200(docs[d], &plain);
+        srvt_req rq = {.method = "GET", .headers = (const char *const[]){"Accept-Encoding: gzip", NULL}};
+        ck_assert_int_eq(srvt_do(&srv, docs[d], &rq, &gz), 0);
+        ck_assert_int_eq(gz.status, 200);
+        srvt_assert_header(&gz, "Content-Encoding", "gzip");
+        srvt_assert_header(&gz, "Vary", "Accept-Encoding");
+        size_t n;
+        char *inflated = zref_gunzip(gz.body, gz.len, (size_t)1 << 26, &n);
+        ck_assert_msg(inflated && n == plain.len && memcmp(inflated, plain.body, n) == 0,
+                      "%s: gzip body of %zu bytes is not the document", docs[d], gz.len);
+        ck_assert_uint_lt(gz.len, plain.len / 2);
+        char etag[64], etag_gz[64], inm[96];
+        ck_assert_ptr_nonnull(srvt_header(&plain, "ETag", etag, sizeof etag));
+        ck_assert_ptr_nonnull(srvt_header(&gz, "ETag", etag_gz, sizeof etag_gz));
+        ck_assert_str_ne(etag, etag_gz);
+        snprintf(inm, sizeof inm, "If-None-Match: %s", etag_gz);
+        srvt_req rq2 = {.method = "GET", .headers = (const char *const[]){"Accept-Encoding: gzip", inm, NULL}};
+        ck_assert_int_eq(srvt_do(&srv, docs[d], &rq2, &again), 0);
+        ck_assert_int_eq(again.status, 304);
+        free(inflated);
+        srvt_reply_free(&plain), srvt_reply_free(&gz), srvt_reply_free(&again);
+    }
     srvt_reply_free(&r);
     stop();
 }
