@@ -13,7 +13,8 @@
  * process, even while a loader is blocked (a FIFO given as a file). A
  * SIGHUP ignored by the parent (nohup) stays ignored.
  *
- * Shutdown: close the listening socket (acceptor.h) and answer /readyz with 503;
+ * Shutdown: close the listening socket (acceptor.h: new connections are refused) and
+ * answer /readyz with 503 on the connections still open;
  * wait until every request in flight has been answered (at most
  * --drain-timeout seconds; a second signal cuts the wait short); then stop
  * the computations still running (each within an item of its work:

@@ -487,7 +487,7 @@ def main():
         "type": "object", "properties": {"status": {"type": "string", "enum": ["ok"]}}, "required": ["status"], "additionalProperties": False}}}}
     paths["/healthz"] = {"get": {"operationId": "healthz", "tags": ["operations"], "summary": "Liveness.", "responses": {"200": status_ok}}}
     paths["/readyz"] = {"get": {"operationId": "readyz", "tags": ["operations"], "summary": "Readiness: ready to take requests.", "responses": {
-        "200": status_ok, "503": error_response("Not ready: the server is shutting down (draining).")}}}
+        "200": status_ok, "503": error_response("Not ready: the server is shutting down (draining; said on a connection still open, new connections are refused).")}}}
     paths["/metrics"] = {"get": {"operationId": "metrics", "tags": ["operations"], "summary": "Prometheus text format: requests by endpoint and status, latency histogram, in-flight requests, bytes in and out.",
                                  "responses": {"200": {"description": "Metrics", "content": {"text/plain": {"schema": {"type": "string"}}}}}}}
     paths["/version"] = {"get": {"operationId": "version", "tags": ["operations"], "summary": "Name, version, build, OpenBLAS core and thread count.", "responses": {"200": {
