@@ -204,6 +204,7 @@ START_TEST(client_gone_stops) {
     ck_assert_msg(after_whole < 900, "%.0f tokens written after the client left", after_whole);
     /* both end early: the stream cut, the whole reply's computation stopped */
     char *log = srvt_read_log(&s);
+    srvt_log_wait(&s, "POST /model/gpt2 ", 2, 10);
     ck_assert_msg(srvt_log_count(&s, "POST /model/gpt2 200") + srvt_log_count(&s, "POST /model/gpt2 503") >= 2,
                   "the log: %s", log);
     free(log);
