@@ -192,6 +192,9 @@ typedef struct {
     int prefer_format;    /* 1 + the api_format the client's Accept prefers to JSON
                              (server/http.c), used when the request names no
                              output_format; 0: none */
+    unsigned refuse_formats; /* bits 1 << api_format of the formats the client's Accept rules
+                             out; when the request names no output_format and its format
+                             is one, another the endpoint writes, or 406 when none */
     size_t defer_above;   /* nonzero: a request that would hold more elements than this is
                              not computed; api_handle returns 0 (reply status 0, no body)
                              after parsing it, for the caller to run it elsewhere */
@@ -319,6 +322,9 @@ int api_openai_models_json(const api_models *models, long long created, api_buf 
     XX(NOT_FOUND, 404, "not_found", "No such path, or (POST /v1/completions) no such model.")                                               \
     XX(METHOD_NOT_ALLOWED, 405, "method_not_allowed",                                              \
        "The path does not take this method; the Allow header lists those it takes.")               \
+    XX(NOT_ACCEPTABLE, 406, "not_acceptable",                                                      \
+       "The Accept header takes none of the formats the endpoint writes, and the body names no "  \
+       "output_format.")                                                                           \
     XX(LENGTH_REQUIRED, 411, "length_required",                                                    \
        "A POST with neither Content-Length nor Transfer-Encoding: chunked.")                       \
     XX(UNSUPPORTED_ENCODING, 415, "unsupported_encoding",                                          \

@@ -81,6 +81,7 @@ typedef struct {
     int gzip_body;           /* Content-Encoding: gzip, inflated by the worker */
     int gzip_ok;             /* Accept-Encoding takes gzip */
     int want_format;         /* 1 + the reply format Accept prefers to JSON; 0: none */
+    unsigned refuse_formats; /* the formats Accept rules out (api_limits.refuse_formats) */
     int gzipped;             /* the reply body is gzip */
     int static_gz;           /* a static document that has a gzip copy: Vary */
     double ms_gzip;          /* time the worker took to compress it */
@@ -112,6 +113,15 @@ static int preferred_format(const char *accept) {
         }
     }
     return best;
+}
+
+/* The reply formats an Accept header rules out (q = 0, or not named and no
+ * wildcard covers them): bits 1 << api_format; 0 without the header. */
+static unsigned refused_formats(const char *accept) {
+    unsigned out = 0;
+    for (int f = 0; accept && f < API_FORMAT_COUNT; f++)
+        if (!(srv_accept_q(accept, api_format_get((api_format)f)->mime) > 0)) out |= 1u << f;
+    return out;
 }
 
 static double seconds_since(const struct timespec *t0) {
@@ -469,6 +479,7 @@ static void finish_job(request *q) {
 static api_limits request_limits(const request *q) {
     api_limits lim = q->srv->limits;
     lim.prefer_format = q->want_format;
+    lim.refuse_formats = q->refuse_formats;
     return lim;
 }
 
@@ -886,8 +897,9 @@ static enum MHD_Result begin(srv_http *s, struct MHD_Connection *conn, const cha
     q->gzip_body = coding == SRV_CODING_GZIP;
     q->gzip_ok = srv_accepts_gzip(
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
-    q->want_format = preferred_format(
-        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
+    const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+    q->want_format = preferred_format(accept);
+    q->refuse_formats = refused_formats(accept);
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (!cl) return MHD_YES;   /* chunked: checked while reading */
     errno = 0;

@@ -205,11 +205,39 @@ END_TEST
 
 /* curl -d sends application/x-www-form-urlencoded: parsed as JSON anyway;
  * so are text/plain and no content type at all. */
+/* The status of POST /model/gpt2 (the demo model) with an Accept header. */
+static long model_with_accept(const char *accept, const char *extra, srvt_reply *r) {
+    char body[256], head[160];
+    snprintf(body, sizeof body, "{\"model\": \"shakespeare\", \"text\": \"Hi\"%s}", extra);
+    snprintf(head, sizeof head, "Accept: %s", accept);
+    srvt_req rq = {.body = body, .len = strlen(body), .headers = (const char *const[]){head, NULL}};
+    ck_assert_int_eq(srvt_do(&srv, "/model/gpt2", &rq, r), 0);
+    return r->status;
+}
+
 START_TEST(t_content_type_ignored) {
     start(NULL);
     const char *types[] = {NULL, "Content-Type: application/x-www-form-urlencoded",
                            "Content-Type: text/plain", "Content-Type: application/json"};
     for (size_t i = 0; i < 4; i++) expect_seed_mha(types[i]);
+    /* Accept: a format /model/gpt2 cannot write is 406 (as output_format png
+     * is a 400), not ignored; JSON when Accept takes it too; another it takes;
+     * output_format in the body wins */
+    srvt_reply r;
+    ck_assert_int_eq(model_with_accept("image/png", "", &r), 406);
+    ck_assert_int_eq(srvt_check_error(&r, 406, "not_acceptable"), 0);
+    ck_assert_msg(strstr(r.body, "safetensors"), "%s", r.body);
+    srvt_reply_free(&r);
+    ck_assert_int_eq(model_with_accept("image/png, application/json;q=0.5", "", &r), 200);
+    srvt_assert_header(&r, "Content-Type", "application/json");
+    srvt_reply_free(&r);
+    ck_assert_int_eq(model_with_accept("image/png, */*;q=0.1", "", &r), 200);
+    srvt_reply_free(&r);
+    ck_assert_int_eq(model_with_accept("image/png, application/octet-stream;q=0.2", "", &r), 200);
+    srvt_assert_header(&r, "Content-Type", "application/octet-stream");
+    srvt_reply_free(&r);
+    ck_assert_int_eq(model_with_accept("image/png", ", \"output_format\": \"nested\"", &r), 200);
+    srvt_reply_free(&r);
     stop();
 }
 END_TEST
