@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "acceptor.h"
+#include "delivered.h"
 #include "encoding.h"
 #include "framing.h"
 #include "gen.h"
@@ -95,6 +96,9 @@ typedef struct {
     int events;              /* the stream is server-sent events (api_limits.events) */
     int status;              /* what was queued; 0 if nothing */
     size_t bytes_out;
+    int measured;            /* wire_before and head_len are known (a large or streamed reply) */
+    unsigned long long wire_before; /* bytes the socket had been given when the reply began */
+    size_t head_len;         /* the reply's head, about (delivered.h) */
 } request;
 
 /* 1 + the reply format (api.h's API_FORMAT_MAP) that an Accept header
@@ -131,6 +135,34 @@ static double seconds_since(const struct timespec *t0) {
 }
 
 /* ==== Replies =========================================================== */
+
+/* A reply this large, or streamed, has what reached its client counted if it
+ * is cut short (delivered.h); a smaller one is in the socket's buffer at
+ * once, and two system calls a request are spared. */
+#define SRV_MEASURE_ABOVE ((size_t)64 << 10)
+
+static enum MHD_Result add_header_length(void *cls, enum MHD_ValueKind kind, const char *key,
+                                         const char *value) {
+    (void)kind;
+    *(size_t *)cls += strlen(key) + 2 + (value ? strlen(value) : 0) + 2;
+    return MHD_YES;
+}
+
+/* Where the reply begins on the wire, and its head's length: the status
+ * line, r's headers, and libmicrohttpd's own (Date, the length or chunked,
+ * the blank line). */
+static void measure_start(request *q, struct MHD_Response *r, int status, size_t len) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return;
+    q->wire_before = srv_tcp_written(ci->connect_fd);
+    const char *reason = MHD_get_reason_phrase_for((unsigned)status);
+    size_t head = 13 + (reason ? strlen(reason) : 0) + 2 + 37 + 2;
+    head += len ? 18 + (size_t)snprintf(NULL, 0, "%zu", len) : 28;
+    MHD_get_response_headers(r, add_header_length, &head);
+    q->head_len = head;
+    q->measured = 1;
+}
 
 /* Adds the headers every reply gets and queues r, whose body is `len`
  * bytes; the caller's reference to r is dropped. */
@@ -181,6 +213,7 @@ static enum MHD_Result respond_with(request *q, int status, const char *content_
     if (atomic_load(&q->srv->draining)) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     q->status = status;
     q->bytes_out = len;
+    if (len == 0 || len > SRV_MEASURE_ABOVE) measure_start(q, r, status, len);
     enum MHD_Result ret = MHD_queue_response(q->conn, (unsigned)status, r);
     MHD_destroy_response(r);
     return ret;
@@ -1023,6 +1056,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     const char *note = (unsigned)toe < sizeof why / sizeof why[0] ? why[toe] : "aborted";
     if (q->framing_error) note = NULL; /* answered, then closed on purpose */
     if (q->stream) q->bytes_out = srv_stream_sent(q->stream);
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && q->measured) { /* cut short: what arrived */
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci) q->bytes_out = srv_delivered(srv_tcp_acked(ci->connect_fd), q->wire_before,
+                                             q->head_len, q->bytes_out);
+    }
     if (q->status) srv_metrics_request(q->route, q->m, q->status, sec, q->bytes_in, q->bytes_out);
     else srv_metrics_aborted(q->route, q->m);
     if (s->opt->access_log)

@@ -9,6 +9,8 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "api/api.h"
 #include "core/attention.h"
@@ -410,6 +412,23 @@ END_TEST
 
 /* ==== Access log ======================================================== */
 
+/* The out= of the access log line that contains needle; -1 if none. */
+static long long logged_out(const char *needle) {
+    const char *line = strstr(srv.log, needle), *out = line ? strstr(line, " out=") : NULL;
+    return out ? strtoll(out + 5, NULL, 10) : -1;
+}
+
+/* A request whose reply is about 36 MB of safetensors (the 3000 x 3000
+ * weights of 3000 tokens). */
+static char *big_reply_body(void) {
+    size_t cap = 3000 * 16 + 64, n = 0;
+    char *b = malloc(cap);
+    n += (size_t)snprintf(b + n, cap - n, "{\"output_format\":\"safetensors\",\"inputs\":[");
+    for (int t = 0; t < 3000; t++) n += (size_t)snprintf(b + n, cap - n, "%s[%d,1]", t ? "," : "", t % 7);
+    snprintf(b + n, cap - n, "]}");
+    return b;
+}
+
 START_TEST(t_access_log) {
     start(NULL);
     srvt_reply r;
@@ -417,7 +436,32 @@ START_TEST(t_access_log) {
     srvt_reply_free(&r);
     ck_assert_int_eq(srvt_get(&srv, "/nope", &r), 0);
     srvt_reply_free(&r);
+    /* out= is what the client got: a large reply whole, then one whose client
+     * read 64 KiB of it and hung up */
+    char *big = big_reply_body();
+    ck_assert_int_eq(srvt_post(&srv, "/attention/simple", big, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    size_t whole = r.len;
+    srvt_reply_free(&r);
+    int fd = srvt_raw_post(&srv, "/attention/simple", NULL, big, strlen(big));
+    char buf[4096];
+    for (size_t got = 0; got < 65536;) {
+        ssize_t k = recv(fd, buf, sizeof buf, 0);
+        ck_assert_int_gt(k, 0);
+        got += (size_t)k;
+    }
+    close(fd); /* unread data: a reset */
+    srvt_log_wait(&srv, "POST /attention/simple 200", 2, 10);
+    free(big);
     ck_assert_int_eq(srvt_stop(&srv, 30), 0); /* keeps srv.log, freed by the teardown */
+    ck_assert_int_eq(logged_out("POST /attention/simple 200"), (long long)whole);
+    const char *second = strstr(strstr(srv.log, "POST /attention/simple 200") + 1, "POST /attention/simple 200");
+    ck_assert_ptr_nonnull(second);
+    long long cut = logged_out(second);
+    printf("access log: a reply of %zu bytes whole out=%zu; its client gone after 64 KiB: out=%lld\n",
+           whole, whole, cut);
+    ck_assert_msg(cut >= 0 && cut < (long long)whole / 4, "out=%lld of a %zu-byte reply whose client "
+                  "read 64 KiB", cut, whole);
     char want[128];
     snprintf(want, sizeof want, " POST /attention/multihead 200 in=%zu out=", strlen(srvt_seed_mha));
     ck_assert_msg(strstr(srv.log, want) != NULL, "no '%s' in log:\n%s", want, srv.log);
