@@ -116,6 +116,14 @@ START_TEST(generation_view) {
     double first = json_number_value(json_array_get(arr, 0)), last = json_number_value(json_array_get(arr, 99));
     printf("generation view: 100 tokens from %.0f ms to %.0f ms after the click\n", first, last);
     ck_assert_msg(last - first > 20, "the tokens came at once (%.1f ms apart)", last - first);
+    /* step 40's attention: a label per head's row, each row at least as tall as its label */
+    const json_t *la = at(lg, "attn");
+    ck_assert_int_eq(json_integer_value(at(la, "rows")), 16);
+    ck_assert_int_ge(json_integer_value(at(la, "row_font")), 8);
+    ck_assert_msg(json_integer_value(at(la, "row_height")) >= json_integer_value(at(la, "row_font")) + 2,
+                  "row labels of %lld px on rows of %lld px over %lld positions",
+                  json_integer_value(at(la, "row_font")), json_integer_value(at(la, "row_height")),
+                  json_integer_value(at(la, "cols")));
     const json_t *stop = at(r, "stopped");
     ck_assert_int_lt(json_integer_value(at(stop, "steps")), 200);
     ck_assert_ptr_nonnull(strstr(json_string_value(at(stop, "status")), "stopped"));
