@@ -21,13 +21,13 @@ LDFLAGS += $(SAN) -pthread
 
 DEB_PACKAGES = build-essential pkg-config libopenblas-dev libjansson-dev \
                libmicrohttpd-dev check libcurl4-openssl-dev curl libdeflate-dev zlib1g-dev libspng-dev \
-               python3
+               python3 libonig-dev libutf8proc-dev
 
 PKG = $(shell pkg-config --cflags --libs $(1) 2>/dev/null)
 BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
 BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
 
-CORE_SRC   := $(wildcard core/*.c)
+CORE_SRC   := $(wildcard core/*.c core/*/*.c)
 API_SRC    := $(wildcard api/*.c api/*/*.c)
 API_SRC    := $(filter-out api/openapi/api-tables.c,$(API_SRC))
 SERVER_SRC := $(wildcard server/*.c)
@@ -51,7 +51,7 @@ LIBTEST    := $(BUILD)/libtestsupport.a
 SERVER     := $(BUILD)/attention-server
 
 LIBS_CORE   = $(BLAS_LIBS) -lm
-LIBS_API    = -ljansson -ldeflate -lspng
+LIBS_API    = -ljansson -ldeflate -lspng -lonig -lutf8proc
 LIBS_SERVER = -lmicrohttpd
 LIBS_TEST   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck) -lcurl -lmicrohttpd -lz
 
@@ -268,9 +268,11 @@ bench: deps
 # Rewrites the committed generated files from their generators; the test
 # test_layout (tools/check-generated.sh) fails when one differs.
 gen:
-	$(call apt_install,python3 nodejs)
+	$(call apt_install,python3 libonig-dev)
 	/usr/bin/python3 api/numbers/gen-pow10.py > api/numbers/pow10_tables.h
-	node api/bpe/gen-unicode.js > api/bpe/unicode.c
+	@mkdir -p $(BUILD)/tools
+	$(CC) -std=c11 -O2 tools/gen-unicode.c -lonig -o $(BUILD)/tools/gen-unicode
+	$(BUILD)/tools/gen-unicode > api/bpe/unicode.c
 
 # Regenerates the golden vectors with PyTorch (Debian's python3-torch).
 golden:
@@ -284,6 +286,7 @@ golden:
 	/usr/bin/python3 tests/golden/generate_checkpoint.py tests/golden/ckpt
 	/usr/bin/python3 tests/golden/generate_sample.py tests/golden/sample.txt
 	/usr/bin/python3 tests/golden/generate_generation.py tests/golden/generation
+	/usr/bin/python3 tests/golden/generate_families.py tests/golden/families
 
 CONTAINER_CHECK ?= ../shared/tools/container-check
 

@@ -19,6 +19,10 @@ static const api_kind_ops *const kinds[API_KIND_COUNT] = {
     [API_KIND_TOKENS] = &api__tokens_kind,
 };
 
+const api_kind_ops *api__kind_get(api_kind k) {
+    return (unsigned)k < API_KIND_COUNT ? kinds[k] : NULL;
+}
+
 typedef int (*writer_fn)(api_buf *b, const api_contents *c, api_st_parts *parts, api_err *e);
 
 static const writer_fn writers[API_FORMAT_COUNT] = {

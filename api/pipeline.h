@@ -82,6 +82,10 @@ typedef struct {
                                .parse = parse, .plan = plan, .prepare = prepare,                  \
                                .compute = compute, .contents = contents, .release = release}
 
+/* The kind of each API_KIND_*, or NULL out of range (handle.c): the one
+ * table of kinds, which the document lists too. */
+const api_kind_ops *api__kind_get(api_kind k);
+
 /* The kinds (api/module/, api/model/, api/openai/, api/tokens/). */
 extern const api_kind_ops api__module_kind;
 extern const api_kind_ops api__model_kind;

@@ -1,5 +1,5 @@
 /* bench_decode.c - per-token decode time with the key/value cache
- * (attn_gpt2_decode) on the GPT-2 124M shape (12 layers, 12 heads, 768
+ * (attn_lm_decode) on the GPT-2 124M shape (12 layers, 12 heads, 768
  * wide, vocab 50,257, context 1024; random parameters from
  * torch.manual_seed(0)), both model families, batch 1, at context 128 and
  * 512, against the memory-bandwidth floor measured in the same run: the
@@ -18,7 +18,7 @@
  * alternating so that both see the same machine; the ratio step / floor is
  * the figure to read (1.0 = at the memory's limit).
  */
-#include "core/attention.h"
+#include "core/lm.h"
 
 #include <cblas.h>
 #include <stdio.h>
@@ -81,12 +81,12 @@ static void floor_item(void *ctx, long item, int slot) {
 
 /* The regions a decode step reads: each block (its mask buffer excepted)
  * and the head. */
-static void floor_regions(const attn_gpt2_plan *p, const float *params, floor_job *j) {
+static void floor_regions(const attn_lm_plan *p, const float *params, floor_job *j) {
     *j = (floor_job){.chunk = 1 << 16};
     size_t total = 0;
     for (int i = 0; i < p->param_count && j->n < 64; i++) {
         attn_param e;
-        attn_gpt2_param_get(p, i, &e);
+        attn_lm_param_get(p, i, &e);
         if (i < 2 || e.buffer) continue; /* the embeddings (one row each), the masks */
         if (j->n > 0 && j->base[j->n - 1] + j->len[j->n - 1] == params + e.offset) {
             j->len[j->n - 1] += e.count; /* contiguous with the previous one */
@@ -115,20 +115,20 @@ static void fail(const char *what, const attn_error *err) {
     exit(1);
 }
 
-static void bench_family(attn_family family, attn_pool *pool, int threads) {
-    attn_gpt2_config cfg = {.vocab_size = 50257, .block_size = 1024, .n_layer = 12, .n_head = 12,
-                            .n_embd = 768, .dropout = 0.1, .family = family};
-    const char *name = attn_family_get(family)->name;
-    attn_gpt2_plan plan;
+static void bench_arch(attn_arch arch, attn_pool *pool, int threads) {
+    attn_lm_config cfg = {.vocab_size = 50257, .context = 1024, .n_layer = 12, .n_head = 12,
+                            .width = 768, .dropout = 0.1, .arch = arch};
+    const char *name = attn_arch_name(arch);
+    attn_lm_plan plan;
     attn_error err;
-    if (attn_gpt2_plan_make(&cfg, 1, 1, 0, &plan, &err)) fail(name, &err);
+    if (attn_lm_plan_make(&cfg, 1, 1, 0, &plan, &err)) fail(name, &err);
     float *params = malloc(plan.n_params * sizeof *params);
     float *logits = malloc((size_t)plan.V * sizeof *logits);
     int32_t *idx = malloc(1024 * sizeof *idx);
     if (!params || !logits || !idx) exit(1);
     attn_rng rng;
     attn_rng_seed(&rng, 0);
-    if (attn_gpt2_params_init(&plan, params, &rng, &err)) fail(name, &err);
+    if (attn_lm_params_init(&plan, params, &rng, &err)) fail(name, &err);
     for (int t = 0; t < 1024; t++) idx[t] = (int32_t)((t * 7919u) % 50257u);
     floor_job fj;
     floor_regions(&plan, params, &fj);
@@ -136,18 +136,18 @@ static void bench_family(attn_family family, attn_pool *pool, int threads) {
     const int contexts[2] = {128, 512};
     for (int k = 0; k < 2; k++) {
         int ctx = contexts[k];
-        attn_gpt2_cache *cache;
-        attn_gpt2_plan prompt;
-        if (attn_gpt2_cache_create(&cfg, 1, ctx, &cache, &err)) fail(name, &err);
-        if (attn_gpt2_plan_make(&cfg, 1, ctx - 1, 0, &prompt, &err)) fail(name, &err);
-        if (attn_gpt2_prefill(&prompt, params, idx, cache, pool, NULL, &err)) fail(name, &err);
+        attn_lm_cache *cache;
+        attn_lm_plan prompt;
+        if (attn_lm_cache_create(&cfg, 1, ctx, &cache, &err)) fail(name, &err);
+        if (attn_lm_plan_make(&cfg, 1, ctx - 1, 0, &prompt, &err)) fail(name, &err);
+        if (attn_lm_prefill(&prompt, params, idx, cache, pool, NULL, &err)) fail(name, &err);
         double step[RUNS], fl[RUNS];
-        attn_gpt2_step_outputs so = {.logits = logits};
+        attn_lm_step_outputs so = {.logits = logits};
         for (int r = 0; r < RUNS; r++) {
             fl[r] = floor_once(pool, &fj);
-            attn_gpt2_cache_truncate(cache, ctx - 1, &err);
+            attn_lm_cache_truncate(cache, 0, ctx - 1, &err);
             double t0 = now_ms();
-            if (attn_gpt2_decode(cache, params, &idx[ctx - 1], pool, &so, &err)) fail(name, &err);
+            if (attn_lm_decode(cache, params, &idx[ctx - 1], pool, &so, &err)) fail(name, &err);
             step[r] = now_ms() - t0;
         }
         qsort(step, RUNS, sizeof *step, cmp_double);
@@ -156,7 +156,7 @@ static void bench_family(attn_family family, attn_pool *pool, int threads) {
         printf("%-8s context %4d, %d threads: decode step %7.2f ms (best %6.2f), floor %6.2f ms "
                "(%.3f GB at %5.1f GB/s): %.2fx the floor\n",
                name, ctx, threads, s, step[0], f, gb, gb / f * 1e3, s / f);
-        attn_gpt2_cache_free(cache);
+        attn_lm_cache_free(cache);
     }
     free(params), free(logits), free(idx);
 }
@@ -168,8 +168,8 @@ int main(int argc, char **argv) {
     if (threads > 1 && pool == NULL) return 1;
     printf("decode with the key/value cache, GPT-2 124M shape, batch 1; OPENBLAS_CORETYPE=%s\n",
            getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)");
-    bench_family(ATTN_FAMILY_GPT2, pool, threads);
-    bench_family(ATTN_FAMILY_GPTMODEL, pool, threads);
+    bench_arch(ATTN_ARCH_GPT2, pool, threads);
+    bench_arch(ATTN_ARCH_GPTMODEL, pool, threads);
     attn_pool_destroy(pool);
     return 0;
 }

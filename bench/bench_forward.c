@@ -1,4 +1,4 @@
-/* bench_forward.c - the whole-model forward (attn_gpt2_forward, logits of
+/* bench_forward.c - the whole-model forward (attn_lm_forward, logits of
  * every position, no maps) of the GPT-2 124M shape (12 layers, 12 heads, 768
  * wide, vocab 50,257; random parameters from torch.manual_seed(0)), batch 1,
  * T = 128 and 512, both model families, as a fraction of the machine's
@@ -18,22 +18,17 @@
  * sides of the ratio alike. With one thread everything runs on the calling
  * thread and is timed by its CPU clock (CLOCK_THREAD_CPUTIME_ID), which
  * time-sharing with other processes does not inflate: the robust figure on
- * a shared machine. Built against a core without model families (before the
- * book's GPTModel) it runs GPT2 alone, for a before/after: run both builds
- * alternately.
+ * a shared machine. For a before/after, run the bench of both builds
+ * alternately (the figures are against each run's own sgemm).
  */
-#include "core/attention.h"
+#include "core/lm.h"
 
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
-#ifdef ATTN_FAMILY_MAP
-#define FAMILIES 2
-#else
-#define FAMILIES 1
-#endif
+#define FAMILIES 2 /* GPT2 and the book's GPTModel */
 
 static clockid_t g_clock = CLOCK_MONOTONIC;
 
@@ -71,39 +66,36 @@ static double sgemm_rate(int threads, const float *a, const float *b, float *c) 
 }
 
 typedef struct {
-    int family, T;
-    attn_gpt2_plan plan;
+    int arch, T;
+    attn_lm_plan plan;
     float *params, *logits;
     int32_t *idx;
     double gflop, eff[64], ms[64];
 } bench_case;
 
-static void case_make(bench_case *b, int family, int T) {
-    attn_gpt2_config cfg = {.vocab_size = 50257, .block_size = 1024, .n_layer = 12,
-                            .n_head = 12, .n_embd = 768, .dropout = 0.1};
-#ifdef ATTN_FAMILY_MAP
-    cfg.family = (attn_family)family;
-#endif
+static void case_make(bench_case *b, int arch, int T) {
+    attn_lm_config cfg = {.arch = (attn_arch)arch, .vocab_size = 50257, .context = 1024,
+                          .n_layer = 12, .n_head = 12, .width = 768, .dropout = 0.1};
     attn_error err;
-    b->family = family, b->T = T;
-    if (attn_gpt2_plan_make(&cfg, 1, T, 0, &b->plan, &err)) exit(1);
+    b->arch = arch, b->T = T;
+    if (attn_lm_plan_make(&cfg, 1, T, 0, &b->plan, &err)) exit(1);
     b->params = malloc(b->plan.n_params * sizeof(float));
     b->logits = malloc(b->plan.n_logits * sizeof(float));
     b->idx = malloc((size_t)T * sizeof(int32_t));
     if (!b->params || !b->logits || !b->idx) exit(1);
     attn_rng rng;
     attn_rng_seed(&rng, 0);
-    attn_gpt2_params_init(&b->plan, b->params, &rng, &err);
+    attn_lm_params_init(&b->plan, b->params, &rng, &err);
     for (int t = 0; t < T; t++) b->idx[t] = (int32_t)((t * 7919u) % 50257u);
     double C = 768, V = 50257, L = 12;
     b->gflop = (L * (2 * T * C * 12 * C + 4 * C * T * (T + 1) / 2.0) + 2 * T * C * V) / 1e9;
 }
 
 static double run_case(bench_case *b, attn_pool *pool) {
-    attn_gpt2_outputs out = {.logits = b->logits};
+    attn_lm_outputs out = {.logits = b->logits};
     attn_error err;
     double t0 = now_ms();
-    if (attn_gpt2_forward(&b->plan, b->params, b->idx, pool, NULL, &out, &err)) {
+    if (attn_lm_forward(&b->plan, b->params, b->idx, pool, NULL, &out, &err)) {
         fprintf(stderr, "forward: %s\n", err.message);
         exit(1);
     }
@@ -139,7 +131,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 2 * FAMILIES; i++) {
         bench_case *b = &cases[i];
         printf("%-8s T=%3d forward (pool of %d): %7.1f ms, %.1f GFLOP: %3.0f%% of the sgemm rate\n",
-               b->family ? "GPTModel" : "GPT2", b->T, threads, median(b->ms, reps), b->gflop,
+               attn_arch_name((attn_arch)b->arch), b->T, threads, median(b->ms, reps), b->gflop,
                100 * median(b->eff, reps));
     }
     attn_pool_destroy(pool);

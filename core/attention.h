@@ -55,7 +55,7 @@ typedef enum {
 
 typedef struct {
     int code;           /* an attn_status */
-    char field[64];     /* the option or tensor at fault: "d_out", "inputs", "params.W_key.weight" */
+    char field[128];    /* the option or tensor at fault: "d_out", "inputs", "params.W_key.weight" */
     char message[256];  /* one line, no trailing period */
 } attn_error;
 
@@ -276,7 +276,7 @@ int attn_plan_make(const attn_config *cfg, attn_plan *plan, attn_error *err);
 
 /* ==== Parameters: the module's state_dict ================================ */
 
-#define ATTN_PARAM_NAME_MAX 48
+#define ATTN_PARAM_NAME_MAX 96
 
 /* What a constant buffer holds (it is registered by the module, not
  * learnt): given ones are checked against it, missing ones filled with it. */
@@ -326,6 +326,19 @@ float attn_rng_uniform(attn_rng *rng, float from, float to);
 void attn_rng_uniform_fill(attn_rng *rng, float *x, size_t n, float from, float to);
 /* One Bernoulli(keep_p) draw as nn.Dropout makes it: one 64-bit draw. */
 int attn_rng_bernoulli(attn_rng *rng, double keep_p);
+
+/* The generator's cached second normal sample (PyTorch keeps it in the
+ * generator; torch.manual_seed clears it): start from {0}. */
+typedef struct {
+    int has_next;
+    double next;
+} attn_normal_cache;
+
+/* Tensor.normal_(mean, std) on a contiguous float32 tensor of n elements,
+ * draw for draw as PyTorch 1.13's CPU kernel (normal_fill_AVX2 in blocks of
+ * 16 when n >= 16, element by element in double below). */
+void attn_rng_normal_fill(attn_rng *rng, attn_normal_cache *cache, float *x, size_t n,
+                          double mean, double std);
 
 /* Fills params (plan->n_params floats) exactly as constructing the module
  * after torch.manual_seed would: the same draws in the same order, buffers
@@ -412,452 +425,6 @@ typedef struct {
  * reseeded with cfg->dropout_seed. One allocation for the work space. */
 int attn_forward(const attn_config *cfg, const attn_plan *plan, const attn_inputs *in,
                  attn_rng *rng, attn_outputs *out, attn_error *err);
-
-/* ==== Whole models: seed 003's GPT2 and the book's GPTModel ============= */
-
-/* The generator's cached second normal sample (PyTorch keeps it in the
- * generator; torch.manual_seed clears it): start from {0}. */
-typedef struct {
-    int has_next;
-    double next;
-} attn_normal_cache;
-
-/* Tensor.normal_(mean, std) on a contiguous float32 tensor of n elements,
- * draw for draw as PyTorch 1.13's CPU kernel (normal_fill_AVX2 in blocks of
- * 16 when n >= 16, element by element in double below). */
-void attn_rng_normal_fill(attn_rng *rng, attn_normal_cache *cache, float *x, size_t n,
-                          double mean, double std);
-
-typedef enum {
-    ATTN_GELU_ERF = 0,  /* F.gelu(x): x/2 (1 + erf(x/sqrt 2)), the seed's */
-    ATTN_GELU_TANH = 1, /* gelu_new of the real GPT-2 checkpoints (tanh approximation),
-                           and the book's GELU class */
-} attn_gelu;
-
-/* The model families attn_gpt2_* run with one forward pass (one row each,
- * the single place that says what a family is). Columns:
- *   id        enum suffix: ATTN_FAMILY_<id>
- *   name      the Python class, as requests spell it
- *   attn      the attention module of each block (a row of ATTN_MODULE_MAP)
- *   vocab, context, layers, heads, width, dropout, qkv_bias: the family's
- *             own names of the attn_gpt2_config fields vocab_size,
- *             block_size, n_layer, n_head, n_embd, dropout and qkv_bias
- *             (NULL: the family has no such option); errors name these
- *   tied      the output head is the token embedding (no weight of its own)
- * The differences, all derived from the family:
- *   GPT2 (seed 003, gpt2_min.py): wte/wpe, h.<l>.{ln_1, attn (fused c_attn
- *     with bias, c_proj, the tril "bias" buffer), ln_2, mlp.fc, mlp.proj},
- *     ln_f, head tied to wte; nn.LayerNorm; F.gelu (or gelu_new); dropout
- *     after the embeddings, on the attention's output (resid_drop) and on
- *     the MLP's output (mlp.drop).
- *   GPTModel (Raschka, "Build a Large Language Model (From Scratch)", ch. 4
- *     gpt.py): tok_emb/pos_emb, trf_blocks.<l>.{att (chapter 3's
- *     MultiHeadAttention: W_query, W_key, W_value with qkv_bias, out_proj,
- *     the triu "mask" buffer), ff.layers.0, ff.layers.2, norm1, norm2},
- *     final_norm, out_head (its own weight, no bias); the book's LayerNorm
- *     ((x - mean) / sqrt(var + eps) with the biased variance, scale, shift);
- *     the book's GELU (tanh form); dropout after the embeddings (drop_emb),
- *     on the attention weights, and drop_shortcut after the attention and
- *     after the feed-forward. */
-#define ATTN_FAMILY_MAP(XX)                                                                     \
-    XX(GPT2, "GPT2", ATTN_GPT2, "vocab_size", "block_size", "n_layer", "n_head", "n_embd",      \
-       "dropout", NULL, 1)                                                                      \
-    XX(GPTMODEL, "GPTModel", ATTN_MHA, "vocab_size", "context_length", "n_layers", "n_heads",  \
-       "emb_dim", "drop_rate", "qkv_bias", 0)
-
-typedef enum {
-#define ATTN_XX(id, ...) ATTN_FAMILY_##id,
-    ATTN_FAMILY_MAP(ATTN_XX)
-#undef ATTN_XX
-    ATTN_FAMILY_COUNT
-} attn_family;
-
-/* A row of ATTN_FAMILY_MAP. */
-typedef struct {
-    attn_family family;
-    const char *name;          /* "GPT2", "GPTModel" */
-    attn_module attn;          /* ATTN_GPT2, ATTN_MHA */
-    const char *vocab_name, *context_name, *layers_name, *heads_name, *width_name,
-        *dropout_name, *qkv_bias_name;
-    int tied;
-} attn_family_info;
-
-/* The row of f, or NULL if f is not a family. */
-const attn_family_info *attn_family_get(attn_family f);
-/* Inverse of the name column. ATTN_OK or ATTN_ERR_ARG. */
-int attn_family_from_name(const char *name, attn_family *out);
-
-/* The model's configuration: GPTConfig of gpt2_min.py, or the book's
- * GPT_CONFIG dict (vocab_size, context_length = block_size, emb_dim =
- * n_embd, n_heads = n_head, n_layers = n_layer, drop_rate = dropout,
- * qkv_bias). A zero-initialised family is seed 003's GPT2. */
-typedef struct {
-    int vocab_size;
-    int block_size;  /* GPTModel: context_length */
-    int n_layer;     /* may be 0 */
-    int n_head;
-    int n_embd;      /* a multiple of n_head */
-    double dropout;  /* p of every dropout of the model */
-    attn_gelu gelu;  /* GPT2 only: GPTModel's GELU is always the tanh form */
-    attn_family family;
-    int qkv_bias;    /* GPTModel only: biases of W_query, W_key, W_value (GPT2's c_attn
-                        always has one) */
-} attn_gpt2_config;
-
-/* Every size of one forward pass of the model on idx [B][T]. */
-typedef struct {
-    attn_gpt2_config cfg;
-    int B, T, C, H, V, n_layer;
-    int training;
-    int dropout_active;   /* training && 0 < p */
-    int param_count;      /* state_dict entries, buffers included (GPT2: lm_head.weight
-                             excluded, it is wte.weight) */
-    size_t n_params;      /* floats of the parameter buffer, in state_dict order */
-    size_t n_layer_params;/* floats of one block */
-    size_t n_logits;      /* B * T * V */
-    size_t n_hidden;      /* (n_layer + 1) * B * T * C */
-    size_t n_attn;        /* n_layer * B * H * T * T */
-    size_t total_elements;/* an upper bound on every float of the call, outputs included */
-    attn_config attn;     /* one block's attention (ATTN_GPT2 or ATTN_MHA) on [B][T][C] */
-    attn_plan attn_plan;
-    attn_family family;   /* cfg.family */
-    attn_gelu gelu;       /* the activation the MLP applies */
-    int tied;             /* the head is the token embedding */
-    int D;                /* C / H, the head width */
-    size_t n_dropout;     /* floats of attn_gpt2_outputs.dropout_masks */
-} attn_gpt2_plan;
-
-/* Validates cfg (sizes >= 1, n_embd % n_head, dropout in [0, 1],
- * tokens <= block_size, a known family and activation) and sizes
- * everything, overflow-checked. Errors name the family's fields
- * ("context_length", "emb_dim", ... for GPTModel). */
-int attn_gpt2_plan_make(const attn_gpt2_config *cfg, int batch, int tokens, int training,
-                        attn_gpt2_plan *plan, attn_error *err);
-
-/* The index-th entry of the model's state_dict, in PyTorch's order (a
- * module's own parameters, then its buffers, then its children's entries).
- * GPT2:
- *   wte.weight [V][C], wpe.weight [block_size][C], then per block l
- *   h.l.ln_1.weight, h.l.ln_1.bias, h.l.attn.bias [1][1][block_size][block_size]
- *   (the tril buffer), h.l.attn.c_attn.weight [3C][C], h.l.attn.c_attn.bias,
- *   h.l.attn.c_proj.weight [C][C], h.l.attn.c_proj.bias, h.l.ln_2.weight,
- *   h.l.ln_2.bias, h.l.mlp.fc.weight [4C][C], h.l.mlp.fc.bias,
- *   h.l.mlp.proj.weight [C][4C], h.l.mlp.proj.bias; ln_f.weight, ln_f.bias.
- *   lm_head.weight is wte.weight (tied) and has no entry of its own.
- * GPTModel:
- *   tok_emb.weight [V][C], pos_emb.weight [context_length][C], then per
- *   block l trf_blocks.l.att.mask [context_length][context_length] (the triu
- *   buffer), trf_blocks.l.att.W_query.weight [C][C] (and .bias [C] with
- *   qkv_bias), the same for W_key and W_value, trf_blocks.l.att.out_proj.weight
- *   [C][C], .out_proj.bias, trf_blocks.l.ff.layers.0.weight [4C][C],
- *   .ff.layers.0.bias, .ff.layers.2.weight [C][4C], .ff.layers.2.bias,
- *   .norm1.scale, .norm1.shift, .norm2.scale, .norm2.shift [C]; then
- *   final_norm.scale, final_norm.shift, out_head.weight [V][C]. */
-int attn_gpt2_param_get(const attn_gpt2_plan *plan, int index, attn_param *out);
-
-/* torch.manual_seed(s); GPT2(cfg) or GPTModel(cfg): fills params
- * (plan->n_params floats) bit for bit in construction order: the
- * embeddings by normal_, each block's Linear layers by kaiming-uniform and
- * uniform biases (attention, then the MLP), LayerNorms with ones and zeros,
- * then the head: GPT2 draws lm_head's own weight and discards it (it is
- * tied), GPTModel keeps out_head's. rng must be freshly seeded (normal
- * cache empty) as torch.manual_seed leaves it; it is left where PyTorch's
- * is. */
-int attn_gpt2_params_init(const attn_gpt2_plan *plan, float *params, attn_rng *rng,
-                          attn_error *err);
-
-/* Checks given parameters: finite, and the mask buffers equal to tril
- * (GPT2's attn.bias) or triu (GPTModel's att.mask). */
-int attn_gpt2_params_check(const attn_gpt2_plan *plan, const float *params, attn_error *err);
-
-/* Where results go; every pointer may be NULL (not wanted). */
-typedef struct {
-    float *logits;        /* [B][T][V], or [B][V] with last_only */
-    int last_only;        /* logits of the last position only (what next-token
-                             prediction reads): 1/T of lm_head's work */
-    float *hidden_states; /* [n_layer + 1][B][T][C] as Hugging Face's output_hidden_states:
-                             the input of each block (entry 0: embeddings after dropout),
-                             and last the output of the final LayerNorm */
-    float *attn_weights;  /* [n_layer][B][H][T][T] softmax weights of every block (before
-                             GPTModel's dropout of the weights, as the `pattern` of
-                             attention viewers; the multipliers are in dropout_masks) */
-    float *dropout_masks; /* plan.n_dropout multipliers, 0 or 1/(1-p) (all 1 when dropout is
-                             not active), in PyTorch's draw order:
-                             GPT2: drop [B][T][C], then per block attn.resid_drop and
-                             mlp.drop, [B][T][C] each;
-                             GPTModel: drop_emb [B][T][C], then per block the attention
-                             weights' [B][H][T][T], drop_shortcut after the attention and
-                             after the feed-forward, [B][T][C] each */
-} attn_gpt2_outputs;
-
-/* model(idx): idx [B][T] token ids in [0, V). In training mode dropout
- * draws from rng in forward order (see dropout_masks); rng NULL means a
- * fresh process's generator.
- * pool (may be NULL) shares the products with idle threads, split by fixed
- * blocks of rows and columns: the same bits whatever the pool. params must
- * be finite: made by attn_gpt2_params_init, or passed by
- * attn_gpt2_params_check once (they are not checked again per block; a
- * result beyond float32 is still an ATTN_ERR_NONFINITE).
- * One work-space allocation. */
-int attn_gpt2_forward(const attn_gpt2_plan *plan, const float *params, const int32_t *idx,
-                      attn_pool *pool, attn_rng *rng, attn_gpt2_outputs *out, attn_error *err);
-
-/* ==== Incremental decoding: the key/value cache ========================== */
-
-/* The keys and values every block computed for the positions seen so far,
- * so that each new token costs one token's work: one row of every
- * projection (the weights read once, shared over the pool by blocks of
- * rows) and one query against the cached keys. Memory grows with the text
- * (capacity positions, chosen by the caller), not with its square.
- *
- *   size_t bytes;
- *   attn_gpt2_cache_bytes(&cfg, B, capacity, &bytes, &err);   budget first
- *   attn_gpt2_cache *c;
- *   attn_gpt2_cache_create(&cfg, B, capacity, &c, &err);
- *   attn_gpt2_plan plan;                     eval mode, T = the prompt's length
- *   attn_gpt2_plan_make(&cfg, B, T, 0, &plan, &err);
- *   attn_gpt2_outputs out = {.logits = last, .last_only = 1};
- *   attn_gpt2_prefill(&plan, params, prompt, c, pool, &out, &err);
- *   loop: choose next[B] from the logits (the caller's sampling), then
- *         attn_gpt2_decode(c, params, next, pool, &step, &err);
- *         step.logits holds the logits of the position after `next`;
- *         stop whenever the caller wants (nothing to release but the cache)
- *   attn_gpt2_cache_free(c);
- *
- * Context cropping (the book's generate_text_simple and generate: idx_cond =
- * idx[:, -context_size:]): a token at position t needs t < block_size. Once
- * the text is longer than block_size, every position of the window shifts
- * with each new token, so no cached key or value stays valid: each step is
- * then attn_gpt2_cache_reset and a whole attn_gpt2_prefill of the last
- * block_size tokens (or attn_gpt2_forward with last_only, no cache at all),
- * exactly the book's recomputation. attn_gpt2_decode refuses a full cache
- * (ATTN_ERR_SHAPE, field "cache").
- *
- * Decoding is eval-only (the book and nanoGPT generate after model.eval());
- * a cache belongs to one model, one batch size and one parameter buffer,
- * which the caller passes again to each call (the cache holds no pointer to
- * it). Cached decoding gives a whole forward's logits over the same text
- * within float rounding (not the same bits: the products are split
- * differently). */
-typedef struct attn_gpt2_cache attn_gpt2_cache;
-
-/* Bytes attn_gpt2_cache_create(cfg, batch, capacity) allocates: keys and
- * values [n_layer][batch][H][capacity][C/H] float32 each (8 * n_layer *
- * batch * capacity * n_embd bytes), one step's work space and the struct.
- * Validates like attn_gpt2_cache_create (capacity in [1, block_size]). */
-int attn_gpt2_cache_bytes(const attn_gpt2_config *cfg, int batch, int capacity, size_t *bytes,
-                          attn_error *err);
-
-/* Allocates an empty cache (length 0) in one allocation. *cache is NULL on
- * failure. */
-int attn_gpt2_cache_create(const attn_gpt2_config *cfg, int batch, int capacity,
-                           attn_gpt2_cache **cache, attn_error *err);
-/* Accepts NULL. */
-void attn_gpt2_cache_free(attn_gpt2_cache *cache);
-/* Positions held (0 after create or reset), and the capacity. */
-int attn_gpt2_cache_length(const attn_gpt2_cache *cache);
-int attn_gpt2_cache_capacity(const attn_gpt2_cache *cache);
-/* Forgets every position (length 0); keeps the memory. */
-void attn_gpt2_cache_reset(attn_gpt2_cache *cache);
-/* Keeps the first `length` positions (0 <= length <= the current length),
- * to write again from there: the keys and values of a position depend only
- * on the tokens before it. ATTN_ERR_ARG (field "length") otherwise. */
-int attn_gpt2_cache_truncate(attn_gpt2_cache *cache, int length, attn_error *err);
-
-/* attn_gpt2_forward over the prompt idx [B][T] that also fills the cache
- * with the keys and values of positions 0..T-1 (the cache is reset first;
- * length T after). plan: the cache's config in eval mode (ATTN_ERR_ARG,
- * field "training", otherwise), batch equal to the cache's, T <= capacity
- * (ATTN_ERR_SHAPE, field "cache"). Every output of attn_gpt2_outputs is
- * available (last_only for the next token's logits, maps of the prompt...). */
-int attn_gpt2_prefill(const attn_gpt2_plan *plan, const float *params, const int32_t *idx,
-                      attn_gpt2_cache *cache, attn_pool *pool, attn_gpt2_outputs *out,
-                      attn_error *err);
-
-/* What one decode step gives; every pointer may be NULL. */
-typedef struct {
-    float *logits;     /* [B][V] at the new position (what the next token is drawn from) */
-    float *attn_rows;  /* [n_layer][B][H][t], t = the cache's length after the step: what
-                          the new token attended to in each block and head (its row of the
-                          attention map; the rows of the prompt come from the prefill's
-                          attn_weights), for a viewer that streams them */
-} attn_gpt2_step_outputs;
-
-/* One token per batch row: tokens [B] (ids in [0, V)) go in at position t =
- * attn_gpt2_cache_length(cache), their keys and values join the cache
- * (length t + 1), and out gets the logits at that position. params: the
- * buffer the prefill used. ATTN_ERR_SHAPE (field "cache") when the cache is
- * full (t == capacity: crop and prefill again, see above), ATTN_ERR_ARG
- * (field "tokens") for an id out of range, ATTN_ERR_NONFINITE if the result
- * overflowed (the cache then keeps its length). Steps from an empty cache
- * are allowed (a one-token prompt). No allocation. */
-int attn_gpt2_decode(attn_gpt2_cache *cache, const float *params, const int32_t *tokens,
-                     attn_pool *pool, attn_gpt2_step_outputs *out, attn_error *err);
-
-/* ==== Inside the model: activations, interventions, the logit lens ====== */
-
-/* The shape of a hook point's activation, batch axis first (TransformerLens
- * has the same shapes with its batch axis):
- *   RESID [B][T][C]   HEADS [B][T][H][D]   MAP [B][H][T][T]   MLP [B][T][4C] */
-typedef enum {
-    ATTN_HOOK_SHAPE_RESID = 0,
-    ATTN_HOOK_SHAPE_HEADS = 1,
-    ATTN_HOOK_SHAPE_MAP = 2,
-    ATTN_HOOK_SHAPE_MLP = 3,
-} attn_hook_shape;
-
-/* TransformerLens's hook points of GPT-2, in forward order: the one table
- * of them. Columns:
- *   id     enum suffix: ATTN_HOOK_<id>
- *   name   TransformerLens's name: after "blocks.<l>." for a block's hooks,
- *          whole for the model's
- *   shape  ATTN_HOOK_SHAPE_<shape>
- *   block  1: one per block, 0: one per model
- *   what   what it holds, in either family
- * LayerNorms: hook_normalized is TransformerLens's, (x - mean) / sqrt(var +
- * eps), before the LayerNorm's weight and bias (ln_1/norm1, ln_2/norm2,
- * ln_f/final_norm). Dropout (training mode) is applied where the family
- * applies it: hook_pattern is before GPTModel's dropout of the weights,
- * hook_attn_out and hook_mlp_out are what is added to the residual. */
-#define ATTN_HOOK_MAP(XX)                                                                       \
-    XX(RESID_PRE, "hook_resid_pre", RESID, 1, "the block's input (the residual stream)")        \
-    XX(LN1_NORMALIZED, "ln1.hook_normalized", RESID, 1,                                         \
-       "the first LayerNorm's input normalised, before its weight and bias")                    \
-    XX(Q, "attn.hook_q", HEADS, 1, "the queries (projection and bias)")                         \
-    XX(K, "attn.hook_k", HEADS, 1, "the keys")                                                  \
-    XX(V, "attn.hook_v", HEADS, 1, "the values")                                                \
-    XX(ATTN_SCORES, "attn.hook_attn_scores", MAP, 1,                                            \
-       "the scaled scores, masked entries -inf (the softmax's input)")                          \
-    XX(PATTERN, "attn.hook_pattern", MAP, 1, "the attention weights (the softmax's output)")    \
-    XX(Z, "attn.hook_z", HEADS, 1, "each head's weighted sum of values, before the output "     \
-       "projection")                                                                            \
-    XX(ATTN_OUT, "hook_attn_out", RESID, 1, "the attention's output, added to the residual")    \
-    XX(RESID_MID, "hook_resid_mid", RESID, 1, "resid_pre + attn_out")                           \
-    XX(LN2_NORMALIZED, "ln2.hook_normalized", RESID, 1,                                         \
-       "the second LayerNorm's input normalised, before its weight and bias")                   \
-    XX(MLP_PRE, "mlp.hook_pre", MLP, 1, "the MLP's first layer, before GELU")                   \
-    XX(MLP_POST, "mlp.hook_post", MLP, 1, "after GELU")                                         \
-    XX(MLP_OUT, "hook_mlp_out", RESID, 1, "the MLP's output, added to the residual")            \
-    XX(RESID_POST, "hook_resid_post", RESID, 1, "the block's output")                           \
-    XX(LN_FINAL_NORMALIZED, "ln_final.hook_normalized", RESID, 0,                               \
-       "the final LayerNorm's input normalised, before its weight and bias")
-
-typedef enum {
-#define ATTN_XX(id, ...) ATTN_HOOK_##id,
-    ATTN_HOOK_MAP(ATTN_XX)
-#undef ATTN_XX
-    ATTN_HOOK_COUNT
-} attn_hook;
-
-/* A row of ATTN_HOOK_MAP. */
-typedef struct {
-    attn_hook hook;
-    const char *name;        /* "attn.hook_z", "ln_final.hook_normalized" */
-    attn_hook_shape shape;
-    int per_block;
-    const char *what;
-} attn_hook_info;
-
-/* The row of h, or NULL if h is not a hook. */
-const attn_hook_info *attn_hook_get(attn_hook h);
-/* Parses a full TransformerLens name: "blocks.3.attn.hook_z" (layer 3),
- * "blocks.*.attn.hook_z" (*layer = -1: every block), or a model hook
- * ("ln_final.hook_normalized", *layer = 0). ATTN_OK or ATTN_ERR_ARG (an
- * unknown name, a bad layer number); the layer is not checked against a
- * model. */
-int attn_hook_parse(const char *name, int *layer, attn_hook *hook);
-/* The rank (3 or 4), shape (batch axis first) and element count of hook h's
- * activation in a call of plan; 0 if h is not a hook. */
-int attn_hook_dims(const attn_gpt2_plan *plan, attn_hook h, int shape[4], size_t *count);
-
-/* Keep one activation: hook h of block `layer` (ignored for a model hook)
- * is copied to dst (attn_hook_dims' count floats, caller-owned) as the
- * forward pass goes, after any intervention at that point. Only what is
- * asked is kept: a call holds no other activation than its work space's. */
-typedef struct {
-    int layer;
-    attn_hook hook;
-    float *dst;
-} attn_gpt2_capture;
-
-typedef enum {
-    ATTN_ABLATE_ZERO = 0,  /* the head's hook_z set to 0 */
-    ATTN_ABLATE_MEAN = 1,  /* the head's hook_z set to its mean over the positions of each
-                              batch row */
-} attn_ablation;
-
-/* Knock out one head: its hook_z, before the output projection. */
-typedef struct {
-    int layer, head;
-    attn_ablation method;
-} attn_gpt2_ablate;
-
-/* Replace one site's activation by another run's (activation patching):
- *   ATTN_HOOK_Z: head `index` of hook_z, at every position;
- *   ATTN_HOOK_RESID_PRE, ATTN_HOOK_ATTN_OUT, ATTN_HOOK_MLP_OUT,
- *   ATTN_HOOK_RESID_MID, ATTN_HOOK_RESID_POST: position `index`, every
- *   batch row.
- * src is the other run's whole activation at that hook, in the hook's shape
- * (what a capture of it wrote); only the patched slice is read. */
-typedef struct {
-    int layer;
-    attn_hook hook;
-    int index;
-    const float *src;
-} attn_gpt2_patch;
-
-/* What a run takes besides the plan and the parameters. */
-typedef struct {
-    const int32_t *idx;      /* [B][T] token ids; NULL when resid is given */
-    const float *resid;      /* [B][T][C]: start at block start_layer with this as its input
-                                (a hook_resid_pre of that block, or the hook_resid_post of the
-                                one before, from another run), so that runs that differ only
-                                from that block on (activation patching) do not recompute the
-                                blocks before it. Eval mode only */
-    int start_layer;         /* with resid: in [0, n_layer] (n_layer: the final LayerNorm and
-                                the head only); without: 0 */
-    const attn_gpt2_capture *captures;
-    int n_captures;
-    const attn_gpt2_ablate *ablations; /* applied in order, before the patches */
-    int n_ablations;
-    const attn_gpt2_patch *patches;
-    int n_patches;
-    attn_pool *pool;
-} attn_gpt2_inputs;
-
-/* The forward pass with activations kept, heads knocked out, activations
- * patched in, or a start part-way: attn_gpt2_forward is this with idx and
- * pool alone. Every output of attn_gpt2_outputs is available and comes
- * from the changed run; with resid, hidden_states' entries before
- * start_layer are not written. Interventions or captures at blocks before
- * start_layer are refused. A capture of a map hook (scores, pattern) makes
- * that block's attention materialise its maps, as attn_weights does.
- * Errors: ATTN_ERR_ARG with field "captures", "ablations", "patches",
- * "resid" or "start_layer" (naming the entry: "captures[2]") for an entry
- * out of range or a hook that cannot be patched, "training" for resid in
- * training mode; and those of attn_gpt2_forward. Several runs may go at
- * once (each its own call), e.g. as items of attn_pool_run with pool NULL
- * inside: see attn_gpt2_run_many. */
-int attn_gpt2_run(const attn_gpt2_plan *plan, const float *params, const attn_gpt2_inputs *in,
-                  attn_rng *rng, attn_gpt2_outputs *out, attn_error *err);
-
-/* n independent runs of one plan (eval mode) shared over pool: each run is
- * one item on one thread (its products unsplit), as a patching sweep
- * wants: many small runs keep every thread busy with less synchronisation
- * than splitting each product. in[i]'s pool is ignored. status[i] (n
- * entries, required) gets each run's attn_status and errs[i] (may be NULL)
- * its error. Returns ATTN_OK if every run succeeded, else the first
- * failure's code. */
-int attn_gpt2_run_many(const attn_gpt2_plan *plan, const float *params,
-                       const attn_gpt2_inputs *in, attn_gpt2_outputs *out, int n,
-                       attn_pool *pool, int *status, attn_error *errs);
-
-/* The logit lens: logits [rows][V] = head(final LayerNorm(resid)) for rows
- * of residual stream resid [rows][C] (any block's hook_resid_pre, the last
- * block's hook_resid_post), with the model's own ln_f / final_norm and
- * lm_head / out_head. One allocation ([rows][C]). */
-int attn_gpt2_logit_lens(const attn_gpt2_plan *plan, const float *params, const float *resid,
-                         int rows, attn_pool *pool, float *logits, attn_error *err);
 
 /* ==== Sampling ============================================================ */
 
@@ -964,7 +531,7 @@ int attn_blas_check(attn_blas_report *r);
 /* ==== Cancellation ====================================================== */
 
 /* Gives the calling thread a check that the calls it makes from now on
- * (attn_forward, attn_gpt2_forward) ask before each item of their work (a
+ * (attn_forward, attn_lm_forward, attn_lm_step) ask before each item of their work (a
  * tile of attention, a block of rows of a product), on every thread that
  * helps them: once stop(ctx) returns nonzero, the items not begun are
  * skipped and the call returns ATTN_ERR_CANCELLED, its outputs incomplete.

@@ -5,7 +5,7 @@
 #include "gemv.h"
 #include "linear.h"
 #include "parallel.h"
-#include "vexp.h"
+#include "core/layers/layers.h"
 
 #include <cblas.h>
 #include <string.h>
@@ -44,8 +44,9 @@ static void gemv_item(void *ctx, long item, int slot) {
             cblas_sgemv(CblasRowMajor, CblasNoTrans, cols, a->in, 1.0f, w, a->in,
                         a->x + (size_t)r * (size_t)a->in, 1, beta, y + (size_t)r * (size_t)a->ldy,
                         1);
-    if (a->gelu != ATTN__NO_GELU)
-        for (int r = 0; r < a->rows; r++) attn__gelu_row(y + (size_t)r * (size_t)a->ldy, cols, a->gelu);
+    if (a->act != ATTN__NO_ACT)
+        for (int r = 0; r < a->rows; r++)
+            attn__act_row(y + (size_t)r * (size_t)a->ldy, cols, (attn_act)a->act);
 }
 
 void attn__gemv_run(attn_pool *pool, const attn__gemv_args *args) {

@@ -22,7 +22,7 @@ typedef struct {
     int rows, in, out;
     const float *w;      /* [out][in] as nn.Linear stores it */
     const float *bias;   /* [out] or NULL */
-    int gelu;            /* ATTN__NO_GELU or an attn_gelu applied to each result */
+    int act;             /* ATTN__NO_ACT or an attn_act applied to each result */
 } attn__gemv_args;
 
 /* The column block of a product with `in` inputs: about 256 KB of weights,

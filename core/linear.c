@@ -1,9 +1,9 @@
 /* linear.c - a projection as blocks of rows and columns, one cblas_sgemm per
- * block, with GPT-2's GELU applied to each block while it is in cache. */
+ * block, with the MLP's activation applied to each block while it is in cache. */
 #include "internal.h"
 #include "linear.h"
 #include "parallel.h"
-#include "vexp.h"
+#include "core/layers/layers.h"
 
 #include <cblas.h>
 #include <string.h>
@@ -39,8 +39,9 @@ static void linear_item(void *ctx, long item, int slot) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, a->w_is_in_out ? CblasNoTrans : CblasTrans, rows,
                 cols, a->in, 1.0f, a->x + (size_t)r0 * (size_t)a->ldx, a->ldx, w,
                 a->w_is_in_out ? a->out : a->in, beta, y, a->ldy);
-    if (a->gelu != ATTN__NO_GELU)
-        for (int r = 0; r < rows; r++) attn__gelu_row(y + (size_t)r * (size_t)a->ldy, cols, a->gelu);
+    if (a->act != ATTN__NO_ACT)
+        for (int r = 0; r < rows; r++)
+            attn__act_row(y + (size_t)r * (size_t)a->ldy, cols, (attn_act)a->act);
     if (a->nonfinite)
         for (int r = 0; r < rows; r++)
             if (!attn__all_finite(y + (size_t)r * (size_t)a->ldy, (size_t)cols)) {
@@ -63,6 +64,6 @@ void attn__linear_run(attn_pool *pool, const attn__linear_args *args) {
 void attn__linear(attn_pool *pool, float *y, const float *x, int rows, int in, int out,
                   const float *w, int w_is_in_out, const float *bias) {
     attn__linear_args a = {.y = y, .x = x, .rows = rows, .in = in, .out = out, .w = w,
-                           .w_is_in_out = w_is_in_out, .bias = bias, .gelu = ATTN__NO_GELU};
+                           .w_is_in_out = w_is_in_out, .bias = bias, .act = ATTN__NO_ACT};
     attn__linear_run(pool, &a);
 }

@@ -21,8 +21,8 @@
  * call); an even count keeps two threads busy to the end. */
 int attn__linear_cols(int out);
 
-/* No activation after the product (attn__linear_args.gelu). */
-#define ATTN__NO_GELU (-1)
+/* No activation after the product (attn__linear_args.act). */
+#define ATTN__NO_ACT (-1)
 
 typedef struct {
     float *y;            /* [rows][ldy], columns [0, out) written */
@@ -33,7 +33,7 @@ typedef struct {
     const float *w;      /* [out][in] as nn.Linear stores it, or [in][out] with w_is_in_out */
     int w_is_in_out;
     const float *bias;   /* [out] or NULL */
-    int gelu;            /* ATTN__NO_GELU, or an attn_gelu applied to each result */
+    int act;             /* ATTN__NO_ACT, or an attn_act applied to each result */
     int *nonfinite;      /* if not NULL: set to 1 (atomically) when a result is NaN or
                             infinite, checked block by block while in cache */
 } attn__linear_args;

@@ -295,7 +295,7 @@ int attn_params_check(const attn_config *cfg, const attn_plan *plan, const float
         attn_param p;
         attn_param_get(cfg, plan, i, &p);
         const float *x = params + p.offset;
-        char field[64];
+        char field[128];
         snprintf(field, sizeof field, "state_dict.%s", p.name);
         if (!attn__all_finite(x, p.count))
             return attn__fail(err, ATTN_ERR_NONFINITE, field, "%s holds NaN or infinity", p.name);

@@ -249,3 +249,14 @@ CLONES void attn__gelu_row(float *x, int n, int tanh_form) {
     }
     for (; j < n; j++) x[j] = tanh_form ? gelu_tanh(x[j]) : gelu_erf(x[j]);
 }
+
+/* x * sigmoid(x) as PyTorch's SiLU computes it (x / (1 + exp(-x))), with
+ * exp(-|x|) so that the exponential never overflows. */
+static inline float silu(float v) {
+    float e = exp_clamped(-fabsf(v));
+    return v >= 0.0f ? v / (1.0f + e) : v * e / (1.0f + e);
+}
+
+CLONES void attn__silu_row(float *x, int n) {
+    for (int j = 0; j < n; j++) x[j] = silu(x[j]);
+}

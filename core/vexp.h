@@ -25,4 +25,7 @@ void attn__scale_row(float *y, float a, int n);
  * ATTN_GELU_ERF) or gelu_new's tanh approximation (ATTN_GELU_TANH). */
 void attn__gelu_row(float *x, int n, int tanh_form);
 
+/* x[j] = x[j] * sigmoid(x[j]) (SiLU) for j < n, in place. */
+void attn__silu_row(float *x, int n);
+
 #endif

@@ -82,12 +82,12 @@ static void check_steps(const gg_case *c, const json_t *gen) {
 
 START_TEST(golden_requests) {
     const gg_case *c = &g_cases[_i];
-    if (c->cfg.family != ATTN_FAMILY_GPT2 || c->B != 1) return; /* GPTModel requests: issue 21's fields */
+    if (c->cfg.arch != ATTN_ARCH_GPT2 || c->B != 1) return; /* GPTModel requests: issue 21's fields */
     char *body = gg_request(c, NULL);
     json_t *j = tapi_call(API_EP_MODEL_GPT2, body, &g_plain, 200);
     const json_t *gen = json_object_get(j, "generation");
     check_steps(c, gen);
-    int total = c->T0 + c->n[0], T = total < c->cfg.block_size ? total : c->cfg.block_size;
+    int total = c->T0 + c->n[0], T = total < c->cfg.context ? total : c->cfg.context;
     const json_t *idx = json_object_get(j, "idx");
     ck_assert_uint_eq(json_array_size(idx), (size_t)T);
     ck_assert_int_eq(json_integer_value(json_object_get(gen, "window_start")), total - T);
@@ -186,7 +186,7 @@ END_TEST
  * forward, the book's sampling order), from text. */
 START_TEST(checkpoint_completions) {
     gg_case hf[8];
-    attn_gpt2_config cfg;
+    attn_lm_config cfg;
     int n = gg_load_hf(hf, 8, &cfg);
     for (int i = 0; i < n; i++) {
         const gg_case *c = &hf[i];
@@ -228,7 +228,7 @@ static json_t *gen_call(const char *gen_json, int status) {
  * written); the end-of-text id ends it unwritten (the book's eos_id). */
 START_TEST(stop_and_eos) {
     gg_case hf[8];
-    attn_gpt2_config cfg;
+    attn_lm_config cfg;
     gg_load_hf(hf, 8, &cfg);
     const gg_case *c = &hf[0]; /* hf_greedy */
     int p = -1;
@@ -323,11 +323,11 @@ START_TEST(reserves_the_cache) {
                  "\"generate\": {\"max_new_tokens\": %d}}", i ? 1000 : 10);
         r[i] = tapi_reserved(API_EP_MODEL_GPT2, body, &g_lim);
     }
-    attn_gpt2_config cfg = {.vocab_size = 50, .block_size = 1024, .n_layer = 4, .n_head = 4, .n_embd = 64};
+    attn_lm_config cfg = {.vocab_size = 50, .context = 1024, .n_layer = 4, .n_head = 4, .width = 64};
     size_t c10, c1000;
     attn_error ae;
-    ck_assert_int_eq(attn_gpt2_cache_bytes(&cfg, 1, 11, &c10, &ae), ATTN_OK);
-    ck_assert_int_eq(attn_gpt2_cache_bytes(&cfg, 1, 1001, &c1000, &ae), ATTN_OK);
+    ck_assert_int_eq(attn_lm_cache_bytes(&cfg, 1, 11, &c10, &ae), ATTN_OK);
+    ck_assert_int_eq(attn_lm_cache_bytes(&cfg, 1, 1001, &c1000, &ae), ATTN_OK);
     ck_assert_msg(r[1] - r[0] >= c1000 - c10, "reserved %zu more for 990 more tokens; the cache grows %zu",
                   r[1] - r[0], c1000 - c10);
 }

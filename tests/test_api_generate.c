@@ -140,16 +140,16 @@ START_TEST(attention_rows) {
     run_case(c, 1, &out, &a);
     attn_rng rng;
     float *params = gg_params(c, &rng);
-    int L = c->cfg.n_layer, H = c->cfg.n_head, ctx = c->cfg.block_size;
+    int L = c->cfg.n_layer, H = c->cfg.n_head, ctx = c->cfg.context;
     float *maps = malloc((size_t)L * H * ctx * ctx * 4);
     double worst = 0;
     for (int k = 0; k < out.n[0]; k++) {
         int n = c->T0 + k, start = n > ctx ? n - ctx : 0, T = n - start;
-        attn_gpt2_plan plan;
+        attn_lm_plan plan;
         attn_error err = {0};
-        ck_assert_int_eq(attn_gpt2_plan_make(&c->cfg, 1, T, 0, &plan, &err), ATTN_OK);
-        attn_gpt2_outputs o = {.attn_weights = maps};
-        ck_assert_int_eq(attn_gpt2_forward(&plan, params, out.text + start, NULL, NULL, &o, &err), ATTN_OK);
+        ck_assert_int_eq(attn_lm_plan_make(&c->cfg, 1, T, 0, &plan, &err), ATTN_OK);
+        attn_lm_outputs o = {.attn_weights = maps};
+        ck_assert_int_eq(attn_lm_forward(&plan, params, out.text + start, NULL, NULL, &o, &err), ATTN_OK);
         ck_assert_int_eq(out.rows_t[k], T);
         const float *got = out.rows + (size_t)k * out.rows_len;
         for (int lh = 0; lh < L * H; lh++)

@@ -1,5 +1,5 @@
-/* test_api_model.c - POST /model/gpt2 through api_handle: the reply against
- * core's attn_gpt2_* on the same model (core itself is checked against
+/* test_api_model.c - POST /model (and its alias /model/gpt2) through api_handle: the reply against
+ * core's attn_lm_* on the same model (core itself is checked against
  * PyTorch by test_core_gpt2), batch axes, layer selection, the state_dict
  * round trip, training mode with dropout_seed, formats and every error. */
 #include <check.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "api/api.h"
-#include "core/attention.h"
+#include "core/lm.h"
 #include "tests/support/check_main.h"
 #include "support/api_call.h"
 
@@ -18,8 +18,8 @@
 
 /* GPTConfig(vocab_size=11, block_size=8, n_layer=3, n_head=2, n_embd=8) */
 #define CFG "\"vocab_size\":11,\"block_size\":8,\"n_layer\":3,\"n_head\":2,\"n_embd\":8"
-static const attn_gpt2_config CONFIG = {.vocab_size = 11, .block_size = 8, .n_layer = 3,
-                                        .n_head = 2, .n_embd = 8, .dropout = 0.1};
+static const attn_lm_config CONFIG = {.vocab_size = 11, .context = 8, .n_layer = 3,
+                                        .n_head = 2, .width = 8, .dropout = 0.1};
 
 static json_t *call_lim(const char *body, int want_status, size_t max) {
     api_limits lim = {.max_elements = max};
@@ -46,7 +46,7 @@ static int rank_of(const json_t *t) {
 
 /* core's own run: params from the seed, every output */
 typedef struct {
-    attn_gpt2_plan plan;
+    attn_lm_plan plan;
     float *params, *logits, *attn, *hidden;
 } run;
 
@@ -56,7 +56,7 @@ typedef struct {
 static void core_run_with(run *r, int B, int T, const int32_t *idx, uint64_t seed, int training,
                           int maps) {
     attn_error err;
-    ck_assert_int_eq(attn_gpt2_plan_make(&CONFIG, B, T, training, &r->plan, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_plan_make(&CONFIG, B, T, training, &r->plan, &err), ATTN_OK);
     r->params = malloc(r->plan.n_params * sizeof(float));
     r->logits = malloc(r->plan.n_logits * sizeof(float));
     r->attn = malloc(r->plan.n_attn * sizeof(float));
@@ -64,10 +64,10 @@ static void core_run_with(run *r, int B, int T, const int32_t *idx, uint64_t see
     ck_assert(r->params && r->logits && r->attn && r->hidden);
     attn_rng rng;
     attn_rng_seed(&rng, seed);
-    ck_assert_int_eq(attn_gpt2_params_init(&r->plan, r->params, &rng, &err), ATTN_OK);
-    attn_gpt2_outputs out = {.logits = r->logits, .attn_weights = maps ? r->attn : NULL,
+    ck_assert_int_eq(attn_lm_params_init(&r->plan, r->params, &rng, &err), ATTN_OK);
+    attn_lm_outputs out = {.logits = r->logits, .attn_weights = maps ? r->attn : NULL,
                              .hidden_states = maps ? r->hidden : NULL};
-    ck_assert_int_eq(attn_gpt2_forward(&r->plan, r->params, idx, NULL, &rng, &out, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_forward(&r->plan, r->params, idx, NULL, &rng, &out, &err), ATTN_OK);
 }
 
 static void core_run(run *r, int B, int T, const int32_t *idx, uint64_t seed, int training) {
@@ -152,7 +152,7 @@ START_TEST(state_dict_round_trip) {
     json_t *sd = json_object();
     for (int i = 0; i < r.plan.param_count; i++) {
         attn_param p;
-        attn_gpt2_param_get(&r.plan, i, &p);
+        attn_lm_param_get(&r.plan, i, &p);
         if (p.buffer) continue;
         json_t *data = json_array();
         for (size_t k = 0; k < p.count; k++)
@@ -400,6 +400,29 @@ START_TEST(pool_same_bytes) {
 }
 END_TEST
 
+/* POST /model and its alias /model/gpt2 are one kind: the same request
+ * gets the same bytes from both, for either architecture. */
+START_TEST(alias_same_bytes) {
+    static const char *const bodies[] = {
+        "{\"vocab_size\":40,\"block_size\":8,\"n_layer\":2,\"n_head\":2,\"n_embd\":8,"
+        "\"init\":{\"seed\":4},\"idx\":[[1,2,3],[4,5,6]],\"return\":[\"logits\",\"attn_weights\","
+        "\"params\",\"blocks.1.attn.hook_z\"]}",
+        "{\"module\":\"GPTModel\",\"vocab_size\":40,\"context_length\":8,\"n_layers\":1,"
+        "\"n_heads\":2,\"emb_dim\":8,\"qkv_bias\":true,\"init\":{\"seed\":5},\"idx\":[7,8],"
+        "\"training\":true,\"return\":[\"logits\",\"dropout_masks\"]}"};
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        api_reply a, b;
+        api_limits lim = {.max_elements = 50000000};
+        ck_assert_int_eq(api_handle(API_EP_MODEL, bodies[i], strlen(bodies[i]), &lim, &a), 200);
+        ck_assert_int_eq(api_handle(API_EP_MODEL_GPT2, bodies[i], strlen(bodies[i]), &lim, &b), 200);
+        ck_assert_uint_eq(a.body.len, b.body.len);
+        ck_assert(memcmp(a.body.data, b.body.data, a.body.len) == 0);
+        api_buf_free(&a.body);
+        api_buf_free(&b.body);
+    }
+}
+END_TEST
+
 /* With defer_above (the server's inline path), a model that is more than a
  * few thousand values is left for a worker: status 0, no body; a tiny one
  * is answered. */
@@ -575,9 +598,9 @@ END_TEST
  * state and position's logits), the same request asking for the maps does
  * not. */
 START_TEST(budget_counts_outputs_asked) {
-    attn_gpt2_plan p;
+    attn_lm_plan p;
     attn_error err;
-    ck_assert_int_eq(attn_gpt2_plan_make(&CONFIG, 1, 8, 0, &p, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_plan_make(&CONFIG, 1, 8, 0, &p, &err), ATTN_OK);
     size_t limit = p.total_elements - p.n_attn / 2 - p.n_hidden / 2;
     const char *next = "{" CFG ",\"init\":{\"seed\":1},\"idx\":[1,2,3,4,5,6,7,8],\"return\":[\"next_token\"]}";
     const char *maps = "{" CFG ",\"init\":{\"seed\":1},\"idx\":[1,2,3,4,5,6,7,8],\"return\":[\"attn_weights\"]}";
@@ -627,7 +650,7 @@ static Suite *model_suite(void) {
     /* Bits depend on OpenBLAS's thread count: one thread, as the server runs it. */
     openblas_set_num_threads(1);
     Suite *s = suite_create("api_model");
-    const TTest *tests[] = {batched_every_output, unbatched_layers, state_dict_round_trip,
+    const TTest *tests[] = {alias_same_bytes, batched_every_output, unbatched_layers, state_dict_round_trip,
                             training_dropout, formats, no_maps, errors, document_example, path,
                             selection, safetensors_reply, deferred, pool_same_bytes, gptmodel_errors,
                             budget_counts_outputs_asked, NULL};

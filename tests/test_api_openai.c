@@ -46,7 +46,7 @@ static api_tokenizer g_tok;
 static api_limits g_lim = {.max_elements = 100000000};
 
 static void setup(void) {
-    attn_gpt2_config cfg;
+    attn_lm_config cfg;
     g_n = gg_load_hf(g_hf, 8, &cfg);
     gg_load_tiny(&g_models, &g_tok);
     g_lim.models = g_models;

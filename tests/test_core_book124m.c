@@ -9,7 +9,7 @@
  * the book, and PyTorch 1.13 here writes the same (tests/golden/gptmodel/
  * book_124m.txt, made by tests/golden/generate_gptmodel.py, which asserts
  * it). Core builds the same 163M-parameter model from the seed
- * (attn_gpt2_params_init) and writes the same six tokens by greedy argmax
+ * (attn_lm_params_init) and writes the same six tokens by greedy argmax
  * (the first index on ties, as torch.argmax), each step a whole forward
  * over the text so far, as the book's loop does; then again with the
  * key/value cache (a prefill of the prompt, one decode step per token).
@@ -22,14 +22,14 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "core/attention.h"
+#include "core/lm.h"
 #include "tests/support/check_main.h"
 
 #include <cblas.h> /* openblas_set_num_threads */
 
-static const attn_gpt2_config GPT_CONFIG_124M = {
-    .vocab_size = 50257, .block_size = 1024, .n_embd = 768, .n_head = 12, .n_layer = 12,
-    .dropout = 0.1, .qkv_bias = 0, .family = ATTN_FAMILY_GPTMODEL};
+static const attn_lm_config GPT_CONFIG_124M = {
+    .vocab_size = 50257, .context = 1024, .width = 768, .n_head = 12, .n_layer = 12,
+    .dropout = 0.1, .qkv_bias = 0, .arch = ATTN_ARCH_GPTMODEL};
 
 enum { PROMPT = 4, NEW = 6 };
 
@@ -67,9 +67,9 @@ static int32_t argmax(const float *x, int n) {
 
 /* The book's state_dict: 163,009,536 parameters and 12 mask buffers. */
 START_TEST(plan_of_the_book_model) {
-    attn_gpt2_plan plan;
+    attn_lm_plan plan;
     attn_error err = {0};
-    ck_assert_int_eq(attn_gpt2_plan_make(&GPT_CONFIG_124M, 1, PROMPT, 0, &plan, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_plan_make(&GPT_CONFIG_124M, 1, PROMPT, 0, &plan, &err), ATTN_OK);
     size_t masks = 12 * (size_t)1024 * 1024;
     ck_assert_uint_eq(plan.n_params, (size_t)163009536 + masks);
     /* per block: mask, three weights, out_proj's two, ff's four, the norms' four */
@@ -80,9 +80,9 @@ END_TEST
 START_TEST(book_generates_its_printed_tokens) {
     int32_t want[PROMPT + NEW], idx[PROMPT + NEW];
     read_expected(want);
-    attn_gpt2_plan plan;
+    attn_lm_plan plan;
     attn_error err = {0};
-    ck_assert_int_eq(attn_gpt2_plan_make(&GPT_CONFIG_124M, 1, PROMPT + NEW, 0, &plan, &err),
+    ck_assert_int_eq(attn_lm_plan_make(&GPT_CONFIG_124M, 1, PROMPT + NEW, 0, &plan, &err),
                      ATTN_OK);
     float *params = malloc(plan.n_params * sizeof *params);
     float *logits = malloc((size_t)plan.V * sizeof *logits);
@@ -90,15 +90,15 @@ START_TEST(book_generates_its_printed_tokens) {
     double t0 = now_s();
     attn_rng rng;
     attn_rng_seed(&rng, 123);
-    ck_assert_int_eq(attn_gpt2_params_init(&plan, params, &rng, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_params_init(&plan, params, &rng, &err), ATTN_OK);
     double t1 = now_s();
     attn_pool *pool = attn_pool_create(2);
     for (int i = 0; i < PROMPT; i++) idx[i] = want[i];
     for (int n = PROMPT; n < PROMPT + NEW; n++) {
-        attn_gpt2_plan step;
-        ck_assert_int_eq(attn_gpt2_plan_make(&GPT_CONFIG_124M, 1, n, 0, &step, &err), ATTN_OK);
-        attn_gpt2_outputs out = {.logits = logits, .last_only = 1};
-        ck_assert_int_eq(attn_gpt2_forward(&step, params, idx, pool, NULL, &out, &err), ATTN_OK);
+        attn_lm_plan step;
+        ck_assert_int_eq(attn_lm_plan_make(&GPT_CONFIG_124M, 1, n, 0, &step, &err), ATTN_OK);
+        attn_lm_outputs out = {.logits = logits, .last_only = 1};
+        ck_assert_int_eq(attn_lm_forward(&step, params, idx, pool, NULL, &out, &err), ATTN_OK);
         idx[n] = argmax(logits, plan.V);
     }
     double t2 = now_s();
@@ -110,23 +110,23 @@ START_TEST(book_generates_its_printed_tokens) {
                       (int)idx[i], (int)want[i]);
     /* the same six tokens with the key/value cache: a prefill of the
      * prompt, then one decode step per token */
-    attn_gpt2_cache *cache;
-    ck_assert_int_eq(attn_gpt2_cache_create(&GPT_CONFIG_124M, 1, PROMPT + NEW, &cache, &err),
+    attn_lm_cache *cache;
+    ck_assert_int_eq(attn_lm_cache_create(&GPT_CONFIG_124M, 1, PROMPT + NEW, &cache, &err),
                      ATTN_OK);
-    attn_gpt2_plan prompt;
-    ck_assert_int_eq(attn_gpt2_plan_make(&GPT_CONFIG_124M, 1, PROMPT, 0, &prompt, &err), ATTN_OK);
-    attn_gpt2_outputs first = {.logits = logits, .last_only = 1};
-    ck_assert_int_eq(attn_gpt2_prefill(&prompt, params, want, cache, pool, &first, &err), ATTN_OK);
+    attn_lm_plan prompt;
+    ck_assert_int_eq(attn_lm_plan_make(&GPT_CONFIG_124M, 1, PROMPT, 0, &prompt, &err), ATTN_OK);
+    attn_lm_outputs first = {.logits = logits, .last_only = 1};
+    ck_assert_int_eq(attn_lm_prefill(&prompt, params, want, cache, pool, &first, &err), ATTN_OK);
     for (int n = PROMPT; n < PROMPT + NEW; n++) {
         int32_t next = argmax(logits, plan.V);
         ck_assert_msg(next == want[n], "cached token %d: core %d, the book %d", n - PROMPT,
                       (int)next, (int)want[n]);
-        attn_gpt2_step_outputs so = {.logits = logits};
+        attn_lm_step_outputs so = {.logits = logits};
         if (n + 1 < PROMPT + NEW)
-            ck_assert_int_eq(attn_gpt2_decode(cache, params, &next, pool, &so, &err), ATTN_OK);
+            ck_assert_int_eq(attn_lm_decode(cache, params, &next, pool, &so, &err), ATTN_OK);
     }
     printf("book_124m: the same 6 tokens with the cache in %.2f s\n", now_s() - t2);
-    attn_gpt2_cache_free(cache);
+    attn_lm_cache_free(cache);
     attn_pool_destroy(pool);
     free(params);
     free(logits);

@@ -1,6 +1,6 @@
 /* test_core_cancel.c - attn_cancel_set: a check that a computation asks
  * between the items of its work, on every thread that helps it. Once it says
- * stop, attn_forward and attn_gpt2_forward return ATTN_ERR_CANCELLED after
+ * stop, attn_forward and attn_lm_forward return ATTN_ERR_CANCELLED after
  * at most the items already begun; with no check, or one that never fires,
  * the results are those of a run without it, bit for bit; attn_pool_run's
  * items always all run.
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/attention.h"
+#include "core/lm.h"
 #include "support/check_main.h"
 
 /* Says stop from its `after`-th question on, counting them. */
@@ -98,25 +98,25 @@ END_TEST
 /* GPT-2 of 8 blocks, stopped at once: ATTN_ERR_CANCELLED having asked far
  * fewer times than a whole run asks (within the first block). */
 START_TEST(t_gpt2_cancelled) {
-    attn_gpt2_config cfg = {.vocab_size = 64, .block_size = 256, .n_layer = 8, .n_head = 2,
-                            .n_embd = 64};
-    attn_gpt2_plan p;
+    attn_lm_config cfg = {.vocab_size = 64, .context = 256, .n_layer = 8, .n_head = 2,
+                            .width = 64};
+    attn_lm_plan p;
     attn_error err;
-    ck_assert_int_eq(attn_gpt2_plan_make(&cfg, 1, 256, 0, &p, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_plan_make(&cfg, 1, 256, 0, &p, &err), ATTN_OK);
     float *params = malloc(p.n_params * sizeof *params), *logits = malloc(p.n_logits * sizeof *logits);
     int32_t idx[256];
     ck_assert(params && logits);
     for (int t = 0; t < 256; t++) idx[t] = t % 64;
     attn_rng rng;
     attn_rng_seed(&rng, 1);
-    ck_assert_int_eq(attn_gpt2_params_init(&p, params, &rng, &err), ATTN_OK);
-    attn_gpt2_outputs out = {.logits = logits};
+    ck_assert_int_eq(attn_lm_params_init(&p, params, &rng, &err), ATTN_OK);
+    attn_lm_outputs out = {.logits = logits};
     stopper never = {.after = 1L << 40};
     attn_cancel_set(stop_after, &never);
-    ck_assert_int_eq(attn_gpt2_forward(&p, params, idx, NULL, NULL, &out, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_forward(&p, params, idx, NULL, NULL, &out, &err), ATTN_OK);
     stopper now = {.after = 0};
     attn_cancel_set(stop_after, &now);
-    ck_assert_int_eq(attn_gpt2_forward(&p, params, idx, NULL, NULL, &out, &err), ATTN_ERR_CANCELLED);
+    ck_assert_int_eq(attn_lm_forward(&p, params, idx, NULL, NULL, &out, &err), ATTN_ERR_CANCELLED);
     ck_assert_int_lt(atomic_load(&now.asked), atomic_load(&never.asked) / 8);
     attn_cancel_set(NULL, NULL);
     free(params);

@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/layers.h"
+#include "core/layers/layers.h"
 #include "core/rows.h"
 #include "core/vexp.h"
 #include "tests/support/check_main.h"
@@ -46,7 +46,7 @@ RESOLVER(attn__row_max)
 RESOLVER(attn__exp_shifted)
 RESOLVER(attn__scale_row)
 RESOLVER(attn__gelu_row)
-RESOLVER(attn__layernorm)
+RESOLVER(attn__norm)
 RESOLVER(attn__scores_row)
 RESOLVER(attn__mask_row)
 RESOLVER(attn__mul_row)
@@ -233,11 +233,13 @@ START_TEST(test_mask_kernels_identical) {
 END_TEST
 
 START_TEST(test_layer_kernels_identical) {
-    typedef void (*ln_fn)(float *, const float *, const float *, const float *, size_t, int);
+    typedef void (*ln_fn)(attn_lm_norm, float *, const float *, const float *, const float *,
+                          size_t, int, double);
     typedef void (*add_fn)(float *, const float *, size_t);
-    typedef void (*embed_fn)(float *, const int32_t *, const float *, const float *, int, int, int);
+    typedef void (*embed_fn)(float *, const int32_t *, const float *, const float *, float, int,
+                             int, int);
     anyfn ln[N_CLONES], ad[N_CLONES], em[N_CLONES];
-    int n_clones = clones_of(attn__layernorm_resolver, ln);
+    int n_clones = clones_of(attn__norm_resolver, ln);
     ck_assert_int_eq(clones_of(attn__add_resolver, ad), n_clones);
     ck_assert_int_eq(clones_of(attn__embed_resolver, em), n_clones);
     enum { ROWS = 5, V = 11, T = 5 };
@@ -248,10 +250,12 @@ START_TEST(test_layer_kernels_identical) {
         int C = LENGTHS[li];
         size_t n = (size_t)ROWS * C;
         fill(x, (int)n, -4.0f, 6.0f), fill(g, C, 0.5f, 1.5f), fill(b, C, -0.5f, 0.5f);
-        ((ln_fn)ln[n_clones - 1])(want, x, g, b, ROWS, C);
-        for (int c = 0; c < n_clones - 1; c++) {
-            ((ln_fn)ln[c])(got, x, g, b, ROWS, C);
-            expect_same_bits(got, want, n * sizeof *got, "layernorm", C, c);
+        for (int kind = ATTN_LM_LAYERNORM; kind <= ATTN_LM_RMSNORM_1P; kind++) {
+            ((ln_fn)ln[n_clones - 1])((attn_lm_norm)kind, want, x, g, b, ROWS, C, 1e-5);
+            for (int c = 0; c < n_clones - 1; c++) {
+                ((ln_fn)ln[c])((attn_lm_norm)kind, got, x, g, b, ROWS, C, 1e-5);
+                expect_same_bits(got, want, n * sizeof *got, "norm", C, c);
+            }
         }
         memcpy(want, x, n * sizeof *x);
         ((add_fn)ad[n_clones - 1])(want, g, (size_t)C);
@@ -261,10 +265,13 @@ START_TEST(test_layer_kernels_identical) {
             expect_same_bits(got, want, n * sizeof *got, "add", C, c);
         }
         fill(wte, V * C, -1.0f, 1.0f), fill(wpe, T * C, -1.0f, 1.0f);
-        ((embed_fn)em[n_clones - 1])(want, idx, wte, wpe, 1, T, C);
-        for (int c = 0; c < n_clones - 1; c++) {
-            ((embed_fn)em[c])(got, idx, wte, wpe, 1, T, C);
-            expect_same_bits(got, want, (size_t)T * C * sizeof *got, "embed", C, c);
+        for (int scaled = 0; scaled < 2; scaled++) {
+            float scale = scaled ? 11.3137083f : 1.0f; /* Gemma's sqrt(width) */
+            ((embed_fn)em[n_clones - 1])(want, idx, wte, scaled ? NULL : wpe, scale, 1, T, C);
+            for (int c = 0; c < n_clones - 1; c++) {
+                ((embed_fn)em[c])(got, idx, wte, scaled ? NULL : wpe, scale, 1, T, C);
+                expect_same_bits(got, want, (size_t)T * C * sizeof *got, "embed", C, c);
+            }
         }
     }
 }

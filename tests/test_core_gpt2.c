@@ -1,15 +1,15 @@
-/* test_core_gpt2.c - core's whole models (attn_gpt2_*) against PyTorch:
+/* test_core_gpt2.c - core's whole models (attn_lm_*) against PyTorch:
  * seed 003's gpt2_min.py GPT2 (every file of tests/golden/gpt2/, written by
  * tests/golden/generate_gpt2.py) and the book's chapter-4 GPTModel
  * (tests/golden/gptmodel/, tests/golden/generate_gptmodel.py), plus the
  * errors.
  *
  * Per golden file:
- *   "state_dict": attn_gpt2_param_get's names, in order, and the float count
+ *   "state_dict": attn_lm_param_get's names, in order, and the float count
  *      equal PyTorch's state_dict (lm_head.weight excepted, it is tied);
- *   "init": attn_gpt2_params_init from the file's seed gives PyTorch's
+ *   "init": attn_lm_params_init from the file's seed gives PyTorch's
  *      parameters bit for bit (memcmp);
- *   "forward": attn_gpt2_forward with PyTorch's parameters and the generator
+ *   "forward": attn_lm_forward with PyTorch's parameters and the generator
  *      left by the init (training files draw their dropout from it): logits,
  *      hidden states and every attention map within
  *      |got - want| <= 1e-4 + 1e-3 |want|, and every dropout multiplier
@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/attention.h"
+#include "core/lm.h"
 #include "core/vexp.h"
 #include "tests/support/check_main.h"
 #include "tests/support/gpt2_files.h"
@@ -38,7 +38,7 @@
 
 typedef struct {
     char name[128];
-    attn_gpt2_config cfg;
+    attn_lm_config cfg;
     unsigned long long seed;
     int training, B, T;
     char *names;        /* space-separated state_dict names */
@@ -131,16 +131,16 @@ static long compare(const char *what, const float *got, const float *want, size_
 /* Plans c for B x T (training or not) and makes its parameters as
  * torch.manual_seed(seed); Model(c) does: malloc'd, the caller frees them;
  * *rng is left where PyTorch's generator is after the constructor. */
-static float *seeded_model(const attn_gpt2_config *c, int B, int T, int training, uint64_t seed,
-                           attn_gpt2_plan *plan, attn_rng *rng) {
+static float *seeded_model(const attn_lm_config *c, int B, int T, int training, uint64_t seed,
+                           attn_lm_plan *plan, attn_rng *rng) {
     attn_error err = {0};
-    int rc = attn_gpt2_plan_make(c, B, T, training, plan, &err);
-    ck_assert_msg(rc == ATTN_OK, "attn_gpt2_plan_make: %s (%s)", attn_status_name(rc), err.message);
+    int rc = attn_lm_plan_make(c, B, T, training, plan, &err);
+    ck_assert_msg(rc == ATTN_OK, "attn_lm_plan_make: %s (%s)", attn_status_name(rc), err.message);
     float *params = malloc(plan->n_params * sizeof *params);
     ck_assert_ptr_nonnull(params);
     attn_rng_seed(rng, seed);
-    rc = attn_gpt2_params_init(plan, params, rng, &err);
-    ck_assert_msg(rc == ATTN_OK, "attn_gpt2_params_init: %s (%s)", attn_status_name(rc), err.message);
+    rc = attn_lm_params_init(plan, params, rng, &err);
+    ck_assert_msg(rc == ATTN_OK, "attn_lm_params_init: %s (%s)", attn_status_name(rc), err.message);
     return params;
 }
 
@@ -174,9 +174,9 @@ START_TEST(golden_state_dict) {
     gcase g;
     char why[512];
     ck_assert_msg(gcase_load(g_files.paths[_i], &g, why, sizeof why) == 0, "%s", why);
-    attn_gpt2_plan plan;
+    attn_lm_plan plan;
     attn_error err = {0};
-    ck_assert_msg(attn_gpt2_plan_make(&g.cfg, g.B, g.T, g.training, &plan, &err) == ATTN_OK,
+    ck_assert_msg(attn_lm_plan_make(&g.cfg, g.B, g.T, g.training, &plan, &err) == ATTN_OK,
                   "%s: %s", g.name, err.message);
     ck_assert_uint_eq(plan.n_params, g.n_params);
     char *save = NULL, *names = strdup(g.names);
@@ -187,7 +187,7 @@ START_TEST(golden_state_dict) {
         attn_param p;
         ck_assert_msg(i < plan.param_count, "%s: PyTorch has more entries than core (%s)", g.name,
                       tok);
-        ck_assert_int_eq(attn_gpt2_param_get(&plan, i, &p), ATTN_OK);
+        ck_assert_int_eq(attn_lm_param_get(&plan, i, &p), ATTN_OK);
         ck_assert_msg(strcmp(p.name, tok) == 0, "%s: entry %d is %s in core, %s in PyTorch",
                       g.name, i, p.name, tok);
         ck_assert_msg(p.offset == next_offset, "%s: %s not contiguous", g.name, p.name);
@@ -205,7 +205,7 @@ START_TEST(golden_init) {
     gcase g;
     char why[512];
     ck_assert_msg(gcase_load(g_files.paths[_i], &g, why, sizeof why) == 0, "%s", why);
-    attn_gpt2_plan plan;
+    attn_lm_plan plan;
     attn_rng rng;
     float *params = seeded_model(&g.cfg, g.B, g.T, g.training, g.seed, &plan, &rng);
     attn_error err = {0};
@@ -215,7 +215,7 @@ START_TEST(golden_init) {
     ck_assert_msg(diff == 0, "%s: %zu of %zu parameters differ from PyTorch, first at %zu "
                   "(core %.9g, PyTorch %.9g)", g.name, diff, plan.n_params, first,
                   (double)params[first], (double)g.params[first]);
-    ck_assert_int_eq(attn_gpt2_params_check(&plan, g.params, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_params_check(&plan, g.params, &err), ATTN_OK);
     printf("%-28s init: %zu parameters bit-identical\n", g.name, plan.n_params);
     free(params);
     gcase_free(&g);
@@ -227,7 +227,7 @@ START_TEST(golden_forward) {
     gcase g;
     char why[512];
     ck_assert_msg(gcase_load(g_files.paths[_i], &g, why, sizeof why) == 0, "%s", why);
-    attn_gpt2_plan plan;
+    attn_lm_plan plan;
     attn_rng rng; /* the generator as PyTorch's after the constructor */
     free(seeded_model(&g.cfg, g.B, g.T, g.training, g.seed, &plan, &rng));
     ck_assert_uint_eq(plan.n_logits, g.n_logits);
@@ -240,9 +240,9 @@ START_TEST(golden_forward) {
     float *attn = malloc((plan.n_attn ? plan.n_attn : 1) * sizeof(float));
     float *drop = malloc(plan.n_dropout * sizeof(float));
     ck_assert(logits && hidden && attn && drop);
-    attn_gpt2_outputs out = {.logits = logits, .hidden_states = hidden, .attn_weights = attn,
+    attn_lm_outputs out = {.logits = logits, .hidden_states = hidden, .attn_weights = attn,
                              .dropout_masks = drop};
-    int rc = attn_gpt2_forward(&plan, g.params, g.idx, NULL, &rng, &out, &err);
+    int rc = attn_lm_forward(&plan, g.params, g.idx, NULL, &rng, &out, &err);
     ck_assert_msg(rc == ATTN_OK, "%s: %s (%s)", g.name, err.message, err.field);
     /* every dropout multiplier, bit for bit */
     ck_assert_uint_eq(plan.n_dropout, g.n_dropout);
@@ -261,15 +261,15 @@ START_TEST(golden_forward) {
     float *logits2 = malloc(plan.n_logits * sizeof(float));
     ck_assert_ptr_nonnull(logits2);
     if (!g.training) {
-        attn_gpt2_outputs only = {.logits = logits2};
-        ck_assert_int_eq(attn_gpt2_forward(&plan, g.params, g.idx, NULL, NULL, &only, &err), ATTN_OK);
+        attn_lm_outputs only = {.logits = logits2};
+        ck_assert_int_eq(attn_lm_forward(&plan, g.params, g.idx, NULL, NULL, &only, &err), ATTN_OK);
         /* without maps the attention takes its fused path: float rounding apart */
         char why1[256];
         ck_assert_msg(compare("logits only", logits2, logits, plan.n_logits, why1, sizeof why1) < 0,
                       "%s: %s", g.name, why1);
         /* last_only: the last position's rows, within float rounding (another sgemm shape) */
-        attn_gpt2_outputs last = {.logits = logits2, .last_only = 1};
-        ck_assert_int_eq(attn_gpt2_forward(&plan, g.params, g.idx, NULL, NULL, &last, &err), ATTN_OK);
+        attn_lm_outputs last = {.logits = logits2, .last_only = 1};
+        ck_assert_int_eq(attn_lm_forward(&plan, g.params, g.idx, NULL, NULL, &last, &err), ATTN_OK);
         for (int b = 0; b < g.B; b++) {
             const float *want = logits + ((size_t)b * g.T + (size_t)(g.T - 1)) * plan.V;
             char why2[256];
@@ -296,15 +296,15 @@ static uint64_t fnv1a64(const float *x, size_t n) {
 }
 
 /* One line of init_hashes.txt; 1 if read. */
-static int hash_line(const char *line, int book, attn_gpt2_config *c, unsigned long long *seed,
+static int hash_line(const char *line, int book, attn_lm_config *c, unsigned long long *seed,
                      size_t *n, unsigned long long *hash, double *after) {
-    *c = (attn_gpt2_config){.family = book ? ATTN_FAMILY_GPTMODEL : ATTN_FAMILY_GPT2};
+    *c = (attn_lm_config){.arch = book ? ATTN_ARCH_GPTMODEL : ATTN_ARCH_GPT2};
     if (book)
         return sscanf(line, "%d %d %d %d %d %lf %d %llu %zu %llx %lf", &c->vocab_size,
-                      &c->block_size, &c->n_embd, &c->n_head, &c->n_layer, &c->dropout,
+                      &c->context, &c->width, &c->n_head, &c->n_layer, &c->dropout,
                       &c->qkv_bias, seed, n, hash, after) == 11;
-    return sscanf(line, "%d %d %d %d %d %lf %llu %zu %llx %lf", &c->vocab_size, &c->block_size,
-                  &c->n_layer, &c->n_head, &c->n_embd, &c->dropout, seed, n, hash, after) == 10;
+    return sscanf(line, "%d %d %d %d %d %lf %llu %zu %llx %lf", &c->vocab_size, &c->context,
+                  &c->n_layer, &c->n_head, &c->width, &c->dropout, seed, n, hash, after) == 10;
 }
 
 START_TEST(golden_init_hashes) {
@@ -318,22 +318,22 @@ START_TEST(golden_init_hashes) {
     int cases = 0, book = strstr(dirs[_i], "gptmodel") != NULL;
     while (fgets(line, sizeof line, f)) {
         if (line[0] == '#') continue;
-        attn_gpt2_config c;
+        attn_lm_config c;
         unsigned long long seed, hash;
         size_t n;
         double after;
         ck_assert_msg(hash_line(line, book, &c, &seed, &n, &hash, &after), "%s: %s", path, line);
-        attn_gpt2_plan plan;
+        attn_lm_plan plan;
         attn_rng rng;
         float *params = seeded_model(&c, 1, 1, 0, seed, &plan, &rng);
         ck_assert_uint_eq(plan.n_params, n);
         uint64_t got = fnv1a64(params, n);
         ck_assert_msg(got == hash, "GPTConfig(%d, %d, %d, %d, %d), seed %llu: hash %016llx, "
-                      "PyTorch's %016llx", c.vocab_size, c.block_size, c.n_layer, c.n_head,
-                      c.n_embd, seed, (unsigned long long)got, hash);
+                      "PyTorch's %016llx", c.vocab_size, c.context, c.n_layer, c.n_head,
+                      c.width, seed, (unsigned long long)got, hash);
         ck_assert_double_eq(attn_rng_uniform(&rng, 0.0f, 1.0f), (float)after);
         printf("init hash GPTConfig(%d, %d, %d, %d, %d) seed %llu: %zu parameters bit-identical\n",
-               c.vocab_size, c.block_size, c.n_layer, c.n_head, c.n_embd, seed, n);
+               c.vocab_size, c.context, c.n_layer, c.n_head, c.width, seed, n);
         free(params);
         cases++;
     }
@@ -344,48 +344,48 @@ END_TEST
 
 /* ==== Errors ============================================================== */
 
-static const attn_gpt2_config SMALL = {.vocab_size = 10, .block_size = 6, .n_layer = 2,
-                                       .n_head = 2, .n_embd = 8, .dropout = 0.1};
+static const attn_lm_config SMALL = {.vocab_size = 10, .context = 6, .n_layer = 2,
+                                       .n_head = 2, .width = 8, .dropout = 0.1};
 
-static void expect_plan_error(attn_gpt2_config c, int B, int T, int code, const char *field) {
-    attn_gpt2_plan plan;
+static void expect_plan_error(attn_lm_config c, int B, int T, int code, const char *field) {
+    attn_lm_plan plan;
     attn_error err = {0};
-    int rc = attn_gpt2_plan_make(&c, B, T, 0, &plan, &err);
+    int rc = attn_lm_plan_make(&c, B, T, 0, &plan, &err);
     ck_assert_msg(rc == code, "expected %s, got %s (%s)", attn_status_name(code),
                   attn_status_name(rc), err.message);
     ck_assert_str_eq(err.field, field);
 }
 
 /* The parameter called name in plan's state_dict (fails the test if none). */
-static attn_param param_named(const attn_gpt2_plan *plan, const char *name) {
+static attn_param param_named(const attn_lm_plan *plan, const char *name) {
     attn_param p = {0};
     for (int i = 0; i < plan->param_count; i++)
-        if (attn_gpt2_param_get(plan, i, &p) == ATTN_OK && strcmp(p.name, name) == 0) return p;
+        if (attn_lm_param_get(plan, i, &p) == ATTN_OK && strcmp(p.name, name) == 0) return p;
     ck_abort_msg("no parameter %s in the state_dict", name);
     return p;
 }
 
-/* attn_gpt2_params_check finds a NaN put at params[i], named field. */
-static void expect_nan_named(const attn_gpt2_plan *plan, float *params, size_t i,
+/* attn_lm_params_check finds a NaN put at params[i], named field. */
+static void expect_nan_named(const attn_lm_plan *plan, float *params, size_t i,
                              const char *field) {
     attn_error err = {0};
     params[i] = NAN;
-    ck_assert_int_eq(attn_gpt2_params_check(plan, params, &err), ATTN_ERR_NONFINITE);
+    ck_assert_int_eq(attn_lm_params_check(plan, params, &err), ATTN_ERR_NONFINITE);
     ck_assert_str_eq(err.field, field);
 }
 
 /* The square [T][T] mask buffer p (TRIL or TRIU, checked by the caller):
  * accepted as made, refused and named with a 1 at params[p.offset + at]
  * (the wrong side of the diagonal), accepted again once it is 0. */
-static void expect_mask_guarded(const attn_gpt2_plan *plan, float *params, attn_param p, size_t at,
+static void expect_mask_guarded(const attn_lm_plan *plan, float *params, attn_param p, size_t at,
                                 const char *field) {
     attn_error err = {0};
-    ck_assert_int_eq(attn_gpt2_params_check(plan, params, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_params_check(plan, params, &err), ATTN_OK);
     params[p.offset + at] = 1.0f;
-    ck_assert_int_eq(attn_gpt2_params_check(plan, params, &err), ATTN_ERR_ARG);
+    ck_assert_int_eq(attn_lm_params_check(plan, params, &err), ATTN_ERR_ARG);
     ck_assert_str_eq(err.field, field);
     params[p.offset + at] = 0.0f;
-    ck_assert_int_eq(attn_gpt2_params_check(plan, params, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_params_check(plan, params, &err), ATTN_OK);
 }
 
 /* With no blocks, logits[t][5] = hidden[t] · head[5] (the head's rows of
@@ -399,7 +399,7 @@ static void expect_head_product(const float *logits, const float *hidden, const 
 }
 
 START_TEST(plan_errors) {
-    attn_gpt2_config c = SMALL;
+    attn_lm_config c = SMALL;
     expect_plan_error(c, 1, 7, ATTN_ERR_SHAPE, "idx"); /* T > block_size */
     c.n_head = 3;
     expect_plan_error(c, 1, 2, ATTN_ERR_SHAPE, "n_head");
@@ -411,30 +411,30 @@ START_TEST(plan_errors) {
     expect_plan_error(c, 1, 2, ATTN_ERR_ARG, "n_layer");
     c = SMALL;
     expect_plan_error(c, 0, 2, ATTN_ERR_ARG, "batch");
-    c = SMALL, c.vocab_size = 1 << 30, c.n_embd = 1 << 30, c.n_head = 1;
+    c = SMALL, c.vocab_size = 1 << 30, c.width = 1 << 30, c.n_head = 1;
     expect_plan_error(c, 1, 2, ATTN_ERR_RANGE, "vocab_size");
-    c = SMALL, c.n_embd = 1 << 20, c.n_head = 1;
+    c = SMALL, c.width = 1 << 20, c.n_head = 1;
     expect_plan_error(c, 1, 2, ATTN_ERR_RANGE, "n_embd");
-    c = SMALL, c.block_size = 1 << 19, c.n_layer = 1 << 10;
+    c = SMALL, c.context = 1 << 19, c.n_layer = 1 << 10;
     expect_plan_error(c, 1, 2, ATTN_ERR_RANGE, "n_embd");
 }
 END_TEST
 
 START_TEST(forward_errors) {
-    attn_gpt2_plan plan;
+    attn_lm_plan plan;
     attn_rng rng;
     float *params = seeded_model(&SMALL, 1, 3, 0, 1, &plan, &rng);
     attn_error err = {0};
     float logits[3 * 10];
-    attn_gpt2_outputs out = {.logits = logits};
+    attn_lm_outputs out = {.logits = logits};
     int32_t idx[3] = {1, 10, 2};
-    ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_ERR_ARG);
+    ck_assert_int_eq(attn_lm_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_ERR_ARG);
     ck_assert_str_eq(err.field, "idx");
     ck_assert_ptr_nonnull(strstr(err.message, "idx[0][1] is 10"));
     idx[1] = -1;
-    ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_ERR_ARG);
+    ck_assert_int_eq(attn_lm_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_ERR_ARG);
     idx[1] = 9;
-    ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_OK);
     /* a tril buffer that is not tril, and a NaN, are named */
     attn_param p = param_named(&plan, "h.1.attn.bias");
     ck_assert(p.buffer == ATTN_BUFFER_TRIL && p.count == 36);
@@ -447,17 +447,17 @@ END_TEST
 
 /* Results beyond float32 are errors, not NaN in the outputs: logits that
  * overflow (found by lm_head's blocks), a NaN weight of the MLP (it reaches
- * the hidden state); a NaN attention weight is attn_gpt2_params_check's to
+ * the hidden state); a NaN attention weight is attn_lm_params_check's to
  * find (the forward does not check the parameters per block). */
 START_TEST(nonfinite_results) {
-    attn_gpt2_plan plan;
+    attn_lm_plan plan;
     attn_rng rng;
     float *params = seeded_model(&SMALL, 1, 3, 0, 4, &plan, &rng);
     float *logits = malloc(plan.n_logits * sizeof *logits);
     ck_assert_ptr_nonnull(logits);
     attn_error err = {0};
     int32_t idx[3] = {1, 2, 3};
-    attn_gpt2_outputs out = {.logits = logits};
+    attn_lm_outputs out = {.logits = logits};
     /* wte x 1e20 and ln_f.weight 1e20: h about 1e20, logits about 1e40 */
     size_t VC = (size_t)plan.V * (size_t)plan.C;
     float *ln_f = params + plan.n_params - 2 * (size_t)plan.C;
@@ -465,22 +465,22 @@ START_TEST(nonfinite_results) {
         out.last_only = last;
         for (size_t i = 0; i < VC; i++) params[i] *= 1e20f;
         for (int c = 0; c < plan.C; c++) ln_f[c] = 1e20f;
-        ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err),
+        ck_assert_int_eq(attn_lm_forward(&plan, params, idx, NULL, NULL, &out, &err),
                          ATTN_ERR_NONFINITE);
         for (size_t i = 0; i < VC; i++) params[i] /= 1e20f;
         for (int c = 0; c < plan.C; c++) ln_f[c] = 1.0f;
-        ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_OK);
+        ck_assert_int_eq(attn_lm_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_OK);
     }
     attn_param p = param_named(&plan, "h.0.attn.c_attn.weight");
     ck_assert_str_eq(p.name, "h.0.attn.c_attn.weight");
     /* a NaN weight is found by the check the forward's callers make once
-     * (attn_gpt2_params_check), named */
+     * (attn_lm_params_check), named */
     expect_nan_named(&plan, params, p.offset + 5, "state_dict.h.0.attn.c_attn.weight");
     /* one in the MLP reaches the hidden state, which the forward checks */
     params[p.offset + 5] = 0.5f;
     p = param_named(&plan, "h.1.mlp.fc.weight");
     params[p.offset + 3] = NAN;
-    ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err),
+    ck_assert_int_eq(attn_lm_forward(&plan, params, idx, NULL, NULL, &out, &err),
                      ATTN_ERR_NONFINITE);
     free(params);
     free(logits);
@@ -492,37 +492,37 @@ END_TEST
  * parameter); GPTModel's is its own out_head (untied: not the token
  * embedding). SMALL without blocks, parameters from seed 2, ids {3, 4}. */
 static const struct {
-    attn_family family;
+    attn_arch arch;
     int param_count, head;
     const char *head_name;
 } NO_LAYERS[] = {
-    {ATTN_FAMILY_GPT2, 4, 0, "wte.weight"},
-    {ATTN_FAMILY_GPTMODEL, 5, 4, "out_head.weight"},
+    {ATTN_ARCH_GPT2, 4, 0, "wte.weight"},
+    {ATTN_ARCH_GPTMODEL, 5, 4, "out_head.weight"},
 };
 
 START_TEST(no_layers) {
-    attn_gpt2_config c = SMALL;
-    c.family = NO_LAYERS[_i].family, c.n_layer = 0;
-    attn_gpt2_plan plan;
+    attn_lm_config c = SMALL;
+    c.arch = NO_LAYERS[_i].arch, c.n_layer = 0;
+    attn_lm_plan plan;
     attn_rng rng;
     float *params = seeded_model(&c, 1, 2, 0, 2, &plan, &rng);
     ck_assert_int_eq(plan.param_count, NO_LAYERS[_i].param_count);
     ck_assert_uint_eq(plan.n_attn, 0);
     attn_param head;
-    ck_assert_int_eq(attn_gpt2_param_get(&plan, NO_LAYERS[_i].head, &head), ATTN_OK);
+    ck_assert_int_eq(attn_lm_param_get(&plan, NO_LAYERS[_i].head, &head), ATTN_OK);
     ck_assert_str_eq(head.name, NO_LAYERS[_i].head_name);
     float logits[2 * 10], hidden[2 * 8];
     int32_t idx[2] = {3, 4};
-    attn_gpt2_outputs out = {.logits = logits, .hidden_states = hidden};
+    attn_lm_outputs out = {.logits = logits, .hidden_states = hidden};
     attn_error err = {0};
-    ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_forward(&plan, params, idx, NULL, NULL, &out, &err), ATTN_OK);
     /* logits[t][v] = final_norm(x[t]) · head[v] */
     expect_head_product(logits, hidden, params + head.offset);
     free(params);
 }
 END_TEST
 
-/* The vectorised GELU against the formulas in double: F.gelu's erf form
+/* The vectorised GELU against the formulas in double: F.act's erf form
  * (Abramowitz and Stegun's erf, as PyTorch's kernel) and gelu_new's tanh,
  * over [-12, 12] and a few extremes, within 2e-7 per unit of |x|. */
 START_TEST(gelu_forms) {
@@ -553,12 +553,12 @@ END_TEST
  * at least), every output, pools of 2 and 3 against none; eval,
  * and training with dropout (the draws stay in order on the calling thread). */
 START_TEST(same_bits_any_pool) {
-    attn_gpt2_config c = {.vocab_size = 700, .block_size = 160, .n_layer = 2, .n_head = 4,
-                          .n_embd = 96, .dropout = 0.2, .gelu = (attn_gelu)(_i & 1),
-                          .family = _i >= 4 ? ATTN_FAMILY_GPTMODEL : ATTN_FAMILY_GPT2,
+    attn_lm_config c = {.vocab_size = 700, .context = 160, .n_layer = 2, .n_head = 4,
+                          .width = 96, .dropout = 0.2, .act = (attn_act)(_i & 1),
+                          .arch = _i >= 4 ? ATTN_ARCH_GPTMODEL : ATTN_ARCH_GPT2,
                           .qkv_bias = _i & 1};
     int training = (_i & 2) != 0, B = 2, T = 150;
-    attn_gpt2_plan plan;
+    attn_lm_plan plan;
     attn_rng rng;
     float *params = seeded_model(&c, B, T, training, 11, &plan, &rng);
     int32_t *idx = malloc((size_t)B * T * sizeof *idx);
@@ -572,17 +572,17 @@ START_TEST(same_bits_any_pool) {
     for (int width = 1; width <= 3; width++) {
         attn_pool *pool = width > 1 ? attn_pool_create(width) : NULL;
         float *dst = width == 1 ? want : got;
-        attn_gpt2_outputs out = {.logits = dst, .hidden_states = dst + plan.n_logits,
+        attn_lm_outputs out = {.logits = dst, .hidden_states = dst + plan.n_logits,
                                  .attn_weights = dst + plan.n_logits + plan.n_hidden,
                                  .dropout_masks = dst + n - plan.n_dropout};
         attn_rng r;
         attn_rng_seed(&r, 5);
-        ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, pool, &r, &out, &err), ATTN_OK);
+        ck_assert_int_eq(attn_lm_forward(&plan, params, idx, pool, &r, &out, &err), ATTN_OK);
         if (width > 1) ck_assert_msg(memcmp(want, got, n * sizeof(float)) == 0, "pool of %d", width);
         /* logits alone (the fused attention path) */
-        attn_gpt2_outputs only = {.logits = width == 1 ? want_only : got};
+        attn_lm_outputs only = {.logits = width == 1 ? want_only : got};
         attn_rng_seed(&r, 5);
-        ck_assert_int_eq(attn_gpt2_forward(&plan, params, idx, pool, &r, &only, &err), ATTN_OK);
+        ck_assert_int_eq(attn_lm_forward(&plan, params, idx, pool, &r, &only, &err), ATTN_OK);
         if (width > 1)
             ck_assert_msg(memcmp(want_only, got, plan.n_logits * sizeof(float)) == 0,
                           "logits only, pool of %d", width);
@@ -593,58 +593,73 @@ START_TEST(same_bits_any_pool) {
 }
 END_TEST
 
-/* The family table: names both ways, each family's attention module. */
-START_TEST(family_table) {
-    attn_family f;
-    ck_assert_int_eq(attn_family_from_name("GPTModel", &f), ATTN_OK);
-    ck_assert_int_eq(f, ATTN_FAMILY_GPTMODEL);
-    ck_assert_int_eq(attn_family_from_name("GPT2", &f), ATTN_OK);
-    ck_assert_int_eq(f, ATTN_FAMILY_GPT2);
-    ck_assert_int_eq(attn_family_from_name("gptmodel", &f), ATTN_ERR_ARG);
-    ck_assert_int_eq(attn_family_from_name(NULL, &f), ATTN_ERR_ARG);
-    ck_assert_ptr_null(attn_family_get(ATTN_FAMILY_COUNT));
-    const attn_family_info *book = attn_family_get(ATTN_FAMILY_GPTMODEL);
-    ck_assert_int_eq(book->attn, ATTN_MHA);
-    ck_assert_str_eq(book->context_name, "context_length");
-    ck_assert_int_eq(book->tied, 0);
-    ck_assert_int_eq(attn_family_get(ATTN_FAMILY_GPT2)->tied, 1);
-    ck_assert_ptr_null(attn_family_get(ATTN_FAMILY_GPT2)->qkv_bias_name);
+/* The architecture table: names both ways (and the names a config.json
+ * gives), each row's hyperparameters under its own names. */
+START_TEST(arch_table) {
+    attn_arch a;
+    ck_assert_int_eq(attn_arch_from_name("GPTModel", &a), ATTN_OK);
+    ck_assert_int_eq(a, ATTN_ARCH_GPTMODEL);
+    ck_assert_int_eq(attn_arch_from_name("GPT2", &a), ATTN_OK);
+    ck_assert_int_eq(a, ATTN_ARCH_GPT2);
+    a = ATTN_ARCH_GPTMODEL;
+    ck_assert_int_eq(attn_arch_from_name("gpt2", &a), ATTN_OK); /* config.json's model_type */
+    ck_assert_int_eq(a, ATTN_ARCH_GPT2);
+    ck_assert_int_eq(attn_arch_from_name("gptmodel", &a), ATTN_ERR_ARG);
+    ck_assert_int_eq(attn_arch_from_name(NULL, &a), ATTN_ERR_ARG);
+    ck_assert_ptr_null(attn_arch_name(ATTN_ARCH_COUNT));
+    const attn_arch_hparam *hp;
+    int n = attn_arch_hparams(ATTN_ARCH_GPTMODEL, &hp), context = 0, bias = 0;
+    for (int i = 0; i < n; i++) {
+        context |= hp[i].id == ATTN_HP_CONTEXT && !strcmp(hp[i].name, "context_length");
+        bias |= hp[i].id == ATTN_HP_QKV_BIAS && !strcmp(hp[i].name, "qkv_bias");
+    }
+    ck_assert(context && bias);
+    n = attn_arch_hparams(ATTN_ARCH_GPT2, &hp);
+    for (int i = 0; i < n; i++) ck_assert_int_ne(hp[i].id, ATTN_HP_QKV_BIAS);
+    /* the tied head is GPT2's */
+    attn_lm_config c = SMALL;
+    attn_lm_plan plan;
+    ck_assert_int_eq(attn_lm_plan_make(&c, 1, 2, 0, &plan, NULL), ATTN_OK);
+    ck_assert_str_eq(attn_lm_tied_head_name(&plan), "lm_head.weight");
+    c.arch = ATTN_ARCH_GPTMODEL;
+    ck_assert_int_eq(attn_lm_plan_make(&c, 1, 2, 0, &plan, NULL), ATTN_OK);
+    ck_assert_ptr_null(attn_lm_tied_head_name(&plan));
 }
 END_TEST
 
 /* GPTModel's errors name the book's config keys. */
 START_TEST(gptmodel_plan_errors) {
-    attn_gpt2_config c = SMALL;
-    c.family = ATTN_FAMILY_GPTMODEL;
+    attn_lm_config c = SMALL;
+    c.arch = ATTN_ARCH_GPTMODEL;
     expect_plan_error(c, 1, 7, ATTN_ERR_SHAPE, "idx");
     c.n_head = 3;
     expect_plan_error(c, 1, 2, ATTN_ERR_SHAPE, "n_heads");
-    c = SMALL, c.family = ATTN_FAMILY_GPTMODEL, c.n_layer = -1;
+    c = SMALL, c.arch = ATTN_ARCH_GPTMODEL, c.n_layer = -1;
     expect_plan_error(c, 1, 2, ATTN_ERR_ARG, "n_layers");
-    c = SMALL, c.family = ATTN_FAMILY_GPTMODEL, c.block_size = 0;
+    c = SMALL, c.arch = ATTN_ARCH_GPTMODEL, c.context = 0;
     expect_plan_error(c, 1, 2, ATTN_ERR_ARG, "context_length");
-    c = SMALL, c.family = ATTN_FAMILY_GPTMODEL, c.dropout = -0.1;
+    c = SMALL, c.arch = ATTN_ARCH_GPTMODEL, c.dropout = -0.1;
     expect_plan_error(c, 1, 2, ATTN_ERR_ARG, "drop_rate");
-    c = SMALL, c.family = ATTN_FAMILY_GPTMODEL, c.n_embd = 1 << 20, c.n_head = 1;
+    c = SMALL, c.arch = ATTN_ARCH_GPTMODEL, c.width = 1 << 20, c.n_head = 1;
     expect_plan_error(c, 1, 2, ATTN_ERR_RANGE, "emb_dim");
-    c = SMALL, c.family = (attn_family)7;
-    expect_plan_error(c, 1, 2, ATTN_ERR_ARG, "family");
-    attn_gpt2_plan plan;
+    c = SMALL, c.arch = ATTN_ARCH_COUNT;
+    expect_plan_error(c, 1, 2, ATTN_ERR_ARG, "arch");
+    attn_lm_plan plan;
     attn_error err = {0};
-    c = SMALL, c.family = ATTN_FAMILY_GPTMODEL;
-    ck_assert_int_eq(attn_gpt2_plan_make(&c, 1, 7, 0, &plan, &err), ATTN_ERR_SHAPE);
+    c = SMALL, c.arch = ATTN_ARCH_GPTMODEL;
+    ck_assert_int_eq(attn_lm_plan_make(&c, 1, 7, 0, &plan, &err), ATTN_ERR_SHAPE);
     ck_assert_ptr_nonnull(strstr(err.message, "context_length 6"));
-    /* GPTModel's GELU is the tanh form whatever cfg.gelu says */
-    ck_assert_int_eq(attn_gpt2_plan_make(&c, 1, 2, 0, &plan, &err), ATTN_OK);
-    ck_assert_int_eq(plan.gelu, ATTN_GELU_TANH);
+    /* GPTModel's GELU is the tanh form whatever cfg.act says */
+    ck_assert_int_eq(attn_lm_plan_make(&c, 1, 2, 0, &plan, &err), ATTN_OK);
+    ck_assert_int_eq(plan.spec.act, ATTN_ACT_GELU_TANH);
 }
 END_TEST
 
 /* att.mask must hold triu(ones, diagonal=1); a NaN is named too. */
 START_TEST(gptmodel_mask_buffer) {
-    attn_gpt2_config c = SMALL;
-    c.family = ATTN_FAMILY_GPTMODEL, c.qkv_bias = 1;
-    attn_gpt2_plan plan;
+    attn_lm_config c = SMALL;
+    c.arch = ATTN_ARCH_GPTMODEL, c.qkv_bias = 1;
+    attn_lm_plan plan;
     attn_rng rng;
     float *params = seeded_model(&c, 1, 3, 0, 1, &plan, &rng);
     attn_param p = param_named(&plan, "trf_blocks.1.att.mask");
@@ -689,7 +704,7 @@ static Suite *suite(void) {
         tcase_add_loop_test(files, golden_forward, 0, g_files.n);
     }
     const TTest *errors[] = {plan_errors, forward_errors, nonfinite_results, normal_small_cache,
-                             gelu_forms, family_table, gptmodel_plan_errors, gptmodel_mask_buffer,
+                             gelu_forms, arch_table, gptmodel_plan_errors, gptmodel_mask_buffer,
                              NULL};
     TCase *tc = tcase_with(s, "errors", 0, errors);
     tcase_add_loop_test(tc, no_layers, 0, (int)(sizeof NO_LAYERS / sizeof NO_LAYERS[0]));

@@ -1,5 +1,5 @@
-/* test_core_hooks.c - inside the models (attn_gpt2_run's captures,
- * ablations and patches, attn_gpt2_run_many, attn_gpt2_logit_lens) against
+/* test_core_hooks.c - inside the models (attn_lm_run's captures,
+ * ablations and patches, attn_lm_run_many, attn_lm_logit_lens) against
  * PyTorch with forward hooks on the same weights, both families: every
  * file of tests/golden/hooks/ (written by tests/golden/generate_hooks.py).
  *
@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/attention.h"
+#include "core/lm.h"
 #include "tests/support/check_main.h"
 #include "tests/support/gpt2_files.h"
 
@@ -42,7 +42,7 @@ typedef struct {
 
 typedef struct {
     char path[256];
-    attn_gpt2_config cfg;
+    attn_lm_config cfg;
     int B, T;
     tensor t[MAX_TENSORS];
     int n;
@@ -115,7 +115,7 @@ static gpt2_files g_files;
 
 typedef struct {
     hcase g;
-    attn_gpt2_plan plan;
+    attn_lm_plan plan;
     const float *params;
     const int32_t *idx, *corrupted;
     float *hooks[64][ATTN_HOOK_COUNT]; /* core's clean run, every hook */
@@ -125,7 +125,7 @@ static void fixture_make(int i, fixture *fx) {
     memset(fx, 0, sizeof *fx);
     hcase_load(g_files.paths[i], &fx->g);
     attn_error err = {0};
-    ck_assert_int_eq(attn_gpt2_plan_make(&fx->g.cfg, fx->g.B, fx->g.T, 0, &fx->plan, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_plan_make(&fx->g.cfg, fx->g.B, fx->g.T, 0, &fx->plan, &err), ATTN_OK);
     ck_assert_int_le(fx->plan.n_layer, 64);
     const tensor *p = find(&fx->g, "params"), *idx = find(&fx->g, "idx");
     const tensor *cor = find(&fx->g, "corrupted_idx");
@@ -135,23 +135,24 @@ static void fixture_make(int i, fixture *fx) {
 
 /* A clean run capturing every hook (caps, n) into fx->hooks. */
 static void clean_run(fixture *fx, float *logits) {
-    attn_gpt2_capture caps[64 * ATTN_HOOK_COUNT];
+    attn_lm_capture caps[64 * ATTN_HOOK_COUNT];
     int n = 0;
     for (int h = 0; h < ATTN_HOOK_COUNT; h++) {
         size_t count;
         attn_hook_dims(&fx->plan, (attn_hook)h, NULL, &count);
         int blocks = attn_hook_get((attn_hook)h)->per_block ? fx->plan.n_layer : 1;
+        if (!attn_lm_has_hook(&fx->plan, (attn_hook)h)) continue; /* rotary hooks: not GPT-2's */
         for (int l = 0; l < blocks; l++) {
             fx->hooks[l][h] = malloc(count * sizeof(float));
             ck_assert_ptr_nonnull(fx->hooks[l][h]);
-            caps[n++] = (attn_gpt2_capture){.layer = l, .hook = (attn_hook)h,
+            caps[n++] = (attn_lm_capture){.layer = l, .hook = (attn_hook)h,
                                             .dst = fx->hooks[l][h]};
         }
     }
-    attn_gpt2_inputs in = {.idx = fx->idx, .captures = caps, .n_captures = n};
-    attn_gpt2_outputs out = {.logits = logits};
+    attn_lm_inputs in = {.idx = fx->idx, .captures = caps, .n_captures = n};
+    attn_lm_outputs out = {.logits = logits};
     attn_error err = {0};
-    ck_assert_msg(attn_gpt2_run(&fx->plan, fx->params, &in, NULL, &out, &err) == ATTN_OK, "%s",
+    ck_assert_msg(attn_lm_run(&fx->plan, fx->params, &in, NULL, &out, &err) == ATTN_OK, "%s",
                   err.message);
 }
 
@@ -173,6 +174,7 @@ START_TEST(golden_hooks) {
     for (int h = 0; h < ATTN_HOOK_COUNT; h++) {
         const attn_hook_info *info = attn_hook_get((attn_hook)h);
         size_t count;
+        if (!attn_lm_has_hook(&fx.plan, (attn_hook)h)) continue;
         attn_hook_dims(&fx.plan, (attn_hook)h, NULL, &count);
         for (int l = 0; l < (info->per_block ? fx.plan.n_layer : 1); l++) {
             char name[96];
@@ -199,14 +201,14 @@ START_TEST(golden_ablations) {
     ck_assert_ptr_nonnull(logits);
     int done = 0;
     for (int i = 0; i < fx.g.n; i++) {
-        attn_gpt2_ablate a;
+        attn_lm_ablate a;
         char method[8];
         if (sscanf(fx.g.t[i].name, "ablate.%d.%d.%7s", &a.layer, &a.head, method) != 3) continue;
         a.method = strcmp(method, "mean") == 0 ? ATTN_ABLATE_MEAN : ATTN_ABLATE_ZERO;
-        attn_gpt2_inputs in = {.idx = fx.idx, .ablations = &a, .n_ablations = 1};
-        attn_gpt2_outputs out = {.logits = logits};
+        attn_lm_inputs in = {.idx = fx.idx, .ablations = &a, .n_ablations = 1};
+        attn_lm_outputs out = {.logits = logits};
         attn_error err = {0};
-        ck_assert_int_eq(attn_gpt2_run(&fx.plan, fx.params, &in, NULL, &out, &err), ATTN_OK);
+        ck_assert_int_eq(attn_lm_run(&fx.plan, fx.params, &in, NULL, &out, &err), ATTN_OK);
         expect_close(fx.g.path, fx.g.t[i].name, logits, fx.g.t[i].data, fx.plan.n_logits);
         done++;
     }
@@ -233,29 +235,29 @@ START_TEST(golden_patches) {
     float *logits = malloc(nl * 4), *again = malloc(nl * 4), *resid = malloc(64 * BTC * 4);
     ck_assert(logits && again && resid);
     clean_run(&fx, logits);
-    attn_gpt2_capture pre[64];
+    attn_lm_capture pre[64];
     for (int l = 0; l < fx.plan.n_layer; l++)
-        pre[l] = (attn_gpt2_capture){l, ATTN_HOOK_RESID_PRE, resid + (size_t)l * BTC};
-    attn_gpt2_inputs corrupted = {.idx = fx.corrupted, .captures = pre,
+        pre[l] = (attn_lm_capture){l, ATTN_HOOK_RESID_PRE, resid + (size_t)l * BTC};
+    attn_lm_inputs corrupted = {.idx = fx.corrupted, .captures = pre,
                                   .n_captures = fx.plan.n_layer};
-    attn_gpt2_outputs out = {.logits = logits};
+    attn_lm_outputs out = {.logits = logits};
     attn_error err = {0};
-    ck_assert_int_eq(attn_gpt2_run(&fx.plan, fx.params, &corrupted, NULL, &out, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_run(&fx.plan, fx.params, &corrupted, NULL, &out, &err), ATTN_OK);
     int done = 0;
     for (int i = 0; i < fx.g.n; i++) {
         char site[16];
-        attn_gpt2_patch pt;
+        attn_lm_patch pt;
         if (sscanf(fx.g.t[i].name, "patch.%15[a-z_].%d.%d", site, &pt.layer, &pt.index) != 3)
             continue;
         pt.hook = site_hook(site);
         pt.src = fx.hooks[pt.layer][pt.hook];
-        attn_gpt2_inputs in = {.idx = fx.corrupted, .patches = &pt, .n_patches = 1};
-        ck_assert_int_eq(attn_gpt2_run(&fx.plan, fx.params, &in, NULL, &out, &err), ATTN_OK);
+        attn_lm_inputs in = {.idx = fx.corrupted, .patches = &pt, .n_patches = 1};
+        ck_assert_int_eq(attn_lm_run(&fx.plan, fx.params, &in, NULL, &out, &err), ATTN_OK);
         expect_close(fx.g.path, fx.g.t[i].name, logits, fx.g.t[i].data, nl);
-        attn_gpt2_inputs from = {.resid = resid + (size_t)pt.layer * BTC,
+        attn_lm_inputs from = {.resid = resid + (size_t)pt.layer * BTC,
                                  .start_layer = pt.layer, .patches = &pt, .n_patches = 1};
-        attn_gpt2_outputs out2 = {.logits = again};
-        ck_assert_int_eq(attn_gpt2_run(&fx.plan, fx.params, &from, NULL, &out2, &err), ATTN_OK);
+        attn_lm_outputs out2 = {.logits = again};
+        ck_assert_int_eq(attn_lm_run(&fx.plan, fx.params, &from, NULL, &out2, &err), ATTN_OK);
         ck_assert_msg(memcmp(again, logits, nl * 4) == 0, "%s: from block %d differs",
                       fx.g.t[i].name, pt.layer);
         done++;
@@ -278,7 +280,7 @@ START_TEST(golden_lens) {
     attn_error err = {0};
     for (int l = 0; l <= L; l++) {
         const float *r = l < L ? fx.hooks[l][ATTN_HOOK_RESID_PRE] : fx.hooks[L - 1][ATTN_HOOK_RESID_POST];
-        ck_assert_int_eq(attn_gpt2_logit_lens(&fx.plan, fx.params, r, rows, NULL,
+        ck_assert_int_eq(attn_lm_logit_lens(&fx.plan, fx.params, r, rows, NULL,
                                               got + (size_t)l * per, &err), ATTN_OK);
     }
     const tensor *want = find(&fx.g, "lens");
@@ -289,7 +291,7 @@ START_TEST(golden_lens) {
 }
 END_TEST
 
-/* A sweep of every head of every block: attn_gpt2_run_many over a pool of
+/* A sweep of every head of every block: attn_lm_run_many over a pool of
  * 2 gives the bits of the runs one after another. */
 START_TEST(run_many_sweep) {
     fixture fx;
@@ -299,23 +301,23 @@ START_TEST(run_many_sweep) {
     ck_assert_ptr_nonnull(clean);
     clean_run(&fx, clean);
     int L = fx.plan.n_layer, H = fx.plan.H, n = L * H;
-    attn_gpt2_patch *pt = malloc((size_t)n * sizeof *pt);
-    attn_gpt2_inputs *in = malloc((size_t)n * sizeof *in);
-    attn_gpt2_outputs *out = malloc((size_t)n * sizeof *out);
+    attn_lm_patch *pt = malloc((size_t)n * sizeof *pt);
+    attn_lm_inputs *in = malloc((size_t)n * sizeof *in);
+    attn_lm_outputs *out = malloc((size_t)n * sizeof *out);
     float *many = malloc((size_t)n * nl * 4), *one = malloc(nl * 4);
     int *status = malloc((size_t)n * sizeof *status);
     ck_assert(pt && in && out && many && one && status);
     for (int k = 0; k < n; k++) {
-        pt[k] = (attn_gpt2_patch){k / H, ATTN_HOOK_Z, k % H, fx.hooks[k / H][ATTN_HOOK_Z]};
-        in[k] = (attn_gpt2_inputs){.idx = fx.corrupted, .patches = &pt[k], .n_patches = 1};
-        out[k] = (attn_gpt2_outputs){.logits = many + (size_t)k * nl};
+        pt[k] = (attn_lm_patch){k / H, ATTN_HOOK_Z, k % H, fx.hooks[k / H][ATTN_HOOK_Z]};
+        in[k] = (attn_lm_inputs){.idx = fx.corrupted, .patches = &pt[k], .n_patches = 1};
+        out[k] = (attn_lm_outputs){.logits = many + (size_t)k * nl};
     }
     attn_pool *pool = attn_pool_create(2);
     attn_error err = {0};
-    ck_assert_int_eq(attn_gpt2_run_many(&fx.plan, fx.params, in, out, n, pool, status, NULL), ATTN_OK);
+    ck_assert_int_eq(attn_lm_run_many(&fx.plan, fx.params, in, out, n, pool, status, NULL), ATTN_OK);
     for (int k = 0; k < n; k++) {
-        attn_gpt2_outputs o = {.logits = one};
-        ck_assert_int_eq(attn_gpt2_run(&fx.plan, fx.params, &in[k], NULL, &o, &err), ATTN_OK);
+        attn_lm_outputs o = {.logits = one};
+        ck_assert_int_eq(attn_lm_run(&fx.plan, fx.params, &in[k], NULL, &o, &err), ATTN_OK);
         ck_assert(memcmp(one, many + (size_t)k * nl, nl * 4) == 0);
     }
     attn_pool_destroy(pool);
@@ -342,11 +344,11 @@ START_TEST(hook_names_and_shapes) {
         ck_assert_msg(attn_hook_parse(bad[i], &layer, &h) == ATTN_ERR_ARG, "%s", bad[i]);
     ck_assert_ptr_null(attn_hook_get(ATTN_HOOK_COUNT));
     for (int i = 0; i < ATTN_HOOK_COUNT; i++) ck_assert_int_eq(attn_hook_get((attn_hook)i)->hook, i);
-    attn_gpt2_config c = {.vocab_size = 10, .block_size = 8, .n_layer = 2, .n_head = 3,
-                          .n_embd = 12};
-    attn_gpt2_plan p;
+    attn_lm_config c = {.vocab_size = 10, .context = 8, .n_layer = 2, .n_head = 3,
+                          .width = 12};
+    attn_lm_plan p;
     attn_error err;
-    ck_assert_int_eq(attn_gpt2_plan_make(&c, 2, 5, 0, &p, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_plan_make(&c, 2, 5, 0, &p, &err), ATTN_OK);
     int shape[4];
     size_t n;
     ck_assert_int_eq(attn_hook_dims(&p, ATTN_HOOK_Z, shape, &n), 4);
@@ -360,74 +362,74 @@ START_TEST(hook_names_and_shapes) {
 }
 END_TEST
 
-static void expect_refused(const attn_gpt2_plan *p, const float *params, attn_gpt2_inputs in,
+static void expect_refused(const attn_lm_plan *p, const float *params, attn_lm_inputs in,
                            int code, const char *field) {
     float logits[2 * 5 * 10];
-    attn_gpt2_outputs out = {.logits = logits};
+    attn_lm_outputs out = {.logits = logits};
     attn_error err = {0};
-    int rc = attn_gpt2_run(p, params, &in, NULL, &out, &err);
+    int rc = attn_lm_run(p, params, &in, NULL, &out, &err);
     ck_assert_msg(rc == code && strcmp(err.field, field) == 0, "expected %s on %s, got %s on %s (%s)",
                   attn_status_name(code), field, attn_status_name(rc), err.field, err.message);
 }
 
 START_TEST(refusals) {
-    attn_gpt2_config c = {.vocab_size = 10, .block_size = 8, .n_layer = 2, .n_head = 3,
-                          .n_embd = 12, .dropout = 0.1, .family = ATTN_FAMILY_GPTMODEL};
-    attn_gpt2_plan p, train;
+    attn_lm_config c = {.vocab_size = 10, .context = 8, .n_layer = 2, .n_head = 3,
+                          .width = 12, .dropout = 0.1, .arch = ATTN_ARCH_GPTMODEL};
+    attn_lm_plan p, train;
     attn_error err;
-    ck_assert_int_eq(attn_gpt2_plan_make(&c, 2, 5, 0, &p, &err), ATTN_OK);
-    ck_assert_int_eq(attn_gpt2_plan_make(&c, 2, 5, 1, &train, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_plan_make(&c, 2, 5, 0, &p, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_plan_make(&c, 2, 5, 1, &train, &err), ATTN_OK);
     float *params = malloc(p.n_params * 4), buf[2 * 5 * 48], resid[2 * 5 * 12] = {0};
     ck_assert_ptr_nonnull(params);
     attn_rng rng;
     attn_rng_seed(&rng, 1);
-    ck_assert_int_eq(attn_gpt2_params_init(&p, params, &rng, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_params_init(&p, params, &rng, &err), ATTN_OK);
     int32_t idx[10] = {0};
-    attn_gpt2_capture cap = {2, ATTN_HOOK_Z, buf};
-    expect_refused(&p, params, (attn_gpt2_inputs){.idx = idx, .captures = &cap, .n_captures = 1},
+    attn_lm_capture cap = {2, ATTN_HOOK_Z, buf};
+    expect_refused(&p, params, (attn_lm_inputs){.idx = idx, .captures = &cap, .n_captures = 1},
                    ATTN_ERR_ARG, "captures[0]");
-    cap = (attn_gpt2_capture){0, ATTN_HOOK_COUNT, buf};
-    expect_refused(&p, params, (attn_gpt2_inputs){.idx = idx, .captures = &cap, .n_captures = 1},
+    cap = (attn_lm_capture){0, ATTN_HOOK_COUNT, buf};
+    expect_refused(&p, params, (attn_lm_inputs){.idx = idx, .captures = &cap, .n_captures = 1},
                    ATTN_ERR_ARG, "captures[0]");
-    cap = (attn_gpt2_capture){0, ATTN_HOOK_Z, buf};
-    expect_refused(&p, params, (attn_gpt2_inputs){.resid = resid, .start_layer = 1,
+    cap = (attn_lm_capture){0, ATTN_HOOK_Z, buf};
+    expect_refused(&p, params, (attn_lm_inputs){.resid = resid, .start_layer = 1,
                                                   .captures = &cap, .n_captures = 1},
                    ATTN_ERR_ARG, "captures[0]"); /* block 0 runs before start_layer */
-    attn_gpt2_ablate ab = {0, 3, ATTN_ABLATE_ZERO};
-    expect_refused(&p, params, (attn_gpt2_inputs){.idx = idx, .ablations = &ab, .n_ablations = 1},
+    attn_lm_ablate ab = {0, 3, ATTN_ABLATE_ZERO};
+    expect_refused(&p, params, (attn_lm_inputs){.idx = idx, .ablations = &ab, .n_ablations = 1},
                    ATTN_ERR_ARG, "ablations[0]");
-    ab = (attn_gpt2_ablate){0, 0, (attn_ablation)2};
-    expect_refused(&p, params, (attn_gpt2_inputs){.idx = idx, .ablations = &ab, .n_ablations = 1},
+    ab = (attn_lm_ablate){0, 0, (attn_ablation)2};
+    expect_refused(&p, params, (attn_lm_inputs){.idx = idx, .ablations = &ab, .n_ablations = 1},
                    ATTN_ERR_ARG, "ablations[0]");
-    attn_gpt2_patch pt[2] = {{0, ATTN_HOOK_Z, 0, buf}, {1, ATTN_HOOK_RESID_PRE, 5, buf}};
-    expect_refused(&p, params, (attn_gpt2_inputs){.idx = idx, .patches = pt, .n_patches = 2},
+    attn_lm_patch pt[2] = {{0, ATTN_HOOK_Z, 0, buf}, {1, ATTN_HOOK_RESID_PRE, 5, buf}};
+    expect_refused(&p, params, (attn_lm_inputs){.idx = idx, .patches = pt, .n_patches = 2},
                    ATTN_ERR_ARG, "patches[1]"); /* position 5 of 5 */
-    pt[1] = (attn_gpt2_patch){1, ATTN_HOOK_PATTERN, 0, buf};
-    expect_refused(&p, params, (attn_gpt2_inputs){.idx = idx, .patches = pt, .n_patches = 2},
+    pt[1] = (attn_lm_patch){1, ATTN_HOOK_PATTERN, 0, buf};
+    expect_refused(&p, params, (attn_lm_inputs){.idx = idx, .patches = pt, .n_patches = 2},
                    ATTN_ERR_ARG, "patches[1]"); /* not a patchable site */
-    pt[1] = (attn_gpt2_patch){1, ATTN_HOOK_MLP_OUT, 0, NULL};
-    expect_refused(&p, params, (attn_gpt2_inputs){.idx = idx, .patches = pt, .n_patches = 2},
+    pt[1] = (attn_lm_patch){1, ATTN_HOOK_MLP_OUT, 0, NULL};
+    expect_refused(&p, params, (attn_lm_inputs){.idx = idx, .patches = pt, .n_patches = 2},
                    ATTN_ERR_ARG, "patches[1]");
-    expect_refused(&p, params, (attn_gpt2_inputs){.resid = resid, .start_layer = 3},
+    expect_refused(&p, params, (attn_lm_inputs){.resid = resid, .start_layer = 3},
                    ATTN_ERR_ARG, "start_layer");
-    expect_refused(&p, params, (attn_gpt2_inputs){.idx = idx, .start_layer = 1},
+    expect_refused(&p, params, (attn_lm_inputs){.idx = idx, .start_layer = 1},
                    ATTN_ERR_ARG, "start_layer");
-    expect_refused(&p, params, (attn_gpt2_inputs){0}, ATTN_ERR_ARG, "idx");
-    expect_refused(&train, params, (attn_gpt2_inputs){.resid = resid}, ATTN_ERR_ARG, "training");
+    expect_refused(&p, params, (attn_lm_inputs){0}, ATTN_ERR_ARG, "idx");
+    expect_refused(&train, params, (attn_lm_inputs){.resid = resid}, ATTN_ERR_ARG, "training");
     resid[7] = NAN;
-    expect_refused(&p, params, (attn_gpt2_inputs){.resid = resid}, ATTN_ERR_NONFINITE, "resid");
+    expect_refused(&p, params, (attn_lm_inputs){.resid = resid}, ATTN_ERR_NONFINITE, "resid");
     resid[7] = 0;
     /* start_layer n_layer: the final LayerNorm and head alone = the lens */
     float a[100], b[100];
-    attn_gpt2_outputs out = {.logits = a};
-    attn_gpt2_inputs head_only = {.resid = resid, .start_layer = 2};
-    ck_assert_int_eq(attn_gpt2_run(&p, params, &head_only, NULL, &out, &err), ATTN_OK);
-    ck_assert_int_eq(attn_gpt2_logit_lens(&p, params, resid, 10, NULL, b, &err), ATTN_OK);
+    attn_lm_outputs out = {.logits = a};
+    attn_lm_inputs head_only = {.resid = resid, .start_layer = 2};
+    ck_assert_int_eq(attn_lm_run(&p, params, &head_only, NULL, &out, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_logit_lens(&p, params, resid, 10, NULL, b, &err), ATTN_OK);
     ck_assert(memcmp(a, b, sizeof a) == 0);
-    ck_assert_int_eq(attn_gpt2_logit_lens(&p, params, resid, 0, NULL, b, &err), ATTN_ERR_ARG);
+    ck_assert_int_eq(attn_lm_logit_lens(&p, params, resid, 0, NULL, b, &err), ATTN_ERR_ARG);
     int status;
-    attn_gpt2_inputs one = {.idx = idx};
-    ck_assert_int_eq(attn_gpt2_run_many(&train, params, &one, &out, 1, NULL, &status, &err),
+    attn_lm_inputs one = {.idx = idx};
+    ck_assert_int_eq(attn_lm_run_many(&train, params, &one, &out, 1, NULL, &status, &err),
                      ATTN_ERR_ARG);
     free(params);
 }

@@ -98,7 +98,7 @@ static json_t *run_client(void) {
 }
 
 START_TEST(official_client) {
-    attn_gpt2_config cfg;
+    attn_lm_config cfg;
     int n = gg_load_hf(g_hf, 8, &cfg);
     ck_assert_int_eq(n, 3);
     json_t *r = run_client();

@@ -5,9 +5,15 @@ states it; prints each breach and exits 1 if there is any:
   - no call cycle between the C files of core/, api/ and server/ (read from
     the symbols each built object defines and uses: `nm`);
   - no function longer than 80 lines in those folders;
-  - no private header longer than 200 lines (the public core/attention.h
-    and api/api.h, and the generated api/numbers/pow10_tables.h, excepted);
-  - at most 10 .c files directly in api/.
+  - no private header longer than 200 lines (the public core/attention.h,
+    core/lm.h and api/api.h, and the generated api/numbers/pow10_tables.h,
+    excepted);
+  - at most 10 .c files directly in api/, at most 12 in api/model/;
+  - no name of the old GPT-2-only model API (attn_gpt2_) anywhere;
+  - no C file outside core/arch/ (the rows) and api/weights/ (the
+    checkpoints' per-architecture name tables) names an architecture
+    (ATTN_ARCH_<ID>): the rest of the code reads the plan, never asks which
+    architecture a model is (tests and benchmarks may name them).
 
 tests/test_layout.c runs it on the build of `make test` and `make asan`.
 """
@@ -21,7 +27,10 @@ FOLDERS = ["core", "api", "server"]
 MAX_FUNCTION = 80
 MAX_PRIVATE_HEADER = 200
 MAX_API_TOP = 10
-PUBLIC = {"core/attention.h", "api/api.h", "api/numbers/pow10_tables.h"}
+MAX_API_MODEL = 12
+PUBLIC = {"core/attention.h", "core/lm.h", "api/api.h", "api/numbers/pow10_tables.h"}
+ARCH_NAME = re.compile(r"\bATTN_ARCH_(?!MAP\b|COUNT\b|H\b)[A-Z][A-Z0-9_]*\b")
+ARCH_ROOMS = ("core/arch/", "api/weights/")
 
 
 def sources():
@@ -112,6 +121,22 @@ def long_functions():
             i += 1
 
 
+def names_checks():
+    """The old API's names anywhere; an architecture named outside its rooms."""
+    files = sorted(glob.glob("core/**/*.[ch]", recursive=True) + glob.glob("api/**/*.[ch]", recursive=True) +
+                   glob.glob("server/**/*.[ch]", recursive=True) + glob.glob("tests/**/*.[ch]", recursive=True) +
+                   glob.glob("bench/*.[ch]"))
+    for path in files:
+        text = open(path, encoding="utf-8").read()
+        if "attn_gpt2_" in text:
+            yield "%s: names attn_gpt2_ (the model API is attn_lm_)" % path
+        if path.startswith(("tests/", "bench/")) or path.startswith(ARCH_ROOMS) or path == "core/lm.h":
+            continue
+        for m in ARCH_NAME.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            yield "%s:%d: names the architecture %s outside core/arch/ and api/weights/" % (path, line, m.group(0))
+
+
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else "build"
     problems = []
@@ -122,13 +147,18 @@ def main():
         problems.append("call cycle between " + ", ".join(comp))
     for src, line, name, length in long_functions():
         problems.append("%s:%d: %s is %d lines (at most %d)" % (src, line, name, length, MAX_FUNCTION))
-    for h in sorted(glob.glob("core/*.h") + glob.glob("api/**/*.h", recursive=True) + glob.glob("server/*.h")):
+    for h in sorted(glob.glob("core/**/*.h", recursive=True) + glob.glob("api/**/*.h", recursive=True) +
+                    glob.glob("server/*.h")):
         length = open(h, encoding="utf-8").read().count("\n")
         if h not in PUBLIC and length > MAX_PRIVATE_HEADER:
             problems.append("%s: a private header of %d lines (at most %d)" % (h, length, MAX_PRIVATE_HEADER))
     top = glob.glob("api/*.c")
     if len(top) > MAX_API_TOP:
         problems.append("%d .c files directly in api/ (at most %d)" % (len(top), MAX_API_TOP))
+    model = glob.glob("api/model/*.c")
+    if len(model) > MAX_API_MODEL:
+        problems.append("%d .c files in api/model/ (at most %d)" % (len(model), MAX_API_MODEL))
+    problems.extend(names_checks())
     for p in problems:
         print(p)
     print("layout: %d objects, %d cycles, %d problems" % (n, len(found), len(problems)))

@@ -30,6 +30,7 @@
 #include <jansson.h>
 
 #include "api/reply/reply.h"
+#include "core/lm.h"
 
 /* Most alternatives per token ("logprobs": N; OpenAI takes up to 5). */
 #define API_GEN_MAX_TOP 20
@@ -91,7 +92,7 @@ typedef struct {
     int cap;                  /* the cache's positions: min(ctx, T0 + N - 1), at least 1 */
     int Ls, Hs;               /* layers and heads of the attention rows kept (0: none) */
     int rows_len;             /* floats of one token's rows at most: Ls * Hs * ctx */
-    size_t cache_bytes;       /* attn_gpt2_cache_bytes */
+    size_t cache_bytes;       /* attn_lm_cache_bytes */
     size_t floats;            /* every float (and id) the loop holds, cache included */
     double ops;               /* multiply-adds: the prefill, each step, the crops */
 } api_gen_plan;
@@ -99,7 +100,7 @@ typedef struct {
 /* Sizes a generation of max_new_tokens after a prompt of T0 tokens in B
  * rows, keeping Ls x Hs attention rows per token when o->attention.
  * Errors name field: a prompt over the window, an overflow. */
-int api__gen_plan(const attn_gpt2_config *cfg, int B, int T0, const api_gen_opts *o, int Ls,
+int api__gen_plan(const attn_lm_config *cfg, int B, int T0, const api_gen_opts *o, int Ls,
                   int Hs, api_gen_plan *p, api_err *e);
 
 /* ==== The loop ============================================================= */
@@ -110,8 +111,8 @@ struct api_gen_out;
 typedef struct {
     const api_gen_plan *plan;
     const api_gen_opts *opt;
-    const attn_gpt2_config *cfg;
-    const float *params;      /* the model's buffer (attn_gpt2_param_get order) */
+    const attn_lm_config *cfg;
+    const float *params;      /* the model's buffer (attn_lm_param_get order) */
     attn_pool *pool;
     const int32_t *prompt;    /* [B][T0] */
     attn_rng *rng;            /* the generator the draws come from */

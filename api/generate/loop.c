@@ -62,9 +62,9 @@ void api__gen_out_free(api_gen_out *out) {
  * sampler's scratch (freed by release). */
 static int alloc_loop(gen_loop *g, api_err *e) {
     const api_gen_plan *p = g->p;
-    const attn_gpt2_config *c = g->in->cfg;
+    const attn_lm_config *c = g->in->cfg;
     attn_error ae = {0};
-    if (attn_gpt2_cache_create(c, p->B, p->cap, &g->cache, &ae) != ATTN_OK) return from_attn(e, &ae);
+    if (attn_lm_cache_create(c, p->B, p->cap, &g->cache, &ae) != ATTN_OK) return from_attn(e, &ae);
     g->scratch_size = attn_sample_scratch_size(&g->in->opt->sampler, p->V);
     g->logits = malloc((size_t)p->B * p->V * sizeof *g->logits);
     g->attn_rows = malloc((size_t)c->n_layer * p->B * c->n_head * p->cap * sizeof *g->attn_rows + 4);
@@ -77,7 +77,7 @@ static int alloc_loop(gen_loop *g, api_err *e) {
 }
 
 static void release(gen_loop *g) {
-    attn_gpt2_cache_free(g->cache);
+    attn_lm_cache_free(g->cache);
     free(g->logits);
     free(g->attn_rows);
     free(g->window);
@@ -98,17 +98,17 @@ static const int32_t *cut(gen_loop *g, int from, int to) {
  * [start, n - 1) of the text); logits of every position with
  * prompt_logprobs on the first prefill. */
 static int prefill(gen_loop *g, int start, int n, api_err *e) {
-    attn_gpt2_cache_reset(g->cache);
+    attn_lm_cache_reset(g->cache, -1);
     if (n - 1 - start < 1) return 0;
-    attn_gpt2_plan plan;
+    attn_lm_plan plan;
     attn_error ae = {0};
-    if (attn_gpt2_plan_make(g->in->cfg, g->p->B, n - 1 - start, 0, &plan, &ae) != ATTN_OK)
+    if (attn_lm_plan_make(g->in->cfg, g->p->B, n - 1 - start, 0, &plan, &ae) != ATTN_OK)
         return from_attn(e, &ae);
     int scores = g->in->opt->prompt_logprobs && start == 0 && n == g->p->T0;
     float *all = scores ? malloc(plan.n_logits * sizeof *all) : NULL;
     if (scores && all == NULL) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the logits");
-    attn_gpt2_outputs out = {.logits = all};
-    int rc = attn_gpt2_prefill(&plan, g->in->params, cut(g, start, n - 1), g->cache, g->in->pool,
+    attn_lm_outputs out = {.logits = all};
+    int rc = attn_lm_prefill(&plan, g->in->params, cut(g, start, n - 1), g->cache, g->in->pool,
                                &out, &ae);
     if (rc == ATTN_OK && scores) api__gen_prompt_scores(g, all);
     free(all);
@@ -119,17 +119,17 @@ static int prefill(gen_loop *g, int start, int n, api_err *e) {
 static int feed(gen_loop *g, api_err *e) {
     int n = g->len, ctx = g->p->ctx;
     double t0 = api__now_ms();
-    if (!(n <= ctx && attn_gpt2_cache_length(g->cache) == n - 1)) {
+    if (!(n <= ctx && attn_lm_cache_length(g->cache, 0) == n - 1)) {
         if (prefill(g, n > ctx ? n - ctx : 0, n, e)) return -1;
         g->out->ms_prefill += api__now_ms() - t0;
     }
-    attn_gpt2_step_outputs so = {.logits = g->logits, .attn_rows = g->attn_rows};
+    attn_lm_step_outputs so = {.logits = g->logits, .attn_rows = g->attn_rows};
     attn_error ae = {0};
     size_t stride = (size_t)g->p->T0 + (size_t)g->p->N;
     for (int b = 0; b < g->p->B; b++) g->chosen[b] = g->out->text[b * stride + (size_t)(n - 1)];
-    if (attn_gpt2_decode(g->cache, g->in->params, g->chosen, g->in->pool, &so, &ae) != ATTN_OK)
+    if (attn_lm_decode(g->cache, g->in->params, g->chosen, g->in->pool, &so, &ae) != ATTN_OK)
         return from_attn(e, &ae);
-    g->t = attn_gpt2_cache_length(g->cache);
+    g->t = attn_lm_cache_length(g->cache, 0);
     return 0;
 }
 

@@ -9,7 +9,7 @@ typedef struct {
     const api_gen_in *in;
     const api_gen_plan *p;
     api_gen_out *out;
-    attn_gpt2_cache *cache;
+    attn_lm_cache *cache;
     float *logits;            /* [B][V] of the last position */
     float *attn_rows;         /* [n_layer][B][H][t] of the last step */
     int t;                    /* the positions the last step's query attended to */

@@ -6,7 +6,7 @@
  * Small k keeps a sorted list of the best k seen (one comparison with the
  * k-th for most entries); large k sorts the row's candidates.
  */
-#include "api/module/module.h"
+#include "api/maps/maps.h"
 
 #include <math.h>
 #include <stdlib.h>

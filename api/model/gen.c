@@ -8,7 +8,7 @@
  * built from init continues the generator its construction left (nanoGPT's
  * sample.py seeds once, before it builds the model), and any other model
  * draws a seed, which the reply gives. */
-#include "api/model/gen.h"
+#include "api/model/model.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,10 +32,13 @@ int api__model_gen_parse(const json_t *root, const api_limits *lim, model_rq *rq
                          "generate runs the model in eval mode (model.eval(), as the book and "
                          "nanoGPT generate): leave training out");
     g->T0 = rq->T;
-    g->bpe = rq->tok ? rq->tok->bpe : NULL;
-    g->streaming = rq->fmt.format == API_FORMAT_EVENTS;
+    /* the text of the tokens written: with a tokenizer of the request's, or
+     * the default one when the request reads text or stops at strings */
+    g->bpe = api__model_text_bpe(rq);
+    if (g->bpe == NULL && rq->tok && g->opt.n_stop > 0) g->bpe = rq->tok->bpe;
+    g->streaming = (api_format_get(rq->fmt.format)->flags & API_FMT_EVENTS) != 0;
     long total = (long)rq->T + g->opt.max_new_tokens;
-    g->T_max = total < rq->cfg.block_size ? (int)total : rq->cfg.block_size;
+    g->T_max = total < rq->cfg.context ? (int)total : rq->cfg.context;
     return 0;
 }
 
@@ -76,9 +79,9 @@ static void choose_seed(struct model_gen *g, attn_rng *rng, attn_rng *own) {
     attn_rng_seed(own, g->seed);
 }
 
-/* rq->idx becomes the final text's last block_size tokens. */
+/* rq->idx becomes the final text's last context tokens. */
 static int final_window(model_rq *rq, struct model_gen *g, api_err *e) {
-    int total = g->T0 + g->out.n[0], T = total < rq->cfg.block_size ? total : rq->cfg.block_size;
+    int total = g->T0 + g->out.n[0], T = total < rq->cfg.context ? total : rq->cfg.context;
     int32_t *idx = malloc((size_t)T * sizeof *idx);
     if (idx == NULL) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the text");
     g->window_start = total - T;

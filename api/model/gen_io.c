@@ -10,7 +10,7 @@
  * "event: token" per step object, then "event: done" with the reply's
  * object, whose "generation" has everything but "steps": the events and a
  * whole reply say the same, one writer each (api__gen_token_json). */
-#include "api/model/gen.h"
+#include "api/model/model.h"
 #include "api/numbers/numbers.h"
 
 #include <string.h>

@@ -1,16 +1,19 @@
-/* model.h - whole models (private to api/, prefix api__): POST /model/gpt2.
+/* model.h - the whole-model kind (private to api/model/, prefix api__):
+ * POST /model (and its alias /model/gpt2) for any architecture of core's
+ * ATTN_ARCH_MAP, from a seed, a state_dict or a model loaded at start.
  *
- *   config.c      the family ("module") and its config under the family's names
- *   request.c     a /model/gpt2 request into a model_rq
- *   state_dict.c  its state_dict into core's parameter buffer (either family)
+ *   config.c      the architecture ("module") and its config under the row's names
+ *   request.c     a request into a model_rq
+ *   state_dict.c  its state_dict into core's parameter buffer
  *   groups.c      the outputs that are groups of tensors: params (the
  *                 state_dict) and dropout_masks (one per dropout call)
  *   run.c         the kind's steps (api__model_kind): plan, parameters,
- *                 attn_gpt2_forward, the selected maps, the reply's contents
- *   gen*.c        "generate": the loop of api/generate/ on this request (gen.h)
- *   inside*.c     hooks, ablations, patching and the logit lens (inside.h)
+ *                 attn_lm_run, the selected maps, the reply's contents
+ *   gen.c         "generate": api/generate/'s loop on this request, and the
+ *   gen_io.c      events and "generation" object it writes
  *
- * The models loaded at start are ckpt.h's.
+ * The models loaded at start are api/weights/'s; the look inside (hooks,
+ * ablation, patching, the lens) is api/inside/'s.
  */
 #ifndef API_MODEL_H
 #define API_MODEL_H
@@ -20,16 +23,16 @@
 
 #include <jansson.h>
 
+#include "api/generate/generate.h"
+#include "api/inside/inside.h"
 #include "api/maps/maps.h"
+#include "api/pipeline.h"
 #include "api/reply/reply.h"
-#include "api/model/ckpt.h"
-#include "api/model/inside.h"
 #include "api/request/request.h"
-#include "core/attention.h"
+#include "api/weights/weights.h"
+#include "core/lm.h"
 
-/* ==== POST /model/gpt2 ==================================================== */
-
-/* The outputs of /model/gpt2, in reply order: XX(ID, name). */
+/* The outputs of POST /model, in reply order: XX(ID, name). */
 #define MODEL_OUTPUT_MAP(XX)                                                                       \
     XX(IDX, "idx")                                                                                 \
     XX(TOKENS, "tokens")                                                                           \
@@ -48,18 +51,20 @@ enum {
     M_OUT_COUNT
 };
 
-/* The reply formats a whole model writes (no pictures yet); a generation
- * also streams events. */
-#define API_MODEL_FORMATS                                                                          \
+/* The reply formats a whole model writes (no pictures yet): its kind's
+ * table and its parse read this one place; events are a generation's only. */
+#define API_MODEL_GEN_FORMATS                                                                      \
     (1u << API_FORMAT_NESTED | 1u << API_FORMAT_FLAT | 1u << API_FORMAT_BASE64 |                   \
-     1u << API_FORMAT_SAFETENSORS)
-#define API_MODEL_GEN_FORMATS (API_MODEL_FORMATS | 1u << API_FORMAT_EVENTS)
+     1u << API_FORMAT_SAFETENSORS | 1u << API_FORMAT_EVENTS)
 
 typedef struct {
-    attn_gpt2_config cfg;
+    attn_lm_config cfg;
     int batched, B, T;
     int32_t *idx;
-    const api_tokenizer *tok;  /* named in "tokenizer", or the only one loaded; may be NULL */
+    const api_tokenizer *tok;  /* api__tokenizer_pick's: named, the model's own, or the
+                                  server's default; may be NULL */
+    int tok_default;           /* tok is the server's default: it reads and writes what the
+                                  request asks in text, and adds no text of its own */
     int from_text;             /* idx is the tokens of "text" */
     int training;
     api_params_source params;  /* init.seed or the state_dict (borrowed from the tree) */
@@ -70,69 +75,98 @@ typedef struct {
     int *layers, n_layers;     /* the layers whose maps are returned, increasing */
     api_select sel;            /* heads, query_rows, top_k of those maps */
     api_fmt fmt;
-    struct model_gen *gen;     /* "generate" (gen.h), or NULL */
+    struct model_gen *gen;     /* "generate", or NULL */
     inside_rq in;              /* hooks in "return", ablate, patch, logit_lens (inside.h) */
 } model_rq;
 
-/* ==== The family and its config (config.c) ================================ */
+/* ==== The architecture and its config (config.c) ========================== */
 
-/* The family's names of those columns (NULL where it has no such option). */
-void api__model_config_names(const attn_family_info *f, const char *out[API_MODEL_CONFIG_COLS]);
-/* 1 for the family that takes "activation" (GPT2; GPTModel's GELU is the tanh form). */
-int api__model_takes_activation(attn_family f);
-/* The column of key among fam's config fields (API_MODEL_CONFIG_COLS for
- * "activation"), or -1. */
-int api__model_config_field(attn_family fam, const char *key);
-/* "module" (a family's class name; absent: GPT2) into *out: 0 or -1. */
-int api__model_family_read(const json_t *root, attn_family *out, api_err *e);
-/* fam's config fields into c (required vocab and context, defaults 12, 12,
- * 768, 0.1, no qkv_bias, gelu): 0 or -1. */
-int api__model_config_read(const json_t *root, attn_family fam, attn_gpt2_config *c, api_err *e);
-/* c as a JSON object under its family's names (and "activation" for GPT2). */
-void api__model_config_json(api_buf *b, const attn_gpt2_config *c);
-/* 1 with e filled (unknown_field) when key is another family's config field
- * ("block_size is GPT2's name: GPTModel calls it context_length"); else 0. */
-int api__model_config_other(attn_family fam, const char *key, api_err *e);
+/* "module" (an architecture's class name; absent: GPT2) into *out: 0 or -1. */
+int api__model_arch_read(const json_t *root, attn_arch *out, api_err *e);
+/* 1 if key is one of arch's config fields (its row's request names). */
+int api__model_config_field(attn_arch arch, const char *key);
+/* arch's config fields of root into c (the row's defaults, its required
+ * fields): 0 or -1. */
+int api__model_config_read(const json_t *root, attn_arch arch, attn_lm_config *c, api_err *e);
+/* 1 with e filled (unknown_field) when key is another architecture's config
+ * field ("block_size is GPT2's name: GPTModel calls it context_length"); else 0. */
+int api__model_config_other(attn_arch arch, const char *key, api_err *e);
 
 /* ==== Groups of tensors (groups.c) ========================================= */
 
 /* Items of "params": the state_dict entries in core's order (buffers
- * included), and for a tied family "lm_head.weight" again at the token
- * embedding's values, so that load_state_dict(strict=True) takes them. */
-int api__model_params_count(const attn_gpt2_plan *plan);
+ * included), and for a tied head its name again at the token embedding's
+ * values, so that load_state_dict(strict=True) takes them. */
+int api__model_params_count(const attn_lm_plan *plan);
 /* Fills items[0..api__model_params_count) with views into params, their
  * names in names[] (the same count). */
-void api__model_params_items(const attn_gpt2_plan *plan, const float *params,
+void api__model_params_items(const attn_lm_plan *plan, const float *params,
                              char (*names)[ATTN_PARAM_NAME_MAX], api_item *items);
 /* Items of "dropout_masks": one per dropout call in draw order, named after
- * the nn.Dropout module ("drop_emb", "trf_blocks.0.att.dropout",
- * "trf_blocks.0.drop_shortcut.0" and ".1": its calls after the attention
- * and after the feed-forward; GPT2: "drop", "h.0.attn.resid_drop",
- * "h.0.mlp.drop"); names[] holds their text (API_MODEL_DROP_NAME bytes
- * each). masks: core's attn_gpt2_outputs.dropout_masks. batched 0: no B axis. */
+ * its nn.Dropout module (core's attn_lm_dropout_get); names[] holds their
+ * text (API_MODEL_DROP_NAME bytes each). masks: attn_lm_outputs'
+ * dropout_masks. batched 0: no B axis. */
 #define API_MODEL_DROP_NAME 48
-int api__model_dropout_count(const attn_gpt2_plan *plan);
-void api__model_dropout_items(const attn_gpt2_plan *plan, const float *masks, int batched,
+int api__model_dropout_count(const attn_lm_plan *plan);
+void api__model_dropout_items(const attn_lm_plan *plan, const float *masks, int batched,
                               char (*names)[API_MODEL_DROP_NAME], api_item *items);
 
-/* How many tokenizers a request may name (api__tokenizer_at's). */
-size_t api__tokenizer_count(const api_limits *lim);
-/* The tokenizer a "tokenizer" field v names into *out, or a 400 naming the
- * field and listing those loaded (request.c). */
-int api__tokenizer_named(const json_t *v, const api_limits *lim, const api_tokenizer **out, api_err *e);
+/* ==== The request (request.c, state_dict.c) ================================ */
 
-/* Reads every field of a /model/gpt2 request (request.c); the caller calls
- * api__model_rq_free either way. */
+/* The tokenizer that adds text the request did not ask for (next_token_text,
+ * a generation's text): tok unless it is only the server's default and the
+ * request read no text; NULL otherwise. */
+static inline const api_bpe *api__model_text_bpe(const model_rq *rq) {
+    return rq->tok && (!rq->tok_default || rq->from_text) ? rq->tok->bpe : NULL;
+}
+/* Reads every field of a request; the caller calls api__model_rq_free
+ * either way. */
 int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e);
 void api__model_rq_free(model_rq *rq);
-/* "state_dict" into params (state_dict.c) under the family's names: every
- * parameter, the buffers optional; for the tied GPT2, lm_head.weight
- * optional but equal to wte.weight. */
-/* "ablate", "patch" and "logit_lens" (inside_parse.c), once the rest is read. */
-int api__inside_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e);
-/* "state_dict" into params (state_dict.c): every parameter, the buffers
- * optional, lm_head.weight optional but equal to wte.weight. */
-int api__model_state_dict_read(const json_t *sd, const attn_gpt2_plan *plan, float *params,
+/* "state_dict" into params: every parameter, the buffers optional, a tied
+ * head optional but equal to the token embedding. */
+int api__model_state_dict_read(const json_t *sd, const attn_lm_plan *plan, float *params,
                                api_err *e);
+
+/* ==== "generate" (gen.c, gen_io.c) ========================================= */
+
+/* The model writes max_new_tokens after the prompt (idx or text) with
+ * api/generate/'s loop, then the request's outputs are computed over the
+ * final text. With output_format "events" the reply is server-sent events:
+ * "start" (the prompt), one "token" per written token, then "done" with
+ * the whole reply but its steps. */
+struct model_gen {
+    api_gen_opts opt;
+    api_gen_plan plan;
+    api_gen_out out;
+    int T0;                 /* the prompt's length */
+    int T_max;              /* the final window's length at most: the forward's plan */
+    int window_start;       /* where the final window (idx of the reply) starts in the text */
+    int seeded;             /* 1: torch.manual_seed(seed) before the loop; 0: the generator
+                               left by init (as nanoGPT's sample.py seeds once) */
+    uint64_t seed;
+    int streaming;          /* output_format events */
+    const api_bpe *bpe;     /* the tokenizer, or NULL */
+    api_job *job;           /* the request (its limits, its error event) while the loop runs */
+    api_buf events;         /* events written and not handed over */
+    api_buf json;           /* the "generation" item's text */
+};
+
+/* "generate" of root into rq->gen (allocated), after rq's other fields:
+ * one row, eval mode, stop strings with a tokenizer. Absent: NULL. */
+int api__model_gen_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e);
+void api__model_gen_free(model_rq *rq);
+/* Its sizes added to the job's; the final window's length. */
+int api__model_gen_plan(model_rq *rq, api_job *j, api_err *e);
+/* Runs the loop on params (rng: the generator init left, or NULL), then
+ * makes rq->idx the final window (rq->T its length). 0 or -1. */
+int api__model_gen_run(model_rq *rq, api_job *j, const float *params, attn_rng *rng,
+                       api_err *e);
+/* The "generation" item into it, and the events' parts of c. */
+int api__model_gen_items(model_rq *rq, api_item *it, api_contents *c, api_err *e);
+/* The "start" event, a token's event (api_gen_in.on_token), the object. */
+int api__model_gen_start(struct model_gen *g, const model_rq *rq);
+int api__model_gen_on_token(void *ctx, const api_gen_out *o, int b, int k);
+void api__model_gen_object(struct model_gen *g, int with_steps);
 
 #endif

@@ -1,10 +1,10 @@
-/* request.c - a /model/gpt2 request object into a model_rq: the family
- * ("module") and its config (config.c) or a loaded checkpoint ("model"),
- * the token ids (idx, or text through a
- * tokenizer), the outputs and their options. */
-#include "api/model/model.h"
+/* request.c - a POST /model request object into a model_rq: the
+ * architecture ("module") and its config (config.c) or a loaded checkpoint
+ * ("model"), the token ids (idx, or text through a tokenizer), the outputs
+ * and their options. */
 #include "api/bpe/bpe.h"
-#include "api/model/gen.h"
+#include "api/model/model.h"
+#include "api/tokens/tokens.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -17,7 +17,7 @@ static const char *const out_names[M_OUT_COUNT] = {
 #undef M_OUT_NAME
 };
 
-/* The fields every family takes; the config's are the family's own
+/* The fields every architecture takes; the config's are its row's own
  * (config.c). */
 static const char *const fields[] = {
     "module", "init", "state_dict", "idx", "text", "tokenizer", "training", "dropout_seed", "return",
@@ -40,32 +40,32 @@ static int get_seed(const json_t *v, const char *name, uint64_t *out, api_err *e
     return 0;
 }
 
-/* Every key is a field of the endpoint or a config field of the family;
- * another family's config name is told apart. */
-static int check_fields(const json_t *root, attn_family fam, api_err *e) {
+/* Every key is a field of the endpoint or a config field of the
+ * architecture; another architecture's config name is told apart. */
+static int check_fields(const json_t *root, attn_arch arch, api_err *e) {
     const char *key;
     const json_t *v;
     json_object_foreach((json_t *)root, key, v) {
-        if (api__has_field(fields, key) || api__model_config_field(fam, key) >= 0) continue;
-        if (api__model_config_other(fam, key, e)) return -1;
+        if (api__has_field(fields, key) || api__model_config_field(arch, key)) continue;
+        if (api__model_config_other(arch, key, e)) return -1;
         char echo[API_ECHO_MAX + 4];
         api__echo(echo, sizeof echo, key);
         return api__fail(e, API_E_UNKNOWN_FIELD, echo,
-                         "unknown field \"%s\" for /model/gpt2 (it takes module, %s's config "
+                         "unknown field \"%s\" for /model (it takes module, %s's config "
                          "fields, init or state_dict, or model; idx or text, tokenizer, training, "
                          "dropout_seed, return, layers, heads, query_rows, top_k, "
                          "ablate, patch, logit_lens, precision, output_format, dtype, generate)", echo,
-                         attn_family_get(fam)->name);
+                         attn_arch_name(arch));
     }
     return 0;
 }
 
-/* The family's name of block_size ("context_length" for GPTModel). */
+/* The row's name of the context ("context_length" for GPTModel). */
 static const char *context_name(const model_rq *rq) {
-    return attn_family_get(rq->cfg.family)->context_name;
+    return api__hparam_name(rq->cfg.arch, ATTN_HP_CONTEXT);
 }
 
-/* idx: [T] or [B][T] integers in [0, vocab_size), T <= block_size. */
+/* idx: [T] or [B][T] integers in [0, vocab_size), T <= the context. */
 static int read_idx(const json_t *root, model_rq *rq, size_t *budget, api_err *e) {
     const json_t *v = api__field(root, "idx");
     if (v == NULL)
@@ -78,10 +78,9 @@ static int read_idx(const json_t *root, model_rq *rq, size_t *budget, api_err *e
     int rc = 0;
     if (rq->T < 1 || rq->B < 1) {
         rc = api__fail(e, API_E_INVALID_SHAPE, "idx", "idx holds no token");
-    } else if (rq->T > rq->cfg.block_size) {
-        rc = api__fail(e, API_E_INVALID_SHAPE, "idx",
-                       "%d tokens exceed %s %d (the position embedding has only %d rows)",
-                       rq->T, context_name(rq), rq->cfg.block_size, rq->cfg.block_size);
+    } else if (rq->T > rq->cfg.context) {
+        rc = api__fail(e, API_E_INVALID_SHAPE, "idx", "%d tokens exceed %s %d (the model takes at "
+                       "most %d positions)", rq->T, context_name(rq), rq->cfg.context, rq->cfg.context);
     } else if ((rq->idx = malloc(t.count * sizeof *rq->idx)) == NULL) {
         rc = api__fail(e, API_E_OUT_OF_MEMORY, "idx", "cannot allocate idx");
     }
@@ -103,64 +102,24 @@ static int read_idx(const json_t *root, model_rq *rq, size_t *budget, api_err *e
     return rc;
 }
 
-size_t api__tokenizer_count(const api_limits *lim) {
-    size_t n = 0;
-    while (api__tokenizer_at(lim, n)) n++;
-    return n;
-}
-
-int api__tokenizer_named(const json_t *v, const api_limits *lim, const api_tokenizer **out, api_err *e) {
-    if (!json_is_string(v)) return api__field_wrong_type(e, "tokenizer", v, "a string");
-    size_t n = api__tokenizer_count(lim);
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(api__tokenizer_at(lim, i)->name, json_string_value(v)) == 0) {
-            *out = api__tokenizer_at(lim, i);
-            return 0;
-        }
-    char echo[API_ECHO_MAX + 4], list[256] = "";
-    for (size_t i = 0; i < n; i++) {
-        size_t k = strlen(list);
-        snprintf(list + k, sizeof list - k, "%s\"%s\"", i ? ", " : "", api__tokenizer_at(lim, i)->name);
-    }
-    return api__fail(e, API_E_INVALID_ARGUMENT, "tokenizer",
-                     "tokenizer \"%s\" is not loaded; this server has %s",
-                     api__echo(echo, sizeof echo, json_string_value(v)),
-                     n ? list : "none (start it with --tokenizer NAME=DIR, or --model NAME=DIR of "
-                                "a folder with its tokenizer files)");
-}
-
-/* tokenizer: the name of a loaded tokenizer; when left out, the model
- * folder's own, or else the one --tokenizer (a folder's must be named). */
+/* tokenizer: the one rule of api__tokenizer_pick (a name, the model's, the
+ * server's default); NULL when the server has none. */
 static int read_tokenizer(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
-    const json_t *v = api__field(root, "tokenizer");
-    if (v) return api__tokenizer_named(v, lim, &rq->tok, e);
-    if (rq->model && rq->model->bpe) rq->tok = &rq->model->tok;
-    else if (lim && lim->n_tokenizers == 1) rq->tok = &lim->tokenizers[0];
-    return 0;
+    rq->tok_default = !api__field(root, "tokenizer") && !(rq->model && rq->model->bpe);
+    return api__tokenizer_pick(root, lim, rq->model, 0, "text", &rq->tok, e);
 }
 
-/* The error when field needs a tokenizer and the request has none. */
-static int no_tokenizer(const api_limits *lim, const char *field, api_err *e) {
-    size_t n = api__tokenizer_count(lim);
-    if (n == 0)
-        return api__fail(e, API_E_INVALID_ARGUMENT, field,
-                         "%s needs a tokenizer and this server has none: start it with "
-                         "--tokenizer NAME=DIR (GPT-2's vocab.json + merges.txt), or --model "
-                         "NAME=DIR of a folder that has them", field);
-    return api__fail(e, API_E_MISSING_FIELD, "tokenizer",
-                     "%s needs a tokenizer: name one of the %zu loaded in \"tokenizer\"", field, n);
-}
 
-/* text: one string, GPT-2's BPE tokens of it become idx [T]. */
-static int read_text(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
+/* text: one string, the tokenizer's ids of it become idx [T]. */
+static int read_text(const json_t *root, model_rq *rq, api_err *e) {
     const json_t *v = api__field(root, "text");
     if (api__field(root, "idx"))
         return api__fail(e, API_E_INVALID_ARGUMENT, "text", "give either text or idx, not both");
     if (!json_is_string(v)) return api__field_wrong_type(e, "text", v, "a string");
-    if (rq->tok == NULL) return no_tokenizer(lim, "text", e);
+    if (rq->tok == NULL) return api__tokenizer_missing("text", e);
     const api_bpe *bpe = rq->tok->bpe;
     size_t len = json_string_length(v), most = api_bpe_max_token_bytes(bpe);
-    int block = rq->cfg.block_size;
+    int block = rq->cfg.context;
     /* each token covers at most `most` bytes: a longer text cannot fit */
     if (len > (size_t)block * most)
         return api__fail(e, API_E_INVALID_SHAPE, "text",
@@ -175,8 +134,8 @@ static int read_text(const json_t *root, const api_limits *lim, model_rq *rq, ap
     if (n == 0) return api__fail(e, API_E_INVALID_SHAPE, "text", "text is empty: no token");
     if (n > (size_t)block)
         return api__fail(e, API_E_INVALID_SHAPE, "text",
-                         "text is %zu tokens, over %s %d (the position embedding has only %d "
-                         "rows)", n, context_name(rq), block, block);
+                         "text is %zu tokens, over %s %d (the model takes at most %d positions)",
+                         n, context_name(rq), block, block);
     for (size_t i = 0; i < n; i++)
         if (rq->idx[i] >= rq->cfg.vocab_size)
             return api__fail(e, API_E_INVALID_ARGUMENT, "text",
@@ -191,19 +150,25 @@ static int read_text(const json_t *root, const api_limits *lim, model_rq *rq, ap
     return 0;
 }
 
-/* A hook name of "return" (inside_parse.c). */
+/* A hook name of "return" (api/inside/), against the model's hooks. */
 static int hook_name(void *ctx, const char *name, int at, api_err *e) {
     model_rq *rq = ctx;
-    return api__inside_return_name(&rq->in, rq->cfg.n_layer, name, at, e);
+    attn_lm_plan p;
+    attn_error ae = {0};
+    if (attn_lm_plan_make(&rq->cfg, 1, 1, 0, &p, &ae) != ATTN_OK) {
+        api__from_attn(e, &ae, ATTN_MODULE_COUNT);
+        return -1;
+    }
+    return api__inside_return_name(&rq->in, &p, name, at, e);
 }
 
-static int read_return(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
+static int read_return(const json_t *root, model_rq *rq, api_err *e) {
     int tokens_at = -1;
     int rc = api__return_read_with(root, out_names, M_OUT_COUNT, &rq->returns, &tokens_at,
                                    hook_name, rq, e);
     if (rc < 0) return -1;
     if (rc == 0 && api__field(root, "generate")) { /* the text written, and its tokens */
-        rq->returns = 1u << M_OUT_IDX | (rq->tok ? 1u << M_OUT_TOKENS : 0);
+        rq->returns = 1u << M_OUT_IDX | (api__model_text_bpe(rq) ? 1u << M_OUT_TOKENS : 0);
     } else if (rc == 0) { /* with text: its idx and tokens too */
         rq->returns = 1u << M_OUT_LOGITS | 1u << M_OUT_NEXT_TOKEN;
         if (rq->from_text) rq->returns |= 1u << M_OUT_IDX | 1u << M_OUT_TOKENS;
@@ -211,7 +176,7 @@ static int read_return(const json_t *root, const api_limits *lim, model_rq *rq, 
     if (tokens_at >= 0 && rq->tok == NULL) {
         char name[48];
         snprintf(name, sizeof name, "return[%d]", tokens_at);
-        return no_tokenizer(lim, name, e);
+        return api__tokenizer_missing(name, e);
     }
     return 0;
 }
@@ -220,7 +185,7 @@ static int read_return(const json_t *root, const api_limits *lim, model_rq *rq, 
 static int read_layers(const json_t *root, model_rq *rq, api_err *e) {
     const json_t *v = api__field(root, "layers");
     int L = rq->cfg.n_layer;
-    const char *nl = attn_family_get(rq->cfg.family)->layers_name;
+    const char *nl = api__hparam_name(rq->cfg.arch, ATTN_HP_LAYERS);
     size_t n = v ? json_array_size(v) : (size_t)L;
     if (v && !json_is_array(v)) return api__field_wrong_type(e, "layers", v, "an array of layer indices");
     if (n > (size_t)L)
@@ -248,14 +213,18 @@ static int read_layers(const json_t *root, model_rq *rq, api_err *e) {
 }
 
 /* training, dropout_seed, the maps' selection, and the options every kind
- * reads (output_format among API_MODEL_FORMATS, dtype, precision). */
+ * reads (output_format among API_MODEL_GEN_FORMATS, dtype, precision). */
 static int read_options(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
     const json_t *tr = api__field(root, "training");
     if (tr) {
         if (!json_is_boolean(tr)) return api__field_wrong_type(e, "training", tr, "true or false");
         rq->training = json_is_true(tr);
     }
-    unsigned formats = api__field(root, "generate") ? API_MODEL_GEN_FORMATS : API_MODEL_FORMATS;
+    /* the kind's formats (API_KIND_DEFINE's); the streamed ones are a
+     * generation's only */
+    unsigned formats = API_MODEL_GEN_FORMATS;
+    for (int f = 0; f < API_FORMAT_COUNT && !api__field(root, "generate"); f++)
+        if (api_format_get((api_format)f)->flags & API_FMT_EVENTS) formats &= ~(1u << f);
     if (api__options_read(root, lim, formats, &rq->fmt, e)) return -1;
     const json_t *ds = api__field(root, "dropout_seed");
     if (ds) {
@@ -265,30 +234,30 @@ static int read_options(const json_t *root, const api_limits *lim, model_rq *rq,
     return api__select_parse(root, &rq->sel, e);
 }
 
-/* A field a loaded model brings itself: any family's config field, the
- * parameters, a "module" other than its own. */
+/* A field a loaded model brings itself: any architecture's config field,
+ * the parameters, a "module" other than its own. */
 static int model_brings(const json_t *root, const api_model *m, api_err *e) {
     const char *key;
     const json_t *v;
     json_object_foreach((json_t *)root, key, v) {
         int config = !strcmp(key, "init") || !strcmp(key, "state_dict");
-        for (int f = 0; f < ATTN_FAMILY_COUNT && !config; f++)
-            config = api__model_config_field((attn_family)f, key) >= 0;
+        for (int a = 0; a < ATTN_ARCH_COUNT && !config; a++)
+            config = api__model_config_field((attn_arch)a, key);
         if (config && !json_is_null(v))
             return api__fail(e, API_E_INVALID_ARGUMENT, key,
                              "model \"%s\" brings its config and parameters: leave %s out",
                              m->name, key);
     }
-    attn_family fam;
-    if (api__model_family_read(root, &fam, e)) return -1;
-    if (api__field(root, "module") && fam != m->cfg.family)
+    attn_arch arch;
+    if (api__model_arch_read(root, &arch, e)) return -1;
+    if (api__field(root, "module") && arch != m->cfg.arch)
         return api__fail(e, API_E_INVALID_ARGUMENT, "module",
                          "model \"%s\" is a %s, not a %s: leave module out", m->name,
-                         attn_family_get(m->cfg.family)->name, attn_family_get(fam)->name);
+                         attn_arch_name(m->cfg.arch), attn_arch_name(arch));
     return 0;
 }
 
-/* "model": a loaded checkpoint, which brings the family, the config and
+/* "model": a loaded checkpoint, which brings the architecture, the config and
  * the parameters. */
 static int read_model(const json_t *root, const json_t *v, const api_limits *lim, model_rq *rq,
                       api_err *e) {
@@ -305,16 +274,25 @@ static int read_model(const json_t *root, const json_t *v, const api_limits *lim
     }
     if (model_brings(root, rq->model, e)) return -1;
     rq->cfg = rq->model->cfg;
-    return check_fields(root, rq->cfg.family, e);
+    return check_fields(root, rq->cfg.arch, e);
 }
 
-/* The family ("module"), its config fields, the parameters' source. */
+/* The architecture ("module"), its config fields, the parameters' source. */
 static int read_config(const json_t *root, model_rq *rq, api_err *e) {
-    attn_family fam;
-    return api__model_family_read(root, &fam, e) || check_fields(root, fam, e) ||
-           api__model_config_read(root, fam, &rq->cfg, e) ||
-           api__params_source(root, fam == ATTN_FAMILY_GPT2 ? "GPT2(config)" : "GPTModel(cfg)",
-                              &rq->params, e);
+    attn_arch arch;
+    return api__model_arch_read(root, &arch, e) || check_fields(root, arch, e) ||
+           api__model_config_read(root, arch, &rq->cfg, e) ||
+           api__params_source(root, attn_arch_ctor(arch), &rq->params, e);
+}
+
+/* "ablate", "patch" and "logit_lens" (api/inside/), with what they check
+ * against: the config, the ids' shape, the tokenizer. */
+static int inside_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
+    inside_ctx ctx = {.cfg = rq->cfg, .batched = rq->batched, .B = rq->B, .T = rq->T,
+                      .training = rq->training, .tok = rq->tok, .in = rq->in};
+    int rc = api__inside_parse(root, lim, &ctx, e);
+    rq->in = ctx.in; /* what it read, and what it holds on failure, freed with rq */
+    return rc;
 }
 
 int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
@@ -324,9 +302,9 @@ int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, ap
     const json_t *model = api__field(root, "model");
     if ((model ? read_model(root, model, lim, rq, e) : read_config(root, rq, e)) ||
         read_tokenizer(root, lim, rq, e) ||
-        (api__field(root, "text") ? read_text(root, lim, rq, e) : read_idx(root, rq, &budget, e)) ||
-        read_return(root, lim, rq, e) || read_layers(root, rq, e) || read_options(root, lim, rq, e) ||
-        api__model_gen_parse(root, lim, rq, e) || api__inside_parse(root, lim, rq, e))
+        (api__field(root, "text") ? read_text(root, rq, e) : read_idx(root, rq, &budget, e)) ||
+        read_return(root, rq, e) || read_layers(root, rq, e) || read_options(root, lim, rq, e) ||
+        api__model_gen_parse(root, lim, rq, e) || inside_parse(root, lim, rq, e))
         return -1;
     /* the captures are sized for the prompt, a generation's forward runs over
      * the final text */

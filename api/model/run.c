@@ -1,28 +1,27 @@
-/* run.c - the whole models' kind (pipeline.h's steps) for POST /model/gpt2:
- * seed 003's GPT2 (gpt2_min.py) or the book's chapter-4 GPTModel, core's
- * attn_gpt2_* (one forward for both families).
+/* run.c - the whole models' kind (pipeline.h's steps) for POST /model and
+ * its alias /model/gpt2: any architecture of core's ATTN_ARCH_MAP (seed
+ * 003's GPT2, the book's chapter-4 GPTModel, ...), core's attn_lm_* (one
+ * forward for every architecture).
  *
  *   {"vocab_size": 50, "block_size": 16, "n_layer": 2, "n_head": 2, "n_embd": 8,
  *    "init": {"seed": 0}, "idx": [[1, 2, 3]], "return": ["logits", "attn_weights"]}
  *   {"module": "GPTModel", "vocab_size": 50, "context_length": 16, "emb_dim": 8, ...}
  *
- *   parse     request.c: the family ("module") and its config fields
+ *   parse     request.c: the architecture ("module") and its config fields
  *             (config.c), or a checkpoint loaded at start ("model"); idx [T] or [B][T], or
  *             "text" through a loaded tokenizer; every tensor of a [T]
  *             request loses its batch axis
- *   plan      attn_gpt2_plan_make, and the maps' selection
+ *   plan      attn_lm_plan_make, and the maps' selection
  *   prepare   init.seed (torch.manual_seed(seed); GPT2(config) or
  *             GPTModel(cfg), bit for bit), the state_dict (state_dict.c), or a checkpoint's
  *             buffer read in place, never copied
- *   compute   attn_gpt2_forward, next_token, the selected maps, the dropout masks
+ *   compute   attn_lm_forward, next_token, the selected maps, the dropout masks
  *   contents  model, config, shape, then the outputs in MODEL_OUTPUT_MAP's order
  *             (next_token_text after next_token when a tokenizer is at hand;
  *             params and dropout_masks as groups: groups.c)
  */
-#include "api/model/model.h"
 #include "api/bpe/bpe.h"
-#include "api/model/gen.h"
-#include "api/pipeline.h"
+#include "api/model/model.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +55,7 @@ enum { MAX_ITEMS = M_OUT_COUNT + 9 };
 
 typedef struct {
     model_rq rq;
-    attn_gpt2_plan plan;
+    attn_lm_plan plan;
     const float *weights;      /* the parameters: params, or a loaded checkpoint's */
     float *params, *logits, *attn, *hidden;
     int32_t *next;
@@ -91,7 +90,7 @@ static int parse(api_job *j, const json_t *root, api_err *e) {
 
 /* ==== plan =============================================================== */
 
-static void maps_dims(const model_rq *rq, const attn_gpt2_plan *p, model_maps *m) {
+static void maps_dims(const model_rq *rq, const attn_lm_plan *p, model_maps *m) {
     const api_select *s = &rq->sel;
     m->Hs = s->n_heads ? s->n_heads : p->H;
     m->R = s->has_rows ? s->row_stop - s->row_start : p->T;
@@ -99,19 +98,11 @@ static void maps_dims(const model_rq *rq, const attn_gpt2_plan *p, model_maps *m
 }
 
 /* Elements of the selected view (values, and indices with top-k). */
-static size_t maps_count(const model_rq *rq, const attn_gpt2_plan *p) {
+static size_t maps_count(const model_rq *rq, const attn_lm_plan *p) {
     model_maps m;
     maps_dims(rq, p, &m);
     size_t n = (size_t)rq->n_layers * (size_t)p->B * (size_t)m.Hs * (size_t)m.R * (size_t)m.cols;
     return rq->sel.top_k ? 2 * n : n;
-}
-
-/* The multiply-adds of one forward pass: per block the attention (c_attn,
- * Q·Kᵀ and the weighted sum with 64 per score for the softmax, c_proj) and
- * the MLP (4C wide), then lm_head over every position. In double. */
-static double model_ops(const attn_gpt2_plan *p) {
-    double B = p->B, T = p->T, C = p->C;
-    return api__model_block_ops(p) * p->n_layer + B * T * C * p->V;
 }
 
 /* Tensors of the groups params and dropout_masks (0 when not asked for). */
@@ -124,10 +115,11 @@ static int group_tensors(const model_state *s) {
  * API_ST_MAX_ENTRIES tensors (idx, logits, next_token, the maps' two and
  * hidden_states besides the groups'). */
 static int groups_plan(const model_state *s, size_t *values, api_err *e) {
-    const attn_gpt2_plan *p = &s->plan;
+    const attn_lm_plan *p = &s->plan;
     *values = 0;
     if (returns(s, M_OUT_DROPOUT_MASKS)) *values += p->n_dropout;
-    if (returns(s, M_OUT_PARAMS)) *values += p->n_params + (p->tied ? (size_t)p->V * (size_t)p->C : 0);
+    if (returns(s, M_OUT_PARAMS))
+        *values += p->n_params + (attn_lm_tied_head_name(p) ? (size_t)p->V * (size_t)p->C : 0);
     int n = group_tensors(s);
     if (s->rq.fmt.format == API_FORMAT_SAFETENSORS && n > API_ST_MAX_ENTRIES - 6)
         return api__fail(e, API_E_INVALID_ARGUMENT, "return",
@@ -142,7 +134,7 @@ static int groups_plan(const model_state *s, size_t *values, api_err *e) {
  * logits but the last position's when it asks for next_token alone (core's
  * own work space is the rest of the bound). */
 static size_t unasked(const model_state *s) {
-    const attn_gpt2_plan *p = &s->plan;
+    const attn_lm_plan *p = &s->plan;
     size_t n = 0;
     if (!returns(s, M_OUT_LOGITS)) n += p->n_logits - (size_t)p->B * (size_t)p->V;
     if (!returns(s, M_OUT_ATTN_WEIGHTS)) n += p->n_attn;
@@ -157,10 +149,10 @@ static size_t unasked(const model_state *s) {
 static int plan(api_job *j, api_err *e) {
     model_state *s = state_of(j);
     const model_rq *rq = &s->rq;
-    const attn_gpt2_plan *p = &s->plan;
+    const attn_lm_plan *p = &s->plan;
     attn_error ae = {0};
     int T = rq->gen ? rq->gen->T_max : rq->T; /* a generation's final text at most */
-    if (attn_gpt2_plan_make(&rq->cfg, rq->B, T, rq->training, &s->plan, &ae) != ATTN_OK) {
+    if (attn_lm_plan_make(&rq->cfg, rq->B, T, rq->training, &s->plan, &ae) != ATTN_OK) {
         api__from_attn(e, &ae, ATTN_MODULE_COUNT);
         return -1;
     }
@@ -189,7 +181,7 @@ static int plan(api_job *j, api_err *e) {
     need += (size_t)group_tensors(s) * GROUP_TENSOR_FLOATS;
     api__job_sized(j, need, need + (rq->model ? p->n_params : 0), out_values, "model",
                    "parameters, activations, outputs and reply");
-    j->ops = model_ops(p) + in.ops;
+    j->ops = p->ops + in.ops;
     j->ops_field = in.ops_field ? in.ops_field : rq->from_text ? "text" : "idx";
     return rq->gen ? api__model_gen_plan(&s->rq, j, e) : 0;
 }
@@ -213,7 +205,7 @@ static int prepare(api_job *j, api_err *e) {
             if (api__model_state_dict_read(rq->params.state_dict, &s->plan, s->params, e)) return -1;
         } else {
             attn_rng_seed(&s->rng, rq->params.seed);
-            if (attn_gpt2_params_init(&s->plan, s->params, &s->rng, &ae) != ATTN_OK) {
+            if (attn_lm_params_init(&s->plan, s->params, &s->rng, &ae) != ATTN_OK) {
                 api__from_attn(e, &ae, ATTN_MODULE_COUNT);
                 return -1;
             }
@@ -229,7 +221,7 @@ static int prepare(api_job *j, api_err *e) {
 
 /* next[b]: argmax of the last position's logits, the first on ties
  * (torch.argmax); logits are [B][T][V], or [B][V] with last_only. */
-static void next_tokens(const attn_gpt2_plan *p, const float *logits, int last_only, int32_t *next) {
+static void next_tokens(const attn_lm_plan *p, const float *logits, int last_only, int32_t *next) {
     for (int bi = 0; bi < p->B; bi++) {
         size_t at = last_only ? (size_t)bi : (size_t)bi * p->T + (size_t)(p->T - 1);
         const float *row = logits + at * (size_t)p->V;
@@ -244,7 +236,7 @@ static void next_tokens(const attn_gpt2_plan *p, const float *logits, int last_o
  * in place when nothing else is selected, else a cut (maps/select.c). */
 static int maps_make(api_job *j, model_state *s, api_err *e) {
     const model_rq *rq = &s->rq;
-    const attn_gpt2_plan *p = &s->plan;
+    const attn_lm_plan *p = &s->plan;
     size_t T = (size_t)p->T, per = (size_t)p->B * (size_t)p->H * T * T;
     model_maps *m = &s->maps;
     maps_dims(rq, p, m);
@@ -277,14 +269,14 @@ static int maps_make(api_job *j, model_state *s, api_err *e) {
 static int generate(api_job *j, model_state *s, api_err *e) {
     attn_error ae = {0};
     if (api__model_gen_run(&s->rq, j, s->weights, s->rng_ptr, e)) return -1;
-    if (attn_gpt2_plan_make(&s->rq.cfg, 1, s->rq.T, 0, &s->plan, &ae) == ATTN_OK) return 0;
+    if (attn_lm_plan_make(&s->rq.cfg, 1, s->rq.T, 0, &s->plan, &ae) == ATTN_OK) return 0;
     api__from_attn(e, &ae, ATTN_MODULE_COUNT);
     return -1;
 }
 
 static int compute(api_job *j, api_err *e) {
     model_state *s = state_of(j);
-    const attn_gpt2_plan *p = &s->plan;
+    const attn_lm_plan *p = &s->plan;
     api_arrays *a = &j->arrays;
     if (s->rq.gen && generate(j, s, e)) return -1;
     if (returns(s, M_OUT_IDX)) { /* the final text's after a generation; kept with the reply */
@@ -302,14 +294,14 @@ static int compute(api_job *j, api_err *e) {
     if (returns(s, M_OUT_DROPOUT_MASKS)) s->dropout = api__arrays_take(a, p->n_dropout, sizeof(float));
     s->next = api__arrays_take(a, (size_t)p->B, sizeof(int32_t));
     if (a->failed) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the model");
-    attn_gpt2_outputs out = {.logits = s->logits, .attn_weights = s->attn,
+    attn_lm_outputs out = {.logits = s->logits, .attn_weights = s->attn,
                              .hidden_states = s->hidden, .dropout_masks = s->dropout,
                              .last_only = last_only};
     attn_pool *pool = j->lim ? j->lim->compute : NULL;
-    attn_gpt2_inputs in = {.idx = s->rq.idx, .pool = pool};
+    attn_lm_inputs in = {.idx = s->rq.idx, .pool = pool};
     attn_error ae = {0};
     if (api__inside_inputs(&s->rq.in, &s->io, a, &in, e)) return -1;
-    if (attn_gpt2_run(p, s->weights, &in, s->rng_ptr, &out, &ae) != ATTN_OK) {
+    if (attn_lm_run(p, s->weights, &in, s->rng_ptr, &out, &ae) != ATTN_OK) {
         api__from_attn(e, &ae, ATTN_MODULE_COUNT);
         return -1;
     }
@@ -343,7 +335,7 @@ static void id_texts(api_buf *b, const api_bpe *bpe, const int32_t *ids, int n, 
 }
 
 /* tokens: each token's text, [T] or [B][T]. */
-static void tokens_json(api_buf *b, const model_rq *rq, const attn_gpt2_plan *p) {
+static void tokens_json(api_buf *b, const model_rq *rq, const attn_lm_plan *p) {
     api__buf_puts(b, rq->batched ? "[" : "");
     for (int bi = 0; bi < p->B; bi++) {
         if (bi) api__buf_puts(b, ",");
@@ -370,7 +362,7 @@ static api_item json_item(const char *name, const api_buf *text) {
  * order, the look inside before the timing; -1 with e filled. */
 static int output_items(model_state *s, api_item *items, api_err *e) {
     const model_rq *rq = &s->rq;
-    const attn_gpt2_plan *p = &s->plan;
+    const attn_lm_plan *p = &s->plan;
     const model_maps *m = &s->maps;
     int n = 0, T[1] = {p->T}, TV[2] = {p->T, p->V}, TC[2] = {p->T, p->C}, L[1] = {rq->n_layers};
     int H1[1] = {p->n_layer + 1}, maps_rest[3] = {m->Hs, m->R, m->cols};
@@ -379,7 +371,8 @@ static int output_items(model_state *s, api_item *items, api_err *e) {
     if (returns(s, M_OUT_LOGITS)) tensor(&items[n++], rq, "logits", API_ITEM_F32, s->logits, 0, NULL, 2, TV);
     if (returns(s, M_OUT_NEXT_TOKEN))
         tensor(&items[n++], rq, "next_token", API_ITEM_I32, s->next, 0, NULL, 0, NULL)->plain = 1;
-    if (returns(s, M_OUT_NEXT_TOKEN) && rq->tok) items[n++] = json_item("next_token_text", &s->next_text);
+    if (returns(s, M_OUT_NEXT_TOKEN) && api__model_text_bpe(rq))
+        items[n++] = json_item("next_token_text", &s->next_text);
     if (returns(s, M_OUT_ATTN_WEIGHTS)) {
         items[n++] = json_item("layers", &s->layers);
         tensor(&items[n++], rq, "attn_weights", API_ITEM_F32, m->values, 1, L, 3, maps_rest)->indices =
@@ -394,7 +387,7 @@ static int output_items(model_state *s, api_item *items, api_err *e) {
     if (np)
         items[n++] = (api_item){.name = "params", .kind = API_ITEM_GROUP, .items = s->group_items,
                                 .n_items = np};
-    int k = api__inside_items(&rq->in, p, rq->batched, rq->tok ? rq->tok->bpe : NULL, &s->io,
+    int k = api__inside_items(&rq->in, p, rq->batched, api__model_text_bpe(rq), &s->io,
                               items + n, e);
     if (k < 0) return -1;
     n += k;
@@ -404,7 +397,7 @@ static int output_items(model_state *s, api_item *items, api_err *e) {
 
 /* The tensors of params and dropout_masks: views, their names beside them. */
 static int groups_make(model_state *s) {
-    const attn_gpt2_plan *p = &s->plan;
+    const attn_lm_plan *p = &s->plan;
     int np = returns(s, M_OUT_PARAMS) ? api__model_params_count(p) : 0;
     int nd = returns(s, M_OUT_DROPOUT_MASKS) ? api__model_dropout_count(p) : 0;
     if (np + nd == 0) return 0;
@@ -423,16 +416,20 @@ static int groups_make(model_state *s) {
 static int contents(api_job *j, api_contents *c, api_err *e) {
     model_state *s = state_of(j);
     const model_rq *rq = &s->rq;
-    const attn_gpt2_plan *p = &s->plan;
+    const attn_lm_plan *p = &s->plan;
     int n = 0;
-    api__model_config_json(&s->config, &rq->cfg);
-    api__buf_printf(&s->shape, "{\"batch\":%d,\"tokens\":%d,\"head_dim\":%d}", p->B, p->T, p->C / p->H);
+    api__config_json(&s->config, &rq->cfg);
+    api__buf_printf(&s->shape, "{\"batch\":%d,\"tokens\":%d,\"head_dim\":%d", p->B, p->T, p->D);
+    /* grouped queries: query head h reads key/value head h / (H / Hkv) */
+    if (p->Hkv != p->H) api__buf_printf(&s->shape, ",\"heads\":%d,\"kv_heads\":%d", p->H, p->Hkv);
+    api__buf_puts(&s->shape, "}");
     api__buf_puts(&s->layers, "[");
     for (int i = 0; i < rq->n_layers; i++) api__buf_printf(&s->layers, i ? ",%d" : "%d", rq->layers[i]);
     api__buf_puts(&s->layers, "]");
     if (rq->model) api__buf_json_string(&s->name, rq->model->name);
     if (returns(s, M_OUT_TOKENS)) tokens_json(&s->tokens, rq, p);
-    if (returns(s, M_OUT_NEXT_TOKEN) && rq->tok) id_texts(&s->next_text, rq->tok->bpe, s->next, p->B, rq->batched);
+    if (returns(s, M_OUT_NEXT_TOKEN) && api__model_text_bpe(rq))
+        id_texts(&s->next_text, rq->tok->bpe, s->next, p->B, rq->batched);
     if (s->config.failed || s->shape.failed || s->layers.failed || s->name.failed ||
         s->tokens.failed || s->next_text.failed || groups_make(s))
         return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");
@@ -443,7 +440,7 @@ static int contents(api_job *j, api_contents *c, api_err *e) {
     int k = output_items(s, s->items + n, e);
     if (k < 0) return -1;
     n += k;
-    c->module = attn_family_get(rq->cfg.family)->name;
+    c->module = attn_arch_name(rq->cfg.arch);
     c->item = s->items;
     c->n = n;
     return 0;

@@ -21,6 +21,10 @@
 #include "api/request/request.h"
 #include "core/attention.h"
 
+/* The reply formats the modules write: every tensor format (their kind's
+ * table and the parse read this one place). */
+#define API_MODULE_FORMATS API_FORMATS_TENSORS
+
 /* ==== Endpoints and fields ================================================ */
 
 /* Modules an endpoint accepts, into mods, the first being its default;

@@ -279,7 +279,7 @@ static int read_options(const json_t *root, const api_limits *lim, api_request *
     if (api__field_bool(root, "causal", &c->causal, e) < 0 || api__field_bool(root, "training", &c->training, e) < 0 ||
         api__field_choice(root, "normalization", norms, &norm, e) < 0 ||
         api__field_choice(root, "mask_method", methods, &method, e) < 0 ||
-        api__options_read(root, lim, API_FORMATS_TENSORS, &rq->fmt, e) < 0 ||
+        api__options_read(root, lim, API_MODULE_FORMATS, &rq->fmt, e) < 0 ||
         api__field_bool(root, "average_attn_weights", &rq->average, e) < 0 ||
         api__select_parse(root, &rq->sel, e) < 0)
         return -1;

@@ -313,4 +313,4 @@ static void release(api_job *j) {
     api__request_free(&s->rq);
 }
 
-API_KIND_DEFINE(api__module_kind, module_state, API_FORMATS_TENSORS);
+API_KIND_DEFINE(api__module_kind, module_state, API_MODULE_FORMATS);

@@ -90,10 +90,10 @@ static int add_prompt(oai_rq *rq, const json_t *v, const char *field, api_err *e
         return api__fail(e, API_E_INVALID_ARGUMENT, field, "%s is empty: there is no token to "
                          "continue from", field);
     if (p->ids == NULL || p->text == NULL) return api__fail(e, API_E_OUT_OF_MEMORY, field, "cannot allocate the prompt");
-    if (n > (size_t)rq->model->cfg.block_size)
+    if (n > (size_t)rq->model->cfg.context)
         return api__fail(e, API_E_INVALID_ARGUMENT, field,
                          "%s is %zu tokens, over the model's context of %d", field, n,
-                         rq->model->cfg.block_size);
+                         rq->model->cfg.context);
     return 0;
 }
 
@@ -216,16 +216,16 @@ int api__oai_parse(const json_t *root, const api_limits *lim, oai_rq *rq, api_er
                          "unrecognized request argument supplied: %s", echo);
     }
     if (read_model(root, lim, rq, e) ||
-        api__tokens_pick(root, lim, rq->model, 1, "prompt", &rq->tok, e) ||
+        api__tokenizer_pick(root, lim, rq->model, 1, "prompt", &rq->tok, e) ||
         read_prompt(root, rq, e) || read_shape(root, rq, e) || read_sampling(root, lim, rq, e) ||
         read_stop(root, rq, e))
         return -1;
     rq->opt.eos_id = eos_of(rq->tok->bpe, rq->model->cfg.vocab_size);
     for (int i = 0; i < rq->n_prompts; i++)
-        if ((long)rq->prompt[i].T + rq->opt.max_new_tokens > rq->model->cfg.block_size)
+        if ((long)rq->prompt[i].T + rq->opt.max_new_tokens > rq->model->cfg.context)
             return api__fail(e, API_E_INVALID_ARGUMENT, "max_tokens",
                              "this model's maximum context length is %d tokens; the prompt has "
-                             "%d and max_tokens asks %d more", rq->model->cfg.block_size,
+                             "%d and max_tokens asks %d more", rq->model->cfg.context,
                              rq->prompt[i].T, rq->opt.max_new_tokens);
     return 0;
 }

@@ -286,38 +286,59 @@ GPTMODEL_EXAMPLE = {"module": "GPTModel", "vocab_size": 50, "context_length": 16
                     "idx": [3, 14, 15, 9], "return": ["next_token", "attn_weights"], "precision": 3}
 
 
-# The config columns of core's ATTN_FAMILY_MAP (tables["families"]): what each
-# is, for the fields of the families other than GPT2 (whose own are described
-# by hand below); the book's GPT_CONFIG_124M gives GPTModel's defaults.
-FAMILY_COLUMNS = [
-    ("rows of the token embedding (and of the head).", None),
-    ("rows of the position embedding, side of each mask buffer; T must not exceed it.", None),
-    ("blocks.", 12),
-    ("heads; must divide the width.", 12),
-    ("width.", 768),
-    ("p of every dropout (active only with training).", 0.1),
-    ("biases of the query, key and value projections.", False),
-]
+def hparam_schema(hp):
+    """One hyperparameter of an architecture's row (tables["architectures"])."""
+    t = hp["type"]
+    if t == "integer":
+        out = {"type": "integer", "minimum": hp["minimum"], "maximum": 2147483647}
+    elif t == "number":
+        out = {"type": "number", "minimum": 0, "maximum": 1} if hp["field"] == "dropout" else {"type": "number"}
+    elif t == "boolean":
+        out = {"type": "boolean"}
+    elif t == "rope_scaling":
+        out = {"type": ["object", "null"], "description": "Hugging Face's rope_scaling: null, or {rope_type (or type): default, linear or llama3, factor, low_freq_factor, high_freq_factor, original_max_position_embeddings}."}
+    elif t == "layer_types":
+        out = {"type": "array", "items": {"type": "string", "enum": ["sliding_attention", "full_attention"]}}
+    else:
+        out = {"type": "string", "enum": hp["choices"]}
+    if hp["default"] is not None:
+        out["default"] = hp["default"]
+    return out
 
 
-def family_config_schema(fam, models):
-    """A reply's config for one family: its own names (and GPT2's activation)."""
-    props, names = {}, [n for n in fam["config"] if n]
-    for i, n in enumerate(fam["config"]):
-        if n is None:
-            continue
-        props[n] = {"type": "number"} if i == 5 else {"type": "boolean"} if i == 6 else {"type": "integer", "minimum": 0}
-    if fam["activation"]:
-        props["activation"] = {"type": "string", "enum": ["gelu", "gelu_new"]}
-        names.append("activation")
-    return {"type": "object", "title": fam["name"], "properties": props, "required": names,
+def arch_config_schema(arch, models):
+    """A reply's config for one architecture: its row's request names."""
+    props = {hp["name"]: hparam_schema(hp) for hp in arch["hparams"] if hp["type"] != "layer_types"}
+    for v in props.values():
+        v.pop("default", None)
+        if v.get("type") == "integer":  # a size derived from others is null
+            v["type"] = ["integer", "null"]
+    return {"type": "object", "title": arch["name"], "properties": props, "required": list(props),
             "additionalProperties": False,
-            "description": "%s's config under its own names%s." % (fam["name"], " (from the tensors' shapes, checked against config.json for a folder)" if models else "")}
+            "description": "%s's config under its own names%s." % (arch["name"], " (from the tensors' shapes, checked against config.json for a folder)" if models else "")}
 
 
-def model_gpt2(paths, schemas, bodies, endpoint, formats, families):
-    """POST /model/gpt2 (api/model/): the whole models of core's family table
-    (seed 003's GPT2, the book's GPTModel), not modules of the tables. Its
+def config_fields(archs):
+    """Every architecture's config fields as request properties: one per name,
+    described by the rows that take it."""
+    props = {}
+    for arch in archs:
+        for hp in arch["hparams"]:
+            if hp["name"] in props:
+                props[hp["name"]]["description"] = props[hp["name"]]["description"].replace(
+                    ": ", ", %s's: " % arch["name"], 1)
+                continue
+            s_ = hparam_schema(hp)
+            s_["description"] = "%s's %s: %s.%s" % (arch["name"], hp["name"], hp["what"],
+                                                   " Required without model." if hp["default"] is None else "")
+            props[hp["name"]] = s_
+    return props
+
+
+def model_gpt2(paths, schemas, bodies, endpoint, formats, archs):
+    """POST /model and its alias /model/gpt2 (api/model/): the whole models of
+    core's architecture table (seed 003's GPT2, the book's GPTModel, ...), not
+    modules of the tables. Its
     request is under components/requestBodies like the others (its defaults
     stay optional); its tensors are the per-rank schemas, up to rank 5 for
     attn_weights [layers][B][n_head][T][T]."""
@@ -336,27 +357,22 @@ def model_gpt2(paths, schemas, bodies, endpoint, formats, families):
         "type": "object",
         "description": "The model's class (module) with its config fields under that class's own names, and the parameters (init or state_dict); or instead the name of a model loaded at start (model); the token ids (idx) or text, and the outputs wanted. Any other field is a 400 unknown_field (another class's config name is told apart: \"block_size is GPT2's name: GPTModel calls it context_length\"); null is the same as absent.",
         "properties": {
-            "module": {"type": "string", "enum": [f["name"] for f in families], "default": families[0]["name"],
-                       "description": "The model: GPT2 (seed 003's gpt2_min.py: GPTConfig's vocab_size, block_size, n_layer, n_head, n_embd, dropout, and activation) or GPTModel (the book's chapter 4: the GPT_CONFIG dict's vocab_size, context_length, emb_dim, n_heads, n_layers, drop_rate, qkv_bias; untied out_head, the book's LayerNorm and tanh GELU, dropout on the attention weights and drop_shortcut). With model, the loaded model's own (another is a 400 naming module)."},
+            "module": {"type": "string", "enum": [a["name"] for a in archs], "default": archs[0]["name"],
+                       "description": "The architecture, a row of core's ATTN_ARCH_MAP: " + "; ".join(
+                           "%s (%s: %s)" % (a["name"], a["what"], ", ".join(h["name"] for h in a["hparams"])) for a in archs) +
+                       ". With model, the loaded model's own (another is a 400 naming module)."},
             "model": {"type": "string", "description": "A model the server loaded at start (--model NAME=DIR, a Hugging Face folder with config.json, model.safetensors or its shards, and its tokenizer; or --model NAME=FILE.safetensors of GPT-2 or of the book's GPTModel; GET /models lists them): it brings the class, the config and the parameters, so every config field of either class, init and state_dict must be left out (400 naming the field); text then uses the folder's tokenizer unless tokenizer names another. An unknown name is a 400 invalid_argument with field model."},
-            "vocab_size": size("vocab_size of both classes: rows of the token embedding (and of the head). Required without model."),
-            "block_size": size("GPTConfig.block_size: rows of wpe, side of each attn.bias buffer; T must not exceed it. Required without model."),
-            "n_layer": size("Blocks.", 12, 0),
-            "n_head": size("Heads; must divide n_embd.", 12),
-            "n_embd": size("Width.", 768),
-            "dropout": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.1, "description": "p of drop, attn.resid_drop and mlp.drop (active only with training)."},
-            "activation": {"type": "string", "enum": ["gelu", "gelu_new"], "default": "gelu", "description": "GPT2 only. gelu: F.gelu (erf), the seed's. gelu_new: the tanh approximation of the released GPT-2 checkpoints (GPTModel's GELU is always the book's tanh form)."},
             "init": {"type": "object", "properties": {"seed": {"type": "integer"}}, "required": ["seed"], "additionalProperties": False,
                      "description": "torch.manual_seed(seed); GPT2(config): the parameters bit for bit (nn.Embedding's normal_, nn.Linear's kaiming-uniform weights and uniform biases, lm_head's draws before it is tied). Exactly one of init and state_dict (or model)."},
             "state_dict": {"type": "object", "additionalProperties": numbers(1, MAX_RANK),
                            "description": "gpt2_min.py's state_dict names: wte.weight, wpe.weight, h.N.ln_1.weight, h.N.attn.c_attn.weight, h.N.attn.c_proj.bias, h.N.mlp.fc.weight, h.N.mlp.proj.weight, ln_f.bias, ... The h.N.attn.bias buffers may be left out; lm_head.weight may be left out (it is wte.weight) or given with the same values."},
             "idx": dict(numbers(1, 2), description="Token ids: [T] (replies then have no batch axis) or [B][T], integers in [0, vocab_size), T <= block_size. Exactly one of idx and text."),
             "text": {"type": "string", "description": "Text instead of idx: GPT-2's byte-level BPE of it (exactly as OpenAI's encoder.py and tiktoken's r50k_base; <|endoftext|> is plain text) by a tokenizer the server loaded at start (--tokenizer NAME=DIR) becomes idx [T]. A 400 naming text when it is empty, over block_size tokens, has a token id >= vocab_size, or the server has no tokenizer. The reply then returns idx and tokens by default."},
-            "tokenizer": {"type": "string", "description": "The name of a loaded tokenizer (--tokenizer NAME=DIR) for text and the tokens output; may be left out when exactly one is loaded. An unknown name is a 400 naming tokenizer."},
+            "tokenizer": {"type": "string", "description": "The name of a loaded tokenizer (--tokenizer NAME=DIR) for text and the tokens output; without it, the model folder's own, else the server's default (GET /models' default_tokenizer: the first --tokenizer, else the first model folder's). An unknown name is a 400 naming tokenizer that lists those loaded."},
             "training": {"type": "boolean", "default": False, "description": "model.train(): dropout draws as PyTorch's do, from the generator left by init (or dropout_seed)."},
             "dropout_seed": {"type": "integer", "description": "torch.manual_seed(dropout_seed) right before the forward call."},
             "return": {"type": "array", "items": {"type": "string", "enum": ["idx", "tokens", "logits", "next_token", "attn_weights", "hidden_states", "dropout_masks", "params", "timing"]},
-                       "description": "Outputs to include (default [\"logits\", \"next_token\"], plus \"idx\" and \"tokens\" with text). tokens needs a tokenizer (named, the model folder's, or the only one loaded). next_token without logits computes the last position's logits only; with a tokenizer, next_token_text comes with it. dropout_masks and params are groups of named tensors (safetensors: \"<group>.<name>\"; at most 114 tensors in one safetensors reply, else a 400 naming return)."},
+                       "description": "Outputs to include (default [\"logits\", \"next_token\"], plus \"idx\" and \"tokens\" with text). tokens needs a tokenizer (named, the model folder's, or the server's default). next_token without logits computes the last position's logits only; with a tokenizer, next_token_text comes with it. dropout_masks and params are groups of named tensors (safetensors: \"<group>.<name>\"; at most 114 tensors in one safetensors reply, else a 400 naming return)."},
             "layers": {"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "Increasing layer indices whose maps attn_weights returns (default: every layer)."},
             "heads": field("heads", description="attn_weights keeps only these heads of each layer, in this order (distinct; each below n_head)."),
             "query_rows": field("query_rows", description="[start, stop]: attn_weights keeps only the query rows start..stop-1 (0 <= start < stop <= T)."),
@@ -367,21 +383,13 @@ def model_gpt2(paths, schemas, bodies, endpoint, formats, families):
             "dtype": field("dtype"),
         },
         "anyOf": [{"required": ["model"]}] + [
-            {"required": ([] if i == 0 else ["module"]) + f["config"][:2]} for i, f in enumerate(families)],
+            {"required": ([] if i == 0 else ["module"]) + [h["name"] for h in a["hparams"] if h["default"] is None]}
+            for i, a in enumerate(archs)],
         "additionalProperties": False,
     }
-    # the other families' config fields, described by their column
-    for f in families[1:]:
-        for i, n in enumerate(f["config"]):
-            if n is None or n in request["properties"]:
-                continue
-            desc, default = FAMILY_COLUMNS[i]
-            s_ = {"type": "number", "minimum": 0, "maximum": 1} if i == 5 else {"type": "boolean"} if i == 6 else \
-                {"type": "integer", "minimum": 0 if i == 2 else 1, "maximum": 2147483647}
-            s_["description"] = "%s's %s: %s%s" % (f["name"], n, desc, " Required without model." if i < 2 else "")
-            if default is not None:
-                s_["default"] = default
-            request["properties"][n] = s_
+    # every architecture's config fields, from its row
+    for name, prop in config_fields(archs).items():
+        request["properties"].setdefault(name, prop)
     gen_generate.model_fields(request["properties"], None, schemas)
     bodies["Gpt2Request"] = {"description": "The /model/gpt2 request.", "required": True, "content": {"application/json": {
         "schema": request, "examples": {"gpt2_seed": {"value": GPT2_EXAMPLE}, "gptmodel_seed": {"value": GPTMODEL_EXAMPLE}}}}}
@@ -398,18 +406,19 @@ def model_gpt2(paths, schemas, bodies, endpoint, formats, families):
         "type": "object",
         "description": "Every tensor loses its batch axis when idx was [T]. Floats are the shortest decimals that read back as the same float32, or `precision` digits.",
         "properties": {
-            "module": {"type": "string", "enum": [f["name"] for f in families]},
+            "module": {"type": "string", "enum": [a["name"] for a in archs]},
             "model": {"type": "string", "description": "The loaded model's name, when the request named one."},
-            "config": {"oneOf": [family_config_schema(f, False) for f in families], "description": "The config used, under the class's own names (GPT2 with its activation)."},
-            "shape": {"type": "object", "properties": {k: {"type": "integer", "minimum": 1} for k in ["batch", "tokens", "head_dim"]},
-                      "required": ["batch", "tokens", "head_dim"], "additionalProperties": False},
+            "config": {"oneOf": [arch_config_schema(a, False) for a in archs], "description": "The config used, under the class's own names."},
+            "shape": {"type": "object", "properties": {k: {"type": "integer", "minimum": 1} for k in ["batch", "tokens", "head_dim", "heads", "kv_heads"]},
+                      "required": ["batch", "tokens", "head_dim"], "additionalProperties": False,
+                      "description": "heads and kv_heads with grouped queries (fewer key/value heads than query heads): query head h reads key/value head h / (heads / kv_heads); attn_weights and hook_pattern have one map per query head, hook_k and hook_v one per key/value head."},
             "idx": {"oneOf": [ref("Numbers1"), ref("Numbers2")], "description": "The token ids, [T] or [B][T] (nested in every JSON format)."},
             "tokens": {"type": "array", "description": "[B][T] (or [T]) token texts as BertViz shows them: each token's bytes as UTF-8, a piece of a character split over tokens shown as U+FFFD (as tiktoken's decode of one token); \" journey\" keeps its leading space.",
                        "items": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}},
             "logits": dict(ref("Gpt2Tensor"), description="[B][T][vocab_size]."),
             "next_token": {"description": "argmax of the last position's logits (the first on ties), per sequence: [B] or one integer.",
                            "oneOf": [{"type": "integer"}, {"type": "array", "items": {"type": "integer"}}]},
-            "next_token_text": {"description": "With a tokenizer at hand (the model folder's, named, or the only one loaded): next_token's text as tokens shows it, [B] or one string; null for an id past the tokenizer's vocabulary.",
+            "next_token_text": {"description": "With a tokenizer at hand (named, the model folder's, or the server's default): next_token's text as tokens shows it, [B] or one string; null for an id past the tokenizer's vocabulary.",
                                 "oneOf": [{"type": ["string", "null"]}, {"type": "array", "items": {"type": ["string", "null"]}}]},
             "dropout_masks": {"type": "object", "additionalProperties": {"oneOf": [ref("Gpt2Tensor"), ref("Numbers1")]},
                               "description": "Every dropout call's multipliers (0 or 1/(1-p); all 1 in eval mode), named after its nn.Dropout: GPT2 drop [B][T][n_embd], h.N.attn.resid_drop, h.N.mlp.drop; GPTModel drop_emb [B][T][emb_dim], trf_blocks.N.att.dropout [B][n_heads][T][T] (on the weights), trf_blocks.N.drop_shortcut.0 and .1 (its calls after the attention and after the feed-forward)."},
@@ -428,11 +437,13 @@ def model_gpt2(paths, schemas, bodies, endpoint, formats, families):
     for st, desc in ERROR_STATUSES.items():
         if st != "404":
             responses[st] = error_response(desc)
+    alias = endpoint["path"] != "/model"
     paths[endpoint["path"]] = {"post": {
-        "operationId": "model_gpt2",
+        "operationId": endpoint["path"].strip("/").replace("/", "_"),
         "tags": ["models"],
-        "summary": "A whole GPT: seed 003's GPT2 (gpt2_min.py) or the book's chapter-4 GPTModel: logits, next token, every layer's attention maps, hidden states and dropout masks, PyTorch-exact; or a GPT-2 or GPTModel loaded at start.",
-        "description": "GPT2: x = wte(idx) + wpe(pos), drop, n_layer blocks (x + attn(ln_1(x)), x + mlp(ln_2(x))), ln_f, lm_head tied to wte; each block's attention is GPT2CausalSelfAttention of /attention/multihead. GPTModel: x = tok_emb(idx) + pos_emb(pos), drop_emb, n_layers TransformerBlocks (x + drop_shortcut(att(norm1(x))), x + drop_shortcut(ff(norm2(x)))), final_norm, out_head; att is chapter 3's MultiHeadAttention. The content type is not checked: the body is parsed as JSON. A body sent with Content-Encoding: gzip is inflated first.",
+        "summary": ("The alias of POST /model (its path when GPT-2 was the only architecture): the same request and reply. " if alias else "") +
+                   "A whole model of any architecture (" + ", ".join(a["name"] for a in archs) + "), from a seed, a state_dict or a model loaded at start: logits, next token, every layer's attention maps, hidden states, hooks, ablation, patching, the logit lens and generation, PyTorch-exact.",
+        "description": "One block for every architecture, composed as its row of core/arch/ says. GPT2: x = wte(idx) + wpe(pos), drop, n_layer blocks (x + attn(ln_1(x)), x + mlp(ln_2(x))), ln_f, lm_head tied to wte; each block's attention is GPT2CausalSelfAttention of /attention/multihead. GPTModel: x = tok_emb(idx) + pos_emb(pos), drop_emb, n_layers TransformerBlocks (x + drop_shortcut(att(norm1(x))), x + drop_shortcut(ff(norm2(x)))), final_norm, out_head; att is chapter 3's MultiHeadAttention. The content type is not checked: the body is parsed as JSON. A body sent with Content-Encoding: gzip is inflated first.",
         "requestBody": {"$ref": "#/components/requestBodies/Gpt2Request"},
         "responses": responses,
     }}
@@ -455,7 +466,7 @@ def main():
     formats = {f["name"]: f for f in tables["formats"]}
     for endpoint in tables["endpoints"]:
         if endpoint["kind"] == "model":
-            model_gpt2(paths, schemas, bodies, endpoint, formats, tables["families"])
+            model_gpt2(paths, schemas, bodies, endpoint, formats, tables["architectures"])
             inside.extend(tables, bodies["Gpt2Request"]["content"]["application/json"]["schema"],
                           schemas["Gpt2Response"])
             continue
@@ -509,20 +520,22 @@ def main():
                     "file": {"type": "string", "description": "The weights' file name: FILE's base name, a folder's model.safetensors or model.safetensors.index.json."},
                     "folder": {"type": ["string", "null"], "description": "The folder's base name (--model NAME=DIR); null for a file."},
                     "shards": {"type": "integer", "minimum": 1, "description": "Files the weights were read from."},
-                    "module": {"type": "string", "enum": [f["name"] for f in tables["families"]]},
-                    "config": {"oneOf": [family_config_schema(f, True) for f in tables["families"]]},
+                    "module": {"type": "string", "enum": [a["name"] for a in tables["architectures"]], "description": "The architecture's class, as requests spell it in module."},
+                    "architecture": {"type": "string", "enum": [a["what"] for a in tables["architectures"]], "description": "What the architecture is, in words."},
+                    "config": {"oneOf": [arch_config_schema(a, True) for a in tables["architectures"]]},
                     "n_head_from": {"type": "string", "enum": ["option", "config.json", "metadata", "n_embd/64", "emb_dim/64"], "description": "Where the head count came from (no shape says it): FILE:heads=N, the folder's config.json, the file's __metadata__ (n_head, or n_heads for GPTModel), or the width / 64 (GPT-2's head width)."},
                     "tokenizer": {"oneOf": [{"type": "null"}, {"type": "object", "properties": {"name": {"type": "string"}, "tokens": {"type": "integer", "minimum": 1}}, "required": ["name", "tokens"], "additionalProperties": False}],
                                   "description": "The folder's tokenizer (named after the model; requests for it take text without a tokenizer field), or null."},
                     "dtype": {"type": "string", "description": "The file's weights: F32, F16 or BF16 (held as float32), or mixed."},
-                    "parameters": {"type": "integer", "minimum": 0, "description": "Weights in the file (lm_head.weight and buffers excluded)."},
+                    "parameters": {"type": "integer", "minimum": 0, "description": "Weights in the file (a tied head and buffers excluded)."},
                     "transformer_prefix": {"type": "boolean", "description": "The names started with transformer. (GPT2LMHeadModel)."},
                     "lm_head": {"type": "string"},
                     "builtin": {"type": "boolean", "description": "The demo model built into the server (\"shakespeare\", served when no --model is given unless --demo-model off): its folder is the one it was embedded from."}},
-                "required": ["name", "file", "folder", "shards", "module", "config", "n_head_from", "dtype", "parameters", "transformer_prefix", "lm_head", "tokenizer", "builtin"], "additionalProperties": False}},
+                "required": ["name", "file", "folder", "shards", "module", "architecture", "config", "n_head_from", "dtype", "parameters", "transformer_prefix", "lm_head", "tokenizer", "builtin"], "additionalProperties": False}},
                 "tokenizers": {"type": "array", "description": "Every tokenizer a /model/gpt2 request may name in tokenizer: --tokenizer's, then the model folders' (named after their models). Empty: text needs one.",
-                               "items": {"type": "object", "properties": {"name": {"type": "string"}, "tokens": {"type": "integer", "minimum": 1}}, "required": ["name", "tokens"], "additionalProperties": False}}},
-                "required": ["models", "tokenizers"], "additionalProperties": False}}}}}}}
+                               "items": {"type": "object", "properties": {"name": {"type": "string"}, "tokens": {"type": "integer", "minimum": 1}}, "required": ["name", "tokens"], "additionalProperties": False}},
+                "default_tokenizer": {"type": ["string", "null"], "description": "The tokenizer a request without a tokenizer field and without a model folder's own uses: the first --tokenizer, else the first model folder's; null when there is none."}},
+                "required": ["models", "tokenizers", "default_tokenizer"], "additionalProperties": False}}}}}}}
     gen_generate.v1_models(paths)
     paths["/"] = {"get": {"operationId": "viewer", "tags": ["operations"], "summary": "The attention map viewer: one HTML page with its script inline, embedded in the binary (ETag and Cache-Control: no-cache as /openapi.json).", "responses": {"200": {
         "description": "The page", "content": {"text/html": {"schema": {"type": "string"}}}}}}}

@@ -1,15 +1,17 @@
 /* tables.c - the tables the OpenAPI document is made from, as JSON: the
  * endpoints (API_ENDPOINT_MAP) with their kinds, formats and modules, the
  * fields of each module, the outputs (API_OUTPUT_MAP), the error codes
- * (API_ERROR_MAP), the reply formats (API_FORMAT_MAP), and a whole model's
- * hook points (ATTN_HOOK_MAP) and patching sites (INSIDE_SITE_MAP). `make` runs
+ * (API_ERROR_MAP), the reply formats (API_FORMAT_MAP), the whole models'
+ * architectures (ATTN_ARCH_MAP) with their hyperparameters, and their hook
+ * points (ATTN_HOOK_MAP) and patching sites (INSIDE_SITE_MAP). `make` runs
  * build/tools/api-tables, which prints this, and api/openapi/gen.py turns it
  * (with api/examples/) into build/gen/openapi.json, the document served. */
 #include "api/model/model.h"
 #include "api/module/module.h"
-#include "api/pipeline.h"
 #include "api/openapi/openapi.h"
+#include "api/pipeline.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,9 +49,6 @@ static json_t *endpoints_json(void) {
     static const char *const kind_names[API_KIND_COUNT] = {
         [API_KIND_MODULE] = "module", [API_KIND_MODEL] = "model", [API_KIND_OPENAI] = "openai",
         [API_KIND_TOKENS] = "tokens"};
-    static const api_kind_ops *const kinds[API_KIND_COUNT] = {
-        [API_KIND_MODULE] = &api__module_kind, [API_KIND_MODEL] = &api__model_kind,
-        [API_KIND_OPENAI] = &api__openai_kind, [API_KIND_TOKENS] = &api__tokens_kind};
     json_t *eps = json_array();
     for (int e = 0; e < API_EP_COUNT; e++) {
         const api_endpoint_info *info = api_endpoint_get((api_endpoint)e);
@@ -60,7 +59,7 @@ static json_t *endpoints_json(void) {
         json_array_append_new(eps, json_pack("{s:s, s:s, s:s, s:s, s:o, s:o}", "name",
                                              strrchr(info->path, '/') + 1, "path", info->path,
                                              "method", info->method, "kind", kind_names[info->kind],
-                                             "formats", format_names(kinds[info->kind]->formats),
+                                             "formats", format_names(api__kind_get(info->kind)->formats),
                                              "modules", names));
     }
     return eps;
@@ -91,23 +90,43 @@ static json_t *outputs_json(void) {
     return outs;
 }
 
-/* The whole models' families (core's ATTN_FAMILY_MAP): the class name, its
- * config fields in the table's column order (vocab, context, layers, heads,
- * width, dropout, qkv_bias; null where it has none), whether it takes
- * "activation" and whether its head is tied. */
-static json_t *families_json(void) {
-    json_t *a = json_array();
-    for (int f = 0; f < ATTN_FAMILY_COUNT; f++) {
-        const attn_family_info *i = attn_family_get((attn_family)f);
-        const char *n[API_MODEL_CONFIG_COLS];
-        api__model_config_names(i, n);
-        json_t *cols = json_array();
-        for (int k = 0; k < API_MODEL_CONFIG_COLS; k++)
-            json_array_append_new(cols, n[k] ? json_string(n[k]) : json_null());
-        json_array_append_new(a, json_pack("{s:s, s:o, s:b, s:b}", "name", i->name, "config", cols,
-                                           "activation", api__model_takes_activation((attn_family)f),
-                                           "tied", i->tied));
+/* The whole models' architectures (core's ATTN_ARCH_MAP): the class name,
+ * its constructor's call, what it is, and its hyperparameters under its
+ * request names (type, default or required, choices). */
+static json_t *hparams_json(attn_arch a) {
+    static const char *const types[] = {[ATTN_HP_INT] = "integer", [ATTN_HP_REAL] = "number",
+                                        [ATTN_HP_BOOL] = "boolean", [ATTN_HP_ACT] = "activation",
+                                        [ATTN_HP_ROPE] = "rope_scaling",
+                                        [ATTN_HP_PATTERN] = "layer_types"};
+    const attn_arch_hparam *hp;
+    int n = attn_arch_hparams(a, &hp);
+    json_t *list = json_array();
+    for (int i = 0; i < n; i++) {
+        if (!hp[i].name) continue; /* not a request's field */
+        attn_hp_type t = attn_hparam_type(hp[i].id);
+        json_t *def = isnan(hp[i].def) || t == ATTN_HP_ROPE || t == ATTN_HP_PATTERN ? json_null()
+                      : t == ATTN_HP_INT ? json_integer((json_int_t)hp[i].def)
+                      : t == ATTN_HP_BOOL ? json_boolean(hp[i].def != 0.0)
+                      : t == ATTN_HP_ACT ? json_string(attn_act_name((attn_act)(int)hp[i].def))
+                                         : json_real(hp[i].def);
+        json_t *choices = json_array();
+        for (int c = 0; hp[i].choices && hp[i].choices[c]; c++)
+            json_array_append_new(choices, json_string(hp[i].choices[c]));
+        json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:o, s:i, s:o, s:s}", "name", hp[i].name,
+                                              "field", attn_hparam_field(hp[i].id), "type", types[t],
+                                              "default", def, "minimum", hp[i].min, "choices", choices,
+                                              "what", attn_hparam_what(hp[i].id)));
     }
+    return list;
+}
+
+static json_t *architectures_json(void) {
+    json_t *a = json_array();
+    for (int k = 0; k < ATTN_ARCH_COUNT; k++)
+        json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:o}", "name", attn_arch_name((attn_arch)k),
+                                           "ctor", attn_arch_ctor((attn_arch)k), "what",
+                                           attn_arch_what((attn_arch)k), "hparams",
+                                           hparams_json((attn_arch)k)));
     return a;
 }
 
@@ -124,7 +143,8 @@ static json_t *errors_json(void) {
 /* The hook points of a whole model (core's ATTN_HOOK_MAP) and the sites
  * "patch" takes (INSIDE_SITE_MAP). */
 static json_t *inside_json(void) {
-    static const char *const shapes[] = {"[B][T][C]", "[B][T][H][D]", "[B][H][T][T]", "[B][T][4C]"};
+    static const char *const shapes[] = {"[B][T][C]", "[B][T][H][D]", "[B][H][T][T]", "[B][T][F]",
+                                         "[B][T][Hkv][D]"};
     json_t *hooks = json_array(), *sites = json_array();
     for (int h = 0; h < ATTN_HOOK_COUNT; h++) {
         const attn_hook_info *i = attn_hook_get((attn_hook)h);
@@ -142,7 +162,7 @@ static json_t *inside_json(void) {
 char *api__tables_json(void) {
     json_t *t = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "endpoints", endpoints_json(), "modules",
                           modules_json(), "outputs", outputs_json(), "errors", errors_json(),
-                          "formats", formats_json(), "families", families_json(),
+                          "formats", formats_json(), "architectures", architectures_json(),
                           "inside", inside_json());
     char *s = t ? json_dumps(t, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(t);

@@ -267,9 +267,12 @@ static int emit_floats_parallel(api_buf *b, const float *x, int rank, const int 
     return ok ? 0 : -1;
 }
 
+/* A binary reply (base64, safetensors): the formats that take float16. */
+static int binary_reply(const api_fmt *f) { return (api_format_get(f->format)->flags & API_FMT_HALF) != 0; }
+
 void api__emit_floats(api_buf *b, const float *x, int rank, const int *shape, const api_fmt *f,
                       int *nonfinite) {
-    if (f->format == API_FORMAT_BASE64 || f->format == API_FORMAT_SAFETENSORS) {
+    if (binary_reply(f)) {
         size_t n = count_of(rank, shape);
         if (api__has_nan_or_inf(x, n)) {
             if (nonfinite) *nonfinite = 1;
@@ -291,7 +294,7 @@ void api__emit_floats(api_buf *b, const float *x, int rank, const int *shape, co
 }
 
 void api__emit_bytes(api_buf *b, const uint8_t *x, int rank, const int *shape, const api_fmt *f) {
-    if (f->format == API_FORMAT_BASE64 || f->format == API_FORMAT_SAFETENSORS) {
+    if (binary_reply(f)) {
         binary(b, x, count_of(rank, shape), 1, rank, shape, "uint8", 0);
         return;
     }
@@ -300,7 +303,7 @@ void api__emit_bytes(api_buf *b, const uint8_t *x, int rank, const int *shape, c
 }
 
 void api__emit_ints(api_buf *b, const int32_t *x, int rank, const int *shape, const api_fmt *f) {
-    if (f->format == API_FORMAT_BASE64 || f->format == API_FORMAT_SAFETENSORS) {
+    if (binary_reply(f)) {
         binary(b, x, count_of(rank, shape), 4, rank, shape, "int32", 0);
         return;
     }

@@ -1,6 +1,6 @@
 /* gzip.c - gzip request bodies and replies with libdeflate, see api.h. */
 
-#include "api/module/module.h"
+#include "api/reply/reply.h"
 
 #include <libdeflate.h>
 #include <stdio.h>

@@ -101,8 +101,7 @@ static int tensor_nonfinite(const api_item *it, int half) {
 }
 
 int api__contents_nonfinite(const api_contents *c) {
-    int half = c->fmt.half && (c->fmt.format == API_FORMAT_BASE64 ||
-                               c->fmt.format == API_FORMAT_SAFETENSORS);
+    int half = c->fmt.half && (api_format_get(c->fmt.format)->flags & API_FMT_HALF);
     for (int i = 0; i < c->n; i++) {
         const api_item *it = &c->item[i];
         if (tensor_nonfinite(it, half)) return 1;

@@ -86,7 +86,7 @@ static int parse(api_job *j, const json_t *root, api_err *e) {
     const api_model *m;
     if (check_fields(root, s->detokenize ? detokenize_fields : tokenize_fields, path, e) ||
         read_model(root, j->lim, &m, e) ||
-        api__tokens_pick(root, j->lim, m, 1, s->detokenize ? "tokens" : "content", &s->tok, e))
+        api__tokenizer_pick(root, j->lim, m, 1, s->detokenize ? "tokens" : "content", &s->tok, e))
         return -1;
     j->fmt = (api_fmt){.format = API_FORMAT_NESTED};
     if (s->detokenize) return read_ids(root, s, e);

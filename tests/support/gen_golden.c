@@ -13,25 +13,25 @@
 
 static int get_int(const json_t *o, const char *k) { return (int)json_integer_value(json_object_get(o, k)); }
 
-static void config_of(const json_t *c, const char *family, attn_gpt2_config *cfg) {
+static void config_of(const json_t *c, const char *family, attn_lm_config *cfg) {
     const json_t *cf = json_object_get(c, "config");
-    *cfg = (attn_gpt2_config){.vocab_size = get_int(cf, "vocab_size")};
+    *cfg = (attn_lm_config){.vocab_size = get_int(cf, "vocab_size")};
     if (strcmp(family, "GPT2") == 0) {
-        cfg->block_size = get_int(cf, "block_size");
+        cfg->context = get_int(cf, "block_size");
         cfg->n_layer = get_int(cf, "n_layer");
         cfg->n_head = get_int(cf, "n_head");
-        cfg->n_embd = get_int(cf, "n_embd");
+        cfg->width = get_int(cf, "n_embd");
         cfg->dropout = json_number_value(json_object_get(cf, "dropout"));
-        cfg->family = ATTN_FAMILY_GPT2;
-        cfg->gelu = ATTN_GELU_ERF;
+        cfg->arch = ATTN_ARCH_GPT2;
+        cfg->act = ATTN_ACT_GELU_ERF;
     } else {
-        cfg->block_size = get_int(cf, "context_length");
+        cfg->context = get_int(cf, "context_length");
         cfg->n_layer = get_int(cf, "n_layers");
         cfg->n_head = get_int(cf, "n_heads");
-        cfg->n_embd = get_int(cf, "emb_dim");
+        cfg->width = get_int(cf, "emb_dim");
         cfg->dropout = json_number_value(json_object_get(cf, "drop_rate"));
         cfg->qkv_bias = json_is_true(json_object_get(cf, "qkv_bias"));
-        cfg->family = ATTN_FAMILY_GPTMODEL;
+        cfg->arch = ATTN_ARCH_GPTMODEL;
     }
 }
 
@@ -114,13 +114,13 @@ int gg_load_cases(gg_case *cases, int max) {
     return n;
 }
 
-int gg_load_hf(gg_case *cases, int max, attn_gpt2_config *cfg) {
+int gg_load_hf(gg_case *cases, int max, attn_lm_config *cfg) {
     json_t *root = load("tests/golden/generation/tiny_hf.json");
     const json_t *list = json_object_get(root, "completions");
     int n = (int)json_array_size(list);
     ck_assert_int_le(n, max);
     config_of(root, "GPT2", cfg);
-    cfg->gelu = ATTN_GELU_TANH;
+    cfg->act = ATTN_ACT_GELU_TANH;
     for (int i = 0; i < n; i++) {
         case_of(root, json_array_get(list, (size_t)i), NULL, &cases[i]);
         cases[i].cfg = *cfg;
@@ -135,13 +135,13 @@ void gg_free(gg_case *c) {
 }
 
 float *gg_params(const gg_case *c, attn_rng *rng) {
-    attn_gpt2_plan plan;
+    attn_lm_plan plan;
     attn_error err = {0};
-    ck_assert_int_eq(attn_gpt2_plan_make(&c->cfg, 1, 1, 0, &plan, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_plan_make(&c->cfg, 1, 1, 0, &plan, &err), ATTN_OK);
     float *params = malloc(plan.n_params * sizeof *params);
     ck_assert_ptr_nonnull(params);
     attn_rng_seed(rng, c->init_seed);
-    ck_assert_int_eq(attn_gpt2_params_init(&plan, params, rng, &err), ATTN_OK);
+    ck_assert_int_eq(attn_lm_params_init(&plan, params, rng, &err), ATTN_OK);
     return params;
 }
 
@@ -151,8 +151,8 @@ char *gg_request(const gg_case *c, const char *extra_json) {
     json_t *gen = json_deep_copy(c->generate);
     json_object_set_new(gen, "logprobs", json_integer(GG_TOP));
     json_t *r = json_pack("{s:i,s:i,s:i,s:i,s:i,s:f,s:{s:I},s:o,s:o}", "vocab_size", c->cfg.vocab_size,
-                          "block_size", c->cfg.block_size, "n_layer", c->cfg.n_layer, "n_head",
-                          c->cfg.n_head, "n_embd", c->cfg.n_embd, "dropout", c->cfg.dropout, "init",
+                          "block_size", c->cfg.context, "n_layer", c->cfg.n_layer, "n_head",
+                          c->cfg.n_head, "n_embd", c->cfg.width, "dropout", c->cfg.dropout, "init",
                           "seed", (json_int_t)c->init_seed, "idx", idx, "generate", gen);
     return tapi_body(r, extra_json);
 }

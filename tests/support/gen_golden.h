@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "api/api.h"
-#include "core/attention.h"
+#include "core/lm.h"
 
 #define GG_MAX_ROWS 2
 #define GG_MAX_TOKENS 64
@@ -20,7 +20,7 @@
 typedef struct {
     char name[64];
     char loop[32];             /* book_simple, book_generate, nanogpt, book_top_p */
-    attn_gpt2_config cfg;      /* the family's config (GPT2: F.gelu) */
+    attn_lm_config cfg;      /* the family's config (GPT2: F.act) */
     uint64_t init_seed;
     int B, T0;
     int32_t prompt[GG_MAX_ROWS][GG_MAX_TOKENS];
@@ -43,7 +43,7 @@ int gg_load_cases(gg_case *cases, int max);
  * it cannot be read). */
 int gg_count_cases(void);
 /* The completions of tiny_hf.json (its config into *cfg: GPT2, gelu_new). */
-int gg_load_hf(gg_case *cases, int max, attn_gpt2_config *cfg);
+int gg_load_hf(gg_case *cases, int max, attn_lm_config *cfg);
 void gg_free(gg_case *c);
 
 /* The case's parameters: torch.manual_seed(init_seed); Model(config).

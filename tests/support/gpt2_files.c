@@ -44,19 +44,19 @@ void gpt2_files_free(gpt2_files *f) {
     *f = (gpt2_files){0};
 }
 
-int gpt2_config_key(attn_gpt2_config *c, const char *key, const char *val) {
+int gpt2_config_key(attn_lm_config *c, const char *key, const char *val) {
 #define KEY(a, b) (!strcmp(key, a) || !strcmp(key, b))
     if (!strcmp(key, "family"))
-        c->family = strcmp(val, "GPTModel") == 0 ? ATTN_FAMILY_GPTMODEL : ATTN_FAMILY_GPT2;
+        c->arch = strcmp(val, "GPTModel") == 0 ? ATTN_ARCH_GPTMODEL : ATTN_ARCH_GPT2;
     else if (!strcmp(key, "vocab_size")) c->vocab_size = atoi(val);
-    else if (KEY("block_size", "context_length")) c->block_size = atoi(val);
+    else if (KEY("block_size", "context_length")) c->context = atoi(val);
     else if (KEY("n_layer", "n_layers")) c->n_layer = atoi(val);
     else if (KEY("n_head", "n_heads")) c->n_head = atoi(val);
-    else if (KEY("n_embd", "emb_dim")) c->n_embd = atoi(val);
+    else if (KEY("n_embd", "emb_dim")) c->width = atoi(val);
     else if (KEY("dropout", "drop_rate")) c->dropout = strtod(val, NULL);
     else if (!strcmp(key, "qkv_bias")) c->qkv_bias = atoi(val);
     else if (!strcmp(key, "activation"))
-        c->gelu = strcmp(val, "gelu_new") == 0 ? ATTN_GELU_TANH : ATTN_GELU_ERF;
+        c->act = strcmp(val, "gelu_new") == 0 ? ATTN_ACT_GELU_TANH : ATTN_ACT_GELU_ERF;
     else return 0;
     return 1;
 #undef KEY

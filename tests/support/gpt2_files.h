@@ -13,7 +13,7 @@
 #ifndef TESTS_SUPPORT_GPT2_FILES_H
 #define TESTS_SUPPORT_GPT2_FILES_H
 
-#include "core/attention.h"
+#include "core/lm.h"
 
 #define GPT2_FILES_MAX_DIRS 4
 
@@ -35,6 +35,6 @@ void gpt2_files_free(gpt2_files *f);
 /* One header line "key value" of a golden file: the config keys of both
  * families (GPT2's and the book's names) into *c. Returns 1 when key was a
  * config key, 0 when it is for the caller (case, seed, B, T, names ...). */
-int gpt2_config_key(attn_gpt2_config *c, const char *key, const char *val);
+int gpt2_config_key(attn_lm_config *c, const char *key, const char *val);
 
 #endif
