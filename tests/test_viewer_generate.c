@@ -14,6 +14,8 @@
  *     column per position, every pixel viridis at the reply's weight;
  *   - tokens arrive one by one (100 tokens of a seed-built model arrive over
  *     time, not at once), and Stop ends a generation early;
+ *   - an error (token ids that are no numbers) dims the tokens left from the
+ *     run before, and the next run undims them (issue 33);
  *   - no console error and no request to another host.
  * The screenshot stays in build/viewer/generate.png.
  */
@@ -127,6 +129,14 @@ START_TEST(generation_view) {
     const json_t *stop = at(r, "stopped");
     ck_assert_int_lt(json_integer_value(at(stop, "steps")), 200);
     ck_assert_ptr_nonnull(strstr(json_string_value(at(stop, "status")), "stopped"));
+    /* an error keeps the tokens before but dims them; the next run undims */
+    const json_t *bad = at(r, "bad_ids"), *after = at(r, "after_bad");
+    ck_assert_msg(json_is_true(at(bad, "error")), "token ids 15496 x: %s", json_string_value(at(bad, "status")));
+    ck_assert_int_eq(json_integer_value(at(bad, "chips")), json_integer_value(at(stop, "steps")));
+    ck_assert_str_eq(json_string_value(at(bad, "opacity")), "0.35");
+    ck_assert_msg(!json_is_true(at(after, "error")), "%s", json_string_value(at(after, "status")));
+    ck_assert_int_eq(json_integer_value(at(after, "chips")), 3);
+    ck_assert_str_eq(json_string_value(at(after, "opacity")), "1");
     json_decref(r);
     srvt_must_stop(&s);
 }

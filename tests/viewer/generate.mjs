@@ -111,6 +111,24 @@ try {
   await page.waitForFunction(() => !window.viewer.gen.running, null, { timeout: 60000 });
   report.stopped = { steps: await page.evaluate(() => window.viewer.gen.steps.length),
                      status: await page.$eval("#g_status", (s) => s.textContent) };
+
+  // token ids that are no numbers: an error, the tokens of the run before
+  // kept but dimmed; a run after it undims them
+  const dimmed = () => page.evaluate(() => ({
+    error: document.getElementById("g_status").className === "error",
+    status: document.getElementById("g_status").textContent,
+    opacity: getComputedStyle(document.getElementById("g_results")).opacity,
+    chips: document.querySelectorAll("#g_text .chip.gen").length }));
+  await page.check("#g_ids");
+  await page.fill("#g_prompt", "15496 x");
+  await page.click("#g_run");
+  report.bad_ids = await dimmed();
+  await page.fill("#g_prompt", "15496");
+  await setRange(page, "g_length", 3);
+  n = await count();
+  await page.click("#g_run");
+  await finished(n);
+  report.after_bad = await dimmed();
 } catch (e) {
   report.exception = String(e && e.stack ? e.stack : e);
 } finally {
