@@ -157,7 +157,7 @@ $(BUILD)/tests/%: tests/%.c $(LIBTEST) $(LIBAPI) $(LIBCORE)
 	  $(LDFLAGS) $(LIBS_TEST) $(LIBS_API) $(LIBS_CORE) -o $@
 
 # The server's small modules, compiled into their unit test from source.
-$(BUILD)/tests/test_server_units: server/budget.c server/cors.c server/encoding.c server/etag.c server/*.h
+$(BUILD)/tests/test_server_units: server/budget.c server/cors.c server/encoding.c server/etag.c server/pool.c server/*.h
 
 # The allocation-failure tests route the malloc calls of core/ and api/
 # through the wrappers of tests/support/fail_alloc.c (test_api_chaos, test_api_bpe_chaos).

@@ -85,8 +85,11 @@ static int add_prompt(oai_rq *rq, const json_t *v, const char *field, api_err *e
         api_buf_free(&bytes);
     }
     p->T = (int)n;
+    /* before the allocation check: an empty text has no ids to allocate */
+    if (n == 0)
+        return api__fail(e, API_E_INVALID_ARGUMENT, field, "%s is empty: there is no token to "
+                         "continue from", field);
     if (p->ids == NULL || p->text == NULL) return api__fail(e, API_E_OUT_OF_MEMORY, field, "cannot allocate the prompt");
-    if (n == 0) return api__fail(e, API_E_INVALID_ARGUMENT, field, "%s holds no token", field);
     if (n > (size_t)rq->model->cfg.context)
         return api__fail(e, API_E_INVALID_ARGUMENT, field,
                          "%s is %zu tokens, over the model's context of %d", field, n,

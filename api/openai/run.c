@@ -34,6 +34,7 @@ static int plan(api_job *j, api_err *e) {
     api__job_sized(j, need + text / 4, SIZE_MAX, text / 10, "request", "its generations and reply");
     j->ops = ops;
     j->ops_field = "max_tokens";
+    j->generates = 1;
     return 0;
 }
 

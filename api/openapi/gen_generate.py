@@ -123,7 +123,8 @@ COMPLETION = {
         "created": INT, "model": {"type": "string"},
         "choices": {"type": "array", "items": {"type": "object", "properties": {
             "text": {"type": "string"}, "index": INT, "logprobs": ref("CompletionLogprobs"),
-            "finish_reason": {"type": ["string", "null"], "enum": ["length", "stop", None]}},
+            "finish_reason": {"type": ["string", "null"], "enum": ["length", "stop", "timeout", None],
+                              "description": "stop (a stop string or <|endoftext|>), length (max_tokens written), or timeout: the server cut the text short (--timeout, a drain, time spent waiting for memory); null in a stream's chunks before a choice's last."}},
             "required": ["text", "index", "logprobs", "finish_reason"], "additionalProperties": False}},
         "usage": ref("CompletionUsage"),
     },
