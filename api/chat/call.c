@@ -3,7 +3,7 @@
  * (strip, split, startswith, ...) and an object's (get, items, keys,
  * values). As in @huggingface/jinja, strip, lstrip and rstrip take no
  * characters: they drop whitespace whatever they are given. */
-#include "api/chat/chat.h"
+#include "api/chat/jinja.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -28,9 +28,11 @@ int api__jinja_method(jinja_rt *rt, jinja_value recv, const char *name, size_t n
 
 static int raise(jinja_rt *rt, const jinja_value *args, size_t nargs) {
     jinja_buf b = {0};
-    jinja_value m = nargs ? args[0] : JV(V_UNDEF);
-    if (m.kind == V_NONE) api__jinja_add(rt, &b, "null", 4);
-    else if (m.kind != V_UNDEF && m.kind < V_ARRAY) api__jinja_text(rt, &b, m, 0);
+    jinja_value m = nargs ? args[0] : JV(V_UNDEF); /* JavaScript's Error(m): none and undefined say nothing */
+    if (api__jinja_text(rt, &b, m, TX_CONCAT) != 0) {
+        free(b.p);
+        return -1;
+    }
     api__jinja_fail(rt, API_CHAT_ERAISE, "%.*s", (int)(b.n < 4000 ? b.n : 4000), b.p ? b.p : "");
     free(b.p);
     return -1;

@@ -2,7 +2,7 @@
  * they differ from Python's Jinja: a missing attribute and an attribute of
  * undefined are undefined (no error), + joins a string with a number, and
  * undefined or none in arithmetic or ~ is an error. */
-#include "api/chat/chat.h"
+#include "api/chat/jinja.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -146,7 +146,7 @@ static int power(jinja_rt *rt, jinja_value l, jinja_value r, jinja_value *out) {
 
 static int join_text(jinja_rt *rt, jinja_value l, jinja_value r, jinja_value *out) {
     jinja_buf b = {0};
-    if (api__jinja_text(rt, &b, l, 0) == 0 && api__jinja_text(rt, &b, r, 0) == 0) return api__jinja_take(rt, &b, out);
+    if (api__jinja_text(rt, &b, l, TX_CONCAT) == 0 && api__jinja_text(rt, &b, r, TX_CONCAT) == 0) return api__jinja_take(rt, &b, out);
     free(b.p);
     return -1;
 }

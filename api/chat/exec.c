@@ -4,7 +4,7 @@
  * namespace). Scopes as @huggingface/jinja has them: a for loop's body sets
  * variables in the loop's scope, which the next iteration still sees and
  * the code after the loop does not. */
-#include "api/chat/chat.h"
+#include "api/chat/jinja.h"
 
 #include <stdlib.h>
 
@@ -69,7 +69,7 @@ static int loop_items(jinja_rt *rt, jinja_scope *sc, const jinja_node *f, jinja_
 static int loop(jinja_rt *rt, jinja_scope *outer, const jinja_node *f) {
     jinja_scope *sc = api__jinja_alloc(rt, sizeof *sc);
     jinja_loop *lp = api__jinja_alloc(rt, sizeof *lp);
-    jinja_array *items;
+    jinja_array *items = NULL;
     if (sc == NULL || lp == NULL) return -1;
     *sc = (jinja_scope){.parent = outer};
     if (loop_items(rt, sc, f, &items) != 0) return -1;
@@ -88,7 +88,7 @@ static int loop(jinja_rt *rt, jinja_scope *outer, const jinja_node *f) {
 static int output(jinja_rt *rt, jinja_value v) {
     if (v.kind == V_STR) return api__jinja_emit(rt, v.u.s.p, v.u.s.n);
     jinja_buf b = {0};
-    int rc = api__jinja_text(rt, &b, v, 1);
+    int rc = api__jinja_text(rt, &b, v, TX_PRINT);
     if (rc == 0 && b.n) rc = api__jinja_emit(rt, b.p, b.n);
     free(b.p);
     return rc;

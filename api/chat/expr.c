@@ -6,7 +6,7 @@
  * Filter and test names are checked here, so an unsupported one is refused
  * when the template compiles. Also the parser's small helpers (parse.c uses
  * them). */
-#include "api/chat/chat.h"
+#include "api/chat/jinja.h"
 
 #include <stdarg.h>
 #include <stdlib.h>

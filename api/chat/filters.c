@@ -2,7 +2,7 @@
  * without parentheses (x|length) and one with (x|join(', ')) are looked up
  * separately, and each works on the types it names (|trim on a list is an
  * error, as there). The arguments come evaluated (eval.c). */
-#include "api/chat/chat.h"
+#include "api/chat/jinja.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -53,8 +53,8 @@ int api__jinja_test(jinja_rt *rt, int id, jinja_value x, jinja_value b) {
 
 /* ==== Lists ==== */
 
-/* The text join puts between a list's items: strings, numbers and booleans
- * as JavaScript writes them, none and undefined as nothing. */
+/* A string's characters or a list's items (as JavaScript's join writes
+ * them: none and undefined as nothing) with sep between. */
 static int join(jinja_rt *rt, jinja_value x, jinja_value sep, jinja_value *out) {
     jinja_buf b = {0};
     int rc = 0;
@@ -70,8 +70,7 @@ static int join(jinja_rt *rt, jinja_value x, jinja_value sep, jinja_value *out) 
     for (size_t i = 0; x.kind == V_ARRAY && rc == 0 && i < x.u.arr->n; i++) {
         jinja_value v = x.u.arr->v[i];
         if (i > 0) rc = api__jinja_add(rt, &b, sep.u.s.p, sep.u.s.n);
-        if (rc == 0 && v.kind >= V_ARRAY) rc = api__jinja_fail(rt, API_CHAT_ERENDER, "join takes strings and numbers");
-        if (rc == 0) rc = api__jinja_text(rt, &b, v, 0);
+        if (rc == 0) rc = api__jinja_text(rt, &b, v, TX_CONCAT);
     }
     if (rc == 0) return api__jinja_take(rt, &b, out);
     free(b.p);
@@ -140,8 +139,11 @@ static int list_filter(jinja_rt *rt, int id, jinja_value x, jinja_value *out) {
     jinja_array *a = x.u.arr;
     switch (id) {
     case F_LIST: *out = x; return 0;
-    case F_FIRST: *out = a->n ? a->v[0] : JV(V_UNDEF); return 0;
-    case F_LAST: *out = a->n ? a->v[a->n - 1] : JV(V_UNDEF); return 0;
+    case F_FIRST:
+    case F_LAST: /* of an empty list: an error, as there */
+        if (a->n == 0) return api__jinja_fail(rt, API_CHAT_ERENDER, "first or last of an empty list");
+        *out = a->v[id == F_FIRST ? 0 : a->n - 1];
+        return 0;
     case F_LENGTH: *out = JV_NUM(V_INT, (double)a->n); return 0;
     case F_JOIN: return join(rt, x, JV_STR("", 0), out);
     case F_STRING: {
@@ -215,7 +217,7 @@ static int bare(jinja_rt *rt, int id, jinja_value x, jinja_value *out) {
     }
     if (id == F_STRING && (x.kind == V_INT || x.kind == V_FLOAT || x.kind == V_BOOL)) {
         jinja_buf b = {0};
-        if (api__jinja_text(rt, &b, x, 1) == 0) return api__jinja_take(rt, &b, out);
+        if (api__jinja_text(rt, &b, x, TX_PRINT) == 0) return api__jinja_take(rt, &b, out);
         free(b.p);
         return -1;
     }

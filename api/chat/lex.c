@@ -5,7 +5,7 @@
  * then tokens, with {%- -%} {{- -}} {#- -#} stripping the whitespace beside
  * them. {% raw %}...{% endraw %} is kept as text (Jinja's raw block, which
  * @huggingface/jinja lacks). */
-#include "api/chat/chat.h"
+#include "api/chat/jinja.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -171,7 +171,10 @@ static int string(lexer *lx) {
     while (end < lx->len && lx->src[end] != quote) end += lx->src[end] == '\\' ? 2 : 1;
     if (end >= lx->len) return fail(lx, "a string literal is not closed");
     char *out = api__jinja_arena_alloc(lx->arena, end - start); /* escapes only shorten */
-    if (out == NULL) return fail(lx, "out of memory");
+    if (out == NULL) {
+        api__jinja_set_error(lx->err, API_CHAT_ENOMEM, 0, "out of memory");
+        return -1;
+    }
     size_t o = 0;
     for (lx->pos = start + 1; lx->pos < end;) {
         if (lx->src[lx->pos] != '\\') out[o++] = lx->src[lx->pos++];

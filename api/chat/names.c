@@ -1,6 +1,6 @@
 /* names.c - the names of filters, tests and builtin functions, from the
  * tables in chat.h: the parser looks them up once, errors print them. */
-#include "api/chat/chat.h"
+#include "api/chat/jinja.h"
 
 #include <string.h>
 

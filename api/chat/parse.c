@@ -3,7 +3,7 @@
  * and {% set target = value %}. The Jinja statements @huggingface/jinja also
  * knows but none of the supported templates use (macro, call, filter,
  * break, continue, set blocks) are refused with API_CHAT_EUNSUPPORTED. */
-#include "api/chat/chat.h"
+#include "api/chat/jinja.h"
 
 #include <string.h>
 

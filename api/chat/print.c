@@ -3,7 +3,7 @@
  * objects as JSON), what + and ~ join (a float 1.0 is "1" there), and the
  * tojson filter (JSON.stringify's escapes, Python's separators ", " and
  * ": ", indent, ensure_ascii). */
-#include "api/chat/chat.h"
+#include "api/chat/jinja.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -117,6 +117,7 @@ static int sep(jinja_rt *rt, jinja_buf *b, const char *s) { return api__jinja_ad
 /* [a, b] or {"k": v}; indented as Python's json.dumps when o->indent > 0. */
 static int json_container(jinja_rt *rt, jinja_buf *b, jinja_value v, const jinja_json *o, int depth) {
     int array = v.kind == V_ARRAY;
+    if (array && v.u.arr->tuple) return api__jinja_fail(rt, API_CHAT_ERENDER, "a tuple cannot be written as JSON");
     size_t n = array ? v.u.arr->n : v.u.obj->n;
     jinja_value item = o->separators ? o->item : o->indent > 0 ? JV_STR(",", 1) : JV_STR(", ", 2);
     jinja_value key = o->separators ? o->key : JV_STR(": ", 2);
@@ -163,21 +164,31 @@ int api__jinja_json(jinja_rt *rt, jinja_buf *b, jinja_value v, const jinja_json 
 
 /* ==== Text ==== */
 
-/* v as {{ v }} writes it (print) or as + and ~ join it (!print). none and
- * undefined write nothing; + and ~ refuse them before coming here. */
-int api__jinja_text(jinja_rt *rt, jinja_buf *b, jinja_value v, int print) {
+/* v as @huggingface/jinja turns it into text, by mode:
+ *   TX_PRINT   {{ v }}: a whole float as 2.0, lists and objects as JSON, none
+ *              and undefined as nothing;
+ *   TX_ITEM    an item of a list joined by TX_CONCAT (JavaScript's toString
+ *              of the item): as TX_PRINT, none and undefined as "undefined";
+ *   TX_CONCAT  + and ~ (JavaScript's toString of the value): a float 2.0 as
+ *              2, a list as its items joined by ",", an object as
+ *              "[object Map]"; none and undefined are refused before. */
+int api__jinja_text(jinja_rt *rt, jinja_buf *b, jinja_value v, int mode) {
     char num[40];
     switch (v.kind) {
     case V_UNDEF:
-    case V_NONE: return 0;
+    case V_NONE: return mode == TX_ITEM ? sep(rt, b, "undefined") : 0;
     case V_STR: return api__jinja_add(rt, b, v.u.s.p, v.u.s.n);
     case V_BOOL: return sep(rt, b, v.u.b ? "true" : "false");
     case V_INT: return api__jinja_add(rt, b, num, api__jinja_number_text(v.u.num, num));
     case V_FLOAT:
-        return api__jinja_add(rt, b, num, print ? float_text(v.u.num, num) : api__jinja_number_text(v.u.num, num));
+        return api__jinja_add(rt, b, num, mode != TX_CONCAT ? float_text(v.u.num, num) : api__jinja_number_text(v.u.num, num));
     case V_FUNC: return api__jinja_fail(rt, API_CHAT_ERENDER, "a function cannot be written as text");
+    case V_ARRAY:
+        if (mode != TX_CONCAT) return api__jinja_json(rt, b, v, &(jinja_json){0});
+        for (size_t i = 0; i < v.u.arr->n; i++)
+            if ((i > 0 && sep(rt, b, ",") != 0) || api__jinja_text(rt, b, v.u.arr->v[i], TX_ITEM) != 0) return -1;
+        return 0;
     default:
-        if (!print) return api__jinja_fail(rt, API_CHAT_ERENDER, "only strings, numbers and booleans join with + and ~");
-        return api__jinja_json(rt, b, v, &(jinja_json){0});
+        return mode != TX_CONCAT ? api__jinja_json(rt, b, v, &(jinja_json){0}) : sep(rt, b, "[object Map]");
     }
 }

@@ -1,6 +1,6 @@
 /* rt.c - what every part of a render stands on: the arena (chunks that are
  * freed together, with a byte limit), errors, and the output buffer. */
-#include "api/chat/chat.h"
+#include "api/chat/jinja.h"
 
 #include <stdarg.h>
 #include <stdio.h>

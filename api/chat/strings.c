@@ -3,7 +3,7 @@
  * JavaScript's whitespace), replace (Python's, with a count), case changes
  * (ASCII letters only here; JavaScript maps every script), title (the first
  * letter of each word up, the rest as it was), startswith / endswith. */
-#include "api/chat/chat.h"
+#include "api/chat/jinja.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* template.c - the interface (chat.h): compile a template once, render it
  * with a context as often as wanted, from any thread. */
-#include "api/chat/chat.h"
+#include "api/chat/jinja.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,9 +1,10 @@
 /* text.c - UTF-8 and the characters JavaScript's \s and trim() take as
  * whitespace (@huggingface/jinja strips and splits with them). Every string
  * here is valid UTF-8: template.c checks the source, jansson the context. */
-#include "api/chat/chat.h"
+#include "api/chat/jinja.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,19 +135,36 @@ static size_t decimal_at(const char *s, size_t n, size_t i) {
     return j - i;
 }
 
+/* strtod of the decimal literal s[0..n) without copying all of it: a sign,
+ * the first 40 significant digits and the exponent that the rest makes. */
 static double to_double(const char *s, size_t n) {
-    char buf[128];
-    if (n >= sizeof buf) { /* very long numerals: their first digits decide */
-        char *big = malloc(n + 1);
-        if (big == NULL) return NAN;
-        memcpy(big, s, n);
-        big[n] = '\0';
-        double v = strtod(big, NULL);
-        free(big);
-        return v;
+    char buf[80];
+    size_t o = 0, i = 0, kept = 0;
+    long exp10 = 0;
+    int seen_point = 0, seen_digit = 0;
+    if (i < n && (s[i] == '+' || s[i] == '-')) buf[o++] = s[i++];
+    for (; i < n && ((s[i] >= '0' && s[i] <= '9') || s[i] == '.'); i++) {
+        if (s[i] == '.') {
+            seen_point = 1;
+            continue;
+        }
+        if (s[i] == '0' && !seen_digit) { /* leading zeros: only the point's place counts */
+            exp10 -= seen_point;
+            continue;
+        }
+        seen_digit = 1;
+        if (kept < 40) buf[o++] = s[i], kept++, exp10 -= seen_point;
+        else exp10 += !seen_point;
     }
-    memcpy(buf, s, n);
-    buf[n] = '\0';
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        int neg = ++i < n && s[i] == '-';
+        i += i < n && (s[i] == '-' || s[i] == '+');
+        long e = 0;
+        for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) e = e < 100000 ? e * 10 + (s[i] - '0') : e;
+        exp10 += neg ? -e : e;
+    }
+    if (kept == 0) buf[o++] = '0';
+    snprintf(buf + o, sizeof buf - o, "e%ld", exp10);
     return strtod(buf, NULL);
 }
 

@@ -1,7 +1,7 @@
 /* value.c - values: arrays and objects in the render's arena, scopes,
  * truthiness and equality as @huggingface/jinja has them (JavaScript's ==
  * and ===), the `loop` variable, and the context's JSON made into values. */
-#include "api/chat/chat.h"
+#include "api/chat/jinja.h"
 
 #include <math.h>
 #include <stdlib.h>
