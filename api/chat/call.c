@@ -92,7 +92,8 @@ static int namespace(jinja_rt *rt, const jinja_value *args, size_t nargs, const 
 static int strftime_now(jinja_rt *rt, const jinja_value *args, size_t nargs, jinja_value *out) {
     static const char *const months[] = {"January", "February", "March", "April", "May", "June", "July",
                                          "August", "September", "October", "November", "December"};
-    if (nargs < 1 || args[0].kind != V_STR) return api__jinja_fail(rt, API_CHAT_ERENDER, "strftime_now() takes a format");
+    if (nargs < 1 || args[0].kind != V_STR)
+        return api__jinja_fail(rt, API_CHAT_ERENDER, "strftime_now() takes a format");
     time_t now = rt->lim.now ? (time_t)rt->lim.now : time(NULL);
     struct tm tm;
     if (localtime_r(&now, &tm) == NULL) return api__jinja_fail(rt, API_CHAT_ERENDER, "no local time");
@@ -159,7 +160,8 @@ static int string_method(jinja_rt *rt, int fn, jinja_value s, const jinja_value 
 int api__jinja_object_method(jinja_rt *rt, int fn, const jinja_object *o, const jinja_value *args, size_t nargs,
                              jinja_value *out) {
     if (fn == FN_GET) {
-        if (nargs < 1 || args[0].kind != V_STR) return api__jinja_fail(rt, API_CHAT_ERENDER, "get() takes a string key");
+        if (nargs < 1 || args[0].kind != V_STR)
+            return api__jinja_fail(rt, API_CHAT_ERENDER, "get() takes a string key");
         const jinja_value *v = api__jinja_object_get(o, args[0].u.s.p, args[0].u.s.n);
         *out = v ? *v : nargs > 1 ? args[1] : JV(V_NONE);
         return 0;

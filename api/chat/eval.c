@@ -13,8 +13,10 @@ static const char *const op_names[] = {"", "+", "-", "~", "*", "/", "//", "%", "
 
 /* ==== Members, indexes, slices ==== */
 
-/* An index into n items, negative from the end: SIZE_MAX when outside. */
+/* An index into n items, negative from the end: SIZE_MAX when outside
+ * (JavaScript's at(): NaN is 0). */
 static size_t index_of(double i, size_t n) {
+    if (isnan(i)) i = 0;
     if (i < 0) i += (double)n;
     return i >= 0 && i < (double)n ? (size_t)i : SIZE_MAX;
 }
@@ -40,7 +42,8 @@ static int array_or_string_member(jinja_rt *rt, jinja_value obj, jinja_value key
         }
         return 0;
     }
-    if (key.kind != V_STR) return api__jinja_fail(rt, API_CHAT_ERENDER, "a list or string index must be a number or a name");
+    if (key.kind != V_STR)
+        return api__jinja_fail(rt, API_CHAT_ERENDER, "a list or string index must be a number or a name");
     *out = JV(V_UNDEF);
     if (key.u.s.n == 6 && memcmp(key.u.s.p, "length", 6) == 0) *out = JV_NUM(V_INT, (double)n);
     else if (str) return api__jinja_method(rt, obj, key.u.s.p, key.u.s.n, out) < 0 ? -1 : 0;
@@ -87,12 +90,14 @@ static int slice(jinja_rt *rt, jinja_value obj, const jinja_value part[3], jinja
     for (int i = 0; i < 3; i++)
         if (part[i].kind != V_INT && part[i].kind != V_UNDEF)
             return api__jinja_fail(rt, API_CHAT_ERENDER, "slice bounds must be integers");
-    if (obj.kind != V_ARRAY && obj.kind != V_STR) return api__jinja_fail(rt, API_CHAT_ERENDER, "only lists and strings slice");
+    if (obj.kind != V_ARRAY && obj.kind != V_STR)
+        return api__jinja_fail(rt, API_CHAT_ERENDER, "only lists and strings slice");
     int str = obj.kind == V_STR;
     size_t n = str ? api__jinja_utf8_count(obj.u.s.p, obj.u.s.n) : obj.u.arr->n;
     double start = part[0].u.num, stop = part[1].u.num, step = part[2].kind == V_INT ? part[2].u.num : 1;
+    int nan = (part[0].kind == V_INT && isnan(start)) || (part[1].kind == V_INT && isnan(stop));
     bounds(&start, &stop, step, part[0].kind == V_INT, part[1].kind == V_INT, n);
-    double dir = step > 0 ? 1 : step < 0 ? -1 : 0;
+    double dir = nan ? 0 : step > 0 ? 1 : step < 0 ? -1 : 0; /* a NaN bound: nothing, as there */
     size_t *at = str ? offsets(obj, n) : NULL;
     jinja_array *a = str ? NULL : api__jinja_array_new(rt, 0);
     jinja_buf b = {0};
@@ -100,7 +105,8 @@ static int slice(jinja_rt *rt, jinja_value obj, const jinja_value part[3], jinja
     if (str && at == NULL) api__jinja_fail(rt, API_CHAT_ENOMEM, "out of memory");
     for (double i = start; rc == 0 && dir * i < dir * stop; i += step) {
         size_t k = (size_t)i;
-        rc = str ? api__jinja_add(rt, &b, obj.u.s.p + at[k], at[k + 1] - at[k]) : api__jinja_array_push(rt, a, obj.u.arr->v[k]);
+        rc = str ? api__jinja_add(rt, &b, obj.u.s.p + at[k], at[k + 1] - at[k])
+                 : api__jinja_array_push(rt, a, obj.u.arr->v[k]);
     }
     free(at);
     if (rc == 0 && str) return api__jinja_take(rt, &b, out);
@@ -113,11 +119,38 @@ static int slice(jinja_rt *rt, jinja_value obj, const jinja_value part[3], jinja
 
 static int is_num(jinja_value v) { return v.kind == V_INT || v.kind == V_FLOAT; }
 
-static int arith(jinja_rt *rt, int op, jinja_value l, jinja_value r, jinja_value *out) {
+static int nullish(jinja_value v) { return v.kind == V_UNDEF || v.kind == V_NONE; }
+static int container(jinja_value v) { return v.kind >= V_ARRAY; }
+
+/* JavaScript's == on the values' JavaScript values: none == undefined,
+ * numbers against strings and booleans as numbers, and a list or object
+ * against a string, number or boolean as its text (as + writes it: "1,2",
+ * "[object Map]"). 1 or 0; -1 when that text cannot be made. */
+static int loose_eq(jinja_rt *rt, jinja_value a, jinja_value b) {
+    if (nullish(a) || nullish(b)) return nullish(a) && nullish(b);
+    if (container(a) && container(b)) return api__jinja_strict_eq(a, b);
+    if (container(a) || container(b)) {
+        if (a.kind == V_FUNC || b.kind == V_FUNC) return 0;
+        jinja_buf text = {0};
+        jinja_value c = container(a) ? a : b;
+        if (api__jinja_text(rt, &text, c, TX_CONCAT) != 0 || api__jinja_take(rt, &text, &c) != 0) {
+            free(text.p);
+            return -1;
+        }
+        return container(a) ? loose_eq(rt, c, b) : loose_eq(rt, a, c);
+    }
+    if (a.kind == V_BOOL) a = JV_NUM(V_INT, a.u.b);
+    if (b.kind == V_BOOL) b = JV_NUM(V_INT, b.u.b);
+    if (a.kind == V_STR && b.kind == V_STR) return api__jinja_strict_eq(a, b);
+    double x = a.kind == V_STR ? api__jinja_js_number(a.u.s.p, a.u.s.n, 0) : a.u.num;
+    double y = b.kind == V_STR ? api__jinja_js_number(b.u.s.p, b.u.s.n, 0) : b.u.num;
+    return x == y;
+}
+
+/* JavaScript's arithmetic: 1 / 0 is Infinity, 0 / 0 and 1 % 0 are NaN. */
+static int arith(int op, jinja_value l, jinja_value r, jinja_value *out) {
     double a = l.u.num, b = r.u.num, x;
     int kind = l.kind == V_FLOAT || r.kind == V_FLOAT ? V_FLOAT : V_INT;
-    if ((op == OP_DIV || op == OP_FLOORDIV || op == OP_MOD) && b == 0)
-        return api__jinja_fail(rt, API_CHAT_ERENDER, "division by zero");
     switch (op) {
     case OP_ADD: x = a + b; break;
     case OP_SUB: x = a - b; break;
@@ -146,7 +179,8 @@ static int power(jinja_rt *rt, jinja_value l, jinja_value r, jinja_value *out) {
 
 static int join_text(jinja_rt *rt, jinja_value l, jinja_value r, jinja_value *out) {
     jinja_buf b = {0};
-    if (api__jinja_text(rt, &b, l, TX_CONCAT) == 0 && api__jinja_text(rt, &b, r, TX_CONCAT) == 0) return api__jinja_take(rt, &b, out);
+    if (api__jinja_text(rt, &b, l, TX_CONCAT) == 0 && api__jinja_text(rt, &b, r, TX_CONCAT) == 0)
+        return api__jinja_take(rt, &b, out);
     free(b.p);
     return -1;
 }
@@ -164,19 +198,23 @@ static int contains(jinja_value l, jinja_value r) {
 /* Everything but and / or, in @huggingface/jinja's order of cases. */
 static int binary(jinja_rt *rt, int op, jinja_value l, jinja_value r, jinja_value *out) {
     int num = (is_num(l) || l.kind == V_BOOL) && (is_num(r) || r.kind == V_BOOL), in = op == OP_IN || op == OP_NOTIN;
-    if (op == OP_EQ || op == OP_NE) return *out = JV_BOOL(api__jinja_loose_eq(l, r) == (op == OP_EQ)), 0;
+    if (op == OP_EQ || op == OP_NE) {
+        int eq = loose_eq(rt, l, r);
+        return eq < 0 ? -1 : (*out = JV_BOOL(eq == (op == OP_EQ)), 0);
+    }
     if (r.kind == V_UNDEF && in) return *out = JV_BOOL(op == OP_NOTIN), 0;
     if (l.kind == V_UNDEF || r.kind == V_UNDEF)
         return api__jinja_fail(rt, API_CHAT_ERENDER, "cannot apply %s to undefined", op_names[op]);
-    if (l.kind == V_NONE || r.kind == V_NONE) return api__jinja_fail(rt, API_CHAT_ERENDER, "cannot apply %s to none", op_names[op]);
+    if (l.kind == V_NONE || r.kind == V_NONE)
+        return api__jinja_fail(rt, API_CHAT_ERENDER, "cannot apply %s to none", op_names[op]);
     if (op == OP_CONCAT) return join_text(rt, l, r, out);
     if (op == OP_POW && num) return power(rt, l, r, out);
-    if (is_num(l) && is_num(r) && !in && op != OP_POW) return arith(rt, op, l, r, out);
+    if (is_num(l) && is_num(r) && !in && op != OP_POW) return arith(op, l, r, out);
     if (l.kind == V_ARRAY && r.kind == V_ARRAY && op == OP_ADD) {
         jinja_array *a = api__jinja_array_new(rt, l.u.arr->n + r.u.arr->n);
         if (a == NULL) return -1;
-        memcpy(a->v, l.u.arr->v, l.u.arr->n * sizeof *a->v);
-        memcpy(a->v + l.u.arr->n, r.u.arr->v, r.u.arr->n * sizeof *a->v);
+        if (l.u.arr->n) memcpy(a->v, l.u.arr->v, l.u.arr->n * sizeof *a->v);
+        if (r.u.arr->n) memcpy(a->v + l.u.arr->n, r.u.arr->v, r.u.arr->n * sizeof *a->v);
         a->n = l.u.arr->n + r.u.arr->n;
         return *out = (jinja_value){.kind = V_ARRAY, .u.arr = a}, 0;
     }
@@ -191,7 +229,8 @@ static int binary(jinja_rt *rt, int op, jinja_value l, jinja_value r, jinja_valu
 
 static int unary(jinja_rt *rt, int op, jinja_value v, jinja_value *out) {
     if (op == OP_NOT) return *out = JV_BOOL(!api__jinja_truthy(v)), 0;
-    if (!is_num(v) && v.kind != V_BOOL) return api__jinja_fail(rt, API_CHAT_ERENDER, "a sign before something not a number");
+    if (!is_num(v) && v.kind != V_BOOL)
+        return api__jinja_fail(rt, API_CHAT_ERENDER, "a sign before something not a number");
     double x = v.kind == V_BOOL ? v.u.b : v.u.num;
     *out = JV_NUM(v.kind == V_FLOAT ? V_FLOAT : V_INT, op == OP_NEG ? -x : x);
     return 0;

@@ -8,12 +8,14 @@
 
 #include <stdlib.h>
 
-/* target = v: a name, or names taking a list's items. */
-static int assign(jinja_rt *rt, jinja_scope *sc, const jinja_node *target, jinja_value v) {
+/* target = v: a name, or names taking a list's items (in a for loop, as
+ * there, not a tuple's). */
+static int assign(jinja_rt *rt, jinja_scope *sc, const jinja_node *target, jinja_value v, int in_loop) {
     if (target->kind == N_NAME) return api__jinja_scope_set(rt, sc, target->s, target->n, v);
     size_t want = 0;
     for (const jinja_node *t = target->a; t; t = t->next) want++;
-    if (v.kind != V_ARRAY) return api__jinja_fail(rt, API_CHAT_ERENDER, "cannot unpack something that is not a list");
+    if (v.kind != V_ARRAY || (in_loop && v.u.arr->tuple))
+        return api__jinja_fail(rt, API_CHAT_ERENDER, "cannot unpack something that is not a list");
     if (v.u.arr->n != want)
         return api__jinja_fail(rt, API_CHAT_ERENDER, "too %s items to unpack", v.u.arr->n < want ? "few" : "many");
     size_t i = 0;
@@ -25,7 +27,7 @@ static int assign(jinja_rt *rt, jinja_scope *sc, const jinja_node *target, jinja
 static int set(jinja_rt *rt, jinja_scope *sc, const jinja_node *n) {
     jinja_value v, ns;
     if (api__jinja_eval(rt, sc, n->b, &v) != 0) return -1;
-    if (n->a->kind != N_ATTR) return assign(rt, sc, n->a, v);
+    if (n->a->kind != N_ATTR) return assign(rt, sc, n->a, v, 0);
     if (api__jinja_eval(rt, sc, n->a->a, &ns) != 0) return -1;
     if (ns.kind != V_NS) return api__jinja_fail(rt, API_CHAT_ERENDER, "only a namespace's attributes can be set");
     return api__jinja_object_set(rt, ns.u.obj, n->a->s, n->a->n, v);
@@ -57,7 +59,7 @@ static int loop_items(jinja_rt *rt, jinja_scope *sc, const jinja_node *f, jinja_
     *ts = (jinja_scope){.parent = sc};
     for (size_t i = 0; i < v.u.arr->n; i++) {
         jinja_value pass;
-        if (count_iteration(rt) != 0 || assign(rt, ts, f->a, v.u.arr->v[i]) != 0 ||
+        if (count_iteration(rt) != 0 || assign(rt, ts, f->a, v.u.arr->v[i], 1) != 0 ||
             api__jinja_eval(rt, ts, test, &pass) != 0)
             return -1;
         if (api__jinja_truthy(pass) && api__jinja_array_push(rt, kept, v.u.arr->v[i]) != 0) return -1;
@@ -78,7 +80,7 @@ static int loop(jinja_rt *rt, jinja_scope *outer, const jinja_node *f) {
     for (size_t i = 0; i < items->n; i++) {
         jinja_value var = {.kind = V_LOOP, .u.loop = {lp, i}};
         if (count_iteration(rt) != 0 || api__jinja_scope_set(rt, sc, "loop", 4, var) != 0 ||
-            assign(rt, sc, f->a, items->v[i]) != 0 || api__jinja_exec(rt, sc, f->c) != 0)
+            assign(rt, sc, f->a, items->v[i], 1) != 0 || api__jinja_exec(rt, sc, f->c) != 0)
             return -1;
     }
     return 0;

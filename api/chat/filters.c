@@ -38,7 +38,7 @@ int api__jinja_test(jinja_rt *rt, int id, jinja_value x, jinja_value b) {
     case TEST_INTEGER: return k == V_INT;
     case TEST_BOOLEAN: return k == V_BOOL;
     case TEST_MAPPING: return k == V_OBJECT || k == V_LOOP;
-    case TEST_ITERABLE: return k == V_ARRAY || k == V_STR;
+    case TEST_ITERABLE: return (k == V_ARRAY && !x.u.arr->tuple) || k == V_STR; /* a tuple is not, there */
     case TEST_SEQUENCE: return k == V_ARRAY || k == V_OBJECT || k == V_STR || k == V_LOOP;
     case TEST_TRUE: return k == V_BOOL && x.u.b;
     case TEST_FALSE: return k == V_BOOL && !x.u.b;
@@ -111,7 +111,9 @@ static int select_items(jinja_rt *rt, int id, jinja_value x, const jinja_value *
             return api__jinja_fail(rt, API_CHAT_ERENDER, "%s takes a list of objects", api__jinja_filter_name(id));
         const jinja_value *v = api__jinja_object_get(item.u.obj, args[0].u.s.p, args[0].u.s.n);
         int pass = 0;
-        if (v) pass = test < 0 ? api__jinja_truthy(*v) : api__jinja_test(rt, test, *v, nargs > 2 ? args[2] : JV(V_UNDEF));
+        if (v)
+            pass =
+                test < 0 ? api__jinja_truthy(*v) : api__jinja_test(rt, test, *v, nargs > 2 ? args[2] : JV(V_UNDEF));
         if (pass < 0) return -1;
         if (pass == (id == F_SELECTATTR) && api__jinja_array_push(rt, a, item) != 0) return -1;
     }
@@ -263,7 +265,8 @@ static int called(jinja_rt *rt, int id, jinja_value x, const jinja_value *args, 
                   const jinja_object *kw, jinja_value *out) {
     if (id == F_TOJSON) return tojson(rt, x, kw, out);
     if (id == F_DEFAULT) {
-        jinja_value use = nargs > 0 ? args[0] : JV_STR("", 0), boolean = option(args, nargs, 1, kw, "boolean", JV_BOOL(0));
+        jinja_value use = nargs > 0 ? args[0] : JV_STR("", 0),
+                    boolean = option(args, nargs, 1, kw, "boolean", JV_BOOL(0));
         if (boolean.kind != V_BOOL) return api__jinja_fail(rt, API_CHAT_ERENDER, "default's boolean must be a boolean");
         *out = x.kind == V_UNDEF || (boolean.u.b && !api__jinja_truthy(x)) ? use : x;
         return 0;
@@ -284,7 +287,8 @@ static int called(jinja_rt *rt, int id, jinja_value x, const jinja_value *args, 
         return 0;
     }
     if (x.kind == V_LOOP && api__jinja_loop_object(rt, x, &x) != 0) return -1;
-    if (x.kind == V_ARRAY && (id == F_SELECTATTR || id == F_REJECTATTR)) return select_items(rt, id, x, args, nargs, out);
+    if (x.kind == V_ARRAY && (id == F_SELECTATTR || id == F_REJECTATTR))
+        return select_items(rt, id, x, args, nargs, out);
     if (x.kind == V_ARRAY && id == F_MAP) return map_items(rt, x, kw, out);
     if (x.kind == V_STR && id == F_REPLACE) {
         if (nargs < 2) return api__jinja_fail(rt, API_CHAT_ERENDER, "replace takes two strings");

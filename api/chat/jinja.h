@@ -67,7 +67,6 @@ enum { G = 1, S, O };
     X(TITLE, "title", S) X(CAPITALIZE, "capitalize", S) X(STARTSWITH, "startswith", S) \
     X(ENDSWITH, "endswith", S) X(SPLIT, "split", S) X(REPLACE, "replace", S) \
     X(GET, "get", O) X(ITEMS, "items", O) X(KEYS, "keys", O) X(VALUES, "values", O)
-#define JINJA_ENUM(prefix) prefix##_
 #define X_F(id, name, forms) F_##id,
 #define X_T(id, name) TEST_##id,
 #define X_FN(id, name, kind) FN_##id,
@@ -116,14 +115,14 @@ typedef struct { int indent, ascii, undefined_null, separators; jinja_value item
 #define JV_NUM(k, x) ((jinja_value){.kind = (k), .u.num = (x)})
 #define JV_BOOL(x) ((jinja_value){.kind = V_BOOL, .u.b = !!(x)})
 #define JV_STR(p_, n_) ((jinja_value){.kind = V_STR, .u.s = {(p_), (n_)}})
-#define FMT(a, b) __attribute__((format(printf, a, b)))
+#define JINJA_FMT(a, b) __attribute__((format(printf, a, b)))
 
 /* Functions return 0 or -1 (the error is in rt->err or the parser's). */
 /* rt.c: the arena, errors, strings built in a jinja_buf, the output */
 void *api__jinja_arena_alloc(jinja_arena *a, size_t n); /* NULL: over the limit or no memory */
 void api__jinja_arena_free(jinja_arena *a);
-void api__jinja_set_error(api_chat_error *e, int code, int line, const char *fmt, ...) FMT(4, 5);
-int api__jinja_fail(jinja_rt *rt, int code, const char *fmt, ...) FMT(3, 4);
+void api__jinja_set_error(api_chat_error *e, int code, int line, const char *fmt, ...) JINJA_FMT(4, 5);
+int api__jinja_fail(jinja_rt *rt, int code, const char *fmt, ...) JINJA_FMT(3, 4);
 void *api__jinja_alloc(jinja_rt *rt, size_t n); /* NULL after failing rt */
 int api__jinja_add(jinja_rt *rt, jinja_buf *b, const char *s, size_t n);
 int api__jinja_take(jinja_rt *rt, jinja_buf *b, jinja_value *out); /* b's text as a string; frees b */
@@ -143,7 +142,7 @@ int api__jinja_parse(jinja_arena *a, const jinja_token *tok, jinja_node **root, 
 jinja_node *api__jinja_expression(jinja_parser *p);
 jinja_node *api__jinja_sequence(jinja_parser *p); /* a, b, ...: a tuple */
 jinja_node *api__jinja_node(jinja_parser *p, int kind, const jinja_node *kids); /* kids: a, b, c, d, ... */
-int api__jinja_syntax(jinja_parser *p, int code, const char *fmt, ...) FMT(3, 4);
+int api__jinja_syntax(jinja_parser *p, int code, const char *fmt, ...) JINJA_FMT(3, 4);
 int api__jinja_is_name(const jinja_parser *p, size_t k, const char *name); /* token k ahead */
 int api__jinja_expect(jinja_parser *p, int type, const char *what);
 int api__jinja_filter_id(const char *s, size_t n, int *forms); /* -1: none */
@@ -163,7 +162,6 @@ int api__jinja_loop_get(jinja_value loop, const char *name, size_t n, jinja_valu
 int api__jinja_loop_object(jinja_rt *rt, jinja_value loop, jinja_value *out);
 int api__jinja_truthy(jinja_value v);
 int api__jinja_strict_eq(jinja_value a, jinja_value b);
-int api__jinja_loose_eq(jinja_value a, jinja_value b);
 int api__jinja_context(jinja_rt *rt, jinja_scope *s, const json_t *context);
 /* print.c, strings.c, call.c, filters.c: values out, string methods, calls, filters and tests */
 size_t api__jinja_number_text(double x, char *out); /* out: 32 bytes */

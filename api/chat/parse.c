@@ -116,19 +116,24 @@ static jinja_node *statement(jinja_parser *p) {
     const jinja_token *t = &p->tok[p->pos];
     if (t->type != T_NAME) return api__jinja_syntax(p, API_CHAT_ESYNTAX, "expected a statement after {%%"), NULL;
     p->pos++;
-    if (t->n == 3 && memcmp(t->s, "set", 3) == 0) return set_statement(p);
-    if (t->n == 2 && memcmp(t->s, "if", 2) == 0) return if_statement(p, 1);
-    if (t->n == 3 && memcmp(t->s, "for", 3) == 0) {
+    jinja_node *n = NULL;
+    if (t->n == 3 && memcmp(t->s, "set", 3) == 0) n = set_statement(p);
+    else if (t->n == 2 && memcmp(t->s, "if", 2) == 0) n = if_statement(p, 1);
+    else if (t->n == 3 && memcmp(t->s, "for", 3) == 0) {
         if (p->nest++ > API_CHAT_MAX_NESTING)
-            return api__jinja_syntax(p, API_CHAT_ELIMIT, "the template nests deeper than %d", API_CHAT_MAX_NESTING), NULL;
-        jinja_node *f = for_statement(p);
+            return api__jinja_syntax(p, API_CHAT_ELIMIT, "the template nests deeper than %d", API_CHAT_MAX_NESTING),
+                   NULL;
+        n = for_statement(p);
         p->nest--;
-        return f;
     }
+    if (n) n->line = t->line; /* where the statement starts, for errors */
+    if (n || p->err->code) return n;
     for (const char *const *r = refused; *r; r++)
         if (strlen(*r) == t->n && memcmp(*r, t->s, t->n) == 0)
             return api__jinja_syntax(p, API_CHAT_EUNSUPPORTED, "{%% %s %%} is not supported", *r), NULL;
-    return api__jinja_syntax(p, API_CHAT_ESYNTAX, "unknown statement {%% %.*s %%}", (int)(t->n > 40 ? 40 : t->n), t->s), NULL;
+    return api__jinja_syntax(p, API_CHAT_ESYNTAX, "unknown statement {%% %.*s %%}", (int)(t->n > 40 ? 40 : t->n),
+                             t->s),
+           NULL;
 }
 
 /* Statements up to a {% stop %} (left for the caller) or, with no stops, the
@@ -151,6 +156,7 @@ static jinja_node *block(jinja_parser *p, const char *const *stops) {
             jinja_node *e = api__jinja_expression(p);
             if (e == NULL || api__jinja_expect(p, T_CLOSE_EXPR, "'}}'") != 0) return NULL;
             n = api__jinja_node(p, N_OUTPUT, &(jinja_node){.a = e});
+            if (n) n->line = t->line;
         } else if (t->type == T_OPEN_STMT) {
             static const char *const ends[] = {"endif", "endfor", "elif", "else", "endset", "endmacro", NULL};
             for (const char *const *e = ends; *e; e++)
@@ -158,7 +164,8 @@ static jinja_node *block(jinja_parser *p, const char *const *stops) {
                     return api__jinja_syntax(p, API_CHAT_ESYNTAX, "unexpected {%% %s %%}", *e), NULL;
             n = statement(p);
         } else {
-            return api__jinja_syntax(p, API_CHAT_ESYNTAX, "unexpected '%.*s'", (int)(t->n > 40 ? 40 : t->n), t->s), NULL;
+            return api__jinja_syntax(p, API_CHAT_ESYNTAX, "unexpected '%.*s'", (int)(t->n > 40 ? 40 : t->n), t->s),
+                   NULL;
         }
         if (n == NULL) return NULL;
         *tail = n;

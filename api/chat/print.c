@@ -181,7 +181,8 @@ int api__jinja_text(jinja_rt *rt, jinja_buf *b, jinja_value v, int mode) {
     case V_BOOL: return sep(rt, b, v.u.b ? "true" : "false");
     case V_INT: return api__jinja_add(rt, b, num, api__jinja_number_text(v.u.num, num));
     case V_FLOAT:
-        return api__jinja_add(rt, b, num, mode != TX_CONCAT ? float_text(v.u.num, num) : api__jinja_number_text(v.u.num, num));
+        return api__jinja_add(rt, b, num,
+                              mode != TX_CONCAT ? float_text(v.u.num, num) : api__jinja_number_text(v.u.num, num));
     case V_FUNC: return api__jinja_fail(rt, API_CHAT_ERENDER, "a function cannot be written as text");
     case V_ARRAY:
         if (mode != TX_CONCAT) return api__jinja_json(rt, b, v, &(jinja_json){0});

@@ -121,10 +121,8 @@ int api__jinja_take(jinja_rt *rt, jinja_buf *b, jinja_value *out) {
         p[b->n] = '\0';
         *out = JV_STR(p, b->n);
     }
-    size_t n = b->n;
     free(b->p);
     *b = (jinja_buf){0};
-    (void)n;
     return p ? 0 : -1;
 }
 

@@ -5,6 +5,7 @@
  * letter of each word up, the rest as it was), startswith / endswith. */
 #include "api/chat/jinja.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,7 +92,7 @@ int api__jinja_replace(jinja_rt *rt, jinja_value s, jinja_value old, jinja_value
         return api__jinja_fail(rt, API_CHAT_ERENDER, "replace() arguments must be strings");
     if (count.kind != V_INT && count.kind != V_NONE && count.kind != V_UNDEF)
         return api__jinja_fail(rt, API_CHAT_ERENDER, "replace() count must be a number or none");
-    double left = count.kind == V_INT && count.u.num >= 0 ? count.u.num : 1.0 / 0.0;
+    double left = count.kind != V_INT || count.u.num < 0 ? 1.0 / 0.0 : isnan(count.u.num) ? 0 : count.u.num;
     if (count.kind == V_INT && count.u.num == 0) {
         *out = s;
         return 0;

@@ -89,7 +89,8 @@ static int globals(jinja_rt *rt, jinja_scope *sc) {
 
 static int check_limits(const api_chat_limits *lim, api_chat_error *err) {
     if (lim->max_output == 0 || lim->max_memory < ((size_t)1 << 16) || lim->max_depth < 1 || lim->max_depth > 10000) {
-        api__jinja_set_error(err, API_CHAT_EARG, 0, "bad limits: max_output > 0, max_memory >= 64 KiB, max_depth 1..10000");
+        api__jinja_set_error(err, API_CHAT_EARG, 0,
+                             "bad limits: max_output > 0, max_memory >= 64 KiB, max_depth 1..10000");
         return API_CHAT_EARG;
     }
     return 0;

@@ -141,8 +141,6 @@ int api__jinja_truthy(jinja_value v) {
 }
 
 static int is_number(jinja_value v) { return v.kind == V_INT || v.kind == V_FLOAT; }
-static int is_nullish(jinja_value v) { return v.kind == V_UNDEF || v.kind == V_NONE; }
-static int is_container(jinja_value v) { return v.kind >= V_ARRAY; }
 
 /* Same container, same loop item, same bound builtin. */
 static int same_object(jinja_value a, jinja_value b) {
@@ -167,20 +165,6 @@ int api__jinja_strict_eq(jinja_value a, jinja_value b) {
     case V_STR: return a.u.s.n == b.u.s.n && memcmp(a.u.s.p, b.u.s.p, a.u.s.n) == 0;
     default: return same_object(a, b);
     }
-}
-
-/* JavaScript's == on the values' JavaScript values: none == undefined,
- * numbers against strings and booleans as numbers. A container equals only
- * itself (JavaScript would compare an array with a string by its text). */
-int api__jinja_loose_eq(jinja_value a, jinja_value b) {
-    if (is_nullish(a) || is_nullish(b)) return is_nullish(a) && is_nullish(b);
-    if (is_container(a) || is_container(b)) return same_object(a, b);
-    if (a.kind == V_BOOL) a = JV_NUM(V_INT, a.u.b);
-    if (b.kind == V_BOOL) b = JV_NUM(V_INT, b.u.b);
-    if (a.kind == V_STR && b.kind == V_STR) return api__jinja_strict_eq(a, b);
-    double x = a.kind == V_STR ? api__jinja_js_number(a.u.s.p, a.u.s.n, 0) : a.u.num;
-    double y = b.kind == V_STR ? api__jinja_js_number(b.u.s.p, b.u.s.n, 0) : b.u.num;
-    return x == y;
 }
 
 /* ==== The context's JSON ==== */
