@@ -406,6 +406,53 @@ START_TEST(test_features_match_reference) {
 }
 END_TEST
 
+/* Random text and statements with every whitespace control, and the
+ * whitespace characters between them. */
+static void random_piece(char *s, size_t cap, unsigned *seed, int depth) {
+    static const char *const texts[] = {"a", "b c", " ", "  ", "\n", "\n\n", "\t", " \n ", "\r\n", "\xc2\xa0",
+                                        "\xe2\x80\xa8", "\xe3\x80\x80", "\xc3\xa9", "x\n  ", "\n    ", "}", "%", "-"};
+    static const char *const exprs[] = {" x ", "x", " 'v' ", " y|trim ", " loop.index if loop else 0 "};
+    const char *l = rand_r(seed) % 2 ? "{%" : "{%-", *r = rand_r(seed) % 2 ? "%}" : "-%}";
+    size_t n = strlen(s);
+    int k = (int)(rand_r(seed) % 8), kids = depth < 2 ? (int)(rand_r(seed) % 3) : 0;
+    if (k < 3 || depth >= 2) {
+        snprintf(s + n, cap - n, "%s", texts[rand_r(seed) % (sizeof texts / sizeof texts[0])]);
+    } else if (k == 3) {
+        snprintf(s + n, cap - n, "%s%s%s", rand_r(seed) % 2 ? "{{" : "{{-", exprs[rand_r(seed) % 5],
+                 rand_r(seed) % 2 ? "}}" : "-}}");
+    } else if (k == 4) {
+        static const char *const notes[] = {" c ", "", "-", " %} "};
+        snprintf(s + n, cap - n, "%s%s%s", rand_r(seed) % 2 ? "{#" : "{#-", notes[rand_r(seed) % 4],
+                 rand_r(seed) % 2 ? "#}" : "-#}");
+    } else if (k == 5) {
+        snprintf(s + n, cap - n, "%s set y = ' p ' %s", l, r);
+    } else {
+        int loop = k == 7;
+        snprintf(s + n, cap - n, "%s %s %s", l, loop ? "for i in [1, 2]" : "if x", r);
+        for (int i = 0; i < kids; i++) random_piece(s, cap, seed, depth + 1);
+        n = strlen(s);
+        snprintf(s + n, cap - n, "%s %s %s", rand_r(seed) % 2 ? "{%" : "{%-", loop ? "endfor" : "endif",
+                 rand_r(seed) % 2 ? "%}" : "-%}");
+    }
+}
+
+START_TEST(test_random_templates_match_reference) {
+    batch b = batch_new();
+    unsigned seed = 271;
+    for (int i = 0; i < 1500; i++) {
+        char src[4096] = "", name[64];
+        for (int k = 1 + (int)(rand_r(&seed) % 8); k > 0; k--) random_piece(src, sizeof src, &seed, 0);
+        size_t t = batch_template(&b, src, strlen(src));
+        snprintf(name, sizeof name, "random template %d", i);
+        batch_case(&b, t, json_pack("{s:s, s:s}", "x", "X", "y", " Y "), name);
+    }
+    tally tl = compare(&b, "templates");
+    ck_assert_uint_ge(tl.rendered, 1200);
+    json_decref(b.sources);
+    json_decref(b.cases);
+}
+END_TEST
+
 /* ==== Without the reference ==== */
 
 /* What the families' model cards show, written out by hand. */
@@ -881,7 +928,7 @@ END_TEST
 
 static Suite *reference_suite(void) {
     const TTest *tests[] = {test_families_match_reference, test_random_conversations_match_reference,
-                            test_features_match_reference, NULL};
+                            test_features_match_reference, test_random_templates_match_reference, NULL};
     return suite_with("chat_reference", "reference", 300, tests, NULL, NULL);
 }
 

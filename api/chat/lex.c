@@ -131,6 +131,7 @@ static int comment(lexer *lx) {
     size_t start = lx->pos;
     lx->pos += 2;
     int strip = lx->pos < lx->len && lx->src[lx->pos] == '-';
+    lx->pos += (size_t)strip; /* {#-#} strips before only: the - is not also the closing one */
     const char *end = memmem(lx->src + lx->pos, lx->len - lx->pos, "#}", 2);
     if (end == NULL) return fail(lx, "a comment {# is not closed with #}");
     if (strip) strip_before(lx);
