@@ -14,7 +14,7 @@
 /* recv.name as a function bound to recv: 1, or 0 when recv has no such
  * method, -1 on failure. */
 int api__jinja_method(jinja_rt *rt, jinja_value recv, const char *name, size_t n, jinja_value *out) {
-    int kind = recv.kind == V_STR ? S : recv.kind == V_OBJECT ? O : 0;
+    int kind = recv.kind == V_STR ? STRING : recv.kind == V_OBJECT ? OBJECT : 0;
     int fn = kind ? api__jinja_func_id(kind, name, n) : -1;
     if (fn < 0) return 0;
     jinja_value *self = api__jinja_alloc(rt, sizeof *self);

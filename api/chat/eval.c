@@ -259,7 +259,6 @@ static int arguments(jinja_rt *rt, jinja_scope *sc, const jinja_node *list, jinj
             return api__jinja_fail(rt, API_CHAT_ERENDER, "the keyword argument '%.*s' is given twice", (int)a->n, a->s);
         if (api__jinja_object_set(rt, *kw, a->s, a->n, v) != 0) return -1;
     }
-    if (*kw) (*kw)->kwargs = 1;
     return 0;
 }
 

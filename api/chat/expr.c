@@ -310,7 +310,7 @@ static jinja_node *filter_expr(jinja_parser *p) {
         if (id < 0)
             return api__jinja_syntax(p, API_CHAT_EUNSUPPORTED, "the filter '%.*s' is not supported",
                                      (int)t->n, t->s), NULL;
-        if (!(forms & (call ? C : B)))
+        if (!(forms & (call ? CALL : BARE)))
             return api__jinja_syntax(p, API_CHAT_EUNSUPPORTED, "the filter '%.*s' %s parentheses",
                                      (int)t->n, t->s, call ? "takes no" : "needs"), NULL;
         jinja_node *args = NULL;

@@ -44,29 +44,30 @@ typedef struct {
     api_chat_error *err;
 } jinja_parser;
 
-/* Filters (B: without parentheses, C: with), tests and builtins, each one table. */
-enum { B = 1, C = 2 };
-#define JINJA_FILTERS(X) X(SAFE, "safe", B) X(TOJSON, "tojson", B | C) X(LIST, "list", B) \
-    X(FIRST, "first", B) X(LAST, "last", B) X(LENGTH, "length", B) X(REVERSE, "reverse", B) \
-    X(JOIN, "join", B | C) X(STRING, "string", B) X(UPPER, "upper", B) X(LOWER, "lower", B) \
-    X(TITLE, "title", B) X(CAPITALIZE, "capitalize", B) X(TRIM, "trim", B) X(INT, "int", B | C) \
-    X(FLOAT, "float", B | C) X(ABS, "abs", B) X(BOOL, "bool", B) X(ITEMS, "items", B | C) \
-    X(KEYS, "keys", B | C) X(VALUES, "values", B | C) X(DEFAULT, "default", C) \
-    X(SELECTATTR, "selectattr", C) X(REJECTATTR, "rejectattr", C) X(MAP, "map", C) \
-    X(REPLACE, "replace", C)
+/* Filters (BARE: x|f, CALL: x|f(...)), tests, and builtin functions (a
+ * GLOBAL, a STRING's method, an OBJECT's method): one table each. */
+enum { BARE = 1, CALL = 2 };
+enum { GLOBAL = 1, STRING, OBJECT };
+#define JINJA_FILTERS(X) X(SAFE, "safe", BARE) X(TOJSON, "tojson", BARE | CALL) X(LIST, "list", BARE) \
+    X(FIRST, "first", BARE) X(LAST, "last", BARE) X(LENGTH, "length", BARE) X(REVERSE, "reverse", BARE) \
+    X(JOIN, "join", BARE | CALL) X(STRING, "string", BARE) X(UPPER, "upper", BARE) X(LOWER, "lower", BARE) \
+    X(TITLE, "title", BARE) X(CAPITALIZE, "capitalize", BARE) X(TRIM, "trim", BARE) \
+    X(INT, "int", BARE | CALL) X(FLOAT, "float", BARE | CALL) X(ABS, "abs", BARE) X(BOOL, "bool", BARE) \
+    X(ITEMS, "items", BARE | CALL) X(KEYS, "keys", BARE | CALL) X(VALUES, "values", BARE | CALL) \
+    X(DEFAULT, "default", CALL) X(SELECTATTR, "selectattr", CALL) X(REJECTATTR, "rejectattr", CALL) \
+    X(MAP, "map", CALL) X(REPLACE, "replace", CALL)
 #define JINJA_TESTS(X) X(DEFINED, "defined") X(UNDEFINED, "undefined") X(NONE, "none") \
     X(STRING, "string") X(NUMBER, "number") X(INTEGER, "integer") X(BOOLEAN, "boolean") \
     X(MAPPING, "mapping") X(ITERABLE, "iterable") X(SEQUENCE, "sequence") X(TRUE, "true") \
     X(FALSE, "false") X(ODD, "odd") X(EVEN, "even") X(CALLABLE, "callable") \
     X(EQUALTO, "equalto") X(EQ, "eq")
-/* G: a global function, S: a string's method, O: an object's method. */
-enum { G = 1, S, O };
-#define JINJA_FUNCS(X) X(RAISE, "raise_exception", G) X(RANGE, "range", G) \
-    X(NAMESPACE, "namespace", G) X(STRFTIME, "strftime_now", G) X(UPPER, "upper", S) \
-    X(LOWER, "lower", S) X(STRIP, "strip", S) X(LSTRIP, "lstrip", S) X(RSTRIP, "rstrip", S) \
-    X(TITLE, "title", S) X(CAPITALIZE, "capitalize", S) X(STARTSWITH, "startswith", S) \
-    X(ENDSWITH, "endswith", S) X(SPLIT, "split", S) X(REPLACE, "replace", S) \
-    X(GET, "get", O) X(ITEMS, "items", O) X(KEYS, "keys", O) X(VALUES, "values", O)
+#define JINJA_FUNCS(X) X(RAISE, "raise_exception", GLOBAL) X(RANGE, "range", GLOBAL) \
+    X(NAMESPACE, "namespace", GLOBAL) X(STRFTIME, "strftime_now", GLOBAL) X(UPPER, "upper", STRING) \
+    X(LOWER, "lower", STRING) X(STRIP, "strip", STRING) X(LSTRIP, "lstrip", STRING) \
+    X(RSTRIP, "rstrip", STRING) X(TITLE, "title", STRING) X(CAPITALIZE, "capitalize", STRING) \
+    X(STARTSWITH, "startswith", STRING) X(ENDSWITH, "endswith", STRING) X(SPLIT, "split", STRING) \
+    X(REPLACE, "replace", STRING) X(GET, "get", OBJECT) X(ITEMS, "items", OBJECT) X(KEYS, "keys", OBJECT) \
+    X(VALUES, "values", OBJECT)
 #define X_F(id, name, forms) F_##id,
 #define X_T(id, name) TEST_##id,
 #define X_FN(id, name, kind) FN_##id,
@@ -95,7 +96,7 @@ struct jinja_value {
 };
 struct jinja_array { jinja_value *v; size_t n, cap; int tuple; };
 typedef struct { const char *k; size_t kn; jinja_value v; } jinja_entry;
-struct jinja_object { jinja_entry *e; size_t n, cap; int kwargs; };
+struct jinja_object { jinja_entry *e; size_t n, cap; };
 struct jinja_loop { const jinja_value *items; size_t n; };
 typedef struct jinja_scope jinja_scope;
 struct jinja_scope { jinja_scope *parent; jinja_object vars; };
@@ -106,7 +107,7 @@ typedef struct { /* one render */
     api_chat_error *err;
     jinja_buf out;
     size_t iterations;
-    int line, depth;
+    int line; /* of the statement or expression being run, for errors */
 } jinja_rt;
 
 typedef struct { int indent, ascii, undefined_null, separators; jinja_value item, key; } jinja_json;

@@ -30,7 +30,7 @@ int api__jinja_filter_id(const char *s, size_t n, int *forms) {
 
 int api__jinja_test_id(const char *s, size_t n) { return find(test_names, TEST_COUNT, s, n); }
 
-/* A builtin of kind G, S or O called name, or -1. */
+/* A builtin of kind GLOBAL, STRING or OBJECT called name, or -1. */
 int api__jinja_func_id(int kind, const char *s, size_t n) {
     for (int i = 0; i < FN_COUNT; i++)
         if (func_kinds[i] == kind && strlen(func_names[i]) == n && memcmp(func_names[i], s, n) == 0)
