@@ -73,17 +73,20 @@ const char *api__chat_strerror(int code);
 
 /* Compiles len bytes of UTF-8 template source (a chat_template string as
  * tokenizer_config.json holds it, after JSON decoding): *out, or an error
- * with its line. Unknown filters and tests are refused here, not when a
- * render reaches them. */
+ * with its line (err may be NULL, here and in render). Unknown filters and
+ * tests are refused here, not when a render reaches them. */
 int api__chat_compile(const char *src, size_t len, api_chat_template **out, api_chat_error *err);
 
 void api__chat_free(api_chat_template *t); /* NULL: nothing */
 
 /* Renders t with context, a JSON object whose members are the template's
  * variables (messages, add_generation_prompt, bos_token, eos_token, tools,
- * enable_thinking, ...): *text (malloc'd, NUL-terminated, the caller frees) of
- * *len bytes. lim may be NULL (the defaults). On failure *text is NULL and err
- * says why; raise_exception gives API_CHAT_ERAISE with the template's message. */
+ * enable_thinking, ...; none may be named like a builtin: range, namespace,
+ * raise_exception, strftime_now, true, none, ...): *text (malloc'd,
+ * NUL-terminated, the caller frees) of *len bytes. lim may be NULL (the
+ * defaults). On failure *text is NULL and err says why; raise_exception
+ * gives API_CHAT_ERAISE with the template's message. context is only read,
+ * and must outlive the call. */
 int api__chat_render(const api_chat_template *t, const json_t *context, const api_chat_limits *lim,
                      char **text, size_t *len, api_chat_error *err);
 

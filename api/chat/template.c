@@ -35,6 +35,8 @@ void api__chat_limits_default(api_chat_limits *lim) {
 static void clear(api_chat_error *err) { *err = (api_chat_error){0}; }
 
 int api__chat_compile(const char *src, size_t len, api_chat_template **out, api_chat_error *err) {
+    api_chat_error ignored;
+    if (err == NULL) err = &ignored;
     clear(err);
     *out = NULL;
     if (src == NULL && len > 0) return api__jinja_set_error(err, API_CHAT_EARG, 0, "no template"), API_CHAT_EARG;
@@ -98,6 +100,8 @@ static int check_limits(const api_chat_limits *lim, api_chat_error *err) {
 
 int api__chat_render(const api_chat_template *t, const json_t *context, const api_chat_limits *lim,
                      char **text, size_t *len, api_chat_error *err) {
+    api_chat_error ignored;
+    if (err == NULL) err = &ignored;
     clear(err);
     *text = NULL;
     *len = 0;
