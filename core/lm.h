@@ -78,6 +78,11 @@ const char *attn_arch_name(attn_arch a);
 int attn_arch_from_name(const char *name, attn_arch *out);
 /* The names the row answers to after its class name, NULL-terminated. */
 const char *const *attn_arch_aliases(attn_arch a);
+/* The config.json keys a's folders must leave absent, null, false or 0:
+ * what the row does not compute (Gemma 2's logit softcapping, EmbeddingGemma's
+ * two-way attention), so that a folder asking for it is refused rather than
+ * run wrongly. NULL-terminated; never NULL. */
+const char *const *attn_arch_config_off(attn_arch a);
 /* One line on what the row is ("seed 003's GPT2 (gpt2_min.py)"), and its
  * constructor's call as Python spells it ("GPT2(config)", "GPTModel(cfg)"). */
 const char *attn_arch_what(attn_arch a);
@@ -101,8 +106,8 @@ typedef enum {
     ATTN_HP_ACT,       /* an attn_act, named by the row's choices */
     ATTN_HP_ROPE,      /* Hugging Face's rope_scaling object: its type and factors into the
                           config's rope_* fields (get and set read and write its type) */
-    ATTN_HP_PATTERN,   /* Gemma's layer_types list ("sliding_attention", "full_attention"):
-                          a periodic list into the config's global_every */
+    ATTN_HP_PATTERN,   /* Gemma's layer_types list ("sliding_attention", "full_attention")
+                          into the config's layer_list and local_layers */
 } attn_hp_type;
 
 /* The hyperparameters any architecture may have, the single list of them:
@@ -132,7 +137,7 @@ typedef enum {
     XX(USE_WINDOW, use_window, BOOL, "Qwen2's use_sliding_window: the window is used")             \
     XX(WINDOW_FROM, window_from, INT, "with a window, the layers before this one see all")         \
     XX(GLOBAL_EVERY, global_every, INT, "with a window, every n-th layer sees all; 0: none does")  \
-    XX(LAYER_TYPES, global_every, PATTERN, "each layer sliding or full (a periodic list)")         \
+    XX(LAYER_TYPES, layer_list, PATTERN, "each layer sliding_attention or full_attention")       \
     XX(QUERY_SCALAR, query_scalar, REAL, "scores scaled by its -1/2 power; 0: head_dim's")          \
     XX(PARALLEL, parallel, BOOL, "the attention and the MLP both read the block's input")
 
@@ -142,6 +147,10 @@ typedef enum {
 #undef ATTN_XX
     ATTN_HP_COUNT
 } attn_hparam;
+
+/* The most layers a list of local and global layers may name (a longer
+ * model gives its pattern as a rule: global_every). */
+#define ATTN_LM_LIST_LAYERS 256
 
 /* A model's configuration: every hyperparameter of ATTN_LM_HPARAM_MAP
  * (those its architecture does not take keep their defaults). A zeroed
@@ -168,6 +177,8 @@ typedef struct {
     double rope_local_theta; /* 0: rope_theta */
     int window, global_every;
     int use_window, window_from;
+    int layer_list;          /* the layers' kinds listed one by one (below) instead of a rule */
+    unsigned char local_layers[ATTN_LM_LIST_LAYERS / 8]; /* bit l: layer l local */
     double query_scalar;     /* 0: head_dim */
 } attn_lm_config;
 
@@ -241,6 +252,8 @@ typedef struct {
                               query_key_value), not q, then k, then v */
     int window_from;       /* with a window: the layers before it see all (Qwen2's
                               max_window_layers) */
+    int layer_list;        /* with a window: local_layers says which layers are local */
+    unsigned char local_layers[ATTN_LM_LIST_LAYERS / 8];
     int tied;              /* the output head is the token embedding */
     /* dropout (training mode, p = the config's dropout), in PyTorch's draw
      * order: after the embeddings; per block on the attention weights (when

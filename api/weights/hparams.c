@@ -112,24 +112,20 @@ int api__rope_scaling_read(const json_t *v, attn_lm_config *c, char *why, size_t
 }
 
 int api__layer_types_read(const json_t *v, attn_lm_config *c, char *why, size_t size) {
-    size_t n = json_array_size(v), first_full = n;
+    size_t n = json_array_size(v);
     if (!json_is_array(v)) return api__ckpt_fail(why, size, "layer_types is not a list");
+    if (n > ATTN_LM_LIST_LAYERS)
+        return api__ckpt_fail(why, size, "layer_types names %zu layers, more than the %d a list "
+                              "may (give sliding_window_pattern)", n, ATTN_LM_LIST_LAYERS);
+    memset(c->local_layers, 0, sizeof c->local_layers);
     for (size_t i = 0; i < n; i++) {
         const char *t = json_string_value(json_array_get(v, i));
         int full = t && strcmp(t, "full_attention") == 0;
         if (!full && !(t && strcmp(t, "sliding_attention") == 0))
             return api__ckpt_fail(why, size, "layer_types[%zu] is not \"sliding_attention\" or "
                                   "\"full_attention\"", i);
-        if (full && first_full == n) first_full = i;
+        if (!full) c->local_layers[i / 8] |= (unsigned char)(1u << (i % 8));
     }
-    /* every (first_full + 1)-th layer full, the others sliding; none full: 0 */
-    size_t period = first_full == n ? 0 : first_full + 1;
-    for (size_t i = 0; i < n; i++) {
-        int full = strcmp(json_string_value(json_array_get(v, i)), "full_attention") == 0;
-        if (full != (period && (i + 1) % period == 0))
-            return api__ckpt_fail(why, size, "layer_types is not a periodic list (every n-th layer "
-                                  "full_attention, the others sliding_attention)");
-    }
-    c->global_every = (int)period;
+    c->layer_list = 1;
     return 0;
 }

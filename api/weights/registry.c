@@ -274,8 +274,8 @@ static void model_json(api_buf *b, const api_model *m) {
     api__buf_puts(b, ",\"folder\":");
     if (m->folder[0]) api__buf_json_string(b, m->folder);
     else api__buf_puts(b, "null");
-    api__buf_printf(b, ",\"shards\":%d,\"module\":\"%s\",\"config\":", m->shards,
-                    attn_arch_name(m->cfg.arch));
+    api__buf_printf(b, ",\"shards\":%d,\"module\":\"%s\",\"architecture\":\"%s\",\"config\":",
+                    m->shards, attn_arch_name(m->cfg.arch), attn_arch_what(m->cfg.arch));
     api__config_json(b, &m->cfg);
     char head[2 * ATTN_PARAM_NAME_MAX + 32];
     head_text(head, sizeof head, m);
@@ -301,7 +301,10 @@ int api_models_json(const api_limits *lim, api_buf *b) {
         api__buf_json_string(b, t->name);
         api__buf_printf(b, ",\"tokens\":%zu}", api_bpe_vocab_size(t->bpe));
     }
-    api__buf_puts(b, "]}");
+    api__buf_puts(b, "],\"default_tokenizer\":");
+    if ((t = api__tokenizer_at(lim, 0)) != NULL) api__buf_json_string(b, t->name);
+    else api__buf_puts(b, "null");
+    api__buf_puts(b, "}");
     return b->failed ? -1 : 0;
 }
 

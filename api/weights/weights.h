@@ -165,7 +165,7 @@ void api__config_json(api_buf *b, const attn_lm_config *c);
 /* Hugging Face's rope_scaling (null, or {"rope_type" or "type": "default",
  * "linear" or "llama3", "factor", "low_freq_factor", "high_freq_factor",
  * "original_max_position_embeddings"}) into c's rope_* fields; Gemma's
- * layer_types list into c->global_every. 0, or -1 with the fault in why. */
+ * layer_types list into c's local_layers. 0, or -1 with the fault in why. */
 int api__rope_scaling_read(const json_t *v, attn_lm_config *c, char *why, size_t size);
 int api__layer_types_read(const json_t *v, attn_lm_config *c, char *why, size_t size);
 

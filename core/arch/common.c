@@ -3,6 +3,8 @@
  * shared by the rows' describe() functions; it calls nothing of theirs. */
 #include "core/arch/arch.h"
 
+#include <string.h>
+
 int attn__spec_common(const attn_lm_config *c, attn_lm_spec *s, attn_error *err) {
     double pct = c->rotary_pct > 0.0 ? c->rotary_pct : 1.0;
     int dims = (int)(c->head_dim * pct);
@@ -29,6 +31,11 @@ int attn__spec_common(const attn_lm_config *c, attn_lm_spec *s, attn_error *err)
     s->window = c->window;
     s->global_every = c->global_every;
     s->window_from = c->window_from;
+    if (c->layer_list && c->n_layer > ATTN_LM_LIST_LAYERS)
+        return attn__fail(err, ATTN_ERR_ARG, "layer_types", "a list of layer types names at most "
+                          "%d layers", ATTN_LM_LIST_LAYERS);
+    s->layer_list = c->layer_list;
+    memcpy(s->local_layers, c->local_layers, sizeof s->local_layers);
     s->qkv_bias = s->o_bias = c->attn_bias;
     s->mlp_bias = c->mlp_bias;
     s->tied = c->tied;

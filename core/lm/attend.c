@@ -64,7 +64,9 @@ static void qk_norm(attn__run *r, const attn__weights *w) {
 /* 1 if block l sees only a window of keys (and uses the local base). */
 static int local_layer(const attn_lm_plan *p, int l) {
     const attn_lm_spec *s = &p->spec;
-    return s->window > 0 && l >= s->window_from && (s->global_every == 0 || (l + 1) % s->global_every != 0);
+    if (s->window <= 0 || l < s->window_from) return 0;
+    if (s->layer_list) return l < ATTN_LM_LIST_LAYERS && (s->local_layers[l / 8] >> (l % 8) & 1);
+    return s->global_every == 0 || (l + 1) % s->global_every != 0;
 }
 
 /* Rotates the first rope.dims dims of every query and key head by its row's
