@@ -52,7 +52,7 @@ void srv_gen_destroy(srv_gen *g) {
 int srv_gen_wants(srv_route route, const char *body, size_t len) {
     api_endpoint ep;
     if (!srv_route_endpoint(route, &ep)) return 0;
-    if (ep == API_EP_V1_COMPLETIONS) return 1;
+    if (api_endpoint_get(ep)->kind == API_KIND_OPENAI) return 1;
     static const char key[] = "\"generate\"";
     return body && len >= sizeof key - 1 && memmem(body, len, key, sizeof key - 1) != NULL;
 }

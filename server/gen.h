@@ -33,9 +33,10 @@ void srv_gen_destroy(srv_gen *g);
 void srv_gen_stopping(srv_gen *g);
 int srv_gen_is_stopping(srv_gen *g);
 
-/* 1 if a request to route with this body generates: /v1/completions, or a
- * body that mentions "generate" (a cheap look, not a parse: a false guess
- * only runs a request on these threads). */
+/* 1 if a request to route with this body generates: the OpenAI kind's
+ * (/v1/completions, /v1/chat/completions), or a body that mentions
+ * "generate" (a cheap look, not a parse: a false guess only runs a request
+ * on these threads). */
 int srv_gen_wants(srv_route route, const char *body, size_t len);
 
 /* Queues fn(arg) on the generation threads: 0, or -1 when the queue is full. */

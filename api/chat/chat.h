@@ -90,4 +90,22 @@ void api__chat_free(api_chat_template *t); /* NULL: nothing */
 int api__chat_render(const api_chat_template *t, const json_t *context, const api_chat_limits *lim,
                      char **text, size_t *len, api_chat_error *err);
 
+/* ==== A model folder's template (folder.c) ==== */
+
+typedef struct api_chat_folder {
+    api_chat_template *t;   /* NULL when it did not compile: error says why */
+    json_t *tokens;         /* {"bos_token": "<s>", "eos_token": ..., "unk_token", "pad_token"}:
+                               those tokenizer_config.json sets, as strings */
+    char source[48];        /* "chat_template.jinja" or "tokenizer_config.json's chat_template" */
+    char error[600];        /* the compile error, with its file and line */
+} api_chat_folder;
+
+/* The chat template of the folder dir (chat_template.jinja, else
+ * tokenizer_config.json's chat_template) into *out; a folder without one
+ * gives NULL, and so does a missing tokenizer_config.json. -1 with why
+ * only for a file that cannot be read or a config that is not JSON; a
+ * template that does not compile is loaded as its error. */
+int api__chat_folder_load(const char *dir, api_chat_folder **out, char *why, size_t size);
+void api__chat_folder_free(api_chat_folder *f); /* NULL: nothing */
+
 #endif

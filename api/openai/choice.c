@@ -262,3 +262,9 @@ int api__oai_flush(oai_state *s) {
     s->job->error_event = "data: "; /* a failure from now on: data: {"error": ...} */
     return 0;
 }
+
+/* ==== What chat_reply.c shares (/v1/chat/completions) ==== */
+
+void api__oai_token_json(api_buf *j, const api_bpe *bpe, int32_t id) { tok_str(j, bpe, id); }
+void api__oai_number(api_buf *j, float v) { number(j, v); }
+void api__oai_delta(oai_state *s, int b, api_buf *j) { delta(s, b, j); }

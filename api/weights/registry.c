@@ -16,6 +16,7 @@
  */
 #include "api/weights/weights.h"
 #include "api/base/base.h"
+#include "api/chat/chat.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -131,12 +132,14 @@ static int load_folder(api_model *m, const char *dir, char *why, size_t size) {
     int rc = load_set(&set, &h, m, inner, sizeof inner);
     api__st_set_close(&set);
     if (rc) return api__ckpt_fail(why, size, "%s/%s: %s", dir, m->file, inner);
-    return api__folder_tokenizer(dir, m, why, size);
+    if (api__folder_tokenizer(dir, m, why, size)) return -1;
+    return api__chat_folder_load(dir, &m->chat, why, size);
 }
 
 static void model_free(api_model *m) {
     free(m->params);
     api_bpe_free(m->bpe);
+    api__chat_folder_free(m->chat);
 }
 
 /* m appended to the registry (created when NULL); the tokenizers' names
