@@ -9,7 +9,8 @@
  *     here by hand (/tokenize), shown by usage.prompt_tokens and by the
  *     reply, equal to /v1/completions' on those ids;
  *   - the folder's eos_token ends a reply (finish_reason "stop", nothing
- *     written), else max_completion_tokens ("length");
+ *     written), and so does an id of its generation_config.json's
+ *     eos_token_id list; else max_completion_tokens ("length");
  *   - the reply validates against the OpenAPI document's schema;
  *   - 400s, each naming its field: a model without a chat template or with
  *     one that does not compile (its error and line), raise_exception's
@@ -28,6 +29,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/bpe/bpe.h"
 #include "support/api_call.h"
 #include "support/check_main.h"
 #include "support/files.h"
@@ -57,9 +59,10 @@ static void write_file(const char *dir, const char *name, const char *text) {
 
 /* A folder NAME beside the others: the golden weights and tokenizer.json,
  * config.json with a context of 256, tokenizer_config.json with template
- * (NULL: none) and eos_token (NULL: the golden's), and chat_template.jinja
- * when jinja is given; loaded as model NAME. */
-static void add_folder(const char *name, const char *template, const char *eos, const char *jinja) {
+ * (NULL: none) and eos_token (NULL: the golden's), chat_template.jinja and
+ * generation_config.json when given; loaded as model NAME. */
+static void add_folder(const char *name, const char *template, const char *eos, const char *jinja,
+                       const char *generation_config) {
     char rel[1024], golden[PATH_MAX], dir[1024], src[PATH_MAX + 64], dst[1200], why[512], spec[1200];
     ck_assert(realpath(tfile_path(rel, sizeof rel, GOLDEN), golden) != NULL);
     ck_assert(ttmp_path(dir, sizeof dir, name) && mkdir(dir, 0755) == 0);
@@ -85,6 +88,7 @@ static void add_folder(const char *name, const char *template, const char *eos, 
     ck_assert(json_dump_file(tc, dst, 0) == 0);
     json_decref(tc);
     if (jinja) write_file(dir, "chat_template.jinja", jinja);
+    if (generation_config) write_file(dir, "generation_config.json", generation_config);
     snprintf(spec, sizeof spec, "%s=%s", name, dir);
     ck_assert_msg(api_models_load(&g_models, spec, why, sizeof why) == 0, "%s", why);
     g_lim.models = g_models;
@@ -100,10 +104,10 @@ static char *smollm2_template(void) {
 static void setup(void) {
     ttmp_make();
     char *smol = smollm2_template();
-    add_folder("smol", smol, NULL, NULL);
-    add_folder("strict", "{{ 'not this one' }}", NULL, strict_jinja);
-    add_folder("broken", "{% for m in messages %}{{ m.content | no_such_filter }}{% endfor %}", NULL, NULL);
-    add_folder("plain", NULL, NULL, NULL);
+    add_folder("smol", smol, NULL, NULL, NULL);
+    add_folder("strict", "{{ 'not this one' }}", NULL, strict_jinja, NULL);
+    add_folder("broken", "{% for m in messages %}{{ m.content | no_such_filter }}{% endfor %}", NULL, NULL, NULL);
+    add_folder("plain", NULL, NULL, NULL, NULL);
     free(smol);
 }
 
@@ -185,17 +189,28 @@ START_TEST(eos_token_ends_the_reply) {
         json_array_get(json_object_get(json_object_get(c, "logprobs"), "content"), 0), "token"));
     ck_assert_msg(first && strspn(first, "0123456789abcdefghijklmnopqrstuvwxyz") == strlen(first),
                   "the first token \"%s\" has no plain spelling", first ? first : "");
-    char *smol = smollm2_template();
-    add_folder("eos", smol, first, NULL);
+    char rel[1024], why[256];
+    api_bpe *tok = NULL;
+    ck_assert(api_bpe_load(tfile_path(rel, sizeof rel, GOLDEN), &tok, why, sizeof why) == 0);
+    int32_t id = api_bpe_token_id(tok, first, strlen(first)); /* the vocabulary's, as eos_token finds it */
+    api_bpe_free(tok);
+    ck_assert(id >= 0);
+    char *smol = smollm2_template(), gen[128];
+    add_folder("eos", smol, first, NULL, NULL);
+    snprintf(gen, sizeof gen, "{\"eos_token_id\": [7, %d]}", (int)id);
+    add_folder("gen_eos", smol, NULL, NULL, gen);
     free(smol);
     json_decref(r);
-    snprintf(text, sizeof text, body, "eos");
-    r = chat(text, 200);
-    c = json_array_get(json_object_get(r, "choices"), 0);
-    ck_assert_str_eq(json_string_value(json_object_get(c, "finish_reason")), "stop");
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(c, "message"), "content")), "");
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(r, "usage"), "completion_tokens")), 0);
-    json_decref(r);
+    static const char *const stopped[] = {"eos", "gen_eos"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(text, sizeof text, body, stopped[i]);
+        r = chat(text, 200);
+        c = json_array_get(json_object_get(r, "choices"), 0);
+        ck_assert_str_eq(json_string_value(json_object_get(c, "finish_reason")), "stop");
+        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(c, "message"), "content")), "");
+        ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(r, "usage"), "completion_tokens")), 0);
+        json_decref(r);
+    }
 }
 END_TEST
 

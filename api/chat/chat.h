@@ -98,10 +98,13 @@ typedef struct api_chat_folder {
                                those tokenizer_config.json sets, as strings */
     char source[48];        /* "chat_template.jinja" or "tokenizer_config.json's chat_template" */
     char error[600];        /* the compile error, with its file and line */
+    int n_eos;              /* generation_config.json's eos_token_id (a number or a list) */
+    int32_t eos[8];
 } api_chat_folder;
 
 /* The chat template of the folder dir (chat_template.jinja, else
- * tokenizer_config.json's chat_template) into *out; a folder without one
+ * tokenizer_config.json's chat_template) into *out, with the ids its
+ * generation_config.json says end a reply (at most 8); a folder without one
  * gives NULL, and so does a missing tokenizer_config.json. -1 with why
  * only for a file that cannot be read or a config that is not JSON; a
  * template that does not compile is loaded as its error. */

@@ -5,7 +5,8 @@
  * "template"} whose "default" is the one transformers applies. With it the
  * texts of the special tokens transformers hands every template
  * (special_tokens_map: bos_token, eos_token, unk_token, pad_token; each a
- * string or an AddedToken object's "content"). */
+ * string or an AddedToken object's "content"), and the ids
+ * generation_config.json says end a reply. */
 #include "api/chat/chat.h"
 
 #include <stdio.h>
@@ -72,6 +73,22 @@ static int special_tokens(const json_t *cfg, api_chat_folder *f) {
     return 0;
 }
 
+/* generation_config.json's eos_token_id: one id or a list (Llama 3.2
+ * Instruct's [128001, 128008, 128009], Gemma 3's [1, 106]). */
+static void generation_eos(const char *dir, api_chat_folder *f) {
+    json_error_t je;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/generation_config.json", dir);
+    json_t *g = json_load_file(path, 0, &je), *v = json_object_get(g, "eos_token_id");
+    size_t n = json_is_array(v) ? json_array_size(v) : 1;
+    for (size_t i = 0; v && i < n && f->n_eos < (int)(sizeof f->eos / sizeof f->eos[0]); i++) {
+        const json_t *x = json_is_array(v) ? json_array_get(v, i) : v;
+        if (json_is_integer(x) && json_integer_value(x) >= 0 && json_integer_value(x) < INT32_MAX)
+            f->eos[f->n_eos++] = (int32_t)json_integer_value(x);
+    }
+    json_decref(g);
+}
+
 /* Compiles src into f (a template that does not compile is kept as its
  * error: the model still serves everything else). */
 static void compile(api_chat_folder *f, const char *src, size_t len, const char *from) {
@@ -112,6 +129,7 @@ int api__chat_folder_load(const char *dir, api_chat_folder **out, char *why, siz
     }
     if (jinja) compile(f, jinja, jlen, "chat_template.jinja");
     else compile(f, json_string_value(src), json_string_length(src), "tokenizer_config.json's chat_template");
+    generation_eos(dir, f);
     json_decref(cfg);
     free(jinja);
     *out = f;

@@ -15,7 +15,9 @@
  * content is a string, null, or OpenAI's parts [{"type": "text", "text":
  * ...}] joined with "\n" (as vLLM joins them); other fields of a message
  * (name, tool_calls, tool_call_id) reach the template as they are. Without
- * max_tokens or max_completion_tokens the reply may run to the context. */
+ * max_tokens or max_completion_tokens the reply may run to the context. A
+ * reply ends at the folder's eos_token (else <|endoftext|>) and at the ids
+ * of its generation_config.json's eos_token_id. */
 #include "api/openai/openai.h"
 #include "api/bpe/bpe.h"
 #include "api/chat/chat.h"
@@ -209,5 +211,9 @@ int api__oai_chat_parse(const json_t *root, const api_limits *lim, oai_rq *rq, a
     /* the folder's eos_token ends a reply (<|im_end|>, <|eot_id|>); else <|endoftext|> */
     int32_t eos = api_bpe_eos_id(rq->tok->bpe);
     rq->opt.eos_id = eos >= 0 && eos < rq->model->cfg.vocab_size ? eos : api__oai_endoftext(rq);
+    const api_chat_folder *f = rq->model->chat; /* and generation_config.json's */
+    for (int i = 0; i < f->n_eos && rq->opt.n_eos_more < API_GEN_MAX_EOS; i++)
+        if (f->eos[i] < rq->model->cfg.vocab_size && f->eos[i] != rq->opt.eos_id)
+            rq->opt.eos_more[rq->opt.n_eos_more++] = f->eos[i];
     return 0;
 }
