@@ -3,6 +3,9 @@
  * weights and tokenizer.json linked, a longer context) with chat templates
  * of their own:
  *
+ *   - tokenizer_config.json's chat_template as a list (its "default") and
+ *     special tokens as AddedToken objects; a config that is not an object
+ *     refuses the folder;
  *   - chat_template.jinja wins over tokenizer_config.json's chat_template
  *     (as in transformers), chat_template_kwargs reach the template, text
  *     parts are joined with "\n": the prompt is the ids of the text written
@@ -61,11 +64,11 @@ static void write_file(const char *dir, const char *name, const char *text) {
  * config.json with a context of 256, tokenizer_config.json with template
  * (NULL: none) and eos_token (NULL: the golden's), chat_template.jinja and
  * generation_config.json when given; loaded as model NAME. */
-static void add_folder(const char *name, const char *template, const char *eos, const char *jinja,
-                       const char *generation_config) {
-    char rel[1024], golden[PATH_MAX], dir[1024], src[PATH_MAX + 64], dst[1200], why[512], spec[1200];
+static void make_folder(const char *name, const char *template, const char *eos, const char *jinja,
+                        const char *generation_config, char *dir, size_t size) {
+    char rel[1024], golden[PATH_MAX], src[PATH_MAX + 64], dst[1200];
     ck_assert(realpath(tfile_path(rel, sizeof rel, GOLDEN), golden) != NULL);
-    ck_assert(ttmp_path(dir, sizeof dir, name) && mkdir(dir, 0755) == 0);
+    ck_assert(ttmp_path(dir, size, name) && mkdir(dir, 0755) == 0);
     static const char *const linked[] = {"model.safetensors", "tokenizer.json"};
     for (int i = 0; i < 2; i++) {
         snprintf(src, sizeof src, "%s/%s", golden, linked[i]);
@@ -89,9 +92,22 @@ static void add_folder(const char *name, const char *template, const char *eos, 
     json_decref(tc);
     if (jinja) write_file(dir, "chat_template.jinja", jinja);
     if (generation_config) write_file(dir, "generation_config.json", generation_config);
+}
+
+/* Loads dir as model name: 0, or -1 with the fault in why. */
+static int load(const char *name, const char *dir, char *why, size_t size) {
+    char spec[1200];
     snprintf(spec, sizeof spec, "%s=%s", name, dir);
-    ck_assert_msg(api_models_load(&g_models, spec, why, sizeof why) == 0, "%s", why);
+    int rc = api_models_load(&g_models, spec, why, size);
     g_lim.models = g_models;
+    return rc;
+}
+
+static void add_folder(const char *name, const char *template, const char *eos, const char *jinja,
+                       const char *generation_config) {
+    char dir[1024], why[512];
+    make_folder(name, template, eos, jinja, generation_config, dir, sizeof dir);
+    ck_assert_msg(load(name, dir, why, sizeof why) == 0, "%s", why);
 }
 
 static char *smollm2_template(void) {
@@ -172,6 +188,27 @@ START_TEST(prompt_is_the_template_text) {
     same_as_text("smol", "[{\"role\": \"user\", \"content\": \"hi\"}]", NULL,
                  "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
                  "Face<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+}
+END_TEST
+
+START_TEST(folder_forms) {
+    /* tokenizer_config.json's chat_template as a list (its "default"), special
+     * tokens as AddedToken objects */
+    char dir[1024], why[512];
+    make_folder("listed", NULL, NULL, NULL, NULL, dir, sizeof dir);
+    write_file(dir, "tokenizer_config.json",
+               "{\"chat_template\": [{\"name\": \"tool_use\", \"template\": \"no\"}, {\"name\": \"default\", "
+               "\"template\": \"{{ bos_token }}|{% for m in messages %}{{ m.content }}{% endfor %}|{{ eos_token }}\"}], "
+               "\"bos_token\": {\"content\": \"<|im_start|>\", \"special\": true}, \"eos_token\": "
+               "{\"content\": \"<|im_end|>\", \"lstrip\": false}}");
+    ck_assert_msg(load("listed", dir, why, sizeof why) == 0, "%s", why);
+    same_as_text("listed", "[{\"role\": \"user\", \"content\": \"hi there\"}]", NULL,
+                 "<|im_start|>|hi there|<|im_end|>");
+    /* a tokenizer_config.json that is not an object: the folder is refused */
+    make_folder("bad_config", NULL, NULL, NULL, NULL, dir, sizeof dir);
+    write_file(dir, "tokenizer_config.json", "[1, 2]");
+    ck_assert_int_eq(load("bad_config", dir, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, "tokenizer_config.json") != NULL, "%s", why);
 }
 END_TEST
 
@@ -269,7 +306,7 @@ START_TEST(errors_name_their_field) {
 END_TEST
 
 static Suite *chat_suite(void) {
-    const TTest *tests[] = {prompt_is_the_template_text, eos_token_ends_the_reply, reply_matches_the_document,
+    const TTest *tests[] = {prompt_is_the_template_text, folder_forms, eos_token_ends_the_reply, reply_matches_the_document,
                             errors_name_their_field, NULL};
     return suite_with("openai_chat", "chat", 60, tests, setup, teardown);
 }
