@@ -15,6 +15,8 @@
  *     written), and so does an id of its generation_config.json's
  *     eos_token_id list; else max_completion_tokens ("length");
  *   - the reply validates against the OpenAPI document's schema;
+ *   - every allocation of a request failing in turn gives a 503, never a
+ *     crash (the program is linked with tests/support/fail_alloc.c);
  *   - 400s, each naming its field: a model without a chat template or with
  *     one that does not compile (its error and line), raise_exception's
  *     message, messages missing, empty, with an unknown role or an image
@@ -35,6 +37,7 @@
 #include "api/bpe/bpe.h"
 #include "support/api_call.h"
 #include "support/check_main.h"
+#include "support/fail_alloc.h"
 #include "support/files.h"
 #include "support/jschema.h"
 #include "support/openapi_doc.h"
@@ -269,6 +272,38 @@ START_TEST(reply_matches_the_document) {
 }
 END_TEST
 
+/* Every allocation of a chat request fails in turn (as test_api_chaos):
+ * each time a well-formed 503, never a 200 or a crash (nor, under make
+ * asan, a leak). Whole with n = 2 and logprobs, and streamed. */
+START_TEST(each_allocation_fails) {
+    static const char *const bodies[] = {
+        "{\"model\": \"smol\", \"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"}, "
+        "{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"hi\"}]}], \"max_tokens\": 3, "
+        "\"n\": 2, \"seed\": 1, \"logprobs\": true, \"top_logprobs\": 2, \"stop\": [\"x\"]}",
+        "{\"model\": \"strict\", \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"max_tokens\": 2, "
+        "\"stream\": true, \"logprobs\": true}"};
+    api_limits lim = g_lim;
+    for (int i = 0; i < 2; i++) {
+        api_reply reply;
+        fail_alloc_count();
+        int want = api_handle(API_EP_V1_CHAT_COMPLETIONS, bodies[i], strlen(bodies[i]), &lim, &reply);
+        long total = fail_alloc_stop();
+        api_reply_free(&reply);
+        ck_assert_int_eq(want, 200);
+        ck_assert_msg(total > 20, "request %d: %ld allocations", i, total);
+        for (long k = 0; k < total; k++) {
+            fail_alloc_at(k);
+            int status = api_handle(API_EP_V1_CHAT_COMPLETIONS, bodies[i], strlen(bodies[i]), &lim, &reply);
+            fail_alloc_stop();
+            ck_assert_msg(status == 503, "request %d: status %d although allocation %ld of %ld failed: %.300s", i,
+                          status, k, total, reply.body.data ? reply.body.data : "");
+            api_reply_free(&reply);
+        }
+        printf("chat: request %d survived each of its %ld allocations failing\n", i, total);
+    }
+}
+END_TEST
+
 static void expect(const char *body, int status, const char *field, const char *words) {
     tapi_reply r = tapi_handle(API_EP_V1_CHAT_COMPLETIONS, body, &g_lim);
     const json_t *e = json_object_get(r.j, "error");
@@ -307,7 +342,7 @@ END_TEST
 
 static Suite *chat_suite(void) {
     const TTest *tests[] = {prompt_is_the_template_text, folder_forms, eos_token_ends_the_reply, reply_matches_the_document,
-                            errors_name_their_field, NULL};
+                            errors_name_their_field, each_allocation_fails, NULL};
     return suite_with("openai_chat", "chat", 60, tests, setup, teardown);
 }
 

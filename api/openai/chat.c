@@ -77,9 +77,13 @@ static json_t *message(const json_t *m, size_t i, api_err *e) {
         return api__field_wrong_type(e, field, content, "a string, null or an array of text parts"), NULL;
     json_t *text = NULL;
     if (json_is_array(content) && (text = joined_parts(content, field, e)) == NULL) return NULL;
-    json_t *copy = json_copy((json_t *)m);
-    if (copy && (text == NULL || json_object_set_new(copy, "content", text) == 0)) return copy;
-    if (copy == NULL) json_decref(text);
+    json_t *copy = json_object(); /* not json_copy: it drops members it fails to set */
+    const char *key;
+    json_t *v;
+    int failed = copy == NULL;
+    json_object_foreach((json_t *)m, key, v) failed = failed || json_object_set(copy, key, v) != 0;
+    if (!failed && (text == NULL || json_object_set_new(copy, "content", text) == 0)) return copy;
+    if (failed) json_decref(text);
     json_decref(copy);
     api__fail(e, API_E_OUT_OF_MEMORY, "messages", "cannot allocate the messages");
     return NULL;
