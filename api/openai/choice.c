@@ -44,7 +44,7 @@ static void tok_str(api_buf *j, const api_bpe *bpe, int32_t id) {
         api_buf t = {0};
         api__buf_put(&t, b, n);
         api__buf_put(&t, "", 1); /* NUL after the text */
-        api__buf_json_stringn(j, t.data ? t.data : "", n);
+        api__buf_json_stringn(j, t.data ? t.data : "", t.data ? n : 0); /* t.failed says the rest */
         if (t.failed) j->failed = 1;
         api_buf_free(&t);
         return;
