@@ -14,7 +14,8 @@
  *   - the folder's eos_token ends a reply (finish_reason "stop", nothing
  *     written), and so does an id of its generation_config.json's
  *     eos_token_id list; else max_completion_tokens ("length");
- *   - the reply validates against the OpenAPI document's schema;
+ *   - the reply validates against the OpenAPI document's schema; GET
+ *     /models says where each template came from, or why it failed;
  *   - every allocation of a request failing in turn gives a 503, never a
  *     crash (the program is linked with tests/support/fail_alloc.c);
  *   - 400s, each naming its field: a model without a chat template or with
@@ -317,6 +318,40 @@ static void expect(const char *body, int status, const char *field, const char *
 
 #define USER "\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]"
 
+/* GET /models says where each model's template came from, or why it failed. */
+static void check_listed(const json_t *models, const char *name, const char *source, const char *error) {
+    const json_t *ms = json_object_get(models, "models");
+    for (size_t i = 0; i < json_array_size(ms); i++) {
+        const json_t *m = json_array_get(ms, i), *ct = json_object_get(m, "chat_template");
+        if (strcmp(json_string_value(json_object_get(m, "name")), name) != 0) continue;
+        if (source == NULL) {
+            ck_assert_msg(json_is_null(ct), "%s has a chat template", name);
+            return;
+        }
+        ck_assert_str_eq(json_string_value(json_object_get(ct, "source")), source);
+        const char *got = json_string_value(json_object_get(ct, "error"));
+        ck_assert_msg(error ? got && strstr(got, error) : json_is_null(json_object_get(ct, "error")), "%s: %s",
+                      name, got ? got : "null");
+        return;
+    }
+    ck_abort_msg("%s is not listed", name);
+}
+
+START_TEST(models_list_the_templates) {
+    api_buf b = {0};
+    ck_assert(api_models_json(&g_lim, &b) == 0);
+    json_error_t je;
+    json_t *j = json_loadb(b.data, b.len, 0, &je);
+    ck_assert_msg(j != NULL, "%s", je.text);
+    check_listed(j, "smol", "tokenizer_config.json's chat_template", NULL);
+    check_listed(j, "strict", "chat_template.jinja", NULL);
+    check_listed(j, "broken", "tokenizer_config.json's chat_template", "no_such_filter");
+    check_listed(j, "plain", NULL, NULL);
+    json_decref(j);
+    api_buf_free(&b);
+}
+END_TEST
+
 START_TEST(errors_name_their_field) {
     expect("{\"model\": \"plain\", " USER "}", 400, "model", "has no chat template");
     expect("{\"model\": \"broken\", " USER "}", 400, "model", "no_such_filter");
@@ -342,7 +377,8 @@ END_TEST
 
 static Suite *chat_suite(void) {
     const TTest *tests[] = {prompt_is_the_template_text, folder_forms, eos_token_ends_the_reply, reply_matches_the_document,
-                            errors_name_their_field, each_allocation_fails, NULL};
+                            errors_name_their_field, each_allocation_fails,
+                            models_list_the_templates, NULL};
     return suite_with("openai_chat", "chat", 60, tests, setup, teardown);
 }
 

@@ -287,7 +287,17 @@ static void model_json(api_buf *b, const api_model *m) {
                     m->n_head_from, m->dtype, m->n_weights, m->prefixed ? "true" : "false", head);
     if (m->bpe) api__buf_printf(b, "{\"name\":\"%s\",\"tokens\":%zu}", m->name, api_bpe_vocab_size(m->bpe));
     else api__buf_puts(b, "null");
-    api__buf_printf(b, ",\"builtin\":%s}", m->builtin ? "true" : "false");
+    api__buf_printf(b, ",\"builtin\":%s,\"chat_template\":", m->builtin ? "true" : "false");
+    if (m->chat) { /* where it came from; its compile error when it did not compile */
+        api__buf_puts(b, "{\"source\":");
+        api__buf_json_string(b, m->chat->source);
+        api__buf_puts(b, ",\"error\":");
+        if (m->chat->t) api__buf_puts(b, "null");
+        else api__buf_json_string(b, m->chat->error);
+        api__buf_puts(b, "}}");
+    } else {
+        api__buf_puts(b, "null}");
+    }
 }
 
 int api_models_json(const api_limits *lim, api_buf *b) {
