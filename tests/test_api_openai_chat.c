@@ -275,14 +275,16 @@ END_TEST
 
 /* Every allocation of a chat request fails in turn (as test_api_chaos):
  * each time a well-formed 503, never a 200 or a crash (nor, under make
- * asan, a leak). Whole with n = 2 and logprobs, and streamed. */
+ * asan, a leak). Whole with n = 2 and logprobs, and streamed (its seed
+ * writes a token of 32 spaces, whose text once looked invalid when the
+ * allocation of the UTF-8 check failed). */
 START_TEST(each_allocation_fails) {
     static const char *const bodies[] = {
         "{\"model\": \"smol\", \"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"}, "
         "{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"hi\"}]}], \"max_tokens\": 3, "
         "\"n\": 2, \"seed\": 1, \"logprobs\": true, \"top_logprobs\": 2, \"stop\": [\"x\"]}",
         "{\"model\": \"strict\", \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"max_tokens\": 2, "
-        "\"stream\": true, \"logprobs\": true}"};
+        "\"stream\": true, \"logprobs\": true, \"seed\": 6}"}; /* writes a token of 32 spaces */
     api_limits lim = g_lim;
     for (int i = 0; i < 2; i++) {
         api_reply reply;
