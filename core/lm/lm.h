@@ -14,6 +14,8 @@
  *   forward.c  the forward pass (and the prefill that fills a cache)
  *   step.c     one step over rows of many sequences; cache.c: the cache
  *   lens.c     the logit lens; many.c: runs shared over the pool
+ *   analysis.c the analyses of each block's weights; loss.c: the loss;
+ *              importance.c: ablated runs, costs; run.c: attn_lm_run
  *
  * A run is dense (rows = B * T tokens of a [B][T] batch, attention among
  * them through the kernels of core/) or a step (rows of any sequences,
@@ -37,9 +39,8 @@ typedef struct {
 } attn__weights;
 
 /* The model's tensors before and after the blocks (the head is the token
- * embedding when tied). */
+ * embedding when tied); block l's. */
 void attn__model_weights(const attn_lm_plan *p, const float *params, attn__weights *v);
-/* Block l's. */
 void attn__block_weights(const attn_lm_plan *p, const float *params, int l, attn__weights *v);
 /* The size of dimension d in plan p. */
 size_t attn__dim_size(const attn_lm_plan *p, attn__dim d);
@@ -96,6 +97,12 @@ typedef struct attn__run {
     float *scores;            /* step: [rows][H][capacity] */
     float *unit;              /* [2][C] ones and zeros: a norm without its affine part, for
                                  the hook_normalized captures */
+    float *pattern;           /* [B][H][T][T] one block's weights for the analyses alone */
+    float *abar;              /* [B][T][T] the rollout's head means of one block */
+    int *occ;                 /* [B][T] each position's previous occurrence of its token (-1) */
+    float *lossbuf;           /* a chunk of logits rows for the loss (attn__loss_rows) */
+    float *keep;              /* [n_layer][B][T][C] each block's input (importance's) or NULL */
+    int whole;                /* attn_lm_run's own call: importance may be asked */
     int width;                /* attn_pool_width(pool) */
 } attn__run;
 
@@ -145,6 +152,23 @@ void attn__intervene_z(const attn__run *r, int l);
 void attn__patch_resid(const attn__run *r, int l, attn_hook hook, float *x);
 /* Validates in against the plan (the entries of every list). */
 int attn__check_inputs(const attn_lm_plan *p, const attn_lm_inputs *in, attn_error *err);
+
+/* ==== forward.c, analysis.c, loss.c, importance.c ========================= */
+
+/* The run r describes (plan, params, inputs, outputs): checks, work, blocks, head. */
+int attn__run_call(attn__run *r, attn_error *err);
+/* r with importance: the forward keeping each block's input, the ablated runs. */
+int attn__importance(attn__run *r, attn_error *err);
+/* 1 if r's outputs ask an analysis of the maps; its checks (idx, block 0,
+ * T >= 2 for the loss, importance only from attn_lm_run); before the
+ * blocks (previous occurrences); block l's from its weights [B][H][T][T]. */
+int attn__analysing(const attn__run *r);
+int attn__analysis_check(const attn__run *r, attn_error *err);
+void attn__analysis_start(attn__run *r);
+void attn__analyse_block(attn__run *r, int l, const float *pattern);
+/* Rows of logits the loss takes at once; r->out->loss from r->h or logits. */
+int attn__loss_rows(const attn_lm_plan *p);
+void attn__loss(attn__run *r);
 
 /* ==== cache.c ============================================================= */
 
