@@ -21,7 +21,7 @@ typedef enum {
     API_KIND_MODULE, /* an attention module of core's ATTN_MODULE_MAP (the rows whose
                         endpoint column is this path): api/module/ */
     API_KIND_MODEL,  /* a whole model: api/model/ */
-    API_KIND_OPENAI, /* OpenAI's completions API: api/openai/ */
+    API_KIND_OPENAI, /* OpenAI's completions and chat completions APIs: api/openai/ */
     API_KIND_TOKENS, /* text to token ids and back: api/tokens/ */
     API_KIND_COUNT
 } api_kind;
@@ -40,6 +40,7 @@ typedef enum {
     XX(MODEL, "POST", "/model", MODEL)                                                             \
     XX(MODEL_GPT2, "POST", "/model/gpt2", MODEL)                                                   \
     XX(V1_COMPLETIONS, "POST", "/v1/completions", OPENAI)                                          \
+    XX(V1_CHAT_COMPLETIONS, "POST", "/v1/chat/completions", OPENAI)                                \
     XX(TOKENIZE, "POST", "/tokenize", TOKENS)                                                      \
     XX(DETOKENIZE, "POST", "/detokenize", TOKENS)
 

@@ -44,7 +44,7 @@ static void tok_str(api_buf *j, const api_bpe *bpe, int32_t id) {
         api_buf t = {0};
         api__buf_put(&t, b, n);
         api__buf_put(&t, "", 1); /* NUL after the text */
-        api__buf_json_stringn(j, t.data ? t.data : "", n);
+        api__buf_json_stringn(j, t.data ? t.data : "", t.data ? n : 0); /* t.failed says the rest */
         if (t.failed) j->failed = 1;
         api_buf_free(&t);
         return;
@@ -286,3 +286,9 @@ int api__oai_flush(oai_state *s) {
     s->job->error_event = "data: "; /* a failure from now on: data: {"error": ...} */
     return 0;
 }
+
+/* ==== What chat_reply.c shares (/v1/chat/completions) ==== */
+
+void api__oai_token_json(api_buf *j, const api_bpe *bpe, int32_t id) { tok_str(j, bpe, id); }
+void api__oai_number(api_buf *j, float v) { number(j, v); }
+void api__oai_delta(oai_state *s, int b, api_buf *j) { delta(s, b, j); }

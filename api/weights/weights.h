@@ -112,6 +112,7 @@ typedef struct {
     api_bpe *bpe;                   /* the folder's tokenizer (owned), or NULL */
     api_tokenizer tok;              /* {name, bpe}: what requests for this model read text with */
     int builtin;                    /* the folder's files came from memory (api_models_load_mem) */
+    struct api_chat_folder *chat;   /* the folder's chat template (api/chat/), or NULL */
 } api_model;
 
 /* What is known of a model before its tensors: the spec's ":heads=N", a
