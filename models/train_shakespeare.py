@@ -4,19 +4,22 @@ exports it as a Hugging Face GPT-2 folder the server loads with --model and
 --tokenizer.
 
     /usr/bin/python3 models/train_shakespeare.py [OUT_DIR]     (default models/shakespeare)
+    /usr/bin/python3 models/train_shakespeare.py --copy [OUT_DIR]   stage copy too
     /usr/bin/python3 models/train_shakespeare.py --text-from DIR [OUT_DIR]
         stage copy only, from stage text's exported folder DIR
     /usr/bin/python3 models/train_shakespeare.py --eval [OUT_DIR]   only the held-out figures
     /usr/bin/python3 models/train_shakespeare.py --steps N OUT_DIR  a shorter run (checks):
         at most N steps a stage (each cosine ends at its stage's last step)
 
-Two stages (STAGES). Stage text: 2,000 steps on windows of the text alone,
-the demo model of commit 1b65f1f (1,508 s), exported to OUT_DIR/text while
-the run lasts. Stage copy: a fresh AdamW from those weights, half the windows
-holding a random sequence written several times with the loss left out on
-its first copy (random_batch), the standard way to grow a previous-token
-head and an induction head fast. A stopped stage goes on from
-OUT_DIR/checkpoint.pt (every CHECKPOINT_EVERY steps) when started again.
+Stages (STAGES). Stage text: 2,000 steps on windows of the text alone; it
+alone made the committed models/shakespeare (commit 1b65f1f, 1,508 s). Stage
+copy (--copy, or COPY_STAGE): a fresh AdamW from stage text's weights (kept
+in OUT_DIR/text while the run lasts), half the windows holding a random
+sequence written several times with the loss left out on its first copy
+(random_batch), the usual way to grow a previous-token head and an induction
+head; issue 32 asks for both in the demo model (see COPY_STAGE for where it
+stands). A stopped stage goes on from OUT_DIR/checkpoint.pt (written every
+CHECKPOINT_EVERY steps) when started again.
 
 Debian's python3-torch 1.13.1 on the CPU, one thread. The run is deterministic
 for a given PyTorch build, BLAS kernel set and thread count: the seed, the
@@ -113,6 +116,15 @@ TRAIN_FRACTION = 0.9
 EVAL_EVERY = 100
 EVAL_BATCHES = 10     # train and validation loss: the same 10 x 32 windows each time
 COPY_MIN, COPY_MAX = 8, 64  # the copied sequence's length (see random_batch)
+# Stage copy is not the default yet: it has not reached issue 32's goals
+# (a previous-token head >= 0.6 on the held-out text, an induction head >=
+# 0.4). Measured on a shared 2-core machine (one thread at about a third of a
+# core): --text-from the committed model, 1,200 steps of batches of 16,
+# 1,689 s to step 800, where the best previous-token head is 0.41 and the
+# best induction head 0.05 (the copied bytes' loss still at ln 65 at step
+# 400: the induction plateau not yet left); the model stays as stage text
+# made it.
+COPY_STAGE = False
 CHECKPOINT_EVERY = 100  # steps; OUT_DIR/checkpoint.pt, removed when the stage ends
 INDUCTION_SEED = 0    # the random sequence of the induction score (see induction_sequence)
 
@@ -358,11 +370,14 @@ def train(model, stage, log, out_dir):
     return dict(stage, history=history, seconds=time.time() - t0)
 
 
-def run_stages(log, out_dir, text_dir, steps):
-    """Stage text (or its exported folder text_dir, whose training_run.json
-    gives its record), exported to OUT_DIR/text until the run ends, then
-    stage copy. steps (--steps) shortens both, for checks."""
+def run_stages(log, out_dir, text_dir, steps, copy):
+    """Stage text; with copy, stage text (or its exported folder text_dir,
+    whose training_run.json gives its record), exported to OUT_DIR/text until
+    the run ends, then stage copy. steps (--steps) shortens both, for checks."""
     stages = [dict(s, steps=min(s["steps"], steps)) for s in STAGES]
+    if not copy:
+        model = new_model()
+        return model, [train(model, stages[0], log, out_dir)]
     done = text_dir or os.path.join(out_dir, "text")
     if os.path.exists(os.path.join(done, "training_run.json")):
         model = load_exported(done)
@@ -610,23 +625,26 @@ def evaluate(out_dir, log):
 
 
 def parse_args(argv):
-    """[--eval] [--steps N] [--text-from DIR] [OUT_DIR]: eval only, the
-    number of steps, stage text's folder, the folder."""
-    eval_only, steps, text_dir, rest, args = False, 10 ** 9, None, [], iter(argv)
+    """[--eval] [--steps N] [--copy] [--text-from DIR] [OUT_DIR]: eval only,
+    the number of steps, stage copy too, stage text's folder (implies
+    --copy), the folder."""
+    eval_only, steps, text_dir, copy, rest, args = False, 10 ** 9, None, COPY_STAGE, [], iter(argv)
     for a in args:
         if a == "--eval":
             eval_only = True
+        elif a == "--copy":
+            copy = True
         elif a == "--steps":
             steps = int(next(args))
         elif a == "--text-from":
-            text_dir = next(args)
+            text_dir, copy = next(args), True
         else:
             rest.append(a)
-    return eval_only, steps, text_dir, rest[0] if rest else os.path.join(HERE, "shakespeare")
+    return eval_only, steps, text_dir, copy, rest[0] if rest else os.path.join(HERE, "shakespeare")
 
 
 def main(argv):
-    eval_only, steps, text_dir, out_dir = parse_args(argv)
+    eval_only, steps, text_dir, copy, out_dir = parse_args(argv)
     lines = []
 
     def log(s):
@@ -637,7 +655,7 @@ def main(argv):
         (torch.__version__, torch.get_num_threads(), os.environ.get("OPENBLAS_CORETYPE")))
     run = None
     if not eval_only:
-        model, stages = run_stages(log, out_dir, text_dir, steps)
+        model, stages = run_stages(log, out_dir, text_dir, steps, copy)
         export(model, out_dir)
         # the exported weights must give the trained model's logits
         check = load_exported(out_dir)
