@@ -1,7 +1,7 @@
 /* bpe.h - the tokenizers of model folders (api/bpe/): text to token ids and
  * back, exactly as the reference implementations compute them.
  *
- * Two kinds, chosen by api_bpe_load from the files of a directory:
+ * Three kinds, chosen by api_bpe_load from the files of a directory:
  *
  *  - tokenizer.json (Hugging Face's format, preferred when present), with
  *    tokenizer_config.json beside it when there is one: encodes and decodes
@@ -9,20 +9,44 @@
  *    reference; the tests compare with its Node binding). The pipeline of
  *    the file is followed step by step: added tokens found in the text first
  *    (lstrip, rstrip, single_word and normalized as the file says), then the
- *    normalizer (Prepend, Replace, NFC/NFD/NFKC/NFKD, Sequence), the
- *    pre-tokenizer (ByteLevel, Split with a string or an Oniguruma regex as
- *    the library runs it, Metaspace, Digits, Sequence), the BPE model
- *    (merges "a b" or ["a", "b"], byte_fallback <0xNN> tokens, unk_token and
- *    fuse_unk, ignore_merges), the post-processor (TemplateProcessing, ByteLevel,
- *    Sequence) and the decoder (ByteLevel, Replace, ByteFallback, Fuse,
- *    Strip, Metaspace, Sequence). This covers the files of GPT-2, SmolLM2,
- *    Qwen2.5, Qwen3, Llama 3.x, Llama 2, TinyLlama, Mistral, Gemma 3 and
- *    Pythia. A file that asks for anything else (another model type, a
- *    WordPiece decoder, dropout, ...) is refused at load with
- *    API_BPE_ENOTSUP naming it, never half followed. Not followed: the
- *    file's "truncation" and "padding" (a server limits lengths itself) and
- *    transformers' clean_up_tokenization_spaces (a lossy rewrite of decoded
- *    text that transformers 5 no longer applies by default).
+ *    normalizer (Prepend, Replace, NFC/NFD/NFKC/NFKD, BertNormalizer,
+ *    Lowercase, StripAccents, Sequence), the pre-tokenizer (ByteLevel, Split
+ *    with a string or an Oniguruma regex as the library runs it, Metaspace,
+ *    Digits, BertPreTokenizer, Whitespace, WhitespaceSplit, Punctuation,
+ *    Sequence), the model (BPE: merges "a b" or ["a", "b"], byte_fallback
+ *    <0xNN> tokens, unk_token and fuse_unk, ignore_merges; WordPiece:
+ *    longest match first, continuing_subword_prefix, max_input_chars_per_word,
+ *    the word as unk_token when a part has no token), the post-processor
+ *    (TemplateProcessing with its single and pair templates and type ids,
+ *    BertProcessing, RobertaProcessing, ByteLevel, Sequence) and the decoder
+ *    (ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace, WordPiece
+ *    with its prefix and cleanup, Sequence). This covers the files of GPT-2,
+ *    SmolLM2, Qwen2.5, Qwen3, Llama 3.x, Llama 2, TinyLlama, Mistral, Gemma
+ *    3, Pythia, BERT (cased, uncased, Chinese), DistilBERT, MiniLM and
+ *    RoBERTa. A file that asks for anything else (another model type,
+ *    dropout, ...) is refused at load with API_BPE_ENOTSUP naming it, never
+ *    half followed. BertNormalizer's classes of characters are the library's
+ *    own (bert_unicode.c); its lowercase is Unicode 15's, as tokenizers 0.13
+ *    (0.23 also lowercases the letters Unicode 16 added). The file's
+ *    "padding" is not followed (a caller pads); its "truncation" only when a
+ *    caller passes it (api_bpe_file_truncation); transformers'
+ *    clean_up_tokenization_spaces (a lossy rewrite of decoded text that
+ *    transformers 5 no longer applies by default) is not applied.
+ *
+ *  - vocab.txt (a WordPiece vocabulary, one token a line, as BERT folders
+ *    saved by older transformers hold), with tokenizer_config.json and
+ *    special_tokens_map.json when present: the tokenizer.json transformers'
+ *    BertConverter makes of them (BertTokenizer, DistilBertTokenizer,
+ *    ElectraTokenizer, their Fast forms, or no class named): BertNormalizer
+ *    (clean_text; handle_chinese_chars from tokenize_chinese_chars, default
+ *    true; strip_accents, default null: as lowercase; lowercase from
+ *    do_lower_case, default true; all three false when do_basic_tokenize is
+ *    false), BertPreTokenizer, WordPiece ("##", 100 characters, the
+ *    unk_token), "[CLS] $A [SEP]" and "[CLS] $A [SEP] $B:1 [SEP]:1", the
+ *    WordPiece decoder; unk, sep, pad, cls and mask tokens as the files name
+ *    them (defaults [UNK] [SEP] [PAD] [CLS] [MASK]) are its special added
+ *    tokens (or tokenizer_config.json's added_tokens_decoder when it has
+ *    one). A non-empty added_tokens.json is refused (API_BPE_ENOTSUP).
  *
  *  - vocab.json + merges.txt (or OpenAI's encoder.json + vocab.bpe) of
  *    GPT-2: exactly what OpenAI's encoder.py (and tiktoken's r50k_base)
@@ -32,13 +56,15 @@
  *    <|endoftext|> are plain text, as in encoder.py.
  *
  * Special tokens. The BOS a folder adds: tokenizer.json's post_processor
- * (TemplateProcessing) says which ids go before and after the text; where
- * transformers replaces that template from tokenizer_config.json
- * (tokenizer_class LlamaTokenizer, GemmaTokenizer or CodeLlamaTokenizer,
- * whose add_bos_token defaults to true and add_eos_token to false; or any
- * class whose config sets add_bos_token or add_eos_token), the template is
- * [bos_token if add_bos_token] text [eos_token if add_eos_token] instead.
- * api_bpe_encode never adds them; api_bpe_encode_ex adds them when asked.
+ * says which ids go before and after the text (and around each text of a
+ * pair, with their type ids); where transformers replaces that template
+ * from tokenizer_config.json (tokenizer_class LlamaTokenizer,
+ * GemmaTokenizer or CodeLlamaTokenizer, whose add_bos_token defaults to true
+ * and add_eos_token to false; or any class whose config sets add_bos_token
+ * or add_eos_token), the template is [bos_token if add_bos_token] text
+ * [eos_token if add_eos_token] instead (a pair: the same around each text,
+ * B's with type id 1). api_bpe_encode never adds them; api_bpe_encode_ex
+ * and api_bpe_encode_pair add them when asked.
  *
  * A loaded tokenizer is read-only: any number of threads may encode and
  * decode with it at once (each call has its own work area). Functions return
@@ -60,7 +86,8 @@ enum {
     API_BPE_EUTF8 = -4,   /* the text is not valid UTF-8 */
     API_BPE_ERANGE = -5,  /* a token id outside the vocabulary */
     API_BPE_ETOOBIG = -6, /* a size over the limits below */
-    API_BPE_ENOTSUP = -7  /* a tokenizer.json step this library does not implement */
+    API_BPE_ENOTSUP = -7  /* a tokenizer.json step this library does not implement; a pair
+                             without a pair template */
 };
 
 #define API_BPE_MAX_VOCAB (1u << 22)   /* tokens a vocabulary may hold */
@@ -75,8 +102,9 @@ int api_bpe_load_json_mem(const char *json, size_t json_len, const char *config,
                           size_t config_len, api_bpe **out, char *err, size_t err_size);
 
 /* What was loaded, for people: "tokenizer.json (byte-level BPE)",
- * "tokenizer.json (SentencePiece-style BPE)" or "vocab.json + merges.txt
- * (GPT-2 byte-level BPE)". Static text. */
+ * "tokenizer.json (SentencePiece-style BPE)", "tokenizer.json (WordPiece)",
+ * "vocab.txt (WordPiece)" or "vocab.json + merges.txt (GPT-2 byte-level
+ * BPE)". Static text. */
 const char *api_bpe_kind(const api_bpe *t);
 
 /* ==== Encoding ==== */
@@ -101,9 +129,13 @@ int api_bpe_encode_ex(const api_bpe *t, const char *text, size_t len, unsigned f
 
 /* The ids the folder names as beginning and end of sequence
  * (tokenizer_config.json's bos_token and eos_token; without that file the
- * BOS is the template's first special token, and there is no EOS), or -1. */
+ * BOS is the template's first special token, and there is no EOS), as
+ * padding (pad_token; without that file tokenizer.json's padding.pad_id)
+ * and as mask (mask_token), or -1. */
 int32_t api_bpe_bos_id(const api_bpe *t);
 int32_t api_bpe_eos_id(const api_bpe *t);
+int32_t api_bpe_pad_id(const api_bpe *t);
+int32_t api_bpe_mask_id(const api_bpe *t);
 
 /* 1 if id is an added token marked special (<|endoftext|>, <s>, ...), else 0
  * (also for ids outside the vocabulary). */
@@ -114,7 +146,67 @@ int api_bpe_is_special(const api_bpe *t, int32_t id);
  * "Ġthe"); -1 if none. */
 int32_t api_bpe_token_id(const api_bpe *t, const char *s, size_t n);
 
+/* ==== Texts and pairs with type ids, truncated (encoders) ==== */
+
+enum { API_BPE_LONGEST_FIRST, API_BPE_ONLY_FIRST, API_BPE_ONLY_SECOND }; /* truncation strategies */
+
+/* How api_bpe_encode_pair encodes; all zero: no template, no limit. */
+typedef struct {
+    unsigned flags;    /* API_BPE_ADD_SPECIAL (the template), API_BPE_SPECIAL_AS_TEXT */
+    size_t max_length; /* 0: no limit; else at most this many ids, the template's included */
+    int strategy;      /* which text loses ids (API_BPE_LONGEST_FIRST: the longer one) */
+    int from_left;     /* 1: a text loses its first ids, 0: its last */
+} api_bpe_opts;
+
+/* One text or pair as the library's Encoding; its arrays are one block. */
+typedef struct {
+    int32_t *ids, *type_ids; /* [n]; type ids as the template says (BERT: 1 for B [SEP]) */
+    uint8_t *special;        /* [n] 1 for an id the template added (special_tokens_mask) */
+    size_t n;
+    size_t a_start, a_len;   /* text A's ids are ids[a_start .. a_start + a_len) */
+    size_t b_start, b_len;   /* text B's (both 0 without B) */
+    size_t removed;          /* ids the truncation took away */
+} api_bpe_encoding;
+
+/* Encodes text a (and b, when b is not NULL) as the library's
+ * encode(a, b, add_special_tokens) with truncation set to o: each text
+ * alone (B's ids as A's would be), truncated as truncate_encodings does
+ * (max_length less the template's ids; longest_first cuts the longer text
+ * until both are equal, the odd one off the second), then the template (the
+ * single one, or the pair one: API_BPE_ENOTSUP when the file has none) with
+ * its type ids, which apply without ADD_SPECIAL too. Differences: a
+ * max_length under the template's ids cuts both texts to nothing (the
+ * library panics); only_first or only_second that cannot cut enough is
+ * API_BPE_ETOOBIG (the library's error); the cut ids are dropped (no
+ * overflowing encodings, so stride has no use). o NULL: all zero. *out is
+ * zeroed on failure; free it with api_bpe_encoding_free. */
+int api_bpe_encode_pair(const api_bpe *t, const char *a, size_t a_len, const char *b, size_t b_len,
+                        const api_bpe_opts *o, api_bpe_encoding *out);
+void api_bpe_encoding_free(api_bpe_encoding *e); /* NULL or zeroed is fine */
+
+/* n texts (b NULL) or pairs (b[i] NULL: text i alone) into out[0 .. n),
+ * each as api_bpe_encode_pair; on a failure nothing is kept and *bad is
+ * the text's index. Padding them to one length is the caller's. */
+int api_bpe_encode_batch(const api_bpe *t, size_t n, const char *const *a, const size_t *a_len,
+                         const char *const *b, const size_t *b_len, const api_bpe_opts *o,
+                         api_bpe_encoding *out, size_t *bad);
+
+/* What the folder says about lengths, for the caller to choose: the library
+ * cuts every text to tokenizer.json's "truncation" (all-MiniLM-L6-v2's: 128),
+ * api_bpe_file_truncation: 1 and *o filled (ADD_SPECIAL set) when there is
+ * one, else 0; transformers cuts nothing unless asked, then at
+ * tokenizer_config.json's model_max_length (512), api_bpe_model_max_length,
+ * 0 when none or a "no limit" over 10^9; sentence-transformers cuts at
+ * sentence_bert_config.json's max_seq_length (256), the model's to read. */
+int api_bpe_file_truncation(const api_bpe *t, api_bpe_opts *o);
+size_t api_bpe_model_max_length(const api_bpe *t);
+
 /* ==== Tokens as bytes and text ==== */
+
+/* A token as the files write it (owned by t, not NUL-terminated): "##ing",
+ * "[CLS]", "Ġthe", "▁the", "<0x41>" (convert_ids_to_tokens); for
+ * vocab.json + merges.txt its bytes, as api_bpe_token_bytes. */
+int api_bpe_token_name(const api_bpe *t, int32_t id, const char **s, size_t *len);
 
 /* The longest token in bytes (api_bpe_token_bytes): a text of n tokens has
  * at most n times as many bytes, plus a decoder's replacement characters. */
@@ -122,8 +214,8 @@ size_t api_bpe_max_token_bytes(const api_bpe *t);
 
 /* The bytes a token stands for in the middle of a text (owned by t, not
  * NUL-terminated): for byte-level BPE its bytes; for SentencePiece-style
- * BPE its text with "▁" as a space and <0xNN> as that byte; an added token's
- * content. Concatenated, they are the text the ids stand for, before the
+ * BPE its text with "▁" as a space and <0xNN> as that byte; for WordPiece
+ * "##ing" as "ing", "the" as " the"; an added token's content. Concatenated, they are the text the ids stand for, before the
  * decoder's steps on the whole text (Strip of the first space, U+FFFD for
  * broken characters). */
 int api_bpe_token_bytes(const api_bpe *t, int32_t id, const char **bytes, size_t *len);

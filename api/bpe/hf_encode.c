@@ -1,8 +1,8 @@
 /* hf_encode.c - a text through a tokenizer.json pipeline
- * (TokenizerImpl::encode): the added tokens found in it
+ * (TokenizerImpl::encode_single_sequence): the added tokens found in it
  * (AddedVocabulary::find_matches), each piece between them normalized,
  * the added tokens marked normalized found in that, the rest
- * pre-tokenized and given to the model; the template around it all. */
+ * pre-tokenized and given to the model. The template is encode.c's. */
 #include "hf.h"
 
 #include <stdlib.h>
@@ -117,13 +117,9 @@ static int cut_added(const api_bpe *t, api__work *w, api__ids *out, const char *
 }
 
 int api__hf_encode(const api_bpe *t, const char *text, size_t len, unsigned flags, int32_t **ids, size_t *n) {
-    const api__hf *h = t->hf;
     api__ids out = {0};
     api__work w = {0};
-    int add = (flags & API_BPE_ADD_SPECIAL) != 0, rc = 0;
-    for (size_t i = 0; add && rc == 0 && i < h->n_before; i++) rc = api__ids_push(&out, h->before[i]);
-    if (rc == 0) rc = cut_added(t, &w, &out, text, len, 1, flags, 0);
-    for (size_t i = 0; add && rc == 0 && i < h->n_after; i++) rc = api__ids_push(&out, h->after[i]);
+    int rc = cut_added(t, &w, &out, text, len, 1, flags, 0);
     api__work_free(&w);
     if (rc || out.n == 0) {
         free(out.v);
