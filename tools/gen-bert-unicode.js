@@ -20,6 +20,7 @@ const FLAGS = [
   ['API__BERT_PUNCT', 4, 'punctuation: BertPreTokenizer isolates it'],
   ['API__BERT_MARK', 8, 'strip_accents removes it (a nonspacing mark, or made of them)'],
   ['API__BERT_NFD', 16, "strip_accents' NFD decomposes it (a character the library's tables lack stays whole)"],
+  ['API__BERT_COMBINING', 32, 'the StripAccents normalizer removes it (a combining mark: Mn, Mc or Me)'],
 ];
 const CHUNK = 4096;
 
@@ -56,15 +57,16 @@ function splits(pre, part) {
 function classes(tk) {
   const clean = tk.bertNormalizer({ cleanText: true, handleChineseChars: false, stripAccents: false, lowercase: false });
   const strip = tk.bertNormalizer({ cleanText: false, handleChineseChars: false, stripAccents: true, lowercase: false });
+  const marks = tk.stripAccentsNormalizer();
   const pre = tk.bertPreTokenizer();
   const flags = new Map([[0x23, 4]]);
   const cps = codePoints();
   for (let i = 0; i < cps.length; i += CHUNK) {
     const part = cps.slice(i, i + CHUNK);
-    const [c1, s1, p1] = [perChar(clean, part), perChar(strip, part), splits(pre, part)];
+    const [c1, s1, p1, m1] = [perChar(clean, part), perChar(strip, part), splits(pre, part), perChar(marks, part)];
     part.forEach((c, k) => { /* strip_accents leaves c, removes it, or leaves what NFD made of it less the marks */
       const stripped = s1[k] === '' ? 8 : s1[k] === String.fromCodePoint(c) ? 0 : 16;
-      flags.set(c, p1[k] | (c1[k] === '' ? 1 : 0) | stripped);
+      flags.set(c, p1[k] | (c1[k] === '' ? 1 : 0) | stripped | (m1[k] === '' ? 32 : 0));
     });
   }
   return flags;

@@ -85,7 +85,7 @@ static void step(unsigned which, const cps *in, cps *out) {
         if (which == API__BN_CLEAN && !(cls & API__BERT_DROP)) put(out, cls & API__BERT_SPACE ? ' ' : c);
         else if (which == API__BN_CHINESE && chinese(c)) put(out, ' '), put(out, c), put(out, ' ');
         else if (which == API__BN_CHINESE) put(out, c);
-        else if (which == API__BN_MARKS && !(cls & API__BERT_MARK)) put(out, c);
+        else if (which == API__BN_MARKS && !(cls & API__BERT_COMBINING)) put(out, c);
         else if (which == API__BN_LOWER && c == 0x130) put(out, 'i'), put(out, 0x307); /* İ: the one longer lowercase */
         else if (which == API__BN_LOWER) put(out, (uint32_t)utf8proc_tolower((utf8proc_int32_t)c));
     }

@@ -120,9 +120,11 @@ typedef struct json_t json_t;
 int api__hf_load_tree(json_t *root, json_t *cfg, const char *json_name, api_bpe **out, char *err,
                       size_t err_size);
 void api__hf_free(api__hf *h);
-/* The text alone, without the template (flags: API_BPE_SPECIAL_AS_TEXT). */
+/* The text alone, without the template (flags: API_BPE_SPECIAL_AS_TEXT).
+ * ends (NULL: not wanted) gets where each split of the text (a pre-token,
+ * or an added token as ~end) ends in the ids, for truncation's early exit. */
 int api__hf_encode(const api_bpe *t, const char *text, size_t len, unsigned flags, int32_t **ids,
-                   size_t *n);
+                   size_t *n, api__ids *ends);
 int api__hf_decode(const api_bpe *t, const int32_t *ids, size_t n, unsigned flags, char **text,
                    size_t *len);
 int api__hf_is_special(const api_bpe *t, int32_t id);

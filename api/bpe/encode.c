@@ -19,8 +19,10 @@ static size_t template_of(const api_bpe *t, int pair, const api__tpl_item **item
     return t->hf->n_tpl[pair];
 }
 
-/* One text alone (valid UTF-8, under the limit) through its kind's code. */
-static int encode_text(const api_bpe *t, const char *text, size_t len, unsigned flags, int32_t **ids, size_t *n) {
+/* One text alone (valid UTF-8, under the limit) through its kind's code;
+ * where its splits end into *ends (tokenizer.json only). */
+static int encode_text(const api_bpe *t, const char *text, size_t len, unsigned flags, int32_t **ids, size_t *n,
+                       api__ids *ends) {
     *ids = NULL;
     *n = 0;
     if (len > API_BPE_MAX_TEXT) return API_BPE_ETOOBIG;
@@ -30,9 +32,27 @@ static int encode_text(const api_bpe *t, const char *text, size_t len, unsigned 
         if (k == 0) return API_BPE_EUTF8;
         p += k;
     }
-    if (t->hf) return api__hf_encode(t, text, len, flags & API_BPE_SPECIAL_AS_TEXT, ids, n);
+    if (t->hf) return api__hf_encode(t, text, len, flags & API_BPE_SPECIAL_AS_TEXT, ids, n, ends);
     if (len == 0) return 0;
     return api__gpt2_encode(t, text, len, ids, n);
+}
+
+/* The ids of a text of n that the model gives when truncation is set
+ * (tokenizers 0.23's early exit, pre_tokenizer.rs' tokenize_with_limit): it
+ * stops at the first split that is not an added token and brings the ids to
+ * max (counting from the end when from_left), so whole splits stay, at least
+ * max ids when the text has them. truncate_encodings then sees these
+ * lengths, which decide which text of a pair is the longer (0.13 to 0.22
+ * saw the whole texts: a pair of two texts over max_length can differ). */
+static size_t early_exit(const api__ids *ends, size_t n, size_t max, int from_left) {
+    size_t total = 0;
+    for (size_t k = 0; k < ends->n; k++) {
+        size_t i = from_left ? ends->n - 1 - k : k;
+        int32_t e = ends->v[i], p = i > 0 ? ends->v[i - 1] : 0;
+        total += (size_t)(e < 0 ? ~e : e) - (size_t)(p < 0 ? ~p : p);
+        if (e >= 0 && total >= max) return total;
+    }
+    return n;
 }
 
 /* truncate_encodings: how many of the *na ids of A and *nb of B (a pair:
@@ -100,10 +120,15 @@ int api_bpe_encode_pair(const api_bpe *t, const char *a, size_t a_len, const cha
     size_t nt = template_of(t, pair, &tpl), na = 0, nb = 0, added = 0;
     if (nt == 0 && pair) return API_BPE_ENOTSUP;
     int32_t *ia = NULL, *ib = NULL;
-    int rc = encode_text(t, a, a_len, o->flags, &ia, &na);
-    if (rc == 0 && pair) rc = encode_text(t, b, b_len, o->flags, &ib, &nb);
+    api__ids ea = {0}, eb = {0};
+    int rc = encode_text(t, a, a_len, o->flags, &ia, &na, &ea);
+    if (rc == 0 && pair) rc = encode_text(t, b, b_len, o->flags, &ib, &nb, &eb);
     for (size_t i = 0; add && i < nt; i++) added += tpl[i].id >= 0;
     size_t ka = na, kb = nb;
+    if (o->max_length && o->strategy != API_BPE_ONLY_SECOND) ka = early_exit(&ea, na, o->max_length, o->from_left);
+    if (o->max_length && pair) kb = early_exit(&eb, nb, o->max_length, o->from_left);
+    free(ea.v);
+    free(eb.v);
     if (rc == 0 && o->max_length)
         rc = truncate(&ka, &kb, pair, o->max_length > added ? o->max_length - added : 0, o->strategy);
     if (rc == 0) rc = assemble(tpl, nt, add, ia, na, ka, ib, nb, kb, o->from_left, out);
@@ -134,7 +159,7 @@ int api_bpe_encode_batch(const api_bpe *t, size_t n, const char *const *a, const
 }
 
 int api_bpe_encode_ex(const api_bpe *t, const char *text, size_t len, unsigned flags, int32_t **ids, size_t *n) {
-    if (!(flags & API_BPE_ADD_SPECIAL)) return encode_text(t, text, len, flags, ids, n);
+    if (!(flags & API_BPE_ADD_SPECIAL)) return encode_text(t, text, len, flags, ids, n, NULL);
     api_bpe_opts o = {.flags = flags};
     api_bpe_encoding e;
     *ids = NULL;

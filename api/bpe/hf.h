@@ -171,6 +171,7 @@ typedef struct {
     size_t nheap, hcap;
     char *word;           /* a word in byte symbols, for ignore_merges */
     size_t wcap;
+    api__ids *ends;       /* NULL, or where each split ends (api__hf_encode) */
 } api__work;
 void api__work_free(api__work *w);
 /* Pre-tokenizes s[0 .. n) into w->p[0 .. w->np). */

@@ -112,7 +112,10 @@ static unsigned bert_flags(json_t *j) {
 
 /* The fields of the steps that are not patterns (step's). */
 static int plain_step(api__step *st, json_t *j) {
-    static const char whitespace[] = "\\w+|[^\\w\\s]+"; /* pre_tokenizers/whitespace.rs */
+    /* pre_tokenizers/whitespace.rs' \w+|[^\w\s]+ with the regex crate's \w and \s
+     * (Oniguruma's \w is L, M, N and Pc: it has No and Nl, not Join_Control) */
+    static const char whitespace[] = "[\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}]+"
+                                     "|[^\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}\\p{White_Space}]+";
     json_t *prefix = json_object_get(j, "prefix");
     switch (st->type) {
     case API__N_BERT:

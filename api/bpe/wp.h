@@ -14,8 +14,9 @@ enum {
     API__BERT_DROP = 1,  /* clean_text removes it */
     API__BERT_SPACE = 2, /* char::is_whitespace: clean_text's ' ', the split of the pre-tokenizers */
     API__BERT_PUNCT = 4, /* BertPreTokenizer's punctuation (ASCII or the crate's P*) */
-    API__BERT_MARK = 8,  /* a nonspacing mark (strip_accents) */
-    API__BERT_NFD = 16   /* the library's NFD decomposes it */
+    API__BERT_MARK = 8,  /* a nonspacing mark (BertNormalizer's strip_accents) */
+    API__BERT_NFD = 16,  /* the library's NFD decomposes it */
+    API__BERT_COMBINING = 32 /* a combining mark (Mn, Mc, Me): the StripAccents normalizer removes it */
 };
 
 typedef struct {

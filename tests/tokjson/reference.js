@@ -27,7 +27,11 @@
 // tokenizers-linux-x64-gnu 0.13.4-rc2) and 0.23.2. Each one that implements
 // the file's steps runs (0.13.3 knows neither ignore_merges nor Metaspace's
 // prepend_scheme; merges written as lists are given to it as "a b" strings,
-// the same merges when no side holds a space); when both run they must agree.
+// the same merges when no side holds a space); when both run they must agree,
+// but on "trunc": 0.23 stops the model once a text has max_length ids (its
+// early exit, tokenizers #1990), and truncate_encodings then sees those
+// lengths, so of a pair of two texts over max_length the one that keeps the
+// odd id can differ. The reference is the newer build.
 //   node tests/tokjson/reference.js DIR MODULES_0_13 MODULES_0_23 CORPUS...
 'use strict';
 const fs = require('fs');
@@ -112,7 +116,8 @@ async function run(lib, j) {
   results.push(['0.23.2', await run(require(path.join(path.resolve(nu), 'tokenizers')), json)]);
   if (results.length === 2) {
     for (let i = 0; i < lines.length; i++) {
-      const a = JSON.stringify(results[0][1][i]), b = JSON.stringify(results[1][1][i]);
+      const but = (r) => JSON.stringify(Object.assign({}, r, { trunc: undefined }));
+      const a = but(results[0][1][i]), b = but(results[1][1][i]);
       if (a !== b) {
         console.error(`the two builds disagree on line ${i + 1} ${JSON.stringify(lines[i])}:\n 0.13.3 ${a}\n 0.23.2 ${b}`);
         process.exit(2);
