@@ -227,9 +227,17 @@ $(BUILD)/bench/bench_gpt2: bench/bench_gpt2.c $(LIBCORE)
 
 # Per-token decode with the key/value cache against the memory-bandwidth
 # floor of the same run (GPT-2 124M shape, both families, context 128 and 512).
-$(BUILD)/bench/bench_decode: bench/bench_decode.c $(LIBCORE)
+$(BUILD)/bench/bench_decode: bench/bench_decode.c bench/floor.c $(LIBCORE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< bench/floor.c $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
+
+# The decoder families' forward (T = 128, 512) and decode step (context 128)
+# on the SmolLM2-135M and Qwen2.5-0.5B shapes, against PyTorch running the
+# project's reference on the same weights and the memory floor
+# (bench/run_families.sh).
+$(BUILD)/bench/bench_families: bench/bench_families.c bench/floor.c $(LIBAPI) $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< bench/floor.c $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
 # The whole-model forward (both families, T = 128 and 512) as a fraction of
 # the sgemm rate of the same run.
@@ -252,7 +260,7 @@ BENCH_ENV := env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
 bench: deps
 	@$(MAKE) --no-print-directory build-all $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise \
 	  $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_forward $(BUILD)/bench/bench_decode \
-	  $(BUILD)/bench/bench_patch
+	  $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_families
 	$(call apt_install,python3-torch python3-fastapi python3-uvicorn wrk nginx-light)
 	$(BENCH_ENV) bench/run.sh $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_core cputime
@@ -260,6 +268,7 @@ bench: deps
 	$(BENCH_ENV) bench/run_gpt2.sh $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_forward 2
 	$(BENCH_ENV) bench/run_decode.sh $(BUILD)/bench/bench_decode
+	$(BENCH_ENV) bench/run_families.sh $(BUILD)/bench/bench_families
 	$(BENCH_ENV) bench/run_patch.sh $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_serialise
 	$(BENCH_ENV) /usr/bin/python3 bench/e2e.py $(SERVER)

@@ -183,6 +183,18 @@ START_TEST(broken_folders) {
     /* another architecture's config over GPT-2's tensors: refused by their
      * names, before its own sizes (a 7B Llama's) are allocated */
     broken("folder_gpt2", SED_CONFIG("\"gpt2\"", "\"llama\""), "is not part of LlamaForCausalLM's state_dict");
+    /* what a row does not compute, set in config.json: refused, not run wrongly */
+    broken("folder_gpt2", SED_CONFIG("\"n_head\": 3,", "\"n_head\": 3, \"scale_attn_by_inverse_layer_idx\": true,"),
+           "scale_attn_by_inverse_layer_idx is set: GPT2 runs only without it");
+    broken("../families/gemma3_tokenizer_f32",
+           SED_CONFIG("\"final_logit_softcapping\": null", "\"final_logit_softcapping\": 30.0"),
+           "final_logit_softcapping is set: Gemma3ForCausalLM runs only without it");
+    broken("../families/gemma3_tokenizer_f32",
+           SED_CONFIG("\"use_bidirectional_attention\": false", "\"use_bidirectional_attention\": true"),
+           "use_bidirectional_attention is set");
+    /* a tokenizer token past the model's rows: only special tokens may be */
+    broken("../families/gemma3_tokenizer_f32", "sed -i '67s/\"special\": true/\"special\": false/' tokenizer.json",
+           "the tokenizer has 1049 tokens, more than the model's vocab_size 1048 (token 1048 is not a special token)");
     broken("folder_gpt2", "rm merges.txt", "merges.txt: missing beside vocab.json");
     broken("folder_gpt2", "echo x > merges.txt", "merges.txt");
     broken("folder_gpt2", "rm model.safetensors", "no model.safetensors or model.safetensors.index.json");

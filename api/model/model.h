@@ -66,6 +66,8 @@ typedef struct {
     int tok_default;           /* tok is the server's default: it reads and writes what the
                                   request asks in text, and adds no text of its own */
     int from_text;             /* idx is the tokens of "text" */
+    unsigned text_flags;       /* api_bpe_encode_ex's for texts: API_BPE_ADD_SPECIAL unless
+                                  "add_special" is false */
     int training;
     api_params_source params;  /* init.seed or the state_dict (borrowed from the tree) */
     const api_model *model;    /* "model": a checkpoint loaded at start */

@@ -22,7 +22,7 @@ static const char *const out_names[M_OUT_COUNT] = {
 static const char *const fields[] = {
     "module", "init", "state_dict", "idx", "text", "tokenizer", "training", "dropout_seed", "return",
     "layers", "precision", "output_format", "dtype", "model", "heads", "query_rows", "top_k", "generate",
-    "ablate", "patch", "logit_lens", NULL};
+    "ablate", "patch", "logit_lens", "add_special", NULL};
 
 void api__model_rq_free(model_rq *rq) {
     api__model_gen_free(rq);
@@ -103,9 +103,14 @@ static int read_idx(const json_t *root, model_rq *rq, size_t *budget, api_err *e
 }
 
 /* tokenizer: the one rule of api__tokenizer_pick (a name, the model's, the
- * server's default); NULL when the server has none. */
+ * server's default); NULL when the server has none. add_special: the
+ * folder's template around texts (BOS, ...) as transformers' tokenizer(text)
+ * adds it; true by default. */
 static int read_tokenizer(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
     rq->tok_default = !api__field(root, "tokenizer") && !(rq->model && rq->model->bpe);
+    int add = 1;
+    if (api__field_bool(root, "add_special", &add, e) < 0) return -1;
+    rq->text_flags = add ? API_BPE_ADD_SPECIAL : 0;
     return api__tokenizer_pick(root, lim, rq->model, 0, "text", &rq->tok, e);
 }
 
@@ -126,7 +131,7 @@ static int read_text(const json_t *root, model_rq *rq, api_err *e) {
                          "text of %zu bytes is more than %s %d tokens", len, context_name(rq),
                          block);
     size_t n = 0;
-    int rc = api_bpe_encode(bpe, json_string_value(v), len, &rq->idx, &n);
+    int rc = api_bpe_encode_ex(bpe, json_string_value(v), len, rq->text_flags, &rq->idx, &n);
     if (rc == API_BPE_ENOMEM)
         return api__fail(e, API_E_OUT_OF_MEMORY, "text", "cannot allocate the tokens of text");
     if (rc != 0)
@@ -289,7 +294,8 @@ static int read_config(const json_t *root, model_rq *rq, api_err *e) {
  * against: the config, the ids' shape, the tokenizer. */
 static int inside_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
     inside_ctx ctx = {.cfg = rq->cfg, .batched = rq->batched, .B = rq->B, .T = rq->T,
-                      .training = rq->training, .tok = rq->tok, .in = rq->in};
+                      .training = rq->training, .tok = rq->tok, .text_flags = rq->text_flags,
+                      .in = rq->in};
     int rc = api__inside_parse(root, lim, &ctx, e);
     rq->in = ctx.in; /* what it read, and what it holds on failure, freed with rq */
     return rc;

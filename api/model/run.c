@@ -421,7 +421,11 @@ static int contents(api_job *j, api_contents *c, api_err *e) {
     api__config_json(&s->config, &rq->cfg);
     api__buf_printf(&s->shape, "{\"batch\":%d,\"tokens\":%d,\"head_dim\":%d", p->B, p->T, p->D);
     /* grouped queries: query head h reads key/value head h / (H / Hkv) */
-    if (p->Hkv != p->H) api__buf_printf(&s->shape, ",\"heads\":%d,\"kv_heads\":%d", p->H, p->Hkv);
+    if (p->Hkv != p->H) {
+        api__buf_printf(&s->shape, ",\"heads\":%d,\"kv_heads\":%d,\"kv_head_of\":[", p->H, p->Hkv);
+        for (int h = 0; h < p->H; h++) api__buf_printf(&s->shape, h ? ",%d" : "%d", h / (p->H / p->Hkv));
+        api__buf_puts(&s->shape, "]");
+    }
     api__buf_puts(&s->shape, "}");
     api__buf_puts(&s->layers, "[");
     for (int i = 0; i < rq->n_layers; i++) api__buf_printf(&s->layers, i ? ",%d" : "%d", rq->layers[i]);
