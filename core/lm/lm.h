@@ -3,7 +3,8 @@
  *
  *   plan.c     the plan: a config checked through its row, every size, costs
  *   params.c   the state_dict from the row's tables: entries, the weights of
- *              each role, construction from a seed, checks, dropout calls
+ *              each role, construction from a seed, checks, dropout calls;
+ *              convert.c: one layout's parameters into another's
  *   ops.c      a run's products and norms, in its mode (the lowest file)
  *   work.c     one call's work space, sized once, one allocation
  *   block.c    the block: every layer of every architecture, every mode
@@ -24,29 +25,33 @@
 
 #include "core/arch/arch.h"
 #include "core/kernel.h"
+#include "core/linear.h"
 
 /* ==== The tensors (params.c) ============================================== */
 
 /* Where each tensor of the model starts, by role (NULL: the model has no
- * such tensor). For a block, q/k/v also as one [QD + 2 KVD][C] matrix (and
- * one bias) when they lie one after the other in the buffer: qkv_w then
- * points at it and a single product makes all three. */
+ * such tensor): float32 vectors, matrices in the plan's weights_dtype. For
+ * a block, q/k/v also as one [QD + 2 KVD][C] matrix (and one bias) when
+ * they lie one after the other in the buffer: qkv_w then points at it and a
+ * single product makes all three. */
 typedef struct {
-    const float *w[ATTN__ROLE_COUNT];
-    const float *qkv_w, *qkv_b;
+    const void *w[ATTN__ROLE_COUNT];
+    const void *qkv_w, *qkv_b;
 } attn__weights;
 
 /* The model's tensors before and after the blocks (the head is the token
  * embedding when tied). */
-void attn__model_weights(const attn_lm_plan *p, const float *params, attn__weights *v);
+void attn__model_weights(const attn_lm_plan *p, const void *params, attn__weights *v);
 /* Block l's. */
-void attn__block_weights(const attn_lm_plan *p, const float *params, int l, attn__weights *v);
+void attn__block_weights(const attn_lm_plan *p, const void *params, int l, attn__weights *v);
 /* The size of dimension d in plan p. */
 size_t attn__dim_size(const attn_lm_plan *p, attn__dim d);
 /* 1 if tensor t is part of a model of spec s. */
 int attn__tensor_present(const attn_lm_spec *s, const attn__tensor *t);
-/* Floats of the tensors before the blocks, of one block, after them. */
-void attn__layout_sizes(const attn_lm_plan *p, size_t *top, size_t *block, size_t *tail);
+/* Values of the tensors before the blocks, of one block, after them; in
+ * bytes (each tensor's rounded up to 4) with bytes set. */
+void attn__layout_sizes(const attn_lm_plan *p, int bytes, size_t *top, size_t *block,
+                        size_t *tail);
 /* Entries of one block in the state_dict. */
 int attn__block_entries(const attn_lm_plan *p);
 /* Floats of the dropout multipliers before block l's. */
@@ -57,7 +62,7 @@ size_t attn__dropout_offset(const attn_lm_plan *p, int l);
 typedef struct attn__run {
     const attn_lm_plan *p;
     const attn__arch *arch;
-    const float *params;
+    const void *params;
     attn_pool *pool;
     attn_rng *rng;            /* NULL unless dropout is active */
     const attn_lm_outputs *out;
@@ -96,6 +101,8 @@ typedef struct attn__run {
     float *scores;            /* step: [rows][H][capacity] */
     float *unit;              /* [2][C] ones and zeros: a norm without its affine part, for
                                  the hook_normalized captures */
+    float *wtile;             /* dense, half-size weights: each thread's widened block
+                                 (attn__lm_tile_floats each) */
     int width;                /* attn_pool_width(pool) */
 } attn__run;
 
@@ -113,9 +120,21 @@ int attn__run_keeps_masked(const attn__run *r, int l);
 
 /* ==== ops.c =============================================================== */
 
-/* y[rows][out] = x · Wᵀ + b (then act), by the products of r's mode. */
+/* y[rows][out] = x · Wᵀ + b (then act), by the products of r's mode; w in
+ * the plan's weights_dtype. */
 void attn__product(const attn__run *r, float *y, int ldy, const float *x, int in, int out,
-                   const float *w, const float *b, int act);
+                   const void *w, const float *b, int act);
+/* The same product, dense, for any rows (the head of a forward pass, the
+ * lens): a->w, wtype and scratch from the plan and wtile. */
+void attn__product_dense(const attn_lm_plan *p, float *wtile, attn_pool *pool,
+                         attn__linear_args *a);
+/* Floats of one thread's widened block for the largest product of plan p
+ * (0 with float32 weights). */
+size_t attn__lm_tile_floats(const attn_lm_plan *p);
+/* x[rows][C] = the embeddings of tokens tok at positions pos, scaled, of
+ * any dtype of table. */
+void attn__run_embed(const attn_lm_plan *p, const attn__weights *mw, float *x,
+                     const int32_t *tok, const int *pos, int rows);
 /* y[rows][C] = the model's norm of x (weights w, b). */
 void attn__run_norm(const attn__run *r, float *y, const float *x, const float *w, const float *b,
                     size_t rows);
