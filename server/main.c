@@ -96,8 +96,8 @@ extern const char srv__demo_config[], srv__demo_config_end[], srv__demo_weights[
     srv__demo_merges_end[];
 
 /* The demo model "shakespeare", offered when no --model is given. */
-static int load_demo(api_models **models) {
-    api_model_files f = {
+static int load_demo(api_models **models, api_weights_mode mode) {
+    api_model_files f = {.mode = mode,
         .name = "shakespeare", .folder = "models/shakespeare",
         .config = srv__demo_config, .config_len = (size_t)(srv__demo_config_end - srv__demo_config),
         .weights = srv__demo_weights, .weights_len = (size_t)(srv__demo_weights_end - srv__demo_weights),
@@ -115,11 +115,11 @@ static int load_demo(api_models **models) {
 /* The checkpoints, validated in full before the port is bound: a bad file
  * stops the server (exit 2) before it reports ready. Returns 0 or -1. */
 static int load_models(const srv_options *opt, api_models **models) {
-    if (opt->n_models == 0 && opt->demo_model) return load_demo(models);
+    if (opt->n_models == 0 && opt->demo_model) return load_demo(models, opt->weights_mode);
     for (int i = 0; i < opt->n_models; i++) {
         char why[768];
         double t0 = now_s();
-        if (api_models_load(models, opt->models[i], why, sizeof why) != 0) {
+        if (api_models_load_as(models, opt->models[i], opt->weights_mode, why, sizeof why) != 0) {
             srv_log("--model %.200s: %s", opt->models[i], why);
             api_models_free(*models);
             *models = NULL;

@@ -70,12 +70,14 @@ int api__st_open(api_st_file *f, const char *path, char *why, size_t why_size);
 int api__st_open_mem(api_st_file *f, const void *data, size_t bytes, char *why, size_t why_size);
 /* The tensor called name, or NULL. */
 const api_st_tensor *api__st_find(const api_st_file *f, const char *name);
-/* Writes t (F32, F16 or BF16, rank 1 or 2) as float32 into out, transposed
- * ([cols][rows]) when transpose is set and t has rank 2. Returns 0, or -1
- * for any other dtype. */
-int api__st_to_f32(const api_st_tensor *t, float *out, int transpose);
-/* 1 if t (F32, F16 or BF16) holds exactly the float32 values x[0..count). */
-int api__st_equals_f32(const api_st_tensor *t, const float *x);
+/* Writes t (F32, F16 or BF16, rank 1 or 2) into out as values of dtype
+ * `to` (widened exactly, or rounded to nearest even: attn_dtype_convert),
+ * transposed ([cols][rows]) when transpose is set and t has rank 2.
+ * Returns 0, -1 for any other dtype or rank, -2 out of memory. */
+int api__st_convert(const api_st_tensor *t, void *out, attn_dtype to, int transpose);
+/* 1 if t (F32, F16 or BF16) converted to dtype `as` holds exactly the
+ * values x[0..count) of that dtype. */
+int api__st_equals(const api_st_tensor *t, const void *x, attn_dtype as);
 /* Unmaps and frees; accepts a zeroed or closed file. */
 void api__st_close(api_st_file *f);
 
@@ -98,10 +100,13 @@ typedef struct {
                                        name, or the shards' index), for GET /models */
     char folder[256];               /* the folder's base name; "" for a file */
     int shards;                     /* files the weights came from */
-    attn_lm_config cfg;
-    float *params;                  /* core's buffer (attn_lm_param_get order), read-only
+    attn_lm_config cfg;             /* cfg.weights_dtype: how params holds the matrices */
+    void *params;                   /* core's buffer (attn_lm_param_get's layout), read-only
                                        after the load, shared by every worker */
-    size_t n_params;                /* floats in params */
+    size_t n_params;                /* values in params */
+    size_t param_bytes;             /* its bytes: what the model holds in memory */
+    int lossy;                      /* matrices were rounded to a narrower dtype (bf16 of a
+                                       float32 or F16 file) */
     size_t n_weights;               /* floats the checkpoint itself holds (no buffers; a tied
                                        head excluded) */
     char n_head_from[32];           /* "option", "config.json", "metadata" or "<width>/64" */
@@ -123,6 +128,7 @@ typedef struct {
     const char *n_head_from;
     int checked;                    /* cfg's sizes are config.json's: the tensors must agree */
     attn_lm_config cfg;             /* the architecture, and with checked the whole config */
+    api_weights_mode mode;          /* how the weights are to be held */
 } api_ckpt_hints;
 
 /* Each architecture's loader: its tensors (and, for a single file, its
@@ -146,10 +152,18 @@ int api__ckpt_generic_load(const api_st_set *set, const api_ckpt_hints *h, api_m
  * width / 64; then plans cfg, allocates m->params and fills the buffers. */
 int api__ckpt_finish_config(const api_st_set *set, const api_ckpt_hints *h, const char *key,
                             api_model *m, attn_lm_plan *plan, char *why, size_t size);
-/* A tensor of the set into out as float32 (transposed when asked), its
- * shape checked against want[rank]; m->dtype and n_weights follow. */
+/* The dtype the weight matrices are held in (cfg.weights_dtype) for mode:
+ * with KEEP, the dtype of every rank-2 tensor of the set when they all have
+ * one half-size dtype, else F32. */
+attn_dtype api__ckpt_weights_dtype(const api_st_set *set, api_weights_mode mode);
+/* m->params allocated for plan (m->cfg, whose weights_dtype says the
+ * layout), the buffers filled: 0, or -1 with the fault. */
+int api__ckpt_alloc(const attn_lm_plan *plan, api_model *m, char *why, size_t size);
+/* A tensor of the set into entry p of m->params (p->dtype at p->byte_offset,
+ * transposed when asked), its shape checked against want[rank]; m->dtype and
+ * m->lossy follow. */
 int api__ckpt_copy(const api_st_tensor *t, const char *name, int rank, const size_t *want,
-                   int transpose, float *out, api_model *m, char *why, size_t size);
+                   int transpose, const attn_param *p, api_model *m, char *why, size_t size);
 /* A block number: a decimal without sign or leading zero below 100,000;
  * its end in *end. -1 if s does not start with one. */
 int api__ckpt_layer_number(const char *s, const char **end);
