@@ -238,6 +238,10 @@ END_TEST
 
 /* The AVX2 set and the portable one give the same sums up to rounding. */
 START_TEST(sets_agree) {
+    /* the AVX2 set runs exactly where the CPU has what it needs */
+    int cpu = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+              __builtin_cpu_supports("f16c");
+    ck_assert_int_eq(attn__half_avx2(), cpu);
     if (!attn__half_avx2()) {
         printf("sets_agree: the CPU has no AVX2+FMA+F16C: the portable set alone runs here\n");
         return;
