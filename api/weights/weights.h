@@ -20,10 +20,9 @@
 #ifndef API_WEIGHTS_H
 #define API_WEIGHTS_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include <jansson.h>
 
 #include "api/api.h"
 #include "core/lm.h"
@@ -70,13 +69,10 @@ int api__st_open(api_st_file *f, const char *path, char *why, size_t why_size);
 int api__st_open_mem(api_st_file *f, const void *data, size_t bytes, char *why, size_t why_size);
 /* The tensor called name, or NULL. */
 const api_st_tensor *api__st_find(const api_st_file *f, const char *name);
-/* Writes t (F32, F16 or BF16, rank 1 or 2) into out as values of dtype
- * `to` (widened exactly, or rounded to nearest even: attn_dtype_convert),
- * transposed ([cols][rows]) when transpose is set and t has rank 2.
- * Returns 0, -1 for any other dtype or rank, -2 out of memory. */
+/* t (F32, F16 or BF16, rank 1 or 2) into out as dtype `to` (attn_dtype_convert),
+ * [cols][rows] with transpose and rank 2. 0, -1 (dtype, rank), -2 (memory). */
 int api__st_convert(const api_st_tensor *t, void *out, attn_dtype to, int transpose);
-/* 1 if t (F32, F16 or BF16) converted to dtype `as` holds exactly the
- * values x[0..count) of that dtype. */
+/* 1 if t converted to dtype `as` holds exactly the values x[0..count). */
 int api__st_equals(const api_st_tensor *t, const void *x, attn_dtype as);
 /* Unmaps and frees; accepts a zeroed or closed file. */
 void api__st_close(api_st_file *f);
@@ -103,12 +99,9 @@ typedef struct {
     attn_lm_config cfg;             /* cfg.weights_dtype: how params holds the matrices */
     void *params;                   /* core's buffer (attn_lm_param_get's layout), read-only
                                        after the load, shared by every worker */
-    size_t n_params;                /* values in params */
-    size_t param_bytes;             /* its bytes: what the model holds in memory */
-    int lossy;                      /* matrices were rounded to a narrower dtype (bf16 of a
-                                       float32 or F16 file) */
-    size_t n_weights;               /* floats the checkpoint itself holds (no buffers; a tied
-                                       head excluded) */
+    size_t n_params, param_bytes;   /* values in params, and its bytes (held in memory) */
+    int lossy;                      /* matrices rounded below the file's dtype (bf16 of F32) */
+    size_t n_weights;               /* values the checkpoint holds (no buffers, no tied head) */
     char n_head_from[32];           /* "option", "config.json", "metadata" or "<width>/64" */
     const char *layout;             /* the file's layout, for people: "GPT-2", "GPTModel" */
     char dtype[8];                  /* the dtype of the file's weights */
@@ -123,9 +116,8 @@ typedef struct {
  * folder's config.json. */
 typedef struct {
     int arch_known;                 /* cfg.arch is set (a folder's config.json says it) */
-    int n_head;                     /* 0: not given; then the file's __metadata__, then
-                                       width / 64 */
-    const char *n_head_from;
+    int n_head;                     /* 0: not given (then __metadata__, then width / 64) */
+    const char *n_head_from;        /* where n_head came from */
     int checked;                    /* cfg's sizes are config.json's: the tensors must agree */
     attn_lm_config cfg;             /* the architecture, and with checked the whole config */
     api_weights_mode mode;          /* how the weights are to be held */
@@ -148,20 +140,17 @@ int api__ckpt_book_load(const api_st_set *set, const api_ckpt_hints *h, api_mode
  * config, its tensors carry the row's own state_dict names. */
 int api__ckpt_generic_load(const api_st_set *set, const api_ckpt_hints *h, api_model *m, char *why,
                            size_t size);
-/* load.c, shared by both: n_head from the hints, __metadata__[key] of any file, or
- * width / 64; then plans cfg, allocates m->params and fills the buffers. */
+/* load.c: n_head from the hints, __metadata__[key] of any file or width / 64; then
+ * the plan of cfg, m->params allocated, the buffers filled. */
 int api__ckpt_finish_config(const api_st_set *set, const api_ckpt_hints *h, const char *key,
                             api_model *m, attn_lm_plan *plan, char *why, size_t size);
-/* The dtype the weight matrices are held in (cfg.weights_dtype) for mode:
- * with KEEP, the dtype of every rank-2 tensor of the set when they all have
- * one half-size dtype, else F32. */
+/* The dtype the matrices are held in for mode; KEEP: the one half-size
+ * dtype of every rank-2 tensor of the set, else F32. */
 attn_dtype api__ckpt_weights_dtype(const api_st_set *set, api_weights_mode mode);
-/* m->params allocated for plan (m->cfg, whose weights_dtype says the
- * layout), the buffers filled: 0, or -1 with the fault. */
+/* m->params allocated in plan's layout, the buffers filled: 0, or -1. */
 int api__ckpt_alloc(const attn_lm_plan *plan, api_model *m, char *why, size_t size);
-/* A tensor of the set into entry p of m->params (p->dtype at p->byte_offset,
- * transposed when asked), its shape checked against want[rank]; m->dtype and
- * m->lossy follow. */
+/* A tensor of the set into entry p of m->params (its dtype, transposed when
+ * asked), its shape checked against want[rank]; m->dtype, m->lossy follow. */
 int api__ckpt_copy(const api_st_tensor *t, const char *name, int rank, const size_t *want,
                    int transpose, const attn_param *p, api_model *m, char *why, size_t size);
 /* A block number: a decimal without sign or leading zero below 100,000;
