@@ -72,8 +72,15 @@ AVX2_INLINE void tile(attn_dtype t, const attn__half_dot_args *a, int r0, int R,
     for (int r = 0; r < R; r++)
         for (int j = 0; j < J; j++) acc[r][j] = _mm256_setzero_ps();
     int in8 = a->in & ~7;
+    /* the rows the next tile reads, a cache line of each at a time: the
+     * hardware's prefetchers lose the short streams of one tile's rows
+     * (an address past the block is harmless: a prefetch never faults) */
+    uintptr_t ahead = (uintptr_t)J * (uintptr_t)a->in * sizeof(uint16_t);
     for (int k = 0; k < in8; k += 8) {
         __m256 wv[4];
+        if ((k & 31) == 0)
+            for (int j = 0; j < J; j++)
+                _mm_prefetch((const char *)((uintptr_t)(w[j] + k) + ahead), _MM_HINT_T0);
         for (int j = 0; j < J; j++) wv[j] = widen8(t, w[j] + k);
         for (int r = 0; r < R; r++) {
             __m256 xv = _mm256_loadu_ps(x[r] + k);
