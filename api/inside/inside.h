@@ -104,6 +104,7 @@ typedef struct {
     attn_lm_config cfg;        /* the model's */
     int batched, B, T, training; /* the request's ids ([T] or [B][T]) and mode */
     const api_tokenizer *tok;  /* for texts; may be NULL */
+    unsigned text_flags;       /* api_bpe_encode_ex's, as the request's text was read */
     inside_rq in;
 } inside_ctx;
 

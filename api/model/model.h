@@ -61,8 +61,13 @@ typedef struct {
     attn_lm_config cfg;
     int batched, B, T;
     int32_t *idx;
-    const api_tokenizer *tok;  /* named in "tokenizer", or the model's own; may be NULL */
+    const api_tokenizer *tok;  /* api__tokenizer_pick's: named, the model's own, or the
+                                  server's default; may be NULL */
+    int tok_default;           /* tok is the server's default: it reads and writes what the
+                                  request asks in text, and adds no text of its own */
     int from_text;             /* idx is the tokens of "text" */
+    unsigned text_flags;       /* api_bpe_encode_ex's for texts: API_BPE_ADD_SPECIAL unless
+                                  "add_special" is false */
     int training;
     api_params_source params;  /* init.seed or the state_dict (borrowed from the tree) */
     const api_model *model;    /* "model": a checkpoint loaded at start */
@@ -110,11 +115,12 @@ void api__model_dropout_items(const attn_lm_plan *plan, const float *masks, int 
 
 /* ==== The request (request.c, state_dict.c) ================================ */
 
-/* How many tokenizers a request may name (api__tokenizer_at's). */
-size_t api__tokenizer_count(const api_limits *lim);
-/* The tokenizer a "tokenizer" field v names into *out, or a 400 naming the
- * field and listing those loaded. */
-int api__tokenizer_named(const json_t *v, const api_limits *lim, const api_tokenizer **out, api_err *e);
+/* The tokenizer that adds text the request did not ask for (next_token_text,
+ * a generation's text): tok unless it is only the server's default and the
+ * request read no text; NULL otherwise. */
+static inline const api_bpe *api__model_text_bpe(const model_rq *rq) {
+    return rq->tok && (!rq->tok_default || rq->from_text) ? rq->tok->bpe : NULL;
+}
 /* Reads every field of a request; the caller calls api__model_rq_free
  * either way. */
 int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e);

@@ -4,6 +4,7 @@
  * and their options. */
 #include "api/bpe/bpe.h"
 #include "api/model/model.h"
+#include "api/tokens/tokens.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,7 +22,7 @@ static const char *const out_names[M_OUT_COUNT] = {
 static const char *const fields[] = {
     "module", "init", "state_dict", "idx", "text", "tokenizer", "training", "dropout_seed", "return",
     "layers", "precision", "output_format", "dtype", "model", "heads", "query_rows", "top_k", "generate",
-    "ablate", "patch", "logit_lens", NULL};
+    "ablate", "patch", "logit_lens", "add_special", NULL};
 
 void api__model_rq_free(model_rq *rq) {
     api__model_gen_free(rq);
@@ -101,61 +102,26 @@ static int read_idx(const json_t *root, model_rq *rq, size_t *budget, api_err *e
     return rc;
 }
 
-size_t api__tokenizer_count(const api_limits *lim) {
-    size_t n = 0;
-    while (api__tokenizer_at(lim, n)) n++;
-    return n;
-}
-
-int api__tokenizer_named(const json_t *v, const api_limits *lim, const api_tokenizer **out, api_err *e) {
-    if (!json_is_string(v)) return api__field_wrong_type(e, "tokenizer", v, "a string");
-    size_t n = api__tokenizer_count(lim);
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(api__tokenizer_at(lim, i)->name, json_string_value(v)) == 0) {
-            *out = api__tokenizer_at(lim, i);
-            return 0;
-        }
-    char echo[API_ECHO_MAX + 4], list[256] = "";
-    for (size_t i = 0; i < n; i++) {
-        size_t k = strlen(list);
-        snprintf(list + k, sizeof list - k, "%s\"%s\"", i ? ", " : "", api__tokenizer_at(lim, i)->name);
-    }
-    return api__fail(e, API_E_INVALID_ARGUMENT, "tokenizer",
-                     "tokenizer \"%s\" is not loaded; this server has %s",
-                     api__echo(echo, sizeof echo, json_string_value(v)),
-                     n ? list : "none (start it with --tokenizer NAME=DIR, or --model NAME=DIR of "
-                                "a folder with its tokenizer files)");
-}
-
-/* tokenizer: the name of a loaded tokenizer; when left out, the model
- * folder's own, or else the one --tokenizer (a folder's must be named). */
+/* tokenizer: the one rule of api__tokenizer_pick (a name, the model's, the
+ * server's default); NULL when the server has none. add_special: the
+ * folder's template around texts (BOS, ...) as transformers' tokenizer(text)
+ * adds it; true by default. */
 static int read_tokenizer(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
-    const json_t *v = api__field(root, "tokenizer");
-    if (v) return api__tokenizer_named(v, lim, &rq->tok, e);
-    if (rq->model && rq->model->bpe) rq->tok = &rq->model->tok;
-    else if (lim && lim->n_tokenizers == 1) rq->tok = &lim->tokenizers[0];
-    return 0;
+    rq->tok_default = !api__field(root, "tokenizer") && !(rq->model && rq->model->bpe);
+    int add = 1;
+    if (api__field_bool(root, "add_special", &add, e) < 0) return -1;
+    rq->text_flags = add ? API_BPE_ADD_SPECIAL : 0;
+    return api__tokenizer_pick(root, lim, rq->model, 0, "text", &rq->tok, e);
 }
 
-/* The error when field needs a tokenizer and the request has none. */
-static int no_tokenizer(const api_limits *lim, const char *field, api_err *e) {
-    size_t n = api__tokenizer_count(lim);
-    if (n == 0)
-        return api__fail(e, API_E_INVALID_ARGUMENT, field,
-                         "%s needs a tokenizer and this server has none: start it with "
-                         "--tokenizer NAME=DIR (GPT-2's vocab.json + merges.txt), or --model "
-                         "NAME=DIR of a folder that has them", field);
-    return api__fail(e, API_E_MISSING_FIELD, "tokenizer",
-                     "%s needs a tokenizer: name one of the %zu loaded in \"tokenizer\"", field, n);
-}
 
-/* text: one string, GPT-2's BPE tokens of it become idx [T]. */
-static int read_text(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
+/* text: one string, the tokenizer's ids of it become idx [T]. */
+static int read_text(const json_t *root, model_rq *rq, api_err *e) {
     const json_t *v = api__field(root, "text");
     if (api__field(root, "idx"))
         return api__fail(e, API_E_INVALID_ARGUMENT, "text", "give either text or idx, not both");
     if (!json_is_string(v)) return api__field_wrong_type(e, "text", v, "a string");
-    if (rq->tok == NULL) return no_tokenizer(lim, "text", e);
+    if (rq->tok == NULL) return api__tokenizer_missing("text", e);
     const api_bpe *bpe = rq->tok->bpe;
     size_t len = json_string_length(v), most = api_bpe_max_token_bytes(bpe);
     int block = rq->cfg.context;
@@ -165,7 +131,7 @@ static int read_text(const json_t *root, const api_limits *lim, model_rq *rq, ap
                          "text of %zu bytes is more than %s %d tokens", len, context_name(rq),
                          block);
     size_t n = 0;
-    int rc = api_bpe_encode(bpe, json_string_value(v), len, &rq->idx, &n);
+    int rc = api_bpe_encode_ex(bpe, json_string_value(v), len, rq->text_flags, &rq->idx, &n);
     if (rc == API_BPE_ENOMEM)
         return api__fail(e, API_E_OUT_OF_MEMORY, "text", "cannot allocate the tokens of text");
     if (rc != 0)
@@ -201,13 +167,13 @@ static int hook_name(void *ctx, const char *name, int at, api_err *e) {
     return api__inside_return_name(&rq->in, &p, name, at, e);
 }
 
-static int read_return(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
+static int read_return(const json_t *root, model_rq *rq, api_err *e) {
     int tokens_at = -1;
     int rc = api__return_read_with(root, out_names, M_OUT_COUNT, &rq->returns, &tokens_at,
                                    hook_name, rq, e);
     if (rc < 0) return -1;
     if (rc == 0 && api__field(root, "generate")) { /* the text written, and its tokens */
-        rq->returns = 1u << M_OUT_IDX | (rq->tok ? 1u << M_OUT_TOKENS : 0);
+        rq->returns = 1u << M_OUT_IDX | (api__model_text_bpe(rq) ? 1u << M_OUT_TOKENS : 0);
     } else if (rc == 0) { /* with text: its idx and tokens too */
         rq->returns = 1u << M_OUT_LOGITS | 1u << M_OUT_NEXT_TOKEN;
         if (rq->from_text) rq->returns |= 1u << M_OUT_IDX | 1u << M_OUT_TOKENS;
@@ -215,7 +181,7 @@ static int read_return(const json_t *root, const api_limits *lim, model_rq *rq, 
     if (tokens_at >= 0 && rq->tok == NULL) {
         char name[48];
         snprintf(name, sizeof name, "return[%d]", tokens_at);
-        return no_tokenizer(lim, name, e);
+        return api__tokenizer_missing(name, e);
     }
     return 0;
 }
@@ -328,7 +294,8 @@ static int read_config(const json_t *root, model_rq *rq, api_err *e) {
  * against: the config, the ids' shape, the tokenizer. */
 static int inside_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
     inside_ctx ctx = {.cfg = rq->cfg, .batched = rq->batched, .B = rq->B, .T = rq->T,
-                      .training = rq->training, .tok = rq->tok, .in = rq->in};
+                      .training = rq->training, .tok = rq->tok, .text_flags = rq->text_flags,
+                      .in = rq->in};
     int rc = api__inside_parse(root, lim, &ctx, e);
     rq->in = ctx.in; /* what it read, and what it holds on failure, freed with rq */
     return rc;
@@ -341,8 +308,8 @@ int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, ap
     const json_t *model = api__field(root, "model");
     if ((model ? read_model(root, model, lim, rq, e) : read_config(root, rq, e)) ||
         read_tokenizer(root, lim, rq, e) ||
-        (api__field(root, "text") ? read_text(root, lim, rq, e) : read_idx(root, rq, &budget, e)) ||
-        read_return(root, lim, rq, e) || read_layers(root, rq, e) || read_options(root, lim, rq, e) ||
+        (api__field(root, "text") ? read_text(root, rq, e) : read_idx(root, rq, &budget, e)) ||
+        read_return(root, rq, e) || read_layers(root, rq, e) || read_options(root, lim, rq, e) ||
         api__model_gen_parse(root, lim, rq, e) || inside_parse(root, lim, rq, e))
         return -1;
     /* the captures are sized for the prompt, a generation's forward runs over

@@ -22,6 +22,7 @@
  * Anything missing or inconsistent is a fault naming the file.
  */
 #include "api/weights/weights.h"
+#include "api/bpe/bpe.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -121,10 +122,21 @@ static int read_hparam(const json_t *cfg, const attn_arch_hparam *hp, attn_lm_co
     }
 }
 
+/* The keys the row does not run must be absent, null, false or 0. */
+static int check_off(const json_t *cfg, attn_arch arch, char *why, size_t size) {
+    for (const char *const *k = attn_arch_config_off(arch); *k; k++) {
+        const json_t *v = json_object_get(cfg, *k);
+        if (v && !json_is_null(v) && !json_is_false(v) && !(json_is_number(v) && json_number_value(v) == 0))
+            return api__ckpt_fail(why, size, "%s is set: %s runs only without it (null, false "
+                                  "or 0); it is not computed here", *k, attn_arch_name(arch));
+    }
+    return 0;
+}
+
 int api__folder_config(const json_t *cfg, api_ckpt_hints *h, char *why, size_t size) {
     attn_arch arch = (attn_arch)0;
     if (!json_is_object(cfg)) return api__ckpt_fail(why, size, "not a JSON object");
-    if (config_arch(cfg, &arch, why, size)) return -1;
+    if (config_arch(cfg, &arch, why, size) || check_off(cfg, arch, why, size)) return -1;
     attn_lm_config_json_defaults(arch, &h->cfg);
     const attn_arch_hparam *hp;
     int n = attn_arch_hparams(arch, &hp);
@@ -243,8 +255,8 @@ int api__folder_open(const char *dir, api_ckpt_hints *h, api_st_set *set, api_mo
 
 int api__folder_tokenizer(const char *dir, api_model *m, char *why, size_t size) {
     static const char *const pairs[2][2] = {{"vocab.json", "merges.txt"}, {"encoder.json", "vocab.bpe"}};
-    int any = 0;
-    for (int p = 0; p < 2; p++) {
+    int json = exists(dir, "tokenizer.json"), any = json; /* api_bpe_load prefers tokenizer.json */
+    for (int p = 0; p < 2 && !json; p++) {
         int a = exists(dir, pairs[p][0]), b = exists(dir, pairs[p][1]);
         if (a != b)
             return api__ckpt_fail(why, size, "%s/%s: missing beside %s (the tokenizer takes both)", dir,
@@ -255,9 +267,14 @@ int api__folder_tokenizer(const char *dir, api_model *m, char *why, size_t size)
     char inner[512];
     if (api_bpe_load(dir, &m->bpe, inner, sizeof inner) != 0)
         return api__ckpt_fail(why, size, "%s", inner);
+    /* Special tokens past the model's rows are allowed (Gemma 3's tokenizer
+     * has <image_soft_token> at 262144, one past its text model's
+     * vocab_size): a request whose text holds one is refused then. */
     size_t n = api_bpe_vocab_size(m->bpe);
-    if (n > (size_t)m->cfg.vocab_size)
-        return api__ckpt_fail(why, size, "%s: the tokenizer has %zu tokens, more than the model's "
-                              "vocab_size %d", dir, n, m->cfg.vocab_size);
+    for (size_t id = (size_t)m->cfg.vocab_size; id < n; id++)
+        if (!api_bpe_is_special(m->bpe, (int32_t)id))
+            return api__ckpt_fail(why, size, "%s: the tokenizer has %zu tokens, more than the "
+                                  "model's vocab_size %d (token %zu is not a special token)",
+                                  dir, n, m->cfg.vocab_size, id);
     return 0;
 }
