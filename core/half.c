@@ -50,11 +50,28 @@ int attn__half_finite(attn_dtype t, const uint16_t *x, size_t n) {
     return !any;
 }
 
-static void widen_portable(attn_dtype t, const uint16_t *src, float *dst, size_t n) {
+/* F16 to float32 without a branch, so that the compiler can vectorise a
+ * row of them with the baseline instructions: exponent and mantissa moved
+ * to float32's places are the value times 2^-112 (a subnormal F16 becomes
+ * a subnormal float32: the product is exact either way), then infinity and
+ * NaN are put back. The same value as attn__f16_to_f32. */
+static inline float f16_to_f32_flat(uint16_t h) {
+    uint32_t em = (uint32_t)(h & 0x7fff) << 13, sign = (uint32_t)(h & 0x8000) << 16, bits;
+    float f;
+    memcpy(&f, &em, sizeof f);
+    f *= 0x1p112f;
+    memcpy(&bits, &f, sizeof bits);
+    uint32_t special = 0u - (uint32_t)((h & 0x7c00) == 0x7c00); /* all ones or none */
+    bits = (bits & ~special) | ((0x7f800000 | em) & special) | sign;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+void attn__half_widen_portable(attn_dtype t, const uint16_t *src, float *dst, size_t n) {
     if (t == ATTN_DTYPE_BF16)
         for (size_t i = 0; i < n; i++) dst[i] = attn__bf16_to_f32(src[i]);
     else
-        for (size_t i = 0; i < n; i++) dst[i] = attn__f16_to_f32(src[i]);
+        for (size_t i = 0; i < n; i++) dst[i] = f16_to_f32_flat(src[i]);
 }
 
 #ifdef HAVE_AVX2_SET
@@ -68,7 +85,7 @@ AVX2_SET static void widen_avx2(attn_dtype t, const uint16_t *src, float *dst, s
             __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + i)));
             _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(h, 16)));
         }
-    widen_portable(t, src + i, dst + i, n - i);
+    attn__half_widen_portable(t, src + i, dst + i, n - i);
 }
 #endif
 
@@ -79,7 +96,7 @@ void attn__half_widen(attn_dtype t, const uint16_t *src, float *dst, size_t n) {
         return;
     }
 #endif
-    widen_portable(t, src, dst, n);
+    attn__half_widen_portable(t, src, dst, n);
 }
 
 /* ==== The kernels in use =================================================== */

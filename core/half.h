@@ -55,6 +55,8 @@ uint16_t attn__f32_to_f16(float f);
 int attn__half_finite(attn_dtype t, const uint16_t *x, size_t n);
 /* dst[0..n) = src[0..n) widened (F16 or BF16 to float32, exactly). */
 void attn__half_widen(attn_dtype t, const uint16_t *src, float *dst, size_t n);
+/* The same in portable C, whatever the CPU has (the portable set's). */
+void attn__half_widen_portable(attn_dtype t, const uint16_t *src, float *dst, size_t n);
 
 /* y[r][j] = bias[j] + sum over k of x[r][k] * w[j][k], for rows r < rows and
  * weight rows j < cols (bias may be NULL: 0). Each result is one fixed

@@ -69,6 +69,38 @@ START_TEST(widen_every_value) {
 }
 END_TEST
 
+/* A row of every F16 (or BF16) value widened by each set (portable C, the
+ * AVX2 set where it runs, at odd offsets for the tails): attn__half_to_f32's
+ * values, the same bits (a NaN stays a NaN). */
+START_TEST(widen_rows_every_value) {
+    attn_dtype t = _i ? ATTN_DTYPE_BF16 : ATTN_DTYPE_F16;
+    uint16_t *src = malloc(65536 * sizeof *src);
+    float *dst = malloc(65536 * sizeof *dst);
+    ck_assert(src && dst);
+    for (uint32_t h = 0; h < 65536; h++) src[h] = (uint16_t)h;
+    for (int set = 0; set < 3; set++) {
+        memset(dst, 0, 65536 * sizeof *dst);
+        if (set == 0) attn__half_widen_portable(t, src, dst, 65536);
+        attn__half_force_portable(set == 1);
+        if (set > 0) {
+            attn__half_widen(t, src, dst, 3);
+            attn__half_widen(t, src + 3, dst + 3, 65536 - 3);
+        }
+        for (uint32_t h = 0; h < 65536; h++) {
+            float want = attn__half_to_f32(t, (uint16_t)h);
+            uint32_t a, b;
+            memcpy(&a, &dst[h], sizeof a);
+            memcpy(&b, &want, sizeof b);
+            ck_assert_msg(isnan(want) ? isnan(dst[h]) : a == b, "%s %04x, set %d (%s): %08x, want %08x",
+                          attn_dtype_name(t), h, set, attn__half_kernels(), a, b);
+        }
+    }
+    attn__half_force_portable(0);
+    free(src);
+    free(dst);
+}
+END_TEST
+
 /* The F16 neighbours of h's magnitude (h & 0x7fff), for the nearest test. */
 static void check_nearest_f16(float f) {
     uint16_t h = attn__f32_to_f16(f);
@@ -511,6 +543,7 @@ static Suite *suite(void) {
     const TTest *tests[] = {widen_every_value, round_to_nearest_even, dtype_convert_and_finite,
                             sets_agree, refusals, NULL};
     TCase *tc = tcase_with(s, "half", 60, tests);
+    tcase_add_loop_test(tc, widen_rows_every_value, 0, 2);
     tcase_add_loop_test(tc, half_dot_shapes, 0, 2);
     tcase_add_loop_test(tc, products_against_f32, 0, 2);
     tcase_add_loop_test(tc, forward_same_bits, 0, 12);
