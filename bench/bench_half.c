@@ -18,7 +18,9 @@
  *     124M shape from torch.manual_seed has one-hot next-token
  *     distributions).
  *
- *   bench_half [threads] [folder]   (default 2 and models/shakespeare)
+ *   bench_half [threads] [folder] [portable]   (default 2 and models/shakespeare;
+ *     portable: the portable kernels whatever the CPU has, what a CPU
+ *     without AVX2, FMA and F16C runs)
  *   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/bench_half 2
  *
  * With one thread everything runs on the calling thread and is timed by
@@ -354,6 +356,7 @@ static void kl_folder(const char *dir, attn_pool *pool) {
 int main(int argc, char **argv) {
     int threads = argc > 1 ? atoi(argv[1]) : 2;
     const char *folder = argc > 2 ? argv[2] : "models/shakespeare";
+    if (argc > 3 && strcmp(argv[3], "portable") == 0) attn__half_force_portable(1);
     openblas_set_num_threads(1);
     attn_pool *pool = threads > 1 ? attn_pool_create(threads) : NULL;
     if (threads > 1 && pool == NULL) return 1;
