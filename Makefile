@@ -260,6 +260,13 @@ $(BUILD)/bench/bench_patch: bench/bench_patch.c $(LIBAPI) $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
+# The analyses ("analysis"): the six of the maps beside the forward that
+# returns the maps (T = 128 and 1,024), and the importance sweep through
+# api_handle against PyTorch with hooks in the same run (bench/run_analysis.sh).
+$(BUILD)/bench/bench_analysis: bench/bench_analysis.c $(LIBAPI) $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
+
 # Every comparison runs with OpenBLAS's own kernels on both sides, as on a
 # machine that sets nothing: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset
 # for these commands alone (docs/performance.md).
@@ -268,7 +275,7 @@ BENCH_ENV := env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
 bench: deps
 	@$(MAKE) --no-print-directory build-all $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise \
 	  $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_forward $(BUILD)/bench/bench_decode \
-	  $(BUILD)/bench/bench_half $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_families
+	  $(BUILD)/bench/bench_half $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_families $(BUILD)/bench/bench_analysis
 	$(call apt_install,python3-torch python3-fastapi python3-uvicorn wrk nginx-light)
 	$(BENCH_ENV) bench/run.sh $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_core cputime
@@ -279,6 +286,7 @@ bench: deps
 	$(BENCH_ENV) $(BUILD)/bench/bench_half 2
 	$(BENCH_ENV) bench/run_families.sh $(BUILD)/bench/bench_families
 	$(BENCH_ENV) bench/run_patch.sh $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_core
+	$(BENCH_ENV) bench/run_analysis.sh $(BUILD)/bench/bench_analysis $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_serialise
 	$(BENCH_ENV) /usr/bin/python3 bench/e2e.py $(SERVER)
 	$(BENCH_ENV) bench/http_small.sh $(SERVER)
@@ -301,6 +309,7 @@ golden:
 	/usr/bin/python3 tests/golden/generate_api_model.py tests/golden/api_model
 	/usr/bin/python3 tests/golden/generate_hooks.py tests/golden/hooks
 	/usr/bin/python3 tests/golden/generate_inside.py tests/golden/inside
+	/usr/bin/python3 tests/golden/generate_analysis.py tests/golden/analysis
 	/usr/bin/python3 tests/golden/generate_checkpoint.py tests/golden/ckpt
 	/usr/bin/python3 tests/golden/generate_sample.py tests/golden/sample.txt
 	/usr/bin/python3 tests/golden/generate_generation.py tests/golden/generation

@@ -375,6 +375,79 @@ int attn_lm_dropout_count(const attn_lm_plan *plan);
 /* The index-th of them. ATTN_OK or ATTN_ERR_ARG. */
 int attn_lm_dropout_get(const attn_lm_plan *plan, int index, attn_lm_dropout *out);
 
+/* ==== Analyses: what each head does ====================================== */
+
+/* The shape of an analysis, batch axis first:
+ *   HEADS [B][n_layer][H]     one number per (query) head of each block
+ *   MAPS  [B][n_layer][T][T]  one map per block */
+typedef enum {
+    ATTN_ANALYSIS_SHAPE_HEADS = 0,
+    ATTN_ANALYSIS_SHAPE_MAPS = 1,
+} attn_analysis_shape;
+
+/* The analyses of a run, the one table of them (requests, replies, the
+ * OpenAPI document and the docs read it):
+ *   XX(id, name, shape, from_maps, what)
+ * from_maps 1: computed from each block's attention weights as the forward
+ * makes them (one block's maps held at a time, none when the maps are
+ * returned anyway); 0: runs of its own after the forward (importance).
+ * Every analysis is per batch row (a [B][T] call gives B sets, each exactly
+ * what one sequence alone gives; averaging over rows, as TransformerLens's
+ * detect_head does for a list of texts, is left to the caller). The
+ * detectors are TransformerLens's detect_head with its defaults
+ * (error_measure "mul", nothing excluded): sum(P * D) / sum(P) over one
+ * head's [T][T] weights P and the detection pattern D. */
+#define ATTN_ANALYSIS_MAP(XX)                                                                      \
+    XX(ENTROPY, "entropy", HEADS, 1, "each query row's entropy in nats, -sum p ln p (0 ln 0 = 0), " \
+       "averaged over the query positions")                                                        \
+    XX(SINK, "sink", HEADS, 1, "the weight on position 0 averaged over the query positions "      \
+       "1..T-1 (0 for T = 1)")                                                                     \
+    XX(PREVIOUS_TOKEN, "previous_token", HEADS, 1, "TransformerLens's previous-token score: "      \
+       "D[q][q-1] = 1")                                                                            \
+    XX(DUPLICATE_TOKEN, "duplicate_token", HEADS, 1, "TransformerLens's duplicate-token score: "   \
+       "D[q][k] = 1 for k < q holding q's token")                                                  \
+    XX(INDUCTION, "induction", HEADS, 1, "TransformerLens's induction score: D[q][k] = 1 for "     \
+       "1 <= k <= q where the token at k - 1 is an earlier occurrence of q's")                     \
+    XX(ROLLOUT, "rollout", MAPS, 1, "attention rollout (Abnar & Zuidema 2020): per block the "    \
+       "mean over heads plus the identity, rows renormalised, multiplied from the first block "    \
+       "up (joint[l] = A[l] . joint[l-1]), every block's product")                                 \
+    XX(IMPORTANCE, "importance", HEADS, 0, "the rise of the mean next-token cross-entropy "        \
+       "(loss) when the head's hook_z is zeroed: one ablated run per head, from its block on")
+
+typedef enum {
+#define ATTN_XX(id, ...) ATTN_ANALYSIS_##id,
+    ATTN_ANALYSIS_MAP(ATTN_XX)
+#undef ATTN_XX
+    ATTN_ANALYSIS_COUNT
+} attn_analysis;
+
+/* A row of ATTN_ANALYSIS_MAP. */
+typedef struct {
+    attn_analysis analysis;
+    const char *name;          /* "entropy", "rollout", ... */
+    attn_analysis_shape shape;
+    int from_maps;
+    const char *what;
+} attn_analysis_info;
+
+/* The row of a, or NULL if a is not an analysis. */
+const attn_analysis_info *attn_analysis_get(attn_analysis a);
+/* The analysis called name. ATTN_OK or ATTN_ERR_ARG. */
+int attn_analysis_parse(const char *name, attn_analysis *a);
+/* The rank (3 or 4), shape and element count of analysis a in a call of
+ * plan; 0 if a is not an analysis. */
+int attn_analysis_dims(const attn_lm_plan *plan, attn_analysis a, int shape[4], size_t *count);
+
+/* What the analyses of `asked` (bits 1u << a) add to one attn_lm_run of
+ * plan over a pool of `width` threads, known before anything is allocated:
+ * *floats held at once beyond plan->total_elements (one block's weights,
+ * the rollout's head means, importance's inputs and ablated runs' work
+ * spaces and loss rows), *ops multiply-adds beyond plan->ops. ATTN_OK, or
+ * ATTN_ERR_ARG (field "analysis") for importance in training mode or on a
+ * plan whose ablated runs would pass core's sizes. */
+int attn_lm_analysis_cost(const attn_lm_plan *plan, unsigned asked, int width, size_t *floats,
+                          double *ops, attn_error *err);
+
 /* ==== Forward ============================================================ */
 
 /* Where results go; every pointer may be NULL (not wanted). */
@@ -390,6 +463,14 @@ typedef struct {
                              viewers; the multipliers are in dropout_masks) */
     float *dropout_masks; /* plan.n_dropout multipliers, 0 or 1/(1-p) (all 1 when dropout is
                              not active), the calls of attn_lm_dropout_get one after another */
+    float *loss;          /* [B] each row's mean next-token cross-entropy in nats: the logits
+                             at t against idx[t + 1] for t < T - 1, as F.cross_entropy(logits[b,
+                             :-1], idx[b, 1:]) (T >= 2; needs idx, also with resid). Computed
+                             in chunks of rows when the logits are not asked */
+    float *analysis[ATTN_ANALYSIS_COUNT]; /* each analysis asked, attn_analysis_dims' count
+                             floats (ATTN_ANALYSIS_MAP): the attention-only ones from the maps
+                             of this run as it makes them; importance by attn_lm_run alone,
+                             after its forward */
 } attn_lm_outputs;
 
 /* model(idx): idx [B][T] token ids in [0, V). In training mode dropout
@@ -509,10 +590,13 @@ typedef enum {
                               batch row */
 } attn_ablation;
 
-/* Knock out one head: its hook_z, before the output projection. */
+/* Knock out one head: its hook_z, before the output projection, in batch
+ * rows [batch_start, batch_start + batch_count) (batch_count 0: every row;
+ * a batch of G copies of a text then ablates a head of its own in each). */
 typedef struct {
     int layer, head;
     attn_ablation method;
+    int batch_start, batch_count;
 } attn_lm_ablate;
 
 /* Replace one site's activation by another run's (activation patching):
@@ -531,7 +615,8 @@ typedef struct {
 
 /* What a run takes besides the plan and the parameters. */
 typedef struct {
-    const int32_t *idx;      /* [B][T] token ids; NULL when resid is given */
+    const int32_t *idx;      /* [B][T] token ids; with resid, NULL or the ids the run's input
+                                came from (what loss and the detectors read) */
     const float *resid;      /* [B][T][C]: start at block start_layer with this as its input
                                 (a hook_resid_pre of that block, or the hook_resid_post of the
                                 one before, from another run), so that runs that differ only
@@ -560,7 +645,17 @@ typedef struct {
  * or a hook that cannot be patched, "training" for resid in training mode;
  * and those of attn_lm_forward. Several runs may go at once (each its own
  * call), e.g. as items of attn_pool_run with pool NULL inside: see
- * attn_lm_run_many. */
+ * attn_lm_run_many.
+ *
+ * Analyses (out->analysis): the attention-only ones are computed from each
+ * block's weights as the block makes them, after the block's ablations
+ * (the weights are not changed by them: the rows of later blocks are); they
+ * need idx and a run from block 0. Importance runs the forward (keeping
+ * each block's input), then for every block l and head h the forward from
+ * block l with h's hook_z zeroed (and the run's own ablations from l on),
+ * heads of one block sharing a run as row blocks of one batch, the runs
+ * shared over in->pool one per thread (attn_lm_run_many); it needs idx,
+ * T >= 2 and eval mode, and no patches. Errors name "analysis". */
 int attn_lm_run(const attn_lm_plan *plan, const void *params, const attn_lm_inputs *in,
                 attn_rng *rng, attn_lm_outputs *out, attn_error *err);
 
@@ -568,7 +663,8 @@ int attn_lm_run(const attn_lm_plan *plan, const void *params, const attn_lm_inpu
  * one item on one thread (its products unsplit), as a patching sweep
  * wants. in[i]'s pool is ignored. status[i] (n entries, required) gets each
  * run's attn_status and errs[i] (may be NULL) its error. Returns ATTN_OK if
- * every run succeeded, else the first failure's code. */
+ * every run succeeded, else the first failure's code. The runs' outputs may
+ * hold any analysis but importance (runs of its own: attn_lm_run's). */
 int attn_lm_run_many(const attn_lm_plan *plan, const void *params, const attn_lm_inputs *in,
                      attn_lm_outputs *out, int n, attn_pool *pool, int *status,
                      attn_error *errs);

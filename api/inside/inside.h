@@ -10,6 +10,7 @@
  *   patch.c  the patching sweep: the corrupted run, then one run per layer
  *            and head (or position) from that layer on
  *   items.c  the reply's "cache", "patch" and "logit_lens" groups
+ *   analysis.c  "analysis": core's analyses of the run, its group
  *
  * The model kind (api/model/run.c) calls these at its plan, compute,
  * contents and release; nothing here calls back into it.
@@ -70,6 +71,7 @@ typedef struct {
     inside_site site;
     int32_t diff[2];           /* logit_diff: logit[diff[0]] - logit[diff[1]] */
     int lens_k;                /* logit_lens.k; 0: no lens */
+    unsigned analyses;         /* "analysis": bits 1u << attn_analysis */
 } inside_rq;
 
 /* The plan's sizes (floats) and work (multiply-adds) on top of the run's. */
@@ -93,6 +95,8 @@ typedef struct {
     char (*names)[48];         /* the cache's names, [n_hooks] */
     api_item *cache_items;     /* [n_hooks] */
     api_item patch_items[3], lens_items[3];
+    float *analysis[ATTN_ANALYSIS_COUNT];   /* the analyses asked ([B][L][H] or [B][L][T][T]) */
+    api_item analysis_items[ATTN_ANALYSIS_COUNT];
     api_buf lens_tokens;       /* JSON text of the lens's tokens */
 } inside_out;
 
@@ -156,9 +160,9 @@ void api__inside_out_free(inside_out *io);
 /* ==== run.c ======================================================== */
 
 /* The request's run's inputs: its captures (allocated in a) and
- * ablations. in->idx and in->pool are the caller's. */
-int api__inside_inputs(const inside_rq *rq, inside_out *io, api_arrays *a, attn_lm_inputs *in,
-                       api_err *e);
+ * ablations; and its outputs' analyses. in->idx and in->pool are the caller's. */
+int api__inside_inputs(const inside_rq *rq, const attn_lm_plan *p, inside_out *io, api_arrays *a,
+                       attn_lm_inputs *in, attn_lm_outputs *out, api_err *e);
 /* After the request's run: the patching sweep and the logit lens, as asked.
  * logits: that run's, [B][T][V] or [B][V] (last_only). */
 int api__inside_after(const inside_rq *rq, const attn_lm_plan *p, const void *weights,
@@ -172,10 +176,22 @@ int api__inside_patch(const inside_rq *rq, const attn_lm_plan *p, const void *we
                       const float *logits, int last_only, attn_pool *pool, inside_out *io,
                       api_arrays *a, api_err *e);
 
+/* ==== analysis.c =================================================== */
+
+/* "analysis" of root into ctx->in.analyses; its sizes, work and field into
+ * out; its arrays (in a) into io and out's; its reply group. */
+int api__inside_analysis_parse(const json_t *root, inside_ctx *ctx, api_err *e);
+int api__inside_analysis_plan(const inside_rq *in, const attn_lm_plan *p, int width,
+                              inside_sizes *out, api_err *e);
+int api__inside_analysis_outputs(const inside_rq *in, const attn_lm_plan *p, inside_out *io,
+                                 api_arrays *a, attn_lm_outputs *out, api_err *e);
+void api__inside_analysis_group(const inside_rq *in, const attn_lm_plan *p, int batched,
+                                inside_out *io, api_item *g);
+
 /* ==== items.c ====================================================== */
 
-/* The "cache", "patch" and "logit_lens" items (as asked) into items (room
- * for 3); tok (may be NULL) names the lens's tokens; batched: the request's
+/* The "cache", "patch", "logit_lens" and "analysis" items (as asked) into
+ * items (room for 4); tok (may be NULL) names the lens's tokens; batched: the request's
  * ids were [B][T] (else the batch axis is left out). Returns the count, or
  * -1 with e filled. */
 int api__inside_items(const inside_rq *rq, const attn_lm_plan *p, int batched,

@@ -9,8 +9,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-int api__inside_inputs(const inside_rq *rq, inside_out *io, api_arrays *a, attn_lm_inputs *in,
-                       api_err *e) {
+int api__inside_inputs(const inside_rq *rq, const attn_lm_plan *p, inside_out *io, api_arrays *a,
+                       attn_lm_inputs *in, attn_lm_outputs *out, api_err *e) {
+    if (api__inside_analysis_outputs(rq, p, io, a, out, e)) return -1;
     for (int i = 0; i < io->n_caps; i++)
         io->caps[i].dst = api__arrays_take(a, io->cap_count[i], sizeof(float));
     if (a->failed) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the activations");

@@ -44,8 +44,8 @@ typedef struct {
 } model_maps;
 
 /* and model, config, shape, generation, layers, next_token_text, cache,
- * patch, logit_lens */
-enum { MAX_ITEMS = M_OUT_COUNT + 9 };
+ * patch, logit_lens, analysis */
+enum { MAX_ITEMS = M_OUT_COUNT + 10 };
 
 /* The outputs a forward pass computes (without them, or a look inside, none
  * runs: idx, tokens, params and a generation's own record need none). */
@@ -82,7 +82,8 @@ static int returns(const model_state *s, int k) { return (s->rq.returns & 1u << 
 
 static int runs_forward(const model_state *s) {
     const inside_rq *in = &s->rq.in;
-    return (s->rq.returns & FORWARD_OUTPUTS) || in->n_hooks || in->n_ablate || in->patch || in->lens_k;
+    return (s->rq.returns & FORWARD_OUTPUTS) || in->n_hooks || in->n_ablate || in->patch || in->lens_k ||
+           in->analyses;
 }
 
 static int parse(api_job *j, const json_t *root, api_err *e) {
@@ -323,7 +324,7 @@ static int compute(api_job *j, api_err *e) {
     attn_pool *pool = j->lim ? j->lim->compute : NULL;
     attn_lm_inputs in = {.idx = s->rq.idx, .pool = pool};
     attn_error ae = {0};
-    if (api__inside_inputs(&s->rq.in, &s->io, a, &in, e)) return -1;
+    if (api__inside_inputs(&s->rq.in, p, &s->io, a, &in, &out, e)) return -1;
     if (attn_lm_run(p, s->weights, &in, s->rng_ptr, &out, &ae) != ATTN_OK) {
         api__from_attn(e, &ae, ATTN_MODULE_COUNT);
         return -1;

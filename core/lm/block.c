@@ -84,6 +84,7 @@ void attn__block_run(attn__run *r, int l) {
     attn__patch_resid(r, l, ATTN_HOOK_RESID_PRE, r->x);
     attn__capture(r, l, ATTN_HOOK_RESID_PRE, r->x, rows, p->C, p->C);
     if (r->out->hidden_states) memcpy(r->out->hidden_states + (size_t)l * n, r->x, n * sizeof(float));
+    if (r->keep) memcpy(r->keep + (size_t)l * n, r->x, n * sizeof(float));
     attn__capture_normalized(r, l, ATTN_HOOK_LN1_NORMALIZED, r->x);
     attn__run_norm(r, r->h, r->x, w.w[ATTN__NORM1_W], w.w[ATTN__NORM1_B], rows);
     attn__lm_attend(r, l, &w); /* hook_q, k, v, attn_scores, pattern */

@@ -45,10 +45,12 @@ void attn__capture_normalized(const attn__run *r, int layer, attn_hook hook, con
 
 /* ==== Interventions ======================================================= */
 
-/* z[b][t][h][:] for every t := 0, or its mean over t. */
-static void ablate(const attn_lm_plan *p, float *z, int h, attn_ablation method) {
+/* z[b][t][h][:] for every t := 0, or its mean over t, in a's batch rows. */
+static void ablate(const attn_lm_plan *p, float *z, const attn_lm_ablate *a) {
     size_t T = (size_t)p->T, C = (size_t)p->QD, D = (size_t)p->D;
-    for (int b = 0; b < p->B; b++) {
+    int h = a->head, b1 = a->batch_count ? a->batch_start + a->batch_count : p->B;
+    attn_ablation method = a->method;
+    for (int b = a->batch_count ? a->batch_start : 0; b < b1; b++) {
         float *zb = z + (size_t)b * T * C + (size_t)h * D;
         for (size_t d = 0; d < D; d++) {
             double sum = 0.0;
@@ -65,8 +67,7 @@ void attn__intervene_z(const attn__run *r, int l) {
     const attn_lm_inputs *in = r->in;
     size_t T = (size_t)p->T, C = (size_t)p->QD, D = (size_t)p->D;
     for (int i = 0; i < in->n_ablations; i++)
-        if (in->ablations[i].layer == l)
-            ablate(p, r->z, in->ablations[i].head, in->ablations[i].method);
+        if (in->ablations[i].layer == l) ablate(p, r->z, &in->ablations[i]);
     for (int i = 0; i < in->n_patches; i++) {
         const attn_lm_patch *pt = &in->patches[i];
         if (pt->layer != l || pt->hook != ATTN_HOOK_Z) continue;
@@ -134,6 +135,10 @@ static int check_ablations(const attn_lm_plan *p, const attn_lm_inputs *in,
             return bad(err, "ablations", i, "head %d outside [0, %d)", a->head, p->H);
         if (a->method != ATTN_ABLATE_ZERO && a->method != ATTN_ABLATE_MEAN)
             return bad(err, "ablations", i, "unknown method %d", (int)a->method);
+        if (a->batch_count < 0 || a->batch_start < 0 ||
+            (a->batch_count && a->batch_start > p->B - a->batch_count))
+            return bad(err, "ablations", i, "batch rows [%d, +%d) outside [0, %d)", a->batch_start,
+                       a->batch_count, p->B);
     }
     return ATTN_OK;
 }

@@ -1,8 +1,8 @@
 /* forward.c - a whole model's forward pass: the work space, the
  * embeddings, the blocks in turn (block.c) and the final norm with the
- * output head; the prefill that also fills a cache. One code path for every
- * architecture: they differ only in what the plan and the weights by role
- * say. */
+ * output head (and the loss); the prefill that also fills a cache. One code
+ * path for every architecture: they differ only in what the plan and the
+ * weights by role say. The public runs over it are run.c's. */
 #include "core/layers/layers.h"
 #include "core/linear.h"
 #include "core/lm/lm.h"
@@ -60,14 +60,17 @@ static int finish(attn__run *r, attn_error *err) {
     if (!attn__all_finite(r->h, BT * C) || bad_logits)
         return attn__fail(err, ATTN_ERR_NONFINITE, "params",
                           "the result overflowed float32: parameters are too large");
+    if (r->out->loss) attn__loss(r);
     return ATTN_OK;
 }
 
 /* The call: the embeddings (or the given residual), every block from
  * start_layer, the head. */
-static int run(attn__run *r, attn_error *err) {
+int attn__run_call(attn__run *r, attn_error *err) {
     int rc = attn__check_inputs(r->p, r->in, err);
-    if (rc || (!r->in->resid && (rc = check_idx(r->p, r->in->idx, err)))) return rc;
+    if (rc || (r->in->idx && (rc = check_idx(r->p, r->in->idx, err))) ||
+        (rc = attn__analysis_check(r, err)))
+        return rc;
     attn_rng local;
     if (r->p->dropout_active && r->rng == NULL) {
         attn_rng_seed(&local, ATTN_TORCH_DEFAULT_SEED);
@@ -79,27 +82,13 @@ static int run(attn__run *r, attn_error *err) {
     void *work = attn__run_alloc(r, err);
     if (work == NULL) return ATTN_ERR_NOMEM;
     embed(r);
+    attn__analysis_start(r);
     for (int l = r->in->start_layer; l < r->p->n_layer && !attn__cancelled(); l++)
         attn__block_run(r, l);
     rc = finish(r, err);
     if (rc == ATTN_OK) rc = attn__cancel_check(err); /* items skipped: the caller's check said stop */
     free(work);
     return rc;
-}
-
-int attn_lm_run(const attn_lm_plan *p, const void *params, const attn_lm_inputs *in,
-                attn_rng *rng, attn_lm_outputs *out, attn_error *err) {
-    if (p == NULL || params == NULL || in == NULL || out == NULL)
-        return attn__fail(err, ATTN_ERR_ARG, "", "plan, params, inputs and outputs are required");
-    attn__run r = {.p = p, .params = params, .pool = in->pool, .rng = rng, .out = out, .in = in};
-    return run(&r, err);
-}
-
-int attn_lm_forward(const attn_lm_plan *p, const void *params, const int32_t *idx,
-                    attn_pool *pool, attn_rng *rng, attn_lm_outputs *out, attn_error *err) {
-    if (idx == NULL) return attn__fail(err, ATTN_ERR_ARG, "idx", "idx is required");
-    attn_lm_inputs in = {.idx = idx, .pool = pool};
-    return attn_lm_run(p, params, &in, rng, out, err);
 }
 
 int attn_lm_prefill(const attn_lm_plan *p, const void *params, const int32_t *idx,
@@ -114,7 +103,7 @@ int attn_lm_prefill(const attn_lm_plan *p, const void *params, const int32_t *id
     attn_lm_inputs in = {.idx = idx, .pool = pool};
     attn__run r = {.p = p, .params = params, .pool = pool, .out = out ? out : &none, .in = &in,
                    .cache = cache};
-    if ((rc = run(&r, err)) == ATTN_OK)
+    if ((rc = attn__run_call(&r, err)) == ATTN_OK)
         for (int b = 0; b < p->B; b++) cache->length[b] = cache->next_pos[b] = p->T;
     return rc;
 }

@@ -1,8 +1,9 @@
 /* many.c - many runs of one plan over the pool, one run per item (a
- * patching sweep: every head or position of every block, each a small run
- * from that block on). Each item runs attn_lm_run on one thread with its
- * own work space: no product is split, so threads never wait on each other
- * within a run, and the items' order cannot change a result. */
+ * patching sweep, importance's ablations: every head or position of every
+ * block, each a small run from that block on). Each item runs the forward
+ * (attn_lm_run's, importance aside) on one thread with its own work space:
+ * no product is split, so threads never wait on each other within a run,
+ * and the items' order cannot change a result. */
 #include "core/lm/lm.h"
 
 typedef struct {
@@ -20,8 +21,10 @@ static void run_item(void *ctx, long i, int slot) {
     attn_lm_inputs in = j->in[i];
     in.pool = NULL;
     attn_error local;
-    j->status[i] = attn_lm_run(j->plan, j->params, &in, NULL, &j->out[i],
-                                 j->errs ? &j->errs[i] : &local);
+    attn__run r = {.p = j->plan, .params = j->params, .out = &j->out[i], .in = &in};
+    j->status[i] = j->params ? attn__run_call(&r, j->errs ? &j->errs[i] : &local)
+                             : attn__fail(j->errs ? &j->errs[i] : &local, ATTN_ERR_ARG, "",
+                                          "params are required");
 }
 
 int attn_lm_run_many(const attn_lm_plan *plan, const void *params,
