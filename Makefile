@@ -157,13 +157,16 @@ $(BUILD)/tests/%: tests/%.c $(LIBTEST) $(LIBAPI) $(LIBCORE)
 	  $(LDFLAGS) $(LIBS_TEST) $(LIBS_API) $(LIBS_CORE) -o $@
 
 # The server's small modules, compiled into their unit test from source.
-$(BUILD)/tests/test_server_units: server/budget.c server/cors.c server/encoding.c server/etag.c server/*.h
+$(BUILD)/tests/test_server_units: server/budget.c server/cors.c server/encoding.c server/etag.c server/pool.c server/*.h
 
 # The allocation-failure tests route the malloc calls of core/ and api/
-# through the wrappers of tests/support/fail_alloc.c (test_api_chaos, test_api_bpe_chaos).
+# through the wrappers of tests/support/fail_alloc.c (test_api_chaos, test_api_bpe_chaos,
+# test_api_chat_template, test_api_openai_chat).
 $(BUILD)/tests/test_api_chaos: private LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 $(BUILD)/tests/test_api_bpe_chaos: private LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 $(BUILD)/tests/test_api_jansson_oom: private LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
+$(BUILD)/tests/test_api_chat_template: private LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
+$(BUILD)/tests/test_api_openai_chat: private LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 
 # Every test program, each must run at least one check and fail none.
 test: deps

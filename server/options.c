@@ -14,12 +14,8 @@
 #include <strings.h>
 #include <unistd.h>
 
-/* Default for --max-elements: 2^27 floats, 512 MiB of float32. Inputs,
- * intermediates and outputs together stay under half a GiB, which leaves the
- * other half of a 1 GiB per-request budget for the JSON reply text (about 12
- * bytes per printed float, for the part of the elements that are outputs) and
- * the parse of the request (bounded separately by --max-body). */
-#define DEFAULT_MAX_ELEMENTS ((size_t)1 << 27)
+/* --max-elements is 0 unless given: the server derives it from the memory
+ * budget (srv_budget_max_elements: half of it, at least 2^27 floats). */
 #define DEFAULT_MAX_BODY ((size_t)64 << 20)
 /* Default for --max-work: 2^40 multiply-adds, about 30 s of one core here
  * (GPT-2 124M over 1,024 tokens is 1.6e11; the attention of 1 M tokens of
@@ -85,8 +81,9 @@ void srv_options_usage(FILE *f, const char *argv0) {
         "  --max-body SIZE        ATTN_MAX_BODY         largest request body; bytes, or with a\n"
         "                                               k/M/G suffix (64M)\n"
         "  --max-elements N       ATTN_MAX_ELEMENTS     most floats one request may hold, inputs,\n"
-        "                                               intermediates and outputs (134217728 =\n"
-        "                                               512 MiB; k/M/G suffixes accepted)\n"
+        "                                               intermediates and outputs; k/M/G suffixes\n"
+        "                                               accepted (half the memory budget in floats,\n"
+        "                                               at least 134217728 = 512 MiB)\n"
         "  --max-memory SIZE      ATTN_MAX_MEMORY       memory all requests together may reserve,\n"
         "                                               bodies included; one that does not fit\n"
         "                                               waits, then 503; one larger than all 413\n"
@@ -264,7 +261,6 @@ static void set_defaults(srv_options *o) {
     o->threads = cpu_count();
     o->io_threads = o->threads < 4 ? o->threads : 4;
     o->max_body = DEFAULT_MAX_BODY;
-    o->max_elements = DEFAULT_MAX_ELEMENTS;
     o->max_work = DEFAULT_MAX_WORK;
     o->max_queue = 64;
     o->max_connections = 1000;

@@ -37,6 +37,8 @@
 /* Most stop strings, and the longest (OpenAI: up to 4). */
 #define API_GEN_MAX_STOP 4
 #define API_GEN_MAX_STOP_BYTES 256
+/* Most end-of-text ids besides eos_id. */
+#define API_GEN_MAX_EOS 8
 
 /* How a row of a generation ended. */
 typedef enum {
@@ -58,6 +60,9 @@ typedef struct {
     int context_size;         /* the book's crop: idx[:, -context_size:] (0: block_size) */
     int logprobs;             /* alternatives per written token, 0..API_GEN_MAX_TOP */
     int eos_id;               /* end-of-text id that stops a row unwritten (-1: none) */
+    int n_eos_more;           /* more ids that stop a row as eos_id does (a chat model's
+                                 generation_config.json: Gemma 3's <end_of_turn>) */
+    int eos_more[API_GEN_MAX_EOS];
     int n_stop;               /* stop strings (copied: the request tree is freed first) */
     char *stop[API_GEN_MAX_STOP];
     size_t stop_len[API_GEN_MAX_STOP];

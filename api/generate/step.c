@@ -59,6 +59,12 @@ static void write_token(gen_loop *g, int b, const attn_token_logprob *chosen,
     }
 }
 
+static int is_eos(const api_gen_opts *o, int id) {
+    int hit = id == o->eos_id;
+    for (int i = 0; i < o->n_eos_more; i++) hit |= id == o->eos_more[i];
+    return hit;
+}
+
 /* Chooses row b's token; keeps it when the row still writes. 0, 1 (stop:
  * on_token said the client is gone), -1. */
 static int choose(gen_loop *g, int b, attn_token_logprob *top, api_err *e) {
@@ -74,7 +80,7 @@ static int choose(gen_loop *g, int b, attn_token_logprob *top, api_err *e) {
     g->chosen[b] = chosen.id;
     api_gen_out *o = g->out;
     if (o->finish[b] != API_GEN_RUNNING) return 0; /* drawn as the batch's loop would, not kept */
-    if (chosen.id == in->opt->eos_id) {             /* the book's: break before appending it */
+    if (is_eos(in->opt, chosen.id)) {               /* the book's: break before appending it */
         o->finish[b] = API_GEN_STOP;
         return 0;
     }

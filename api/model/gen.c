@@ -61,6 +61,7 @@ int api__model_gen_plan(model_rq *rq, api_job *j, api_err *e) {
     j->ops += g->plan.ops;
     j->ops_field = "generate.max_new_tokens";
     j->work = SIZE_MAX; /* never answered on the I/O thread: it writes token after token */
+    j->generates = 1;
     size_t steps_text = (size_t)g->plan.N * (64 + 32 * (size_t)g->plan.n_top + 12 * (size_t)g->plan.rows_len);
     j->reply_values += steps_text / 10;
     return 0;

@@ -85,8 +85,11 @@ static int add_prompt(oai_rq *rq, const json_t *v, const char *field, api_err *e
         api_buf_free(&bytes);
     }
     p->T = (int)n;
+    /* before the allocation check: an empty text has no ids to allocate */
+    if (n == 0)
+        return api__fail(e, API_E_INVALID_ARGUMENT, field, "%s is empty: there is no token to "
+                         "continue from", field);
     if (p->ids == NULL || p->text == NULL) return api__fail(e, API_E_OUT_OF_MEMORY, field, "cannot allocate the prompt");
-    if (n == 0) return api__fail(e, API_E_INVALID_ARGUMENT, field, "%s holds no token", field);
     if (n > (size_t)rq->model->cfg.context)
         return api__fail(e, API_E_INVALID_ARGUMENT, field,
                          "%s is %zu tokens, over the model's context of %d", field, n,
@@ -226,3 +229,20 @@ int api__oai_parse(const json_t *root, const api_limits *lim, oai_rq *rq, api_er
                              rq->prompt[i].T, rq->opt.max_new_tokens);
     return 0;
 }
+
+/* ==== What chat.c shares (/v1/chat/completions) ==== */
+
+int api__oai_read_model(const json_t *root, const api_limits *lim, const char *field, oai_rq *rq,
+                        api_err *e) {
+    if (read_model(root, lim, rq, e)) return -1;
+    return api__tokenizer_pick(root, lim, rq->model, 1, field, &rq->tok, e);
+}
+
+int api__oai_read_options(const json_t *root, const api_limits *lim, oai_rq *rq, api_err *e) {
+    static const char *const others[] = {"logit_bias", "presence_penalty", "frequency_penalty", NULL};
+    for (int i = 0; others[i]; i++)
+        if (neutral(root, others[i], rq->n, e)) return -1;
+    return read_sampling(root, lim, rq, e) || read_stop(root, rq, e) ? -1 : 0;
+}
+
+int api__oai_endoftext(const oai_rq *rq) { return eos_of(rq->tok->bpe, rq->model->cfg.vocab_size); }

@@ -122,6 +122,7 @@ REQUIRED = {"simple": ["inputs"], "self": ["inputs"], "causal": ["inputs", "d_ou
 
 ERROR_STATUSES = {
     "400": "Malformed JSON (code invalid_json, with line and column), a missing field (missing_field), an unknown field (unknown_field), a wrong type (invalid_type), a bad value or configuration (invalid_argument, e.g. a module the endpoint does not serve), disagreeing sizes (invalid_shape, e.g. d_out not divisible by num_heads, T over context_length, ragged arrays), NaN or values beyond float32 (non_finite), a binary tensor whose text is not base64 (invalid_base64), a gzip body that is not one well-formed gzip member (invalid_gzip), unsound HTTP framing (bad_request: Content-Length twice or not a number, Content-Length with Transfer-Encoding, a transfer coding that does not end in chunked, HTTP/1.1 without Host; the connection is closed).",
+    "406": "The Accept header takes none of the formats the endpoint writes (not_acceptable), and the body names no output_format; the message lists those it writes.",
     "411": "A POST with neither Content-Length nor Transfer-Encoding: chunked (length_required); the connection is closed.",
     "404": "Unknown path (not_found).",
     "405": "Method not allowed (method_not_allowed); the Allow header lists the allowed ones.",
@@ -500,7 +501,7 @@ def main():
         "type": "object", "properties": {"status": {"type": "string", "enum": ["ok"]}}, "required": ["status"], "additionalProperties": False}}}}
     paths["/healthz"] = {"get": {"operationId": "healthz", "tags": ["operations"], "summary": "Liveness.", "responses": {"200": status_ok}}}
     paths["/readyz"] = {"get": {"operationId": "readyz", "tags": ["operations"], "summary": "Readiness: ready to take requests.", "responses": {
-        "200": status_ok, "503": error_response("Not ready: the server is shutting down (draining).")}}}
+        "200": status_ok, "503": error_response("Not ready: the server is shutting down (draining; said on a connection still open, new connections are refused).")}}}
     paths["/metrics"] = {"get": {"operationId": "metrics", "tags": ["operations"], "summary": "Prometheus text format: requests by endpoint and status, latency histogram, in-flight requests, bytes in and out.",
                                  "responses": {"200": {"description": "Metrics", "content": {"text/plain": {"schema": {"type": "string"}}}}}}}
     paths["/version"] = {"get": {"operationId": "version", "tags": ["operations"], "summary": "Name, version, build, OpenBLAS core and thread count.", "responses": {"200": {
@@ -534,8 +535,13 @@ def main():
                     "parameters": {"type": "integer", "minimum": 0, "description": "Weights in the file (a tied head and buffers excluded)."},
                     "transformer_prefix": {"type": "boolean", "description": "The names started with transformer. (GPT2LMHeadModel)."},
                     "lm_head": {"type": "string"},
-                    "builtin": {"type": "boolean", "description": "The demo model built into the server (\"shakespeare\", served when no --model is given unless --demo-model off): its folder is the one it was embedded from."}},
-                "required": ["name", "file", "folder", "shards", "module", "architecture", "config", "n_head_from", "dtype", "weights_dtype", "weights_lossy", "weights_bytes", "parameters", "transformer_prefix", "lm_head", "tokenizer", "builtin"], "additionalProperties": False}},
+                    "builtin": {"type": "boolean", "description": "The demo model built into the server (\"shakespeare\", served when no --model is given unless --demo-model off): its folder is the one it was embedded from."},
+                    "chat_template": {"oneOf": [{"type": "null"}, {"type": "object", "properties": {
+                        "source": {"type": "string", "enum": ["chat_template.jinja", "tokenizer_config.json's chat_template"]},
+                        "error": {"type": ["string", "null"], "description": "Why the template did not compile (its file and line): the model serves everything but /v1/chat/completions, which answers 400 with it."}},
+                        "required": ["source", "error"], "additionalProperties": False}],
+                        "description": "The folder's chat template, which POST /v1/chat/completions renders the messages with; null: none."}},
+                "required": ["name", "file", "folder", "shards", "module", "architecture", "config", "n_head_from", "dtype", "weights_dtype", "weights_lossy", "weights_bytes", "parameters", "transformer_prefix", "lm_head", "tokenizer", "builtin", "chat_template"], "additionalProperties": False}},
                 "tokenizers": {"type": "array", "description": "Every tokenizer a /model/gpt2 request may name in tokenizer: --tokenizer's, then the model folders' (named after their models). Empty: text needs one.",
                                "items": {"type": "object", "properties": {"name": {"type": "string"}, "tokens": {"type": "integer", "minimum": 1}}, "required": ["name", "tokens"], "additionalProperties": False}},
                 "default_tokenizer": {"type": ["string", "null"], "description": "The tokenizer a request without a tokenizer field and without a model folder's own uses: the first --tokenizer, else the first model folder's; null when there is none."}},

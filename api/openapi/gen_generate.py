@@ -1,7 +1,8 @@
 """The OpenAPI document's parts for generation (imported by gen.py): the
 "generate" field of /model/gpt2 and its reply's "generation", POST
-/v1/completions and GET /v1/models as OpenAI's API defines them, POST
-/tokenize and /detokenize as llama.cpp's server names them."""
+/v1/completions, /v1/chat/completions and GET /v1/models as OpenAI's API
+defines them, POST /tokenize and /detokenize as llama.cpp's server names
+them."""
 
 
 def ref(name):
@@ -123,11 +124,74 @@ COMPLETION = {
         "created": INT, "model": {"type": "string"},
         "choices": {"type": "array", "items": {"type": "object", "properties": {
             "text": {"type": "string"}, "index": INT, "logprobs": ref("CompletionLogprobs"),
-            "finish_reason": {"type": ["string", "null"], "enum": ["length", "stop", None]}},
+            "finish_reason": {"type": ["string", "null"], "enum": ["length", "stop", "timeout", None],
+                              "description": "stop (a stop string or <|endoftext|>), length (max_tokens written), or timeout: the server cut the text short (--timeout, a drain, time spent waiting for memory); null in a stream's chunks before a choice's last."}},
             "required": ["text", "index", "logprobs", "finish_reason"], "additionalProperties": False}},
         "usage": ref("CompletionUsage"),
     },
     "required": ["id", "object", "created", "model", "choices"],
+    "additionalProperties": False,
+}
+
+CHAT_REQUEST = {
+    "type": "object",
+    "description": "OpenAI's Chat Completions API on a model whose folder has a chat template (tokenizer_config.json's chat_template, or chat_template.jinja): the messages are rendered with it as transformers' apply_chat_template renders them (add_generation_prompt true, the folder's bos_token, eos_token, unk_token and pad_token; the Jinja subset of docs/chat-templates.md, byte for byte what npm @huggingface/jinja renders), the text tokenized without adding special tokens again, and the reply written until max_completion_tokens, a stop string or the folder's eos_token (else <|endoftext|>). A model without a chat template is a 400 naming model. Sampling, seed and log-probabilities as /v1/completions; presence_penalty, frequency_penalty and logit_bias only at their neutral values; any other field is a 400.",
+    "properties": {
+        "model": {"type": "string"},
+        "messages": {"type": "array", "minItems": 1, "items": {"type": "object", "properties": {
+            "role": {"type": "string", "enum": ["system", "developer", "user", "assistant", "tool"]},
+            "content": {"oneOf": [{"type": "string"}, {"type": "null"}, {"type": "array", "items": {"type": "object", "properties": {"type": {"type": "string", "enum": ["text"]}, "text": {"type": "string"}}, "required": ["type", "text"]}}],
+                        "description": "Text, or text parts (joined with a newline, as vLLM joins them)."}},
+            "required": ["role"], "description": "Other members (name, tool_calls, tool_call_id) reach the template as they are."}},
+        "max_completion_tokens": {"type": ["integer", "null"], "minimum": 0, "description": "Tokens to write at most (max_tokens is the older name); absent: up to the model's context. Over --max-new-tokens is a 413."},
+        "max_tokens": {"type": ["integer", "null"], "minimum": 0},
+        "temperature": {"type": ["number", "null"], "minimum": 0, "default": 1},
+        "top_p": {"type": ["number", "null"], "minimum": 0, "maximum": 1, "default": 1},
+        "top_k": {"type": ["integer", "null"], "description": "llama.cpp's and vLLM's: keep the k most likely; 0 or -1 (or absent): off."},
+        "n": {"type": ["integer", "null"], "minimum": 1, "maximum": 16, "default": 1},
+        "stream": {"type": ["boolean", "null"], "default": False, "description": "Server-sent events: each choice's first chunk has delta {role: assistant, content: \"\"}, then one chunk per written token (delta {content}), each choice's last chunk with its finish_reason, then data: [DONE]."},
+        "stream_options": {"type": ["object", "null"], "properties": {"include_usage": {"type": "boolean"}}, "additionalProperties": False},
+        "logprobs": {"type": ["boolean", "null"], "default": False},
+        "top_logprobs": {"type": ["integer", "null"], "minimum": 0, "maximum": 20, "description": "Needs logprobs true."},
+        "stop": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "maxItems": 4}, {"type": "null"}]},
+        "seed": {"type": ["integer", "null"], "description": "torch.manual_seed(seed) before the loop."},
+        "chat_template_kwargs": {"type": ["object", "null"], "description": "More variables for the template (vLLM's): {\"enable_thinking\": false} for Qwen3."},
+        "presence_penalty": {"type": ["number", "null"], "enum": [0, None]},
+        "frequency_penalty": {"type": ["number", "null"], "enum": [0, None]},
+        "logit_bias": {"type": ["object", "null"], "additionalProperties": False, "description": "Taken only empty."},
+        "user": {"type": ["string", "null"]},
+    },
+    "required": ["model", "messages"],
+    "additionalProperties": False,
+}
+
+BYTES = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 255}}
+CHAT_TOKEN = {"type": "object", "properties": {"token": {"type": "string"}, "logprob": NUM, "bytes": BYTES},
+              "required": ["token", "logprob", "bytes"], "additionalProperties": False}
+CHAT_LOGPROBS = {
+    "type": ["object", "null"],
+    "properties": {"content": {"type": "array", "items": {"type": "object", "properties": {
+        **CHAT_TOKEN["properties"], "top_logprobs": {"type": "array", "items": CHAT_TOKEN}},
+        "required": ["token", "logprob", "bytes", "top_logprobs"], "additionalProperties": False}}},
+    "required": ["content"],
+    "additionalProperties": False,
+}
+
+CHAT_COMPLETION = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"}, "object": {"type": "string", "enum": ["chat.completion"]},
+        "created": INT, "model": {"type": "string"},
+        "choices": {"type": "array", "items": {"type": "object", "properties": {
+            "index": INT,
+            "message": {"type": "object", "properties": {"role": {"type": "string", "enum": ["assistant"]}, "content": {"type": "string"}},
+                        "required": ["role", "content"], "additionalProperties": False},
+            "logprobs": ref("ChatCompletionLogprobs"),
+            "finish_reason": {"type": "string", "enum": ["length", "stop", "timeout"]}},
+            "required": ["index", "message", "logprobs", "finish_reason"], "additionalProperties": False}},
+        "usage": ref("CompletionUsage"),
+    },
+    "required": ["id", "object", "created", "model", "choices", "usage"],
     "additionalProperties": False,
 }
 
@@ -158,8 +222,14 @@ def post(paths, bodies, endpoint, op, summary, body, request, response, errors, 
 
 
 def endpoint(paths, schemas, bodies, endpoint, errors):
-    """/v1/completions, /tokenize, /detokenize."""
-    if endpoint["kind"] == "openai":
+    """/v1/completions, /v1/chat/completions, /tokenize, /detokenize."""
+    if endpoint["path"] == "/v1/chat/completions":
+        schemas.update({"ChatCompletion": CHAT_COMPLETION, "ChatCompletionLogprobs": CHAT_LOGPROBS, "CompletionUsage": USAGE})
+        post(paths, bodies, endpoint, "chat_completions",
+             "OpenAI's Chat Completions API on a loaded model with a chat template: messages, n choices, logprobs, stop, seed, stream.",
+             "ChatCompletionRequest", CHAT_REQUEST, ref("ChatCompletion"), errors,
+             ("application/json", "text/event-stream"))
+    elif endpoint["kind"] == "openai":
         schemas.update({"Completion": COMPLETION, "CompletionLogprobs": LOGPROBS, "CompletionUsage": USAGE})
         post(paths, bodies, endpoint, "completions",
              "OpenAI's Completions API on a loaded model: text, token ids, n choices, logprobs, echo, stop, seed, stream.",

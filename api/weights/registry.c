@@ -17,6 +17,7 @@
  */
 #include "api/weights/weights.h"
 #include "api/base/base.h"
+#include "api/chat/chat.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -136,12 +137,14 @@ static int load_folder(api_model *m, const char *dir, api_weights_mode mode, cha
     int rc = load_set(&set, &h, m, inner, sizeof inner);
     api__st_set_close(&set);
     if (rc) return api__ckpt_fail(why, size, "%s/%s: %s", dir, m->file, inner);
-    return api__folder_tokenizer(dir, m, why, size);
+    if (api__folder_tokenizer(dir, m, why, size)) return -1;
+    return api__chat_folder_load(dir, &m->chat, why, size);
 }
 
 static void model_free(api_model *m) {
     free(m->params);
     api_bpe_free(m->bpe);
+    api__chat_folder_free(m->chat);
 }
 
 /* m appended to the registry (created when NULL); the tokenizers' names
@@ -308,7 +311,17 @@ static void model_json(api_buf *b, const api_model *m) {
                     m->prefixed ? "true" : "false", head);
     if (m->bpe) api__buf_printf(b, "{\"name\":\"%s\",\"tokens\":%zu}", m->name, api_bpe_vocab_size(m->bpe));
     else api__buf_puts(b, "null");
-    api__buf_printf(b, ",\"builtin\":%s}", m->builtin ? "true" : "false");
+    api__buf_printf(b, ",\"builtin\":%s,\"chat_template\":", m->builtin ? "true" : "false");
+    if (m->chat) { /* where it came from; its compile error when it did not compile */
+        api__buf_puts(b, "{\"source\":");
+        api__buf_json_string(b, m->chat->source);
+        api__buf_puts(b, ",\"error\":");
+        if (m->chat->t) api__buf_puts(b, "null");
+        else api__buf_json_string(b, m->chat->error);
+        api__buf_puts(b, "}}");
+    } else {
+        api__buf_puts(b, "null}");
+    }
 }
 
 int api_models_json(const api_limits *lim, api_buf *b) {

@@ -4,8 +4,7 @@
  * names, the registry.
  *
  *   st_read.c    a safetensors file: mapped read-only, its header parsed with
- *                jansson and validated in full before any tensor is used;
- *                sets of them (shards)
+ *                jansson and validated in full before use; sets (shards)
  *   folder.c     a model folder: config.json (read through the architecture's
  *                row: its config names and defaults), the weights, the tokenizer
  *   load.c       what every layout shares: the heads, the buffer, copies
@@ -110,6 +109,7 @@ typedef struct {
     api_bpe *bpe;                   /* the folder's tokenizer (owned), or NULL */
     api_tokenizer tok;              /* {name, bpe}: what requests for this model read text with */
     int builtin;                    /* the folder's files came from memory (api_models_load_mem) */
+    struct api_chat_folder *chat;   /* the folder's chat template (api/chat/), or NULL */
 } api_model;
 
 /* What is known of a model before its tensors: the spec's ":heads=N", a
