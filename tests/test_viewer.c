@@ -473,6 +473,10 @@ static void check_model_choices(const json_t *r) {
      * "wide" (1 x 2 heads) on the seed sentence through GPT-2's tokenizer */
     const json_t *op = at(r, "opened");
     ck_assert_str_eq(json_string_value(at(op, "model")), "wide");
+    /* the tab names the family of the model shown */
+    ck_assert_str_eq(json_string_value(at(op, "tab")), "Model view: GPT2");
+    ck_assert_str_eq(json_string_value(at(r, "tab_gptmodel")), "Model view: GPTModel");
+    ck_assert_str_eq(json_string_value(at(r, "tab_seed")), "Model view: GPT2");
     ck_assert_msg(!json_is_true(at(op, "error")), "%s", json_string_value(at(op, "status")));
     ck_assert_int_eq(json_integer_value(at(op, "thumbs")), 2);
     ck_assert_uint_eq(json_array_size(at(op, "tokens")), MV_T);

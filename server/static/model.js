@@ -357,11 +357,13 @@ function textNote() {
   if (md && md.tokenizer)
     return "The model's own tokenizer reads the text (" + md.tokenizer.tokens + " tokens" +
       (md.tokenizer.tokens === 256 ? ": a token a byte" : "") + ").";
-  return "The server splits the text into GPT-2 tokens (its --tokenizer, or the one named above).";
+  return "The server's tokenizer splits the text into tokens (its --tokenizer, or the one named above).";
 }
 
 function modelChanged() {
   const md = mv.models.find((x) => x.name === $("m_model").value);
+  /* the tab names the family of the model it shows (GPT2, LlamaForCausalLM, ...) */
+  $("model_tab").textContent = "Model view: " + chosenFamily();
   if ($("m_input_text").checked && !mv.noTokenizer) $("m_input_note").textContent = textNote();
   $("m_config").hidden = !!md;
   $("m_model_info").hidden = !md;

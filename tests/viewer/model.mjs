@@ -52,7 +52,12 @@ try {
   report.models = await page.$$eval("#m_model option", (os) => os.map((o) => o.value));
   report.opened = await page.evaluate(state);
   report.opened.model = await page.inputValue("#m_model");
+  report.opened.tab = await page.textContent("#model_tab");
+  // the tab names the family of the model chosen
+  await page.selectOption("#m_model", "@GPTModel");
+  report.tab_gptmodel = await page.textContent("#model_tab");
   await page.selectOption("#m_model", "");
+  report.tab_seed = await page.textContent("#model_tab");
   report.first = await run();
   // every thumbnail's pixels (6 x 6 here: one pixel per weight)
   report.first_thumbs = await page.$$eval("#m_grid button.thumb", (bs) => bs.map((b) => {
