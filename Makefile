@@ -242,6 +242,14 @@ $(BUILD)/bench/bench_families: bench/bench_families.c bench/floor.c $(LIBAPI) $(
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< bench/floor.c $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
+# Half-size weights against float32 (bench/bench_half.c): the decode step of
+# the GPT-2 124M and SmolLM2-135M shapes with F32, BF16 and F16 weights
+# beside each one's memory floor, the T = 128 prefill, and the KL divergence
+# of a BF16 copy's next-token distribution (the demo model's too).
+$(BUILD)/bench/bench_half: bench/bench_half.c $(LIBAPI) $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
+
 # The whole-model forward (both families, T = 128 and 512) as a fraction of
 # the sgemm rate of the same run.
 $(BUILD)/bench/bench_forward: bench/bench_forward.c $(LIBCORE)
@@ -270,7 +278,7 @@ BENCH_ENV := env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
 bench: deps
 	@$(MAKE) --no-print-directory build-all $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise \
 	  $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_forward $(BUILD)/bench/bench_decode \
-	  $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_families $(BUILD)/bench/bench_analysis
+	  $(BUILD)/bench/bench_half $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_families $(BUILD)/bench/bench_analysis
 	$(call apt_install,python3-torch python3-fastapi python3-uvicorn wrk nginx-light)
 	$(BENCH_ENV) bench/run.sh $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_core cputime
@@ -278,6 +286,7 @@ bench: deps
 	$(BENCH_ENV) bench/run_gpt2.sh $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_forward 2
 	$(BENCH_ENV) bench/run_decode.sh $(BUILD)/bench/bench_decode
+	$(BENCH_ENV) $(BUILD)/bench/bench_half 2
 	$(BENCH_ENV) bench/run_families.sh $(BUILD)/bench/bench_families
 	$(BENCH_ENV) bench/run_patch.sh $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_core
 	$(BENCH_ENV) bench/run_analysis.sh $(BUILD)/bench/bench_analysis $(BUILD)/bench/bench_core

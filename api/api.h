@@ -167,6 +167,26 @@ typedef struct api_models api_models;
  * 0, or -1 with the reason (naming the file and the problem) in why. Call
  * before any thread reads *models. */
 int api_models_load(api_models **models, const char *spec, char *why, size_t why_size);
+
+/* How a loaded model holds its weight matrices (--weights-dtype; norms and
+ * biases are float32 in every case):
+ *   KEEP  as its checkpoint stores them: F16 and BF16 matrices stay half-size
+ *         in memory, widened to float32 inside the products, so results are
+ *         those of the float32 copy of the same values; anything else (F32,
+ *         or matrices of mixed dtypes) float32
+ *   F32   float32 whatever the file holds (exact; twice a half-size file)
+ *   BF16  BF16: float32 (or F16) values rounded to nearest even, lossy (8
+ *         significant bits; GET /models says "weights_lossy": true) */
+typedef enum {
+    API_WEIGHTS_KEEP = 0,
+    API_WEIGHTS_F32 = 1,
+    API_WEIGHTS_BF16 = 2,
+} api_weights_mode;
+/* "keep", "f32" or "bf16" (any case) into *out: 0, or -1 for anything else. */
+int api_weights_mode_parse(const char *s, api_weights_mode *out);
+/* api_models_load with the weights held as mode says (api_models_load: KEEP). */
+int api_models_load_as(api_models **models, const char *spec, api_weights_mode mode, char *why,
+                       size_t why_size);
 /* A model folder's files in memory (the demo model built into the server):
  * config.json, model.safetensors, vocab.json and merges.txt, which must
  * outlive the models. */
@@ -175,6 +195,7 @@ typedef struct {
     const char *folder;  /* the folder it was made from, for GET /models */
     const void *config, *weights, *vocab, *merges;
     size_t config_len, weights_len, vocab_len, merges_len;
+    api_weights_mode mode; /* how its weights are held (0: KEEP) */
 } api_model_files;
 /* Loads such a folder as api_models_load loads one from disk. */
 int api_models_load_mem(api_models **models, const api_model_files *files, char *why, size_t why_size);

@@ -288,14 +288,29 @@ typedef enum {
                               (gpt2_min.py's "bias") */
 } attn_buffer;
 
+/* How a parameter buffer holds a tensor's values. A module's buffer is
+ * float32 throughout; a whole model's may hold its weight matrices half-size
+ * (attn_lm_config.weights_dtype, lm.h), widened to float32 as they are read. */
+typedef enum {
+    ATTN_DTYPE_F32 = 0,   /* float32 */
+    ATTN_DTYPE_F16 = 1,   /* IEEE 754 binary16: 5 exponent bits, 10 fraction bits */
+    ATTN_DTYPE_BF16 = 2,  /* bfloat16: the upper half of a float32 (8 exponent bits, 7
+                             fraction bits) */
+    ATTN_DTYPE_COUNT
+} attn_dtype;
+
 typedef struct {
     char name[ATTN_PARAM_NAME_MAX]; /* PyTorch state_dict key: "W_query.weight",
                                        "heads.1.W_key.bias", "c_attn.weight", "mask" */
     int rank;                 /* 1 to 4 */
     int shape[4];
-    size_t offset;            /* in floats, into the parameter buffer */
+    size_t offset;            /* in elements of its dtype (floats for F32), into the
+                                 parameter buffer seen as an array of that dtype */
     size_t count;             /* product of the shape */
     attn_buffer buffer;       /* ATTN_BUFFER_NONE (0) for a parameter */
+    attn_dtype dtype;         /* how the buffer holds it (F32 but in a whole model's
+                                 half-size weight matrices) */
+    size_t byte_offset;       /* its first byte in the parameter buffer */
 } attn_param;
 
 /* Describes the index-th entry (0 <= index < plan->param_count) in state_dict

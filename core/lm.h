@@ -9,11 +9,19 @@
  *   cfg.vocab_size = 50257; cfg.context = 1024;
  *   attn_lm_plan plan;
  *   attn_lm_plan_make(&cfg, B, T, 0, &plan, &err);       validate, size, cost
- *   float *params = malloc(plan.n_params * sizeof *params);
+ *   float *params = malloc(plan.param_bytes);
  *   attn_rng rng; attn_rng_seed(&rng, 123);
  *   attn_lm_params_init(&plan, params, &rng, &err);      GPTModel(cfg), bit for bit
  *   attn_lm_outputs out = {.logits = logits};
  *   attn_lm_forward(&plan, params, idx, pool, NULL, &out, &err);
+ *
+ * The parameter buffer holds every tensor of the state_dict, in its order,
+ * each where attn_lm_param_get says (byte_offset, dtype). With
+ * cfg.weights_dtype F16 or BF16 its weight matrices (the embeddings, the
+ * projections, the head: every rank-2 parameter) are half-size, widened to
+ * float32 inside the products: the results are those of the float32 copy of
+ * the same values (the few-row products of a step up to the order of their
+ * sums); attn_lm_params_convert makes one layout from another.
  *
  * Everything here is reentrant, allocates only the work space of a call
  * (or the cache it is asked to create), and reports failures as
@@ -180,6 +188,10 @@ typedef struct {
     int layer_list;          /* the layers' kinds listed one by one (below) instead of a rule */
     unsigned char local_layers[ATTN_LM_LIST_LAYERS / 8]; /* bit l: layer l local */
     double query_scalar;     /* 0: head_dim */
+    attn_dtype weights_dtype; /* how the parameter buffer holds the weight matrices (every
+                                 rank-2 parameter); norms, biases and buffers are float32
+                                 whatever it says. 0: F32. Not a hyperparameter: the same
+                                 model, stored smaller */
 } attn_lm_config;
 
 /* One hyperparameter an architecture takes. A default of NAN means
@@ -275,7 +287,10 @@ typedef struct {
     int dropout_active;   /* training && 0 < p */
     int tied;             /* spec.tied */
     int param_count;      /* state_dict entries, buffers included (a tied head excluded) */
-    size_t n_params;      /* floats of the parameter buffer, in state_dict order */
+    size_t n_params;      /* values of the parameter buffer, in state_dict order (floats
+                             when cfg.weights_dtype is F32) */
+    size_t param_bytes;   /* bytes of the parameter buffer: 4 n_params with F32 weights,
+                             about half that with F16 or BF16 */
     size_t n_logits;      /* B * T * V */
     size_t n_hidden;      /* (n_layer + 1) * B * T * C */
     size_t n_attn;        /* n_layer * B * H * T * T */
@@ -319,11 +334,30 @@ const char *attn_lm_tied_head_name(const attn_lm_plan *plan);
  * uniform biases, LayerNorms with ones and zeros, then the head; GPT2 draws
  * lm_head's own weight and discards it). rng freshly seeded; it is left
  * where PyTorch's is. ATTN_ERR_ARG (field "init") for an architecture that
- * has no construction from a seed. */
+ * has no construction from a seed, (field "weights_dtype") for half-size
+ * weights: make the float32 model, then attn_lm_params_convert. */
 int attn_lm_params_init(const attn_lm_plan *plan, float *params, attn_rng *rng, attn_error *err);
 /* Checks given parameters: finite, and buffers equal to what the model
  * registers (GPT2's tril attn.bias, GPTModel's triu att.mask). */
-int attn_lm_params_check(const attn_lm_plan *plan, const float *params, attn_error *err);
+int attn_lm_params_check(const attn_lm_plan *plan, const void *params, attn_error *err);
+
+/* ==== Weights' dtypes ===================================================== */
+
+/* "F32", "F16", "BF16" (safetensors' names); NULL out of range. */
+const char *attn_dtype_name(attn_dtype t);
+/* Bytes of one value: 4 or 2; 0 out of range. */
+size_t attn_dtype_size(attn_dtype t);
+/* n values of dtype `from` at src as dtype `to` into dst: widening is
+ * exact; float32 to F16 or BF16 rounds to nearest even (lossy: 11 and 8
+ * significant bits; beyond F16's +-65504 is infinity). Any alignment. */
+void attn_dtype_convert(attn_dtype to, void *dst, attn_dtype from, const void *src, size_t n);
+/* The parameters src, laid out by plan `from`, into dst laid out by plan
+ * `to` (to->param_bytes), each tensor converted as attn_dtype_convert does:
+ * e.g. a float32 model's BF16 copy, or a half-size one widened. The plans
+ * must be of one model, their configs equal but for weights_dtype
+ * (ATTN_ERR_ARG, field "weights_dtype", otherwise). */
+int attn_lm_params_convert(const attn_lm_plan *to, void *dst, const attn_lm_plan *from,
+                           const void *src, attn_error *err);
 
 /* ==== Dropout calls ====================================================== */
 
@@ -446,7 +480,7 @@ typedef struct {
  * pool. params must be finite (attn_lm_params_init made them, or
  * attn_lm_params_check passed them once; a result beyond float32 is still
  * ATTN_ERR_NONFINITE). One work-space allocation. */
-int attn_lm_forward(const attn_lm_plan *plan, const float *params, const int32_t *idx,
+int attn_lm_forward(const attn_lm_plan *plan, const void *params, const int32_t *idx,
                     attn_pool *pool, attn_rng *rng, attn_lm_outputs *out, attn_error *err);
 
 /* ==== Inside the model: hooks, interventions, the logit lens ============== */
@@ -622,7 +656,7 @@ typedef struct {
  * heads of one block sharing a run as row blocks of one batch, the runs
  * shared over in->pool one per thread (attn_lm_run_many); it needs idx,
  * T >= 2 and eval mode, and no patches. Errors name "analysis". */
-int attn_lm_run(const attn_lm_plan *plan, const float *params, const attn_lm_inputs *in,
+int attn_lm_run(const attn_lm_plan *plan, const void *params, const attn_lm_inputs *in,
                 attn_rng *rng, attn_lm_outputs *out, attn_error *err);
 
 /* n independent runs of one plan (eval mode) shared over pool: each run is
@@ -631,7 +665,7 @@ int attn_lm_run(const attn_lm_plan *plan, const float *params, const attn_lm_inp
  * run's attn_status and errs[i] (may be NULL) its error. Returns ATTN_OK if
  * every run succeeded, else the first failure's code. The runs' outputs may
  * hold any analysis but importance (runs of its own: attn_lm_run's). */
-int attn_lm_run_many(const attn_lm_plan *plan, const float *params, const attn_lm_inputs *in,
+int attn_lm_run_many(const attn_lm_plan *plan, const void *params, const attn_lm_inputs *in,
                      attn_lm_outputs *out, int n, attn_pool *pool, int *status,
                      attn_error *errs);
 
@@ -639,7 +673,7 @@ int attn_lm_run_many(const attn_lm_plan *plan, const float *params, const attn_l
  * residual stream resid [rows][C] (any block's hook_resid_pre, the last
  * block's hook_resid_post), with the model's own final norm and head. One
  * allocation ([rows][C]). */
-int attn_lm_logit_lens(const attn_lm_plan *plan, const float *params, const float *resid,
+int attn_lm_logit_lens(const attn_lm_plan *plan, const void *params, const float *resid,
                        int rows, attn_pool *pool, float *logits, attn_error *err);
 
 /* ==== The key/value cache: many sequences, one step ====================== */
@@ -703,7 +737,7 @@ int attn_lm_cache_truncate(attn_lm_cache *cache, int seq, int length, attn_error
  * (ATTN_ERR_ARG, field "training", otherwise), B <= the cache's sequences,
  * T <= capacity (ATTN_ERR_SHAPE, field "cache"). Every output of
  * attn_lm_outputs is available. */
-int attn_lm_prefill(const attn_lm_plan *plan, const float *params, const int32_t *idx,
+int attn_lm_prefill(const attn_lm_plan *plan, const void *params, const int32_t *idx,
                     attn_lm_cache *cache, attn_pool *pool, attn_lm_outputs *out,
                     attn_error *err);
 
@@ -733,12 +767,12 @@ typedef struct {
  * ATTN_ERR_ARG (field "rows") for a sequence, token id or position out of
  * range, ATTN_ERR_NONFINITE if the result overflowed (the cache then keeps
  * its lengths). Allocates only when n is over the cache's sequences. */
-int attn_lm_step(attn_lm_cache *cache, const float *params, const attn_lm_row *rows, int n,
+int attn_lm_step(attn_lm_cache *cache, const void *params, const attn_lm_row *rows, int n,
                  attn_pool *pool, attn_lm_step_outputs *out, attn_error *err);
 
 /* attn_lm_step with one row per sequence of the cache: tokens[s] at
  * sequence s's next position, for every s (a batch decoded together). */
-int attn_lm_decode(attn_lm_cache *cache, const float *params, const int32_t *tokens,
+int attn_lm_decode(attn_lm_cache *cache, const void *params, const int32_t *tokens,
                    attn_pool *pool, attn_lm_step_outputs *out, attn_error *err);
 
 #endif

@@ -98,8 +98,8 @@ extern const char srv__demo_config[], srv__demo_config_end[], srv__demo_weights[
     srv__demo_merges_end[];
 
 /* The demo model "shakespeare", offered when no --model is given. */
-static int load_demo(api_models **models) {
-    api_model_files f = {
+static int load_demo(api_models **models, api_weights_mode mode) {
+    api_model_files f = {.mode = mode,
         .name = "shakespeare", .folder = "models/shakespeare",
         .config = srv__demo_config, .config_len = (size_t)(srv__demo_config_end - srv__demo_config),
         .weights = srv__demo_weights, .weights_len = (size_t)(srv__demo_weights_end - srv__demo_weights),
@@ -117,20 +117,21 @@ static int load_demo(api_models **models) {
 typedef struct {
     api_models **models;
     const char *spec;
+    api_weights_mode mode;
     char why[768];
 } model_load;
 
 static int load_one(void *arg) {
     model_load *l = arg;
-    return api_models_load(l->models, l->spec, l->why, sizeof l->why);
+    return api_models_load_as(l->models, l->spec, l->mode, l->why, sizeof l->why);
 }
 
 /* The checkpoints, validated in full before the port is bound: a bad file
  * stops the server (exit 2) before it reports ready. Returns 0 or -1. */
 static int load_models(const srv_options *opt, api_models **models) {
-    if (opt->n_models == 0 && opt->demo_model) return load_demo(models);
+    if (opt->n_models == 0 && opt->demo_model) return load_demo(models, opt->weights_mode);
     for (int i = 0; i < opt->n_models; i++) {
-        model_load l = {.models = models, .spec = opt->models[i]};
+        model_load l = {.models = models, .spec = opt->models[i], .mode = opt->weights_mode};
         char file[1024];
         double t0 = now_s();
         int rc = srv_sigbus_guard(load_one, &l, file, sizeof file);

@@ -56,6 +56,8 @@ static const opt_def defs[] = {
     {"--max-new-tokens", "ATTN_MAX_NEW_TOKENS", OPT_INT, OFF(max_new_tokens), 0, 1, 1 << 30},
     {"--max-streams", "ATTN_MAX_STREAMS", OPT_INT, OFF(max_streams), 0, 1, 4096},
     {"--demo-model", "ATTN_DEMO_MODEL", OPT_BOOL, OFF(demo_model), 0, 0, 0},
+    {"--weights-dtype", "ATTN_WEIGHTS_DTYPE", OPT_STR, OFF(weights_dtype),
+     sizeof(((srv_options *)0)->weights_dtype), 0, 0},
 };
 #define N_DEFS (sizeof defs / sizeof defs[0])
 
@@ -131,6 +133,8 @@ void srv_options_usage(FILE *f, const char *argv0) {
         "                                               into the binary: \"shakespeare\", a small\n"
         "                                               GPT-2 trained on Tiny Shakespeare byte by\n"
         "                                               byte, its tokenizer with it (on)\n"
+        "  --weights-dtype D      ATTN_WEIGHTS_DTYPE    keep (F16/BF16 weights stay half-size), f32,\n"
+        "                                               or bf16 (half the memory, lossy) (keep)\n"
         "  --probe URL                                  GET URL, exit 0 on 2xx, 1 otherwise\n"
         "  --healthcheck                                probe http://HOST:PORT/healthz\n"
         "  --version                                    print the version and exit\n"
@@ -269,6 +273,7 @@ static void set_defaults(srv_options *o) {
     o->max_new_tokens = 1024;
     o->max_streams = 16;
     o->demo_model = 1;
+    strcpy(o->weights_dtype, "keep");
 }
 
 /* After the error's own line: where the options are, not all of them. */
@@ -401,6 +406,11 @@ int srv_options_parse(srv_options *o, int argc, char **argv) {
     char err[160];
     if (srv_cors_parse(&cors, o->cors_origin, err, sizeof err) != 0) {
         fprintf(stderr, "attention-server: --cors-origin: %s\n", err);
+        return fail(argv0);
+    }
+    if (api_weights_mode_parse(o->weights_dtype, &o->weights_mode) != 0) {
+        fprintf(stderr, "attention-server: --weights-dtype (ATTN_WEIGHTS_DTYPE): '%.32s' is not "
+                "keep, f32 or bf16\n", o->weights_dtype);
         return fail(argv0);
     }
     if (healthcheck && o->mode != SRV_MODE_PROBE) healthcheck_url(o);

@@ -67,6 +67,8 @@ typedef struct {
     char models_env[4096];
     int demo_model;        /* --demo-model on|off, ATTN_DEMO_MODEL: without --model, serve the
                             * built-in demo model "shakespeare" (on) */
+    char weights_dtype[32];/* --weights-dtype keep|f32|bf16, ATTN_WEIGHTS_DTYPE ("keep") ... */
+    api_weights_mode weights_mode; /* ... parsed: how every model holds its weight matrices */
 } srv_options;
 
 /* Fills *o from the environment and argv. Returns 0, or -1 after printing

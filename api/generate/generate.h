@@ -117,7 +117,7 @@ typedef struct {
     const api_gen_plan *plan;
     const api_gen_opts *opt;
     const attn_lm_config *cfg;
-    const float *params;      /* the model's buffer (attn_lm_param_get order) */
+    const void *params;       /* the model's buffer (attn_lm_param_get's layout) */
     attn_pool *pool;
     const int32_t *prompt;    /* [B][T0] */
     attn_rng *rng;            /* the generator the draws come from */

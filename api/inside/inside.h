@@ -165,14 +165,14 @@ int api__inside_inputs(const inside_rq *rq, const attn_lm_plan *p, inside_out *i
                        attn_lm_inputs *in, attn_lm_outputs *out, api_err *e);
 /* After the request's run: the patching sweep and the logit lens, as asked.
  * logits: that run's, [B][T][V] or [B][V] (last_only). */
-int api__inside_after(const inside_rq *rq, const attn_lm_plan *p, const float *weights,
+int api__inside_after(const inside_rq *rq, const attn_lm_plan *p, const void *weights,
                       const float *logits, int last_only, attn_pool *pool, inside_out *io,
                       api_arrays *a, api_err *e);
 
 /* ==== patch.c ====================================================== */
 
 /* The sweep of rq->patch (api__inside_after calls it). */
-int api__inside_patch(const inside_rq *rq, const attn_lm_plan *p, const float *weights,
+int api__inside_patch(const inside_rq *rq, const attn_lm_plan *p, const void *weights,
                       const float *logits, int last_only, attn_pool *pool, inside_out *io,
                       api_arrays *a, api_err *e);
 

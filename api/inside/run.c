@@ -31,7 +31,7 @@ static void top_probs(const float *x, int V, float *probs, int k) {
 }
 
 /* The lens of one residual stream resid [B*T][C] into ids, probs [B*T][k]. */
-static int lens_entry(const attn_lm_plan *p, const float *weights, const float *resid, int k,
+static int lens_entry(const attn_lm_plan *p, const void *weights, const float *resid, int k,
                       attn_pool *pool, float *logits, int *scratch, int32_t *ids, float *probs,
                       api_err *e) {
     int rows = p->B * p->T, R = api__inside_lens_rows(p);
@@ -50,7 +50,7 @@ static int lens_entry(const attn_lm_plan *p, const float *weights, const float *
     return 0;
 }
 
-static int lens(const inside_rq *rq, const attn_lm_plan *p, const float *weights,
+static int lens(const inside_rq *rq, const attn_lm_plan *p, const void *weights,
                 attn_pool *pool, inside_out *io, api_arrays *a, api_err *e) {
     int L = p->n_layer, k = rq->lens_k;
     size_t per = (size_t)p->B * (size_t)p->T * (size_t)k;
@@ -71,7 +71,7 @@ static int lens(const inside_rq *rq, const attn_lm_plan *p, const float *weights
     return rc;
 }
 
-int api__inside_after(const inside_rq *rq, const attn_lm_plan *p, const float *weights,
+int api__inside_after(const inside_rq *rq, const attn_lm_plan *p, const void *weights,
                       const float *logits, int last_only, attn_pool *pool, inside_out *io,
                       api_arrays *a, api_err *e) {
     if (rq->patch && api__inside_patch(rq, p, weights, logits, last_only, pool, io, a, e)) return -1;

@@ -97,7 +97,7 @@ static int final_window(model_rq *rq, struct model_gen *g, api_err *e) {
     return 0;
 }
 
-int api__model_gen_run(model_rq *rq, api_job *j, const float *params, attn_rng *rng, api_err *e) {
+int api__model_gen_run(model_rq *rq, api_job *j, const void *params, attn_rng *rng, api_err *e) {
     struct model_gen *g = rq->gen;
     attn_rng own;
     choose_seed(g, rng, &own);

@@ -162,7 +162,7 @@ void api__model_gen_free(model_rq *rq);
 int api__model_gen_plan(model_rq *rq, api_job *j, api_err *e);
 /* Runs the loop on params (rng: the generator init left, or NULL), then
  * makes rq->idx the final window (rq->T its length). 0 or -1. */
-int api__model_gen_run(model_rq *rq, api_job *j, const float *params, attn_rng *rng,
+int api__model_gen_run(model_rq *rq, api_job *j, const void *params, attn_rng *rng,
                        api_err *e);
 /* The "generation" item into it, and the events' parts of c. */
 int api__model_gen_items(model_rq *rq, api_item *it, api_contents *c, api_err *e);

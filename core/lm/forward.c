@@ -34,9 +34,7 @@ static void embed(attn__run *r) {
         memcpy(r->x, r->in->resid, BTC * sizeof(float));
         return;
     }
-    float scale = p->spec.emb_scale != 0.0f ? p->spec.emb_scale : 1.0f;
-    attn__embed(r->x, r->in->idx, r->mw.w[ATTN__TOK_EMB], r->mw.w[ATTN__POS_EMB], scale, p->B, p->T,
-                p->C);
+    attn__run_embed(p, &r->mw, r->x, r->in->idx, NULL, p->B * p->T);
     if (p->dropout_active) attn__dropout_masked(r->x, masks, BTC, p->cfg.dropout, r->rng);
 }
 
@@ -58,7 +56,7 @@ static int finish(attn__run *r, attn_error *err) {
     }
     int bad_logits = 0; /* checked by the blocks of the head */
     head.nonfinite = &bad_logits;
-    if (r->out->logits) attn__linear_run(r->pool, &head);
+    if (r->out->logits) attn__product_dense(p, r->wtile, r->pool, &head);
     if (!attn__all_finite(r->h, BT * C) || bad_logits)
         return attn__fail(err, ATTN_ERR_NONFINITE, "params",
                           "the result overflowed float32: parameters are too large");
@@ -93,7 +91,7 @@ int attn__run_call(attn__run *r, attn_error *err) {
     return rc;
 }
 
-int attn_lm_prefill(const attn_lm_plan *p, const float *params, const int32_t *idx,
+int attn_lm_prefill(const attn_lm_plan *p, const void *params, const int32_t *idx,
                     attn_lm_cache *cache, attn_pool *pool, attn_lm_outputs *out,
                     attn_error *err) {
     attn_lm_outputs none = {0};

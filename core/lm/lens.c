@@ -8,7 +8,7 @@
 
 #include <stdlib.h>
 
-int attn_lm_logit_lens(const attn_lm_plan *p, const float *params, const float *resid, int rows,
+int attn_lm_logit_lens(const attn_lm_plan *p, const void *params, const float *resid, int rows,
                        attn_pool *pool, float *logits, attn_error *err) {
     if (p == NULL || params == NULL || resid == NULL || logits == NULL)
         return attn__fail(err, ATTN_ERR_ARG, "", "plan, params, resid and logits are required");
@@ -18,9 +18,11 @@ int attn_lm_logit_lens(const attn_lm_plan *p, const float *params, const float *
                           "%zu elements, got %d rows", (size_t)ATTN_MAX_ELEMENTS, rows);
     if (!attn__all_finite(resid, n))
         return attn__fail(err, ATTN_ERR_NONFINITE, "resid", "resid holds NaN or infinity");
-    float *h = malloc(n * sizeof *h);
+    /* the normalised rows, then each thread's widened block of a half-size head */
+    size_t tile = attn__lm_tile_floats(p), all = n + tile * (size_t)attn_pool_width(pool);
+    float *h = malloc(all * sizeof *h);
     if (h == NULL)
-        return attn__fail(err, ATTN_ERR_NOMEM, "", "cannot allocate %zu bytes", n * sizeof *h);
+        return attn__fail(err, ATTN_ERR_NOMEM, "", "cannot allocate %zu bytes", all * sizeof *h);
     attn__weights mw;
     attn__model_weights(p, params, &mw);
     attn__norm(p->spec.norm, h, resid, mw.w[ATTN__FINAL_NORM_W], mw.w[ATTN__FINAL_NORM_B],
@@ -28,7 +30,7 @@ int attn_lm_logit_lens(const attn_lm_plan *p, const float *params, const float *
     int bad = 0;
     attn__linear_args head = {.y = logits, .x = h, .rows = rows, .in = p->C, .out = p->V,
                               .w = mw.w[ATTN__HEAD_W], .act = ATTN__NO_ACT, .nonfinite = &bad};
-    attn__linear_run(pool, &head);
+    attn__product_dense(p, h + n, pool, &head);
     free(h);
     int rc = attn__cancel_check(err); /* rows skipped: the caller's check said stop */
     if (rc) return rc;

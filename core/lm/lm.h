@@ -2,13 +2,12 @@
  * prefix attn__):
  *
  *   plan.c     the plan: a config checked through its row, every size, costs
- *   params.c   the state_dict from the row's tables: entries, the weights of
- *              each role, construction from a seed, checks, dropout calls
+ *   params.c   the state_dict from the row's tables: entries, each role's weights,
+ *              a seed's construction, checks, dropout; convert.c: layout to layout
  *   ops.c      a run's products and norms, in its mode (the lowest file)
  *   work.c     one call's work space, sized once, one allocation
  *   block.c    the block: every layer of every architecture, every mode
- *   attend.c   a block's attention: projections, q/k norms, rotary
- *              positions, then the dense kernels or the cached rows
+ *   attend.c   a block's attention: projections, q/k norms, rotary, kernels or cache
  *   capture.c  captures, ablations and patches (the hook points) and their
  *              checks; hooks.c: the hook table
  *   forward.c  the forward pass (and the prefill that fills a cache)
@@ -26,28 +25,29 @@
 
 #include "core/arch/arch.h"
 #include "core/kernel.h"
+#include "core/linear.h"
 
 /* ==== The tensors (params.c) ============================================== */
 
-/* Where each tensor of the model starts, by role (NULL: the model has no
- * such tensor). For a block, q/k/v also as one [QD + 2 KVD][C] matrix (and
- * one bias) when they lie one after the other in the buffer: qkv_w then
- * points at it and a single product makes all three. */
+/* Where each tensor starts, by role (NULL: none): float32 vectors, matrices
+ * in the plan's weights_dtype; a block's q/k/v also as one [QD + 2 KVD][C]
+ * matrix (qkv_w, qkv_b) when they lie one after the other: one product. */
 typedef struct {
-    const float *w[ATTN__ROLE_COUNT];
-    const float *qkv_w, *qkv_b;
+    const void *w[ATTN__ROLE_COUNT];
+    const void *qkv_w, *qkv_b;
 } attn__weights;
 
 /* The model's tensors before and after the blocks (the head is the token
  * embedding when tied); block l's. */
-void attn__model_weights(const attn_lm_plan *p, const float *params, attn__weights *v);
-void attn__block_weights(const attn_lm_plan *p, const float *params, int l, attn__weights *v);
+void attn__model_weights(const attn_lm_plan *p, const void *params, attn__weights *v);
+void attn__block_weights(const attn_lm_plan *p, const void *params, int l, attn__weights *v);
 /* The size of dimension d in plan p. */
 size_t attn__dim_size(const attn_lm_plan *p, attn__dim d);
 /* 1 if tensor t is part of a model of spec s. */
 int attn__tensor_present(const attn_lm_spec *s, const attn__tensor *t);
-/* Floats of the tensors before the blocks, of one block, after them. */
-void attn__layout_sizes(const attn_lm_plan *p, size_t *top, size_t *block, size_t *tail);
+/* Values of the tensors before the blocks, of one, after; bytes (each rounded to 4) if set. */
+void attn__layout_sizes(const attn_lm_plan *p, int bytes, size_t *top, size_t *block,
+                        size_t *tail);
 /* Entries of one block in the state_dict. */
 int attn__block_entries(const attn_lm_plan *p);
 /* Floats of the dropout multipliers before block l's. */
@@ -58,13 +58,12 @@ size_t attn__dropout_offset(const attn_lm_plan *p, int l);
 typedef struct attn__run {
     const attn_lm_plan *p;
     const attn__arch *arch;
-    const float *params;
+    const void *params;
     attn_pool *pool;
     attn_rng *rng;            /* NULL unless dropout is active */
     const attn_lm_outputs *out;
     const attn_lm_inputs *in; /* captures and interventions (never NULL) */
-    attn_lm_cache *cache;     /* prefill: each block's keys and values go there;
-                                 step: the rows attend to it */
+    attn_lm_cache *cache;     /* prefill: the blocks' keys and values go there; step: read */
     attn__weights mw;         /* the tensors before and after the blocks */
     int rows;                 /* B * T (dense), the step's rows */
     int step;                 /* a step: few-row products, cached attention */
@@ -83,20 +82,17 @@ typedef struct attn__run {
     float *rope;              /* [rows][rot] cos then sin of each row's angles, or NULL */
     float *inv_freq;          /* [rot / 2] the rotary frequencies of the current layer */
     uint8_t *mask;            /* [B][T][T] the mask, when a block materialises */
-    uint8_t *wbool;           /* [T][T] a local layer's window (1: a key too far back), when
-                                 the window is shorter than T */
+    uint8_t *wbool;           /* [T][T] a local layer's window (1: too far back), if under T */
     uint8_t *wmask;           /* [B][T][T] the mask of a local layer that materialises */
     float *tmp;               /* [QD + 2 KVD] one row's scratch (GPT-NeoX's per-head q/k/v) */
-    float *rowbuf;            /* 3 * width * ATTN__MAP_ROWS * T: the materialised kernel's
-                                 per-thread rows of scores, masked scores and weights */
+    float *rowbuf;            /* 3 * width * ATTN__MAP_ROWS * T: materialised per-thread rows */
     float *flash;             /* width * attn__flash_scratch: the fused kernel's tiles */
-    float *wdrop;             /* [B][H][T][T] the weights' dropout multipliers when
-                                 dropout_masks is not asked */
-    float *masked;            /* [B][H][T][T] masked scores, kept when they are captured or
-                                 the weights before dropout are asked in training mode */
+    float *wdrop;             /* [B][H][T][T] the weights' dropout (dropout_masks not asked) */
+    float *masked;            /* [B][H][T][T] masked scores, kept for captures or training's
+                                 weights before dropout */
     float *scores;            /* step: [rows][H][capacity] */
-    float *unit;              /* [2][C] ones and zeros: a norm without its affine part, for
-                                 the hook_normalized captures */
+    float *unit;              /* [2][C] ones and zeros: an unscaled norm (hook_normalized) */
+    float *wtile;             /* dense, half-size weights: widened blocks, one per thread */
     float *pattern;           /* [B][H][T][T] one block's weights for the analyses alone */
     float *abar;              /* [B][T][T] the rollout's head means of one block */
     int *occ;                 /* [B][T] each position's previous occurrence of its token (-1) */
@@ -108,21 +104,27 @@ typedef struct attn__run {
 
 /* ==== work.c ============================================================== */
 
-/* Sizes the work space of run r (its plan, outputs and captures), allocates
- * it and points r's work pointers into it. Returns the allocation (free()
- * it), or NULL with err set. */
+/* Sizes run r's work space (plan, outputs, captures), allocates it and points
+ * r's work pointers into it: the allocation (free() it), or NULL with err set. */
 void *attn__run_alloc(attn__run *r, attn_error *err);
-/* 1 if block l's attention goes through the materialised kernel (maps are
- * kept or captured, or dropout acts on the weights). */
+/* 1 if block l's attention is materialised (maps kept or captured, weight dropout). */
 int attn__run_materialises(const attn__run *r, int l);
 /* 1 if block l keeps its whole masked scores (r->masked). */
 int attn__run_keeps_masked(const attn__run *r, int l);
 
 /* ==== ops.c =============================================================== */
 
-/* y[rows][out] = x · Wᵀ + b (then act), by the products of r's mode. */
+/* y[rows][out] = x · Wᵀ + b (then act) by r's mode; w in the plan's weights_dtype. */
 void attn__product(const attn__run *r, float *y, int ldy, const float *x, int in, int out,
-                   const float *w, const float *b, int act);
+                   const void *w, const float *b, int act);
+/* The same, dense, any rows (head, lens, loss): a's wtype and scratch from p, wtile. */
+void attn__product_dense(const attn_lm_plan *p, float *wtile, attn_pool *pool,
+                         attn__linear_args *a);
+/* Floats of one thread's widened block for p's largest product (0: float32). */
+size_t attn__lm_tile_floats(const attn_lm_plan *p);
+/* x[rows][C] = the embeddings of tokens tok at positions pos, scaled, any dtype. */
+void attn__run_embed(const attn_lm_plan *p, const attn__weights *mw, float *x,
+                     const int32_t *tok, const int *pos, int rows);
 /* y[rows][C] = the model's norm of x (weights w, b). */
 void attn__run_norm(const attn__run *r, float *y, const float *x, const float *w, const float *b,
                     size_t rows);
@@ -181,8 +183,7 @@ struct attn_lm_cache {
     size_t work_floats;
 };
 
-/* Keys (or values, which = 1) of block l, sequence s, key/value head h:
- * [capacity][D]. */
+/* Keys (or values, which = 1) of block l, sequence s, key/value head h: [capacity][D]. */
 float *attn__cache_at(const attn_lm_cache *c, int which, int l, int s, int h);
 /* Stores the keys and values of rows [0, n) of r->qkv into their
  * sequences' slots (dense: batch row b is sequence b, slot t). */
@@ -190,11 +191,10 @@ void attn__cache_store(const attn__run *r, int l);
 /* ATTN_OK if plan describes the cache's model in eval mode with B <= seqs
  * and T <= capacity; otherwise an error naming the mismatch. */
 int attn__cache_accepts(const attn_lm_cache *c, const attn_lm_plan *plan, attn_error *err);
-/* Floats of a step's work space for n rows (work.c's layout): the row
- * pieces, the scores, and 3 n ints (each row's sequence, slot, position). */
+/* Floats of a step's work space for n rows (work.c's layout): the row pieces,
+ * the scores, 3 n ints (each row's sequence, slot, position). */
 size_t attn__step_work_floats(const attn_lm_plan *p, int n, int capacity);
-/* Points r's work pointers (r->rows rows) into such a space; returns where
- * its 3 r->rows ints start. */
+/* Points r's work pointers (r->rows rows) into such a space: where its ints start. */
 int *attn__step_work_carve(attn__run *r, float *base, int capacity);
 
 #endif

@@ -49,7 +49,7 @@ void attn__loss(attn__run *r) {
                 attn__linear_args head = {.y = r->lossbuf, .x = r->h + ((size_t)b * T + t0) * C,
                                           .rows = n, .in = p->C, .out = p->V,
                                           .w = r->mw.w[ATTN__HEAD_W], .act = ATTN__NO_ACT};
-                attn__linear_run(r->pool, &head);
+                attn__product_dense(p, r->wtile, r->pool, &head); /* half-size heads too */
             }
             for (int i = 0; i < n; i++) {
                 const float *x = rows + (size_t)i * V;

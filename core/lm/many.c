@@ -8,7 +8,7 @@
 
 typedef struct {
     const attn_lm_plan *plan;
-    const float *params;
+    const void *params;
     const attn_lm_inputs *in;
     attn_lm_outputs *out;
     int *status;
@@ -27,7 +27,7 @@ static void run_item(void *ctx, long i, int slot) {
                                           "params are required");
 }
 
-int attn_lm_run_many(const attn_lm_plan *plan, const float *params,
+int attn_lm_run_many(const attn_lm_plan *plan, const void *params,
                        const attn_lm_inputs *in, attn_lm_outputs *out, int n,
                        attn_pool *pool, int *status, attn_error *errs) {
     if (plan == NULL || in == NULL || out == NULL || status == NULL || n < 0)
