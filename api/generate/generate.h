@@ -54,7 +54,8 @@ const char *api__gen_finish_name(api_gen_finish f);
 /* What a "generate" object asks. */
 typedef struct {
     int max_new_tokens;       /* tokens to write at most (>= 0) */
-    attn_sampler sampler;     /* temperature, top_k, top_p */
+    attn_sampler sampler;     /* temperature, top_k, top_p, min_p */
+    attn_penalties penalties; /* repetition, frequency, presence (before the sampler) */
     int has_seed;             /* "seed": torch.manual_seed(seed) right before the loop */
     uint64_t seed;
     int context_size;         /* the book's crop: idx[:, -context_size:] (0: block_size) */
@@ -80,6 +81,13 @@ void api__gen_opts_free(api_gen_opts *o);
  * server's --max-new-tokens: more is a 413 naming generate.max_new_tokens.
  * Stop strings need a tokenizer (has_tokenizer). 0, or -1 with e filled. */
 int api__gen_parse(const json_t *g, int max_new, int has_tokenizer, api_gen_opts *o, api_err *e);
+
+/* min_p, repetition_penalty, frequency_penalty and presence_penalty of obj
+ * (absent or null: off) into o->sampler.min_p and o->penalties, for both
+ * endpoints; prefix ("generate." or "") goes before the names in errors: a
+ * 400 for a value out of range (min_p in [0, 1], repetition_penalty > 0,
+ * the others in [-2, 2]). 0, or -1 with e filled. */
+int api__gen_read_penalties(const json_t *obj, const char *prefix, api_gen_opts *o, api_err *e);
 
 /* One stop string into o (n bytes of s, 1..API_GEN_MAX_STOP_BYTES), for the
  * readers of both endpoints; field names it in errors. */
