@@ -229,7 +229,7 @@ static json_t *gen_call(const char *gen_json, int status) {
 START_TEST(stop_and_eos) {
     gg_case hf[8];
     attn_lm_config cfg;
-    gg_load_hf(hf, 8, &cfg);
+    int n_hf = gg_load_hf(hf, 8, &cfg);
     const gg_case *c = &hf[0]; /* hf_greedy */
     int p = -1;
     for (int k = 1; k < c->n[0] && p < 0; k++) {
@@ -261,7 +261,7 @@ START_TEST(stop_and_eos) {
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(gen, "stop"), "token_id")),
                      c->tokens[0][4]);
     json_decref(j);
-    for (int i = 0; i < 8 && hf[i].root; i++) gg_free(&hf[i]);
+    for (int i = 0; i < n_hf; i++) gg_free(&hf[i]);
 }
 END_TEST
 
