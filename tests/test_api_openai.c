@@ -75,12 +75,22 @@ static void text_of(const int32_t *ids, int n, char *out) {
     api_bpe_utf8_text(bytes, (size_t)n, out);
 }
 
-/* The request of golden c as /v1/completions (prompt as text). */
+/* The request of golden c as /v1/completions (prompt as text; as ids when
+ * its bytes are not ASCII: the byte-level tokenizer's id of a byte is the
+ * byte). */
 static char *completion_body(const gg_case *c, const char *extra) {
     char prompt[GG_MAX_TOKENS + 1] = {0};
-    for (int t = 0; t < c->T0; t++) prompt[t] = (char)c->prompt[0][t];
+    json_t *ids = json_array();
+    int ascii = 1;
+    for (int t = 0; t < c->T0; t++) {
+        prompt[t] = (char)c->prompt[0][t];
+        ascii &= c->prompt[0][t] < 0x80;
+        json_array_append_new(ids, json_integer(c->prompt[0][t]));
+    }
+    json_t *text = ascii ? json_string(prompt) : json_incref(ids);
+    json_decref(ids);
     const json_t *g = c->generate;
-    json_t *r = json_pack("{s:s,s:s,s:O,s:O,s:i,s:i}", "model", "tiny", "prompt", prompt, "max_tokens",
+    json_t *r = json_pack("{s:s,s:o,s:O,s:O,s:i,s:i}", "model", "tiny", "prompt", text, "max_tokens",
                           json_object_get(g, "max_new_tokens"), "temperature",
                           json_object_get(g, "temperature"), "n", c->B, "logprobs", 5);
     static const char *const copy[] = {"top_p", "top_k", "seed", "min_p", "repetition_penalty",
@@ -117,8 +127,8 @@ static void check_choice(const gg_case *c, const json_t *ch, int b) {
 START_TEST(completions_as_pytorch) {
     setup();
     static const char *const names[] = {"hf_greedy", "hf_sampled_n2", "hf_topk_seed",
-                                        "hf_penalties_greedy", "hf_penalties_n2"};
-    for (size_t i = 0; i < 5; i++) {
+                                        "hf_penalties_greedy", "hf_penalties_n2", "hf_freq_prompt"};
+    for (size_t i = 0; i < 6; i++) {
         const gg_case *c = hf(names[i]);
         char *body = completion_body(c, NULL);
         json_t *j = tapi_call(API_EP_V1_COMPLETIONS, body, &g_lim, 200);

@@ -100,7 +100,7 @@ static json_t *run_client(void) {
 START_TEST(official_client) {
     attn_lm_config cfg;
     int n = gg_load_hf(g_hf, 8, &cfg);
-    ck_assert_int_eq(n, 5);
+    ck_assert_int_eq(n, 6);
     json_t *r = run_client();
     ck_assert_str_eq(json_string_value(json_array_get(json_object_get(r, "models"), 0)), "tiny");
     char want[512];

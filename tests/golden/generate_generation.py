@@ -298,6 +298,10 @@ def hf_checkpoint(out):
                 {"max_new_tokens": 10, "temperature": 0.9, "top_k": 40, "top_p": 0.95, "min_p": 0.05,
                  "repetition_penalty": 1.3, "frequency_penalty": 0.5, "presence_penalty": 0.4,
                  "seed": 9}, "book_penalties"),
+        # the prompt ends as greedy goes on: frequency and presence count only what is written
+        hf_case(m, "hf_freq_prompt", [list(b"Hello") + [45, 200, 200, 200, 30, 30]],
+                {"max_new_tokens": 12, "temperature": 0.0, "frequency_penalty": 1.0,
+                 "presence_penalty": 1.0}, "book_penalties"),
     ]
     ref = {"file": "tiny_hf.safetensors",
            "config": {"vocab_size": HF_V, "block_size": HF_P, "n_layer": HF_L, "n_head": HF_H, "n_embd": HF_C},
