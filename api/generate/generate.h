@@ -82,11 +82,9 @@ void api__gen_opts_free(api_gen_opts *o);
  * Stop strings need a tokenizer (has_tokenizer). 0, or -1 with e filled. */
 int api__gen_parse(const json_t *g, int max_new, int has_tokenizer, api_gen_opts *o, api_err *e);
 
-/* min_p, repetition_penalty, frequency_penalty and presence_penalty of obj
- * (absent or null: off) into o->sampler.min_p and o->penalties, for both
- * endpoints; prefix ("generate." or "") goes before the names in errors: a
- * 400 for a value out of range (min_p in [0, 1], repetition_penalty > 0,
- * the others in [-2, 2]). 0, or -1 with e filled. */
+/* obj's min_p and penalties (absent or null: off) into o, for every
+ * endpoint; errors name prefix ("generate." or "") + the field: a 400 out of
+ * range (min_p [0, 1], repetition_penalty > 0, the others [-2, 2]). */
 int api__gen_read_penalties(const json_t *obj, const char *prefix, api_gen_opts *o, api_err *e);
 
 /* One stop string into o (n bytes of s, 1..API_GEN_MAX_STOP_BYTES), for the
