@@ -470,7 +470,7 @@ typedef struct {
  * before the sampler (attn_penalize), in this order:
  *   repetition_penalty r (transformers' RepetitionPenaltyLogitsProcessor):
  *     every id in the prompt or generated so far, once: x < 0 ? x * r : x / r
- *     (float32); 1 = off, > 0;
+ *     (float32); 1 = off, in (0, 1e6];
  *   frequency_penalty f, presence_penalty p (OpenAI's, as llama.cpp's
  *     penalties sampler applies them): x -= c * f + (c > 0) * p (float32),
  *     c the count of the id among the generated tokens only (the whole
