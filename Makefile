@@ -315,6 +315,7 @@ golden:
 	/usr/bin/python3 tests/golden/generate_analysis.py tests/golden/analysis
 	/usr/bin/python3 tests/golden/generate_checkpoint.py tests/golden/ckpt
 	/usr/bin/python3 tests/golden/generate_sample.py tests/golden/sample.txt
+	/usr/bin/python3 tests/golden/generate_penalties.py tests/golden/penalties.txt
 	/usr/bin/python3 tests/golden/generate_generation.py tests/golden/generation
 	/usr/bin/python3 tests/golden/generate_families.py tests/golden/families
 

@@ -5,7 +5,8 @@
  * (tests/golden/generation/tiny_hf.json):
  *
  *   - greedy, sampled (n = 2 rows from one seed; top_p; top_k as llama.cpp
- *     takes it): each choice's text and tokens, token_logprobs within 1e-4,
+ *     takes it), with min_p and the repetition, frequency and presence
+ *     penalties (greedy and sampled): each choice's text and tokens, token_logprobs within 1e-4,
  *     top_logprobs, text_offset, finish_reason, usage;
  *   - echo with logprobs: the prompt's own log-probabilities (the first
  *     null), each token's one value in token_logprobs and top_logprobs;
@@ -74,15 +75,26 @@ static void text_of(const int32_t *ids, int n, char *out) {
     api_bpe_utf8_text(bytes, (size_t)n, out);
 }
 
-/* The request of golden c as /v1/completions (prompt as text). */
+/* The request of golden c as /v1/completions (prompt as text; as ids when
+ * its bytes are not ASCII: the byte-level tokenizer's id of a byte is the
+ * byte). */
 static char *completion_body(const gg_case *c, const char *extra) {
     char prompt[GG_MAX_TOKENS + 1] = {0};
-    for (int t = 0; t < c->T0; t++) prompt[t] = (char)c->prompt[0][t];
+    json_t *ids = json_array();
+    int ascii = 1;
+    for (int t = 0; t < c->T0; t++) {
+        prompt[t] = (char)c->prompt[0][t];
+        ascii &= c->prompt[0][t] < 0x80;
+        json_array_append_new(ids, json_integer(c->prompt[0][t]));
+    }
+    json_t *text = ascii ? json_string(prompt) : json_incref(ids);
+    json_decref(ids);
     const json_t *g = c->generate;
-    json_t *r = json_pack("{s:s,s:s,s:O,s:O,s:i,s:i}", "model", "tiny", "prompt", prompt, "max_tokens",
+    json_t *r = json_pack("{s:s,s:o,s:O,s:O,s:i,s:i}", "model", "tiny", "prompt", text, "max_tokens",
                           json_object_get(g, "max_new_tokens"), "temperature",
                           json_object_get(g, "temperature"), "n", c->B, "logprobs", 5);
-    static const char *const copy[] = {"top_p", "top_k", "seed", NULL};
+    static const char *const copy[] = {"top_p", "top_k", "seed", "min_p", "repetition_penalty",
+                                       "frequency_penalty", "presence_penalty", NULL};
     for (int i = 0; copy[i]; i++)
         if (json_object_get(g, copy[i])) json_object_set(r, copy[i], json_object_get(g, copy[i]));
     return tapi_body(r, extra);
@@ -114,8 +126,9 @@ static void check_choice(const gg_case *c, const json_t *ch, int b) {
 
 START_TEST(completions_as_pytorch) {
     setup();
-    static const char *const names[] = {"hf_greedy", "hf_sampled_n2", "hf_topk_seed"};
-    for (size_t i = 0; i < 3; i++) {
+    static const char *const names[] = {"hf_greedy", "hf_sampled_n2", "hf_topk_seed",
+                                        "hf_penalties_greedy", "hf_penalties_n2", "hf_freq_prompt"};
+    for (size_t i = 0; i < 6; i++) {
         const gg_case *c = hf(names[i]);
         char *body = completion_body(c, NULL);
         json_t *j = tapi_call(API_EP_V1_COMPLETIONS, body, &g_lim, 200);
@@ -353,7 +366,14 @@ START_TEST(errors) {
         {"{\"prompt\": \"a\"}", "model", 400},
         {"{\"model\": \"tiny\"}", "prompt", 400},
         {"{\"model\": \"tiny\", \"prompt\": \"a\", \"max_tokens\": 64}", "max_tokens", 400},
-        {"{\"model\": \"tiny\", \"prompt\": \"a\", \"presence_penalty\": 0.5}", "presence_penalty", 400},
+        {"{\"model\": \"tiny\", \"prompt\": \"a\", \"presence_penalty\": 2.5}", "presence_penalty", 400},
+        {"{\"model\": \"tiny\", \"prompt\": \"a\", \"presence_penalty\": \"high\"}", "presence_penalty", 400},
+        {"{\"model\": \"tiny\", \"prompt\": \"a\", \"frequency_penalty\": -2.01}", "frequency_penalty", 400},
+        {"{\"model\": \"tiny\", \"prompt\": \"a\", \"repetition_penalty\": 0}", "repetition_penalty", 400},
+        {"{\"model\": \"tiny\", \"prompt\": \"a\", \"repetition_penalty\": -1.2}", "repetition_penalty", 400},
+        {"{\"model\": \"tiny\", \"prompt\": \"a\", \"min_p\": 1.5}", "min_p", 400},
+        {"{\"model\": \"tiny\", \"prompt\": \"a\", \"min_p\": -0.1}", "min_p", 400},
+        {"{\"model\": \"tiny\", \"prompt\": \"a\", \"best_of\": 3}", "best_of", 400},
         {"{\"model\": \"tiny\", \"prompt\": \"a\", \"n\": 0}", "n", 400},
         {"{\"model\": \"tiny\", \"prompt\": [300]}", "prompt", 400},
         {"{\"model\": \"tiny\", \"prompt\": \"a\", \"top_p\": 0}", "top_p", 400},
@@ -370,10 +390,11 @@ START_TEST(errors) {
         ck_assert_ptr_nonnull(json_string_value(json_object_get(json_object_get(j, "error"), "message")));
         json_decref(j);
     }
-    /* accepted at their neutral values; top_k -1 and 0 are off */
+    /* accepted at their neutral values (null: absent); top_k -1 and 0 are off */
     json_t *j = tapi_call(API_EP_V1_COMPLETIONS, "{\"model\": \"tiny\", \"prompt\": [1, 2], \"max_tokens\": 2, "
                           "\"presence_penalty\": 0, \"frequency_penalty\": 0, \"best_of\": 1, \"logit_bias\": {}, "
-                          "\"user\": \"u\", \"suffix\": null, \"top_k\": -1, \"logprobs\": null}", &g_lim, 200);
+                          "\"user\": \"u\", \"suffix\": null, \"top_k\": -1, \"logprobs\": null, "
+                          "\"repetition_penalty\": null, \"min_p\": 0}", &g_lim, 200);
     ck_assert(json_is_null(json_object_get(json_array_get(json_object_get(j, "choices"), 0), "logprobs")));
     json_decref(j);
     teardown();

@@ -18,12 +18,14 @@
  *     /models says where each template came from, or why it failed;
  *   - every allocation of a request failing in turn gives a 503, never a
  *     crash (the program is linked with tests/support/fail_alloc.c);
+ *   - min_p and the penalties give the reply /v1/completions gives on the
+ *     template's ids with them, and change it;
  *   - 400s, each naming its field: a model without a chat template or with
  *     one that does not compile (its error and line), raise_exception's
  *     message, messages missing, empty, with an unknown role or an image
  *     part, top_logprobs without logprobs, an unknown field, messages in
  *     chat_template_kwargs, max_completion_tokens or max_tokens past the
- *     context.
+ *     context, penalties and min_p out of range, logit_bias not {}.
  */
 #include <check.h>
 #include <jansson.h>
@@ -182,6 +184,48 @@ static void same_as_text(const char *model, const char *messages, const char *ex
     json_decref(r);
 }
 
+#define SMOL_HI "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging " \
+                "Face<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+
+/* The reply of smol to "hi" with the sampling fields opts: chat's (its
+ * content) and /v1/completions' on the ids of the template's text must be
+ * the same text; it is returned (the caller frees it). */
+static char *chat_reply(const char *opts) {
+    json_t *ids = ids_of("smol", SMOL_HI);
+    char *body = tapi_body(json_pack("{s:s,s:o,s:i}", "model", "smol", "prompt", ids, "max_tokens", 10), opts);
+    json_t *c = tapi_call(API_EP_V1_COMPLETIONS, body, &g_lim, 200);
+    free(body);
+    char more[1024];
+    snprintf(more, sizeof more, "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], "
+             "\"max_completion_tokens\": 10, %s", opts + 1);
+    body = tapi_body(json_pack("{s:s}", "model", "smol"), more);
+    json_t *r = chat(body, 200);
+    free(body);
+    const char *text = json_string_value(json_object_get(json_array_get(json_object_get(c, "choices"), 0), "text"));
+    const char *content = json_string_value(json_object_get(
+        json_object_get(json_array_get(json_object_get(r, "choices"), 0), "message"), "content"));
+    ck_assert_msg(text && content && strcmp(text, content) == 0, "%s: completion \"%s\", chat \"%s\"", opts,
+                  text ? text : "", content ? content : "");
+    char *out = strdup(text);
+    json_decref(c);
+    json_decref(r);
+    return out;
+}
+
+/* min_p and the penalties reach the sampler as /v1/completions' do (whose
+ * tokens test_api_openai checks against PyTorch), and change the reply. */
+START_TEST(penalties_as_completions) {
+    char *plain = chat_reply("{\"temperature\": 0}");
+    char *pen = chat_reply("{\"temperature\": 0, \"repetition_penalty\": 2.0, \"frequency_penalty\": 1.5, "
+                           "\"presence_penalty\": 1.0}");
+    ck_assert_msg(strcmp(plain, pen) != 0, "the penalties changed nothing: \"%s\"", pen);
+    char *drawn = chat_reply("{\"temperature\": 1.2, \"seed\": 11}");
+    char *cut = chat_reply("{\"temperature\": 1.2, \"seed\": 11, \"min_p\": 0.5}");
+    ck_assert_msg(strcmp(drawn, cut) != 0, "min_p changed nothing: \"%s\"", cut);
+    free(plain), free(pen), free(drawn), free(cut);
+}
+END_TEST
+
 START_TEST(prompt_is_the_template_text) {
     same_as_text("strict", "[{\"role\": \"user\", \"content\": \"hi\"}]", "\"chat_template_kwargs\": {\"kind\": \"x\"}",
                  "<|im_start|>user\nhi[x]<|im_end|>\n<|im_start|>assistant\n");
@@ -189,9 +233,7 @@ START_TEST(prompt_is_the_template_text) {
                  "{\"type\": \"text\", \"text\": \"b c\"}]}, {\"role\": \"assistant\", \"content\": \"ok\"}]", NULL,
                  "<|im_start|>user\na\nb c<|im_end|>\n<|im_start|>assistant\nok<|im_end|>\n<|im_start|>assistant\n");
     /* SmolLM2's own adds its default system message */
-    same_as_text("smol", "[{\"role\": \"user\", \"content\": \"hi\"}]", NULL,
-                 "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
-                 "Face<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+    same_as_text("smol", "[{\"role\": \"user\", \"content\": \"hi\"}]", NULL, SMOL_HI);
 }
 END_TEST
 
@@ -374,13 +416,19 @@ START_TEST(errors_name_their_field) {
            "context");
     expect("{\"model\": \"smol\", " USER ", \"max_tokens\": 1000}", 400, "max_tokens", "context");
     expect("{\"model\": \"nope\", " USER "}", 404, "model", NULL);
+    expect("{\"model\": \"smol\", " USER ", \"presence_penalty\": 2.5}", 400, "presence_penalty", "[-2, 2]");
+    expect("{\"model\": \"smol\", " USER ", \"frequency_penalty\": -3}", 400, "frequency_penalty", "[-2, 2]");
+    expect("{\"model\": \"smol\", " USER ", \"frequency_penalty\": true}", 400, "frequency_penalty", NULL);
+    expect("{\"model\": \"smol\", " USER ", \"repetition_penalty\": 0}", 400, "repetition_penalty", "(0,");
+    expect("{\"model\": \"smol\", " USER ", \"min_p\": 1.01}", 400, "min_p", "[0, 1]");
+    expect("{\"model\": \"smol\", " USER ", \"logit_bias\": {\"1\": 5}}", 400, "logit_bias", NULL);
 }
 END_TEST
 
 static Suite *chat_suite(void) {
     const TTest *tests[] = {prompt_is_the_template_text, folder_forms, eos_token_ends_the_reply, reply_matches_the_document,
                             errors_name_their_field, each_allocation_fails,
-                            models_list_the_templates, NULL};
+                            models_list_the_templates, penalties_as_completions, NULL};
     return suite_with("openai_chat", "chat", 60, tests, setup, teardown);
 }
 

@@ -54,7 +54,8 @@ const char *api__gen_finish_name(api_gen_finish f);
 /* What a "generate" object asks. */
 typedef struct {
     int max_new_tokens;       /* tokens to write at most (>= 0) */
-    attn_sampler sampler;     /* temperature, top_k, top_p */
+    attn_sampler sampler;     /* temperature, top_k, top_p, min_p */
+    attn_penalties penalties; /* repetition, frequency, presence (before the sampler) */
     int has_seed;             /* "seed": torch.manual_seed(seed) right before the loop */
     uint64_t seed;
     int context_size;         /* the book's crop: idx[:, -context_size:] (0: block_size) */
@@ -80,6 +81,11 @@ void api__gen_opts_free(api_gen_opts *o);
  * server's --max-new-tokens: more is a 413 naming generate.max_new_tokens.
  * Stop strings need a tokenizer (has_tokenizer). 0, or -1 with e filled. */
 int api__gen_parse(const json_t *g, int max_new, int has_tokenizer, api_gen_opts *o, api_err *e);
+
+/* obj's min_p and penalties (absent or null: off) into o, for every
+ * endpoint; errors name prefix ("generate." or "") + the field: a 400 out of
+ * range (min_p [0, 1], repetition_penalty > 0, the others [-2, 2]). */
+int api__gen_read_penalties(const json_t *obj, const char *prefix, api_gen_opts *o, api_err *e);
 
 /* One stop string into o (n bytes of s, 1..API_GEN_MAX_STOP_BYTES), for the
  * readers of both endpoints; field names it in errors. */

@@ -30,7 +30,8 @@
 static const char *const fields[] = {
     "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "n",
     "stream", "stream_options", "logprobs", "top_logprobs", "stop", "seed", "presence_penalty",
-    "frequency_penalty", "logit_bias", "user", "chat_template_kwargs", NULL};
+    "frequency_penalty", "logit_bias", "user", "chat_template_kwargs", "repetition_penalty",
+    "min_p", NULL};
 
 static const char *const roles[] = {"system", "developer", "user", "assistant", "tool", NULL};
 

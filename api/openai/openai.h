@@ -58,7 +58,7 @@ void api__oai_rq_free(oai_rq *rq);
 int api__oai_chat_parse(const json_t *root, const api_limits *lim, oai_rq *rq, api_err *e);
 /* request.c, for chat.c: "model" and its tokenizer (errors on field); the
  * sampling fields and "stop" (max_tokens, temperature, top_p, top_k, seed,
- * logit_bias and the penalties at their neutral value), after rq->logprobs;
+ * min_p and the penalties, logit_bias at its neutral value), after rq->logprobs;
  * the <|endoftext|> id of the tokenizer, or -1. */
 int api__oai_read_model(const json_t *root, const api_limits *lim, const char *field, oai_rq *rq,
                         api_err *e);

@@ -10,12 +10,30 @@ def ref(name):
 
 
 NUM = {"type": "number"}
+
+# min_p and the penalties, the same in "generate" and both OpenAI endpoints
+# (core/penalty.c, core/sample.c; docs/generation.md gives the order)
+MIN_P = "transformers' MinPLogitsWarper, after top_p: drop the tokens whose probability (softmax of the filtered, scaled logits) is below min_p times the largest; 0: off."
+REPETITION = "transformers' RepetitionPenaltyLogitsProcessor, on the raw logits before everything else: every token id of the prompt or written so far, once: a logit x < 0 becomes x * penalty, else x / penalty; greater than 0 (0 and below are a 400), 1: off."
+FREQUENCY = "OpenAI's, as llama.cpp applies it (after the repetition penalty, before top_k): logit -= count * frequency_penalty, count the times the token was written in this reply (the prompt does not count); 0: off."
+PRESENCE = "OpenAI's, as llama.cpp applies it (with frequency_penalty): logit -= presence_penalty once the token was written in this reply (the prompt does not count); 0: off."
+
+
+def penalty_fields(nullable):
+    t = (lambda k: [k, "null"]) if nullable else (lambda k: k)
+    return {
+        "min_p": {"type": t("number"), "minimum": 0, "maximum": 1, "default": 0, "description": MIN_P},
+        "repetition_penalty": {"type": t("number"), "default": 1, "description": REPETITION},
+        "frequency_penalty": {"type": t("number"), "minimum": -2, "maximum": 2, "default": 0, "description": FREQUENCY},
+        "presence_penalty": {"type": t("number"), "minimum": -2, "maximum": 2, "default": 0, "description": PRESENCE},
+    }
+
 INT = {"type": "integer"}
 IDS = {"type": "array", "items": {"type": "integer", "minimum": 0}}
 
 GENERATE = {
     "type": "object",
-    "description": "The model writes max_new_tokens after the prompt (idx [T] or text), as the book's generate() (chapter 5) with a key/value cache: greedy with temperature 0 (torch.argmax, generate_text_simple), else top_k, logits / temperature, top_p (Hugging Face's TopPLogitsWarper) and torch.multinomial's exponential draws on PyTorch's generator. The outputs of return are then computed over the final text (its last block_size tokens). With output_format events, or Accept: text/event-stream, the reply is server-sent events: start {idx, tokens} (the prompt), token (one per written token, a GenerationStep), done (the whole reply without generation.steps); an error after the first event comes as an error event.",
+    "description": "The model writes max_new_tokens after the prompt (idx [T] or text), as the book's generate() (chapter 5) with a key/value cache: greedy with temperature 0 (torch.argmax, generate_text_simple), else (after the repetition, frequency and presence penalties on the raw logits) top_k, logits / temperature, top_p (Hugging Face's TopPLogitsWarper), min_p and torch.multinomial's exponential draws on PyTorch's generator. The outputs of return are then computed over the final text (its last block_size tokens). With output_format events, or Accept: text/event-stream, the reply is server-sent events: start {idx, tokens} (the prompt), token (one per written token, a GenerationStep), done (the whole reply without generation.steps); an error after the first event comes as an error event.",
     "properties": {
         "max_new_tokens": {"type": "integer", "minimum": 0, "default": 16, "description": "Tokens to write at most; over --max-new-tokens is a 413."},
         "temperature": {"type": "number", "minimum": 0, "default": 0, "description": "0: greedy (the first largest logit). Above 0: logits / temperature before the softmax, and a draw."},
@@ -27,6 +45,7 @@ GENERATE = {
         "context_size": {"type": "integer", "minimum": 1, "description": "The book's crop idx[:, -context_size:] (default block_size): past it each step recomputes the last context_size positions."},
         "logprobs": {"type": "integer", "minimum": 0, "maximum": 20, "default": 0, "description": "The most likely alternatives of every step, with their log-probabilities."},
         "attention": {"type": "boolean", "default": False, "description": "Each written token's attention rows: what the position that chose it attended to, for the layers of \"layers\" and the heads of \"heads\"."},
+        **penalty_fields(False),
     },
     "additionalProperties": False,
 }
@@ -75,7 +94,7 @@ def model_fields(request_props, response_props, schemas):
 
 COMPLETION_REQUEST = {
     "type": "object",
-    "description": "OpenAI's Completions API (the legacy /v1/completions): a model loaded at start (--model; GET /v1/models lists them) and its tokenizer. Sampling is the book's generate() with Hugging Face's top-p and, as llama.cpp and vLLM take it, top_k; log-probabilities are log_softmax of the raw logits. Fields OpenAI defines that change nothing at their neutral value are taken at it (presence_penalty and frequency_penalty 0, best_of equal to n, logit_bias {}, suffix null, user); any other field is a 400.",
+    "description": "OpenAI's Completions API (the legacy /v1/completions): a model loaded at start (--model; GET /v1/models lists them) and its tokenizer. Sampling is the book's generate() with Hugging Face's top-p and, as llama.cpp and vLLM take it, top_k, min_p and repetition_penalty, after OpenAI's presence_penalty and frequency_penalty (docs/generation.md gives the order); log-probabilities are log_softmax of the raw logits (before the penalties). Fields OpenAI defines that change nothing at their neutral value are taken at it (best_of equal to n, logit_bias {}, suffix null, user); any other field, and a value out of range, is a 400 naming it.",
     "properties": {
         "model": {"type": "string"},
         "prompt": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}, IDS, {"type": "array", "items": IDS}],
@@ -91,8 +110,7 @@ COMPLETION_REQUEST = {
         "echo": {"type": ["boolean", "null"], "default": False},
         "stop": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "maxItems": 4}, {"type": "null"}]},
         "seed": {"type": ["integer", "null"], "description": "torch.manual_seed(seed) before the first prompt's loop."},
-        "presence_penalty": {"type": ["number", "null"], "enum": [0, None]},
-        "frequency_penalty": {"type": ["number", "null"], "enum": [0, None]},
+        **penalty_fields(True),
         "best_of": {"type": ["integer", "null"]},
         "logit_bias": {"type": ["object", "null"], "additionalProperties": False, "description": "Taken only empty."},
         "suffix": {"type": "null"},
@@ -135,7 +153,7 @@ COMPLETION = {
 
 CHAT_REQUEST = {
     "type": "object",
-    "description": "OpenAI's Chat Completions API on a model whose folder has a chat template (tokenizer_config.json's chat_template, or chat_template.jinja): the messages are rendered with it as transformers' apply_chat_template renders them (add_generation_prompt true, the folder's bos_token, eos_token, unk_token and pad_token; the Jinja subset of docs/chat-templates.md, byte for byte what npm @huggingface/jinja renders), the text tokenized without adding special tokens again, and the reply written until max_completion_tokens, a stop string or the folder's eos_token (else <|endoftext|>). A model without a chat template is a 400 naming model. Sampling, seed and log-probabilities as /v1/completions; presence_penalty, frequency_penalty and logit_bias only at their neutral values; any other field is a 400.",
+    "description": "OpenAI's Chat Completions API on a model whose folder has a chat template (tokenizer_config.json's chat_template, or chat_template.jinja): the messages are rendered with it as transformers' apply_chat_template renders them (add_generation_prompt true, the folder's bos_token, eos_token, unk_token and pad_token; the Jinja subset of docs/chat-templates.md, byte for byte what npm @huggingface/jinja renders), the text tokenized without adding special tokens again, and the reply written until max_completion_tokens, a stop string or the folder's eos_token (else <|endoftext|>). A model without a chat template is a 400 naming model. Sampling (min_p and the penalties included), seed and log-probabilities as /v1/completions; logit_bias only empty; any other field is a 400.",
     "properties": {
         "model": {"type": "string"},
         "messages": {"type": "array", "minItems": 1, "items": {"type": "object", "properties": {
@@ -156,8 +174,7 @@ CHAT_REQUEST = {
         "stop": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "maxItems": 4}, {"type": "null"}]},
         "seed": {"type": ["integer", "null"], "description": "torch.manual_seed(seed) before the loop."},
         "chat_template_kwargs": {"type": ["object", "null"], "description": "More variables for the template (vLLM's): {\"enable_thinking\": false} for Qwen3."},
-        "presence_penalty": {"type": ["number", "null"], "enum": [0, None]},
-        "frequency_penalty": {"type": ["number", "null"], "enum": [0, None]},
+        **penalty_fields(True),
         "logit_bias": {"type": ["object", "null"], "additionalProperties": False, "description": "Taken only empty."},
         "user": {"type": ["string", "null"]},
     },
