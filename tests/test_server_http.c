@@ -138,7 +138,18 @@ START_TEST(t_metrics_count_requests) {
     }
     ck_assert_int_eq(srvt_get(&srv, "/nowhere", &r), 0);
     srvt_reply_free(&r);
-    get_200("/metrics", &r);
+    /* a request is counted when the server is done with its connection,
+     * which may be just after its client has read the reply: wait for it
+     * (10 s at most) */
+    for (int tries = 0;; tries++) {
+        get_200("/metrics", &r);
+        if ((strstr(r.body, "attn_requests_total{endpoint=\"other\",method=\"GET\",status=\"404\"} 1\n") &&
+             strstr(r.body, "duration_seconds_count{endpoint=\"/attention/multihead\",method=\"POST\"} 3\n")) ||
+            tries == 100)
+            break;
+        srvt_reply_free(&r);
+        usleep(100 * 1000);
+    }
     srvt_assert_header(&r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
     const char *want[] = {
         "attn_requests_total{endpoint=\"/attention/multihead\",method=\"POST\",status=\"200\"} 3\n",
