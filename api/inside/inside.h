@@ -10,6 +10,7 @@
  *   patch.c  the patching sweep: the corrupted run, then one run per layer
  *            and head (or position) from that layer on
  *   items.c  the reply's "cache", "patch" and "logit_lens" groups
+ *   neuron.c "neuron_view": q, k, q*k, scores, weights (BertViz's neuron view)
  *
  * The model kind (api/model/run.c) calls these at its plan, compute,
  * contents and release; nothing here calls back into it.
@@ -70,6 +71,7 @@ typedef struct {
     inside_site site;
     int32_t diff[2];           /* logit_diff: logit[diff[0]] - logit[diff[1]] */
     int lens_k;                /* logit_lens.k; 0: no lens */
+    int neuron, nv_layer, nv_head, nv_query, nv_batch; /* "neuron_view" was given: where */
 } inside_rq;
 
 /* The plan's sizes (floats) and work (multiply-adds) on top of the run's. */
@@ -94,6 +96,9 @@ typedef struct {
     api_item *cache_items;     /* [n_hooks] */
     api_item patch_items[3], lens_items[3];
     api_buf lens_tokens;       /* JSON text of the lens's tokens */
+    float *nv;                 /* neuron view: q [D], k and q*k [T][D], dot, scores, weights [T] */
+    api_item nv_items[14];
+    api_buf nv_json;           /* its JSON values (layer, head, ...), NUL-separated */
 } inside_out;
 
 /* ==== parse.c ============================================================= */
@@ -104,6 +109,7 @@ typedef struct {
     attn_lm_config cfg;        /* the model's */
     int batched, B, T, training; /* the request's ids ([T] or [B][T]) and mode */
     const api_tokenizer *tok;  /* for texts; may be NULL */
+    const uint8_t *mask;       /* [B][T] the padding (1 a token), or NULL */
     inside_rq in;
 } inside_ctx;
 
@@ -171,10 +177,21 @@ int api__inside_patch(const inside_rq *rq, const attn_lm_plan *p, const float *w
                       const float *logits, int last_only, attn_pool *pool, inside_out *io,
                       api_arrays *a, api_err *e);
 
+/* ==== neuron.c ===================================================== */
+
+/* "neuron_view" into ctx->in; the hooks it reads (q, k: hook_rot_q/k where the
+ * model has them; scores, pattern); after the run its arrays; its item. */
+int api__inside_neuron_parse(const json_t *root, inside_ctx *ctx, api_err *e);
+void api__inside_neuron_hooks(const attn_lm_plan *p, attn_hook hooks[4]);
+int api__inside_neuron_run(const inside_rq *rq, const attn_lm_plan *p, const uint8_t *mask,
+                           inside_out *io, api_arrays *a, api_err *e);
+int api__inside_neuron_item(const inside_rq *rq, const attn_lm_plan *p, inside_out *io, api_item *g,
+                            api_err *e);
+
 /* ==== items.c ====================================================== */
 
-/* The "cache", "patch" and "logit_lens" items (as asked) into items (room
- * for 3); tok (may be NULL) names the lens's tokens; batched: the request's
+/* The "cache", "patch", "logit_lens" and "neuron_view" items (as asked) into items (room
+ * for 4); tok (may be NULL) names the lens's tokens; batched: the request's
  * ids were [B][T] (else the batch axis is left out). Returns the count, or
  * -1 with e filled. */
 int api__inside_items(const inside_rq *rq, const attn_lm_plan *p, int batched,

@@ -44,14 +44,15 @@ typedef struct {
 } model_maps;
 
 /* and model, config, shape, generation, layers, next_token_text, cache,
- * patch, logit_lens */
-enum { MAX_ITEMS = M_OUT_COUNT + 9 };
+ * patch, logit_lens, neuron_view, sentence_b_start, fill_mask */
+enum { MAX_ITEMS = M_OUT_COUNT + 12 };
 
 /* The outputs a forward pass computes (without them, or a look inside, none
  * runs: idx, tokens, params and a generation's own record need none). */
 #define FORWARD_OUTPUTS                                                                            \
     (1u << M_OUT_LOGITS | 1u << M_OUT_NEXT_TOKEN | 1u << M_OUT_ATTN_WEIGHTS |                      \
-     1u << M_OUT_HIDDEN_STATES | 1u << M_OUT_DROPOUT_MASKS)
+     1u << M_OUT_HIDDEN_STATES | 1u << M_OUT_DROPOUT_MASKS | 1u << M_OUT_EMBEDDINGS |              \
+     1u << M_OUT_POOLER_OUTPUT)
 
 typedef struct {
     model_rq rq;
@@ -66,6 +67,7 @@ typedef struct {
     model_maps maps;
     float *dropout;            /* dropout_masks: core's plan.n_dropout multipliers */
     inside_out io;             /* captures, patching, the logit lens (inside.h) */
+    model_enc *enc;            /* embeddings, pooler_output, fill_mask (encoder.c) */
     api_item items[MAX_ITEMS];
     api_item *group_items;     /* params' and dropout_masks' tensors (malloc'd) */
     void *group_names;         /*   and their names (malloc'd) */
@@ -78,7 +80,8 @@ static int returns(const model_state *s, int k) { return (s->rq.returns & 1u << 
 
 static int runs_forward(const model_state *s) {
     const inside_rq *in = &s->rq.in;
-    return (s->rq.returns & FORWARD_OUTPUTS) || in->n_hooks || in->n_ablate || in->patch || in->lens_k;
+    return (s->rq.returns & FORWARD_OUTPUTS) || in->n_hooks || in->n_ablate || in->patch || in->lens_k ||
+           in->neuron || s->rq.fill_k;
 }
 
 static int parse(api_job *j, const json_t *root, api_err *e) {
@@ -136,7 +139,8 @@ static int groups_plan(const model_state *s, size_t *values, api_err *e) {
 static size_t unasked(const model_state *s) {
     const attn_lm_plan *p = &s->plan;
     size_t n = 0;
-    if (!returns(s, M_OUT_LOGITS)) n += p->n_logits - (size_t)p->B * (size_t)p->V;
+    if (!p->head) n += p->n_logits;
+    else if (!returns(s, M_OUT_LOGITS) && !s->rq.fill_k) n += p->n_logits - (size_t)p->B * (size_t)p->V;
     if (!returns(s, M_OUT_ATTN_WEIGHTS)) n += p->n_attn;
     if (!returns(s, M_OUT_HIDDEN_STATES)) n += p->n_hidden;
     if (!returns(s, M_OUT_DROPOUT_MASKS)) n += p->n_dropout;
@@ -171,6 +175,7 @@ static int plan(api_job *j, api_err *e) {
         need += sel;
     }
     if (rq->model) need -= p->n_params;
+    need += api__model_enc_floats(rq, p);
     inside_sizes in;
     if (api__inside_plan(&rq->in, p, attn_pool_width(j->lim ? j->lim->compute : NULL), &s->io,
                          &in, e))
@@ -219,11 +224,15 @@ static int prepare(api_job *j, api_err *e) {
     return 0;
 }
 
-/* next[b]: argmax of the last position's logits, the first on ties
- * (torch.argmax); logits are [B][T][V], or [B][V] with last_only. */
-static void next_tokens(const attn_lm_plan *p, const float *logits, int last_only, int32_t *next) {
+/* next[b]: argmax of the last token's logits (the last one that is not
+ * padding), the first on ties (torch.argmax); logits are [B][T][V], or
+ * [B][V] with last_only. */
+static void next_tokens(const attn_lm_plan *p, const uint8_t *mask, const float *logits, int last_only,
+                        int32_t *next) {
     for (int bi = 0; bi < p->B; bi++) {
-        size_t at = last_only ? (size_t)bi : (size_t)bi * p->T + (size_t)(p->T - 1);
+        int t = p->T - 1;
+        while (mask && t > 0 && !mask[(size_t)bi * p->T + (size_t)t]) t--;
+        size_t at = last_only ? (size_t)bi : (size_t)bi * p->T + (size_t)t;
         const float *row = logits + at * (size_t)p->V;
         int best = 0;
         for (int v = 1; v < p->V; v++)
@@ -250,7 +259,7 @@ static int maps_make(api_job *j, model_state *s, api_err *e) {
     }
     int outer = rq->n_layers * p->B;
     int *src_block = api__arrays_take(&j->arrays, (size_t)outer, sizeof(int));
-    uint8_t *tril = rq->sel.top_k ? api__arrays_take(&j->arrays, T * T, 1) : NULL;
+    uint8_t *tril = rq->sel.top_k && !p->spec.bidirectional ? api__arrays_take(&j->arrays, T * T, 1) : NULL;
     if (j->arrays.failed) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the selected maps");
     for (int o = 0; o < outer; o++) src_block[o] = rq->layers[o / p->B] * p->B + o % p->B;
     for (size_t i = 0; tril && i < T; i++)
@@ -287,8 +296,9 @@ static int compute(api_job *j, api_err *e) {
     }
     if (!runs_forward(s)) return 0;
     /* next_token alone needs the last position's logits only: [B][V] */
-    int last_only = !returns(s, M_OUT_LOGITS);
-    s->logits = api__arrays_take(a, last_only ? (size_t)p->B * (size_t)p->V : p->n_logits, sizeof(float));
+    int last_only = !returns(s, M_OUT_LOGITS) && !s->rq.fill_k;
+    if (p->head)
+        s->logits = api__arrays_take(a, last_only ? (size_t)p->B * (size_t)p->V : p->n_logits, sizeof(float));
     if (returns(s, M_OUT_ATTN_WEIGHTS)) s->attn = api__arrays_take(a, p->n_attn, sizeof(float));
     if (returns(s, M_OUT_HIDDEN_STATES)) s->hidden = api__arrays_take(a, p->n_hidden, sizeof(float));
     if (returns(s, M_OUT_DROPOUT_MASKS)) s->dropout = api__arrays_take(a, p->n_dropout, sizeof(float));
@@ -298,16 +308,22 @@ static int compute(api_job *j, api_err *e) {
                              .hidden_states = s->hidden, .dropout_masks = s->dropout,
                              .last_only = last_only};
     attn_pool *pool = j->lim ? j->lim->compute : NULL;
-    attn_lm_inputs in = {.idx = s->rq.idx, .pool = pool};
+    attn_lm_inputs in = {.idx = s->rq.idx, .pool = pool, .attention_mask = s->rq.mask,
+                         .token_type_ids = s->rq.types};
     attn_error ae = {0};
-    if (api__inside_inputs(&s->rq.in, &s->io, a, &in, e)) return -1;
+    if (api__inside_inputs(&s->rq.in, &s->io, a, &in, e) ||
+        api__model_enc_alloc(&s->rq, p, a, &s->enc, &out, e))
+        return -1;
     if (attn_lm_run(p, s->weights, &in, s->rng_ptr, &out, &ae) != ATTN_OK) {
         api__from_attn(e, &ae, ATTN_MODULE_COUNT);
         return -1;
     }
     if (api__inside_after(&s->rq.in, p, s->weights, s->logits, last_only, pool, &s->io, a, e))
         return -1;
-    next_tokens(p, s->logits, last_only, s->next);
+    if (api__inside_neuron_run(&s->rq.in, p, s->rq.mask, &s->io, a, e)) return -1;
+    if (s->logits) next_tokens(p, s->rq.mask, s->logits, last_only, s->next);
+    if (api__model_enc_after(&s->rq, p, s->enc, s->logits, last_only, s->attn, s->hidden, &s->io, e))
+        return -1;
     return returns(s, M_OUT_ATTN_WEIGHTS) ? maps_make(j, s, e) : 0;
 }
 
@@ -379,6 +395,9 @@ static int output_items(model_state *s, api_item *items, api_err *e) {
     }
     if (returns(s, M_OUT_HIDDEN_STATES))
         tensor(&items[n++], rq, "hidden_states", API_ITEM_F32, s->hidden, 1, H1, 2, TC);
+    int k = api__model_enc_items(rq, p, s->enc, items + n, e);
+    if (k < 0) return -1;
+    n += k;
     int np = returns(s, M_OUT_PARAMS) ? api__model_params_count(p) : 0;
     if (returns(s, M_OUT_DROPOUT_MASKS))
         items[n++] = (api_item){.name = "dropout_masks", .kind = API_ITEM_GROUP,
@@ -386,8 +405,7 @@ static int output_items(model_state *s, api_item *items, api_err *e) {
     if (np)
         items[n++] = (api_item){.name = "params", .kind = API_ITEM_GROUP, .items = s->group_items,
                                 .n_items = np};
-    int k = api__inside_items(&rq->in, p, rq->batched, rq->tok ? rq->tok->bpe : NULL, &s->io,
-                              items + n, e);
+    k = api__inside_items(&rq->in, p, rq->batched, rq->tok ? rq->tok->bpe : NULL, &s->io, items + n, e);
     if (k < 0) return -1;
     n += k;
     if (returns(s, M_OUT_TIMING)) items[n++] = (api_item){.name = "timing", .kind = API_ITEM_TIMING};
@@ -452,6 +470,7 @@ static void release(api_job *j) {
     free(s->group_names);
     api__model_rq_free(&s->rq);
     api__inside_out_free(&s->io);
+    api__model_enc_free(s->enc);
 }
 
 API_KIND_DEFINE(api__model_kind, model_state, API_MODEL_GEN_FORMATS);

@@ -99,7 +99,7 @@ static int read_hparam(const json_t *cfg, const attn_arch_hparam *hp, attn_lm_co
         if (!json_is_integer(v) || json_integer_value(v) < hp->min || json_integer_value(v) > INT32_MAX)
             return api__ckpt_fail(why, size, "config.json's \"%s\" is not an integer >= %d", key, hp->min);
         return attn_lm_config_set(c, hp->id, (double)json_integer_value(v));
-    case ATTN_HP_BOOL:
+    case ATTN_HP_BOOL: case ATTN_HP_PART:
         if (!json_is_boolean(v)) return api__ckpt_fail(why, size, "config.json's \"%s\" is not true or false", key);
         return attn_lm_config_set(c, hp->id, json_is_true(v));
     case ATTN_HP_ACT: {

@@ -4,7 +4,9 @@
  *   dense (a forward pass, a prefill): core's kernels straight on views of
  *     the [rows][QD + 2 KVD] buffer, no per-head copy; the fused kernel
  *     (flash.c) unless the block keeps its maps or drops its weights, then
- *     the materialised one (kernel.c), as attn_forward would choose;
+ *     the materialised one (kernel.c), as attn_forward would choose; the
+ *     padding of the batch as the kernels' key padding mask;
+ *   packed (a padded batch's tokens alone): the fused kernel per batch row;
  *   step: each row's query against its sequence's cached keys (one sgemv
  *     per row and head, split over the pool);
  * the heads written concatenated into r->z for the output projection. */
@@ -148,10 +150,31 @@ static void dense(attn__run *r, int l) {
         materialised(r, l, v, local ? r->wmask : r->mask);
         return;
     }
-    attn_inputs in = {.attn_mask_bool = local ? r->wbool : NULL};
+    attn_inputs in = {.attn_mask_bool = local ? r->wbool : NULL, .key_padding_mask = r->kpm};
     attn__flash f = {.plan = &p->attn_plan, .cfg = &p->attn, .inputs = &in, .q = v[0],
                      .k = v[1], .v = v[2], .context_heads = r->z, .scratch = r->flash};
     attn__flash_run(&f, r->pool);
+}
+
+/* A packed run: each batch row's tokens attend among themselves, the fused
+ * kernel on their rows with that row's plan (its length). */
+static void packed(attn__run *r) {
+    const attn_lm_plan *p = r->p;
+    int W = qkv_width(p);
+    size_t D = (size_t)p->D;
+    attn_inputs none = {0};
+    for (int b = 0; b < p->B; b++) {
+        int n = r->start[b + 1] - r->start[b];
+        if (n == 0) continue;
+        float *q = r->qkv + (size_t)r->start[b] * (size_t)W;
+        size_t sb = (size_t)n * (size_t)W;
+        attn__flash f = {.plan = &r->seq_plan[b], .cfg = &p->attn, .inputs = &none,
+                         .q = {q, sb, D, W}, .k = {q + p->QD, sb, D, W},
+                         .v = {q + p->QD + p->KVD, sb, D, W},
+                         .context_heads = r->z + (size_t)r->start[b] * (size_t)p->QD,
+                         .scratch = r->flash};
+        attn__flash_run(&f, r->pool);
+    }
 }
 
 /* ==== Step: rows against the cache ========================================= */
@@ -215,6 +238,8 @@ void attn__lm_attend(attn__run *r, int l, const attn__weights *w) {
     if (r->cache) attn__cache_store(r, l);
     if (r->step)
         cached(r, l);
+    else if (r->packed)
+        packed(r);
     else
         dense(r, l);
 }

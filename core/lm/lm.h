@@ -11,13 +11,16 @@
  *              positions, then the dense kernels or the cached rows
  *   capture.c  captures, ablations and patches (the hook points) and their
  *              checks; hooks.c: the hook table
+ *   inputs.c   padding, positions, token types, packing, the embeddings
+ *   head.c     the final norm, the head, the pooler; pool.c: pooling
  *   forward.c  the forward pass (and the prefill that fills a cache)
  *   step.c     one step over rows of many sequences; cache.c: the cache
  *   lens.c     the logit lens; many.c: runs shared over the pool
  *
  * A run is dense (rows = B * T tokens of a [B][T] batch, attention among
- * them through the kernels of core/) or a step (rows of any sequences,
- * each attending to its sequence's cached keys); the block is the same.
+ * them through the kernels of core/), packed (a padded batch's tokens
+ * alone) or a step (rows of any sequences, each attending to its
+ * sequence's cached keys); the block is the same.
  */
 #ifndef ATTN_LM_PRIVATE_H
 #define ATTN_LM_PRIVATE_H
@@ -37,9 +40,8 @@ typedef struct {
 } attn__weights;
 
 /* The model's tensors before and after the blocks (the head is the token
- * embedding when tied). */
+ * embedding when tied), and block l's. */
 void attn__model_weights(const attn_lm_plan *p, const float *params, attn__weights *v);
-/* Block l's. */
 void attn__block_weights(const attn_lm_plan *p, const float *params, int l, attn__weights *v);
 /* The size of dimension d in plan p. */
 size_t attn__dim_size(const attn_lm_plan *p, attn__dim d);
@@ -70,6 +72,11 @@ typedef struct attn__run {
     const int *seq;           /* step: each row's sequence */
     const int *slot;          /* step: each row's index in its sequence's cache */
     const int *pos;           /* each row's position (dense: NULL, t) */
+    const uint8_t *kpm;       /* [B][T] 1 = padding (the kernels' key_padding_mask), or NULL */
+    int packed;               /* rows: the tokens alone; start [B + 1] where each batch row's */
+    const int *start, *src;   /* begin, src [rows] each row's index in [B][T]; seq_plan [B] */
+    attn_plan *seq_plan;      /* each batch row's attention; inputs_mem: their allocation */
+    void *inputs_mem;
     const attn_lm_step_outputs *step_out; /* step: its logits and attention rows */
     /* the work space, one allocation (work.c) */
     float *x;                 /* [rows][C] the residual stream */
@@ -82,20 +89,16 @@ typedef struct attn__run {
     float *rope;              /* [rows][rot] cos then sin of each row's angles, or NULL */
     float *inv_freq;          /* [rot / 2] the rotary frequencies of the current layer */
     uint8_t *mask;            /* [B][T][T] the mask, when a block materialises */
-    uint8_t *wbool;           /* [T][T] a local layer's window (1: a key too far back), when
-                                 the window is shorter than T */
+    uint8_t *wbool;           /* [T][T] a window shorter than T (1: a key too far back) */
     uint8_t *wmask;           /* [B][T][T] the mask of a local layer that materialises */
     float *tmp;               /* [QD + 2 KVD] one row's scratch (GPT-NeoX's per-head q/k/v) */
     float *rowbuf;            /* 3 * width * ATTN__MAP_ROWS * T: the materialised kernel's
                                  per-thread rows of scores, masked scores and weights */
     float *flash;             /* width * attn__flash_scratch: the fused kernel's tiles */
-    float *wdrop;             /* [B][H][T][T] the weights' dropout multipliers when
-                                 dropout_masks is not asked */
-    float *masked;            /* [B][H][T][T] masked scores, kept when they are captured or
-                                 the weights before dropout are asked in training mode */
+    float *wdrop;             /* [B][H][T][T] the weights' dropout (dropout_masks not asked) */
+    float *masked;            /* [B][H][T][T] masked scores (captured, or training's maps) */
     float *scores;            /* step: [rows][H][capacity] */
-    float *unit;              /* [2][C] ones and zeros: a norm without its affine part, for
-                                 the hook_normalized captures */
+    float *unit;              /* [2][C] ones and zeros: the hook_normalized captures' norm */
     int width;                /* attn_pool_width(pool) */
 } attn__run;
 
@@ -110,6 +113,27 @@ void *attn__run_alloc(attn__run *r, attn_error *err);
 int attn__run_materialises(const attn__run *r, int l);
 /* 1 if block l keeps its whole masked scores (r->masked). */
 int attn__run_keeps_masked(const attn__run *r, int l);
+
+/* ==== inputs.c, head.c ==================================================== */
+
+/* inputs.c: token types and mask checked; the kernels' padding mask, the
+ * positions (RoBERTa's, a packed row's) and the packing when the batch
+ * allows it (sets r->rows), in one allocation; the embeddings into r->x;
+ * rows out to [B][T][width] (packed: padding 0); the row of batch row b's
+ * first and last token. */
+int attn__inputs_check(const attn_lm_plan *p, const attn_lm_inputs *in, attn_error *err);
+int attn__inputs_prepare(attn__run *r, attn_error *err);
+void attn__inputs_free(attn__run *r);
+void attn__embed_input(attn__run *r);
+void attn__rows_out(const attn__run *r, float *dst, const float *src, int width);
+int attn__row_first(const attn__run *r, int b);
+int attn__row_last(const attn__run *r, int b);
+/* head.c: the final norm, the last hidden states, the pooler, the logits
+ * (every row, or each batch row's last token); the head of rows already
+ * normalised (an MLM transform first: tmp holds rows * C floats). */
+int attn__finish(attn__run *r, attn_error *err);
+void attn__head_rows(attn_pool *pool, const attn_lm_plan *p, const attn__weights *mw,
+                     const float *x, int ldx, int rows, float *tmp, float *y, int *bad);
 
 /* ==== ops.c =============================================================== */
 
