@@ -21,14 +21,6 @@
 #include <stdio.h>
 #include <string.h>
 
-void api__inside_neuron_hooks(const attn_lm_plan *p, attn_hook hooks[4]) {
-    int rot = attn_lm_has_hook(p, ATTN_HOOK_ROT_Q);
-    hooks[0] = rot ? ATTN_HOOK_ROT_Q : ATTN_HOOK_Q;
-    hooks[1] = rot ? ATTN_HOOK_ROT_K : ATTN_HOOK_K;
-    hooks[2] = ATTN_HOOK_ATTN_SCORES;
-    hooks[3] = ATTN_HOOK_PATTERN;
-}
-
 /* An integer member of o in [0, limit) (absent: def, or required when def < 0). */
 static int member(const json_t *o, const char *name, int limit, int def, int *out, api_err *e) {
     char field[48];

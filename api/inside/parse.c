@@ -355,6 +355,5 @@ int api__inside_parse(const json_t *root, const api_limits *lim, inside_ctx *rq,
     if (read_ablate(root, rq, e) || read_lens(root, rq, e) || api__inside_hooks_sort(&rq->in, e))
         return -1;
     const json_t *p = api__field(root, "patch");
-    if (p && read_patch(p, lim, rq, e)) return -1;
-    return api__inside_neuron_parse(root, rq, e);
+    return p ? read_patch(p, lim, rq, e) : 0;
 }

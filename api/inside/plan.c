@@ -128,6 +128,14 @@ static void lens_costs(const inside_rq *in, const attn_lm_plan *p, inside_out *i
     c->ops += attn_lm_head_ops(p, (L + 1) * rows);
 }
 
+void api__inside_neuron_hooks(const attn_lm_plan *p, attn_hook hooks[4]) {
+    int rot = attn_lm_has_hook(p, ATTN_HOOK_ROT_Q);
+    hooks[0] = rot ? ATTN_HOOK_ROT_Q : ATTN_HOOK_Q;
+    hooks[1] = rot ? ATTN_HOOK_ROT_K : ATTN_HOOK_K;
+    hooks[2] = ATTN_HOOK_ATTN_SCORES;
+    hooks[3] = ATTN_HOOK_PATTERN;
+}
+
 /* The neuron view's captures (one block's q, k, scores and pattern) and
  * its arrays. */
 static void neuron_costs(const inside_rq *in, const attn_lm_plan *p, inside_out *io, costs *c) {

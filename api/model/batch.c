@@ -37,14 +37,22 @@ static int is_ragged(const json_t *v) {
     return 0;
 }
 
-/* Integer values of t below `below` into out[at..]; field names the tensor. */
+/* Integer values of t below `below` into out; a bad one is named by its
+ * place ("idx[1][3]"). */
 static int ints_of(const api_tensor *t, const char *field, long below, int32_t *out, api_err *e) {
+    size_t T = (size_t)t->shape[t->rank - 1];
     for (size_t i = 0; i < t->count; i++) {
         float x = t->data[i];
-        if (!(x >= 0.0f && x < (float)below && x == floorf(x)))
-            return api__fail(e, API_E_INVALID_ARGUMENT, field, "%s[%zu] is %g: integers in [0, %ld)",
-                             field, i, (double)x, below);
-        out[i] = (int32_t)x;
+        if (x >= 0.0f && x < (float)below && x == floorf(x)) {
+            out[i] = (int32_t)x;
+            continue;
+        }
+        char at[80];
+        if (t->rank == 2) snprintf(at, sizeof at, "%s[%zu][%zu]", field, i / T, i % T);
+        else snprintf(at, sizeof at, "%s[%zu]", field, i);
+        int ids = strncmp(field, "idx", 3) == 0;
+        return api__fail(e, API_E_INVALID_ARGUMENT, at, "%s is %g: %s are integers in [0, %s%ld)", at,
+                         (double)x, ids ? "token ids" : "its values", ids ? "vocab_size " : "", below);
     }
     return 0;
 }

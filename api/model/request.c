@@ -64,12 +64,6 @@ static int check_fields(const json_t *root, attn_arch arch, api_err *e) {
     return 0;
 }
 
-size_t api__tokenizer_count(const api_limits *lim) {
-    size_t n = 0;
-    while (api__tokenizer_at(lim, n)) n++;
-    return n;
-}
-
 int api__tokenizer_named(const json_t *v, const api_limits *lim, const api_tokenizer **out, api_err *e) {
     if (!json_is_string(v)) return api__field_wrong_type(e, "tokenizer", v, "a string");
     size_t n = api__tokenizer_count(lim);
@@ -240,7 +234,7 @@ static int read_config(const json_t *root, model_rq *rq, api_err *e) {
 static int inside_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
     inside_ctx ctx = {.cfg = rq->cfg, .batched = rq->batched, .B = rq->B, .T = rq->T,
                       .training = rq->training, .tok = rq->tok, .mask = rq->mask, .in = rq->in};
-    int rc = api__inside_parse(root, lim, &ctx, e);
+    int rc = api__inside_parse(root, lim, &ctx, e) || api__inside_neuron_parse(root, &ctx, e) ? -1 : 0;
     rq->in = ctx.in; /* what it read, and what it holds on failure, freed with rq */
     return rc;
 }

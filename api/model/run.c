@@ -294,6 +294,8 @@ static int compute(api_job *j, api_err *e) {
             return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the model");
         memcpy(s->idx, s->rq.idx, n_idx * sizeof(int32_t));
     }
+    attn_lm_outputs out = {0};
+    if (api__model_enc_alloc(&s->rq, p, a, &s->enc, &out, e)) return -1;
     if (!runs_forward(s)) return 0;
     /* next_token alone needs the last position's logits only: [B][V] */
     int last_only = !returns(s, M_OUT_LOGITS) && !s->rq.fill_k;
@@ -304,16 +306,13 @@ static int compute(api_job *j, api_err *e) {
     if (returns(s, M_OUT_DROPOUT_MASKS)) s->dropout = api__arrays_take(a, p->n_dropout, sizeof(float));
     s->next = api__arrays_take(a, (size_t)p->B, sizeof(int32_t));
     if (a->failed) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the model");
-    attn_lm_outputs out = {.logits = s->logits, .attn_weights = s->attn,
-                             .hidden_states = s->hidden, .dropout_masks = s->dropout,
-                             .last_only = last_only};
+    out.logits = s->logits, out.attn_weights = s->attn, out.hidden_states = s->hidden;
+    out.dropout_masks = s->dropout, out.last_only = last_only;
     attn_pool *pool = j->lim ? j->lim->compute : NULL;
     attn_lm_inputs in = {.idx = s->rq.idx, .pool = pool, .attention_mask = s->rq.mask,
                          .token_type_ids = s->rq.types};
     attn_error ae = {0};
-    if (api__inside_inputs(&s->rq.in, &s->io, a, &in, e) ||
-        api__model_enc_alloc(&s->rq, p, a, &s->enc, &out, e))
-        return -1;
+    if (api__inside_inputs(&s->rq.in, &s->io, a, &in, e)) return -1;
     if (attn_lm_run(p, s->weights, &in, s->rng_ptr, &out, &ae) != ATTN_OK) {
         api__from_attn(e, &ae, ATTN_MODULE_COUNT);
         return -1;

@@ -147,6 +147,12 @@ static int row(const model_rq *rq, const tmpl *t, const json_t *v, const char *f
     return 0;
 }
 
+size_t api__tokenizer_count(const api_limits *lim) {
+    size_t n = 0;
+    while (api__tokenizer_at(lim, n)) n++;
+    return n;
+}
+
 int api__model_no_tokenizer(const api_limits *lim, const char *field, api_err *e) {
     size_t n = api__tokenizer_count(lim);
     if (n == 0)
