@@ -63,6 +63,7 @@ int attn_act_from_name(const char *name, attn_act *out);
     XX(GPTNEOX, gptneox)                                                                           \
     XX(GEMMA3, gemma3)                                                                             \
     XX(BERT, bert)                                                                                 \
+    XX(BERTMODEL, bertmodel)                                                                       \
     XX(ROBERTA, roberta)                                                                           \
     XX(DISTILBERT, distilbert)
 

@@ -329,10 +329,11 @@ static int compute(api_job *j, api_err *e) {
 /* ==== contents ============================================================ */
 
 /* The texts of ids[0..n) as the tokenizer shows them (api_bpe_token_text:
- * U+FFFD for a piece of a character; null for an id past its vocabulary,
+ * U+FFFD for a piece of a character; null for padding (mask 0) and an id past its vocabulary,
  * since ids are checked below vocab_size, not below the tokenizer's size):
  * a list, or the one string when list is 0. */
-static void id_texts(api_buf *b, const api_bpe *bpe, const int32_t *ids, int n, int list) {
+static void id_texts(api_buf *b, const api_bpe *bpe, const int32_t *ids, const uint8_t *mask, int n,
+                     int list) {
     size_t cap = 3 * api_bpe_max_token_bytes(bpe) + 1, len;
     char *text = malloc(cap);
     if (text == NULL) {
@@ -342,7 +343,8 @@ static void id_texts(api_buf *b, const api_bpe *bpe, const int32_t *ids, int n, 
     api__buf_puts(b, list ? "[" : "");
     for (int i = 0; i < n; i++) {
         if (i) api__buf_puts(b, ",");
-        if (api_bpe_token_text(bpe, ids[i], text, cap, &len) == 0) api__buf_json_stringn(b, text, len);
+        if ((!mask || mask[i]) && api_bpe_token_text(bpe, ids[i], text, cap, &len) == 0)
+            api__buf_json_stringn(b, text, len);
         else api__buf_puts(b, "null");
     }
     api__buf_puts(b, list ? "]" : "");
@@ -354,7 +356,8 @@ static void tokens_json(api_buf *b, const model_rq *rq, const attn_lm_plan *p) {
     api__buf_puts(b, rq->batched ? "[" : "");
     for (int bi = 0; bi < p->B; bi++) {
         if (bi) api__buf_puts(b, ",");
-        id_texts(b, rq->tok->bpe, rq->idx + (size_t)bi * (size_t)p->T, p->T, 1);
+        size_t at = (size_t)bi * (size_t)p->T;
+        id_texts(b, rq->tok->bpe, rq->idx + at, rq->mask ? rq->mask + at : NULL, p->T, 1);
     }
     api__buf_puts(b, rq->batched ? "]" : "");
 }
@@ -444,7 +447,7 @@ static int contents(api_job *j, api_contents *c, api_err *e) {
     api__buf_puts(&s->layers, "]");
     if (rq->model) api__buf_json_string(&s->name, rq->model->name);
     if (returns(s, M_OUT_TOKENS)) tokens_json(&s->tokens, rq, p);
-    if (returns(s, M_OUT_NEXT_TOKEN) && rq->tok) id_texts(&s->next_text, rq->tok->bpe, s->next, p->B, rq->batched);
+    if (returns(s, M_OUT_NEXT_TOKEN) && rq->tok) id_texts(&s->next_text, rq->tok->bpe, s->next, NULL, p->B, rq->batched);
     if (s->config.failed || s->shape.failed || s->layers.failed || s->name.failed ||
         s->tokens.failed || s->next_text.failed || groups_make(s))
         return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");

@@ -40,12 +40,14 @@ static int exists(const char *dir, const char *file) {
 
 /* ==== config.json ========================================================= */
 
-/* The architecture: "model_type", else "architectures"[0], else the row
+/* The architecture: "architectures"[0] when a row answers to it, else
+ * "model_type", else the row
  * whose config.json names the file has the most of (the book's
  * json.dump(GPT_CONFIG_124M) has no model_type). */
 static int config_arch(const json_t *cfg, attn_arch *out, char *why, size_t size) {
     const char *type = json_string_value(json_object_get(cfg, "model_type"));
     const char *cls = json_string_value(json_array_get(json_object_get(cfg, "architectures"), 0));
+    if (cls && attn_arch_from_name(cls, out) == ATTN_OK) return 0; /* BertModel, not bert's row */
     if (json_object_get(cfg, "model_type") || cls) {
         if (type ? attn_arch_from_name(type, out) == ATTN_OK
                  : attn_arch_from_name(cls, out) == ATTN_OK)

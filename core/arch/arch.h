@@ -160,6 +160,9 @@ void attn__spec_encoder(const attn_lm_config *c, attn_lm_spec *s);
  * .LayerNorm. */
 #define ATTN__BERT_BLOCK_N 16
 extern const attn__tensor attn__bert_block[ATTN__BERT_BLOCK_N];
+/* BERT's checks and spec, and its state_dict, which BertModel shares. */
+int attn__bert_describe(const attn_lm_config *c, attn_lm_spec *s, attn_error *err);
+extern const attn__layout attn__bert_layout;
 
 /* Llama's state_dict (llama.c), which Mistral, Qwen2 and Qwen3 share: the
  * embedding, each model.layers.N.{self_attn (q/k/v/o_proj, their biases as

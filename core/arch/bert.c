@@ -15,7 +15,8 @@
  * everywhere. The state_dict is BertForMaskedLM's names with the pooler of
  * BertModel (BertForPreTraining's checkpoints hold both); the MLM head and
  * the pooler are parts (mlm_head, pooler) a checkpoint has or not, and a
- * BertModel checkpoint's bare names are the same without "bert.". */
+ * BertModel checkpoint's bare names are the same without "bert."
+ * (bertmodel.c is BertModel's row: these tables, the pooler on by default). */
 #include "core/arch/arch.h"
 
 static const char *const acts[] = {"gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", NULL};
@@ -45,7 +46,7 @@ void attn__spec_encoder(const attn_lm_config *c, attn_lm_spec *s) {
                         .head_act = c->act, .pooler = c->pooler};
 }
 
-static int describe(const attn_lm_config *c, attn_lm_spec *s, attn_error *err) {
+int attn__bert_describe(const attn_lm_config *c, attn_lm_spec *s, attn_error *err) {
     if (c->head_dim * c->n_head != c->width || c->n_kv_head != c->n_head)
         return attn__fail(err, ATTN_ERR_SHAPE, "num_attention_heads",
                           "BERT's heads split hidden_size, one key/value head each");
@@ -109,7 +110,7 @@ static const char *const ignored[] = {"bert.embeddings.position_ids", "bert.embe
                                       "cls.predictions.decoder.bias", "cls.seq_relationship.weight",
                                       "cls.seq_relationship.bias", NULL};
 
-static const attn__layout layout = {
+const attn__layout attn__bert_layout = {
     .top = top,
     .n_top = sizeof top / sizeof top[0],
     .block_prefix = "bert.encoder.layer.%d.",
@@ -122,15 +123,15 @@ static const attn__layout layout = {
     .ignored = ignored,
 };
 
-static const char *const aliases[] = {"BertModel", "BertForPreTraining", "bert", NULL};
+static const char *const aliases[] = {"BertForPreTraining", "bert", NULL};
 
 const attn__arch attn__arch_bert = {
     .name = "BertForMaskedLM",
     .aliases = aliases,
-    .what = "BERT and BertModel (transformers' modeling_bert.py), sentence-transformers' BERTs",
+    .what = "BERT with its MLM head (transformers' modeling_bert.py)",
     .ctor = "BertForMaskedLM(config)",
     .hparams = hparams,
     .n_hparams = sizeof hparams / sizeof hparams[0],
-    .describe = describe,
-    .layout = &layout,
+    .describe = attn__bert_describe,
+    .layout = &attn__bert_layout,
 };
