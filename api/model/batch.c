@@ -50,7 +50,7 @@ static int ints_of(const api_tensor *t, const char *field, long below, int32_t *
         char at[80];
         if (t->rank == 2) snprintf(at, sizeof at, "%s[%zu][%zu]", field, i / T, i % T);
         else snprintf(at, sizeof at, "%s[%zu]", field, i);
-        int ids = strncmp(field, "idx", 3) == 0;
+        int ids = strncmp(field, "token_type_ids", 14) != 0 && strncmp(field, "attention_mask", 14) != 0;
         return api__fail(e, API_E_INVALID_ARGUMENT, at, "%s is %g: %s are integers in [0, %s%ld)", at,
                          (double)x, ids ? "token ids" : "its values", ids ? "vocab_size " : "", below);
     }
@@ -81,24 +81,45 @@ static int ragged_rows(const json_t *v, const char *name, long below, int T, int
     return 0;
 }
 
-/* idx as rows of different lengths: padded with pad_token_id, masked. */
-static int read_ragged(const json_t *v, model_rq *rq, size_t *budget, api_err *e) {
+/* Rows of different lengths: padded with pad_token_id, masked. */
+static int read_ragged(const json_t *v, const char *name, model_rq *rq, size_t *budget, api_err *e) {
     size_t B = json_array_size(v);
     long T = 0;
     for (size_t b = 0; b < B; b++) T = row_len(json_array_get(v, b)) > T ? row_len(json_array_get(v, b)) : T;
     if (B > INT32_MAX || T > rq->cfg.context || (double)B * (double)T > (double)*budget)
-        return api__fail(e, T > rq->cfg.context ? API_E_INVALID_SHAPE : API_E_TOO_LARGE, "idx",
-                         "idx of %zu rows of up to %ld tokens is too large (the model takes at most "
-                         "%d positions)", B, T, rq->cfg.context);
+        return api__fail(e, T > rq->cfg.context ? API_E_INVALID_SHAPE : API_E_TOO_LARGE, name,
+                         "%s of %zu rows of up to %ld tokens is too large (the model takes at most "
+                         "%d positions)", name, B, T, rq->cfg.context);
     rq->B = (int)B, rq->T = (int)T, rq->batched = 1;
     int *lens = malloc(B * sizeof *lens);
     rq->idx = malloc(B * (size_t)T * sizeof *rq->idx);
     rq->mask = calloc(B * (size_t)T, 1);
-    int rc = lens && rq->idx && rq->mask ? 0 : api__fail(e, API_E_OUT_OF_MEMORY, "idx", "out of memory");
+    int rc = lens && rq->idx && rq->mask ? 0 : api__fail(e, API_E_OUT_OF_MEMORY, name, "out of memory");
     for (size_t i = 0; rc == 0 && i < B * (size_t)T; i++) rq->idx[i] = rq->cfg.pad_id;
-    if (rc == 0) rc = ragged_rows(v, "idx", rq->cfg.vocab_size, rq->T, lens, NULL, budget, rq->idx, e);
+    if (rc == 0) rc = ragged_rows(v, name, rq->cfg.vocab_size, rq->T, lens, NULL, budget, rq->idx, e);
     for (size_t b = 0; rc == 0 && b < B; b++) memset(rq->mask + b * (size_t)T, 1, (size_t)lens[b]);
     free(lens);
+    return rc;
+}
+
+int api__model_rows_read(const json_t *v, const char *name, model_rq *rq, size_t *budget, api_err *e) {
+    if (is_ragged(v)) return read_ragged(v, name, rq, budget, e);
+    api_tensor t;
+    if (api__tensor_read(v, name, 1, 2, API_VAL_NUMBER, budget, &t, e)) return -1;
+    rq->batched = t.rank == 2;
+    rq->B = rq->batched ? t.shape[0] : 1;
+    rq->T = t.shape[t.rank - 1];
+    int rc = 0;
+    if (rq->T < 1 || rq->B < 1)
+        rc = api__fail(e, API_E_INVALID_SHAPE, name, "%s holds no token", name);
+    else if (rq->T > rq->cfg.context)
+        rc = api__fail(e, API_E_INVALID_SHAPE, name, "%d tokens exceed %s %d (the model takes at most "
+                       "%d positions)", rq->T, api__hparam_name(rq->cfg.arch, ATTN_HP_CONTEXT),
+                       rq->cfg.context, rq->cfg.context);
+    else if ((rq->idx = malloc(t.count * sizeof *rq->idx)) == NULL)
+        rc = api__fail(e, API_E_OUT_OF_MEMORY, name, "cannot allocate %s", name);
+    if (rc == 0) rc = ints_of(&t, name, rq->cfg.vocab_size, rq->idx, e);
+    api__tensor_free(&t);
     return rc;
 }
 
@@ -108,24 +129,7 @@ static int read_idx(const json_t *root, model_rq *rq, size_t *budget, api_err *e
     if (v == NULL)
         return api__fail(e, API_E_MISSING_FIELD, "idx", "idx is required: token ids [T] or [B][T] "
                          "(rows of different lengths are padded)");
-    if (is_ragged(v)) return read_ragged(v, rq, budget, e);
-    api_tensor t;
-    if (api__tensor_read(v, "idx", 1, 2, API_VAL_NUMBER, budget, &t, e)) return -1;
-    rq->batched = t.rank == 2;
-    rq->B = rq->batched ? t.shape[0] : 1;
-    rq->T = t.shape[t.rank - 1];
-    int rc = 0;
-    if (rq->T < 1 || rq->B < 1)
-        rc = api__fail(e, API_E_INVALID_SHAPE, "idx", "idx holds no token");
-    else if (rq->T > rq->cfg.context)
-        rc = api__fail(e, API_E_INVALID_SHAPE, "idx", "%d tokens exceed %s %d (the model takes at most "
-                       "%d positions)", rq->T, api__hparam_name(rq->cfg.arch, ATTN_HP_CONTEXT),
-                       rq->cfg.context, rq->cfg.context);
-    else if ((rq->idx = malloc(t.count * sizeof *rq->idx)) == NULL)
-        rc = api__fail(e, API_E_OUT_OF_MEMORY, "idx", "cannot allocate idx");
-    if (rc == 0) rc = ints_of(&t, "idx", rq->cfg.vocab_size, rq->idx, e);
-    api__tensor_free(&t);
-    return rc;
+    return api__model_rows_read(v, "idx", rq, budget, e);
 }
 
 /* A tensor field of idx's padded shape into a new array (floats checked

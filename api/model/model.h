@@ -116,18 +116,18 @@ void api__model_dropout_items(const attn_lm_plan *plan, const float *masks, int 
 
 /* ==== The request (request.c, state_dict.c) ================================ */
 
-/* How many tokenizers a request may name (api__tokenizer_at's). */
-size_t api__tokenizer_count(const api_limits *lim);
+size_t api__tokenizer_count(const api_limits *lim); /* tokenizers a request may name */
 /* The tokenizer "tokenizer" names into *out, or a 400 listing those loaded. */
 int api__tokenizer_named(const json_t *v, const api_limits *lim, const api_tokenizer **out, api_err *e);
 /* Reads every field of a request; api__model_rq_free either way. */
 int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e);
 void api__model_rq_free(model_rq *rq);
-/* batch.c: idx ([T], [B][T], or rows of different lengths, padded),
- * attention_mask and token_type_ids into rq; text.c: text (a string,
- * strings, or [a, b] pairs; an encoder's template) into the same. */
+/* batch.c: idx ([T], [B][T], or rows of different lengths, padded; rows_read:
+ * such ids of field name), attention_mask and token_type_ids into rq; text.c:
+ * texts of field name (a string, strings or [a, b] pairs) into the same. */
 int api__model_ids_read(const json_t *root, model_rq *rq, size_t *budget, api_err *e);
-int api__model_text_read(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e);
+int api__model_rows_read(const json_t *v, const char *name, model_rq *rq, size_t *budget, api_err *e);
+int api__model_text_read(const json_t *v, const char *name, const api_limits *lim, model_rq *rq, api_err *e);
 /* field needs a tokenizer and has none (400); tok's mask token id or -1. */
 int api__model_no_tokenizer(const api_limits *lim, const char *field, api_err *e);
 int32_t api__model_mask_token(const api_tokenizer *tok);

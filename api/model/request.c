@@ -94,6 +94,13 @@ static int read_tokenizer(const json_t *root, const api_limits *lim, model_rq *r
     return 0;
 }
 
+/* text: one string, strings or pairs (text.c). */
+static int read_text(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
+    if (api__field(root, "idx"))
+        return api__fail(e, API_E_INVALID_ARGUMENT, "text", "give either text or idx, not both");
+    return api__model_text_read(api__field(root, "text"), "text", lim, rq, e);
+}
+
 /* A hook name of "return" (api/inside/), against the model's hooks. */
 static int hook_name(void *ctx, const char *name, int at, api_err *e) {
     model_rq *rq = ctx;
@@ -246,8 +253,7 @@ int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, ap
     const json_t *model = api__field(root, "model");
     if ((model ? read_model(root, model, lim, rq, e) : read_config(root, rq, e)) ||
         read_tokenizer(root, lim, rq, e) ||
-        (api__field(root, "text") ? api__model_text_read(root, lim, rq, e)
-                                  : api__model_ids_read(root, rq, &budget, e)) ||
+        (api__field(root, "text") ? read_text(root, lim, rq, e) : api__model_ids_read(root, rq, &budget, e)) ||
         read_return(root, lim, rq, e) || read_layers(root, rq, e) || read_options(root, lim, rq, e) ||
         api__model_gen_parse(root, lim, rq, e) || inside_parse(root, lim, rq, e))
         return -1;

@@ -1,4 +1,4 @@
-/* text.c - "text" of a POST /model request through its tokenizer:
+/* text.c - "text" of a POST /model request (and /v1/embeddings' input) through its tokenizer:
  *
  *   "text": "..."              one row
  *   "text": ["...", "..."]     rows of different lengths (padded on the right,
@@ -185,16 +185,18 @@ static int place(model_rq *rq, int b, const ids *r, const ids *ty, int b_start) 
 }
 
 /* Every row encoded (rows[b], types[b]), then the batch laid out. */
-static int rows_read(const json_t *v, const tmpl *t, model_rq *rq, int most, api_err *e) {
+static int rows_read(const json_t *v, const char *name, const tmpl *t, model_rq *rq, int most,
+                     api_err *e) {
     int list = json_is_array(v), B = list ? (int)json_array_size(v) : 1, T = 0, rc = 0, pairs = 0;
     if (list && (B < 1 || json_array_size(v) > 4096))
-        return api__fail(e, API_E_INVALID_ARGUMENT, "text", "text lists 1 to 4096 rows");
+        return api__fail(e, API_E_INVALID_ARGUMENT, name, "%s lists 1 to 4096 rows", name);
     ids *r = calloc((size_t)B, sizeof *r), *ty = calloc((size_t)B, sizeof *ty);
     int *bs = calloc((size_t)B, sizeof *bs);
-    if (!r || !ty || !bs) rc = api__fail(e, API_E_OUT_OF_MEMORY, "text", "out of memory");
+    if (!r || !ty || !bs) rc = api__fail(e, API_E_OUT_OF_MEMORY, name, "out of memory");
     for (int b = 0; rc == 0 && b < B; b++) {
-        char field[32] = "text";
-        if (list) snprintf(field, sizeof field, "text[%d]", b);
+        char field[48];
+        snprintf(field, sizeof field, "%s", name);
+        if (list) snprintf(field, sizeof field, "%s[%d]", name, b);
         const json_t *x = list ? json_array_get(v, (size_t)b) : v;
         pairs |= json_is_array(x);
         if ((rc = row(rq, t, x, field, &r[b], &ty[b], &bs[b], e)) == 0 && r[b].n == 0)
@@ -211,38 +213,36 @@ static int rows_read(const json_t *v, const tmpl *t, model_rq *rq, int most, api
     if (rc == 0 && (!(rq->idx = malloc(n * sizeof *rq->idx)) || (ragged && !(rq->mask = calloc(n, 1))) ||
                     (t && t->type_b && rq->cfg.type_vocab > 1 && !(rq->types = calloc(n, sizeof *rq->types))) ||
                     (pairs && !(rq->b_start = malloc((size_t)B * sizeof *rq->b_start)))))
-        rc = api__fail(e, API_E_OUT_OF_MEMORY, "text", "out of memory");
+        rc = api__fail(e, API_E_OUT_OF_MEMORY, name, "out of memory");
     for (int b = 0; rc == 0 && b < B; b++) place(rq, b, &r[b], &ty[b], bs[b]);
     for (int b = 0; r && ty && b < B; b++) free(r[b].v), free(ty[b].v);
     free(r), free(ty), free(bs);
     return rc;
 }
 
-int api__model_text_read(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
-    const json_t *v = api__field(root, "text");
-    if (api__field(root, "idx"))
-        return api__fail(e, API_E_INVALID_ARGUMENT, "text", "give either text or idx, not both");
+int api__model_text_read(const json_t *v, const char *name, const api_limits *lim, model_rq *rq,
+                         api_err *e) {
     if (!json_is_string(v) && !json_is_array(v))
-        return api__field_wrong_type(e, "text", v, "a string, a list of strings, or of pairs [a, b]");
-    if (rq->tok == NULL) return api__model_no_tokenizer(lim, "text", e);
+        return api__field_wrong_type(e, name, v, "a string, a list of strings, or of pairs [a, b]");
+    if (rq->tok == NULL) return api__model_no_tokenizer(lim, name, e);
     int enc = 0, most = most_tokens(rq, &enc);
     size_t len = json_is_string(v) ? json_string_length(v) : 0;
     /* each token covers at most `most` bytes: a longer text cannot fit */
     if (len > (size_t)most * api_bpe_max_token_bytes(rq->tok->bpe) + 64)
-        return api__fail(e, API_E_INVALID_SHAPE, "text", "text of %zu bytes is more than %d tokens",
+        return api__fail(e, API_E_INVALID_SHAPE, name, "%s of %zu bytes is more than %d tokens", name,
                          len, most);
     tmpl t;
     if (enc && template_of(rq->tok->bpe, &t))
-        return api__fail(e, API_E_INVALID_ARGUMENT, "text", "tokenizer \"%s\" has neither [CLS] and "
-                         "[SEP] nor <s> and </s>: an encoder's text needs its template (give idx)",
+        return api__fail(e, API_E_INVALID_ARGUMENT, name, "tokenizer \"%s\" has neither [CLS] and "
+                         "[SEP] nor <s> and </s>: an encoder's text needs its template (give ids)",
                          rq->tok->name);
-    if (rows_read(v, enc ? &t : NULL, rq, most, e)) return -1;
+    if (rows_read(v, name, enc ? &t : NULL, rq, most, e)) return -1;
     for (size_t i = 0; i < (size_t)rq->B * (size_t)rq->T; i++)
         if (rq->idx[i] >= rq->cfg.vocab_size)
-            return api__fail(e, API_E_INVALID_ARGUMENT, "text",
-                             "token %zu of text is id %d, not below vocab_size %d (tokenizer \"%s\" "
-                             "has %zu tokens)", i, (int)rq->idx[i], rq->cfg.vocab_size, rq->tok->name,
-                             api_bpe_vocab_size(rq->tok->bpe));
+            return api__fail(e, API_E_INVALID_ARGUMENT, name,
+                             "token %zu of %s is id %d, not below vocab_size %d (tokenizer \"%s\" "
+                             "has %zu tokens)", i, name, (int)rq->idx[i], rq->cfg.vocab_size,
+                             rq->tok->name, api_bpe_vocab_size(rq->tok->bpe));
     return 0;
 }
 

@@ -9,6 +9,7 @@
  *              per prompt (api/generate/), then the reply
  *   choice.c   a choice, its logprobs object, and the stream's chunks
  *   models.c   GET /v1/models
+ *   embed.c    POST /v1/embeddings (OpenAI's Embeddings API), a kind of its own
  *
  * Sampling is the book's generate() with Hugging Face's top-p (and top_k as
  * llama.cpp and vLLM take it): "seed" is torch.manual_seed before the first

@@ -48,6 +48,7 @@ static json_t *format_names(unsigned formats) {
 static json_t *endpoints_json(void) {
     static const char *const kind_names[API_KIND_COUNT] = {
         [API_KIND_MODULE] = "module", [API_KIND_MODEL] = "model", [API_KIND_OPENAI] = "openai",
+        [API_KIND_EMBED] = "embeddings",
         [API_KIND_TOKENS] = "tokens"};
     json_t *eps = json_array();
     for (int e = 0; e < API_EP_COUNT; e++) {
