@@ -244,6 +244,12 @@ $(BUILD)/bench/bench_patch: bench/bench_patch.c $(LIBAPI) $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
+# Sentence embeddings of 32 sentences of 16 to 64 tokens through
+# all-MiniLM-L6-v2's shape against PyTorch in the same run (bench/run_embed.sh).
+$(BUILD)/bench/bench_embed: bench/bench_embed.c $(LIBAPI) $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
+
 # Every comparison runs with OpenBLAS's own kernels on both sides, as on a
 # machine that sets nothing: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset
 # for these commands alone (docs/performance.md).
@@ -252,7 +258,7 @@ BENCH_ENV := env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
 bench: deps
 	@$(MAKE) --no-print-directory build-all $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise \
 	  $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_forward $(BUILD)/bench/bench_decode \
-	  $(BUILD)/bench/bench_patch
+	  $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_embed
 	$(call apt_install,python3-torch python3-fastapi python3-uvicorn wrk nginx-light)
 	$(BENCH_ENV) bench/run.sh $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_core cputime
@@ -261,6 +267,7 @@ bench: deps
 	$(BENCH_ENV) $(BUILD)/bench/bench_forward 2
 	$(BENCH_ENV) bench/run_decode.sh $(BUILD)/bench/bench_decode
 	$(BENCH_ENV) bench/run_patch.sh $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_core
+	$(BENCH_ENV) bench/run_embed.sh $(BUILD)/bench/bench_embed
 	$(BENCH_ENV) $(BUILD)/bench/bench_serialise
 	$(BENCH_ENV) /usr/bin/python3 bench/e2e.py $(SERVER)
 	$(BENCH_ENV) bench/http_small.sh $(SERVER)

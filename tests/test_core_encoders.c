@@ -12,7 +12,8 @@
  *   refusals: token types a model lacks or out of range, logits without an
  *     MLM head, a pooler it lacks, a cache for an encoder, RoBERTa's
  *     positions past its table.
- * The same for a causal model (Llama) with a batch padded on the right. */
+ * The same for a causal model (Llama) with a batch padded on the right, and
+ * for rows of 150 and 9 tokens (the packed run's two paths). */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -243,6 +244,50 @@ START_TEST(decoder_padded) {
 }
 END_TEST
 
+/* Rows on both sides of the packed run's two paths (attend.c: a row of at
+ * most 128 tokens as one item, a longer one through the fused kernel): a
+ * batch of 150 and 9 tokens, packed = dense, for a two-way and a causal
+ * model with grouped queries. */
+static void long_and_short(attn_arch arch) {
+    enum { LT = 150, SHORT = 9 };
+    attn_lm_config cfg;
+    attn_lm_plan p;
+    attn_error err = {0};
+    bert_config(arch, &cfg);
+    if (arch == ATTN_ARCH_LLAMA) attn_lm_config_defaults(arch, &cfg), cfg.n_kv_head = 2;
+    cfg.vocab_size = V, cfg.context = 160, cfg.n_layer = L, cfg.n_head = H, cfg.width = C, cfg.ffn = F;
+    ck_assert(attn_lm_plan_make(&cfg, 2, LT, 0, &p, &err) == ATTN_OK);
+    float *w = random_params(&p, 5);
+    static int32_t idx[2 * LT];
+    static uint8_t mask[2 * LT];
+    static float cap[2 * LT * C], hid[2][(L + 1) * 2 * LT * C];
+    srand(9);
+    for (int i = 0; i < 2 * LT; i++) mask[i] = i < LT + SHORT, idx[i] = mask[i] ? 2 + rand() % (V - 2) : 0;
+    for (int k = 0; k < 2; k++) { /* k = 0 packed, 1 dense (a capture asked) */
+        attn_lm_capture c = {.layer = 0, .hook = ATTN_HOOK_RESID_PRE, .dst = cap};
+        attn_lm_inputs in = {.idx = idx, .attention_mask = mask, .captures = k ? &c : NULL, .n_captures = k};
+        attn_lm_outputs out = {.hidden_states = hid[k]};
+        ck_assert_msg(attn_lm_run(&p, w, &in, NULL, &out, &err) == ATTN_OK, "%s", err.message);
+    }
+    double worst = 0.0;
+    for (int l = 0; l <= L; l++)
+        for (int i = 0; i < 2 * LT; i++)
+            for (int j = 0; mask[i] && j < C; j++) {
+                size_t at = ((size_t)l * 2 * LT + (size_t)i) * C + (size_t)j;
+                worst = fmax(worst, fabs((double)hid[0][at] - hid[1][at]));
+            }
+    ck_assert_msg(worst < 1e-5, "%s: packed and dense differ by %g", attn_arch_name(arch), worst);
+    printf("%s: rows of %d and %d tokens, packed = dense (largest difference %.2g)\n", attn_arch_name(arch), LT,
+           SHORT, worst);
+    free(w);
+}
+
+START_TEST(packed_long_and_short) {
+    long_and_short(ATTN_ARCH_BERT);
+    long_and_short(ATTN_ARCH_LLAMA);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("core_encoders");
     TCase *tc = tcase_create("encoders");
@@ -252,6 +297,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, pooling_modes);
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, decoder_padded);
+    tcase_add_test(tc, packed_long_and_short);
     suite_add_tcase(s, tc);
     return s;
 }
