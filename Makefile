@@ -21,7 +21,7 @@ LDFLAGS += $(SAN) -pthread
 
 DEB_PACKAGES = build-essential pkg-config libopenblas-dev libjansson-dev \
                libmicrohttpd-dev check libcurl4-openssl-dev curl libdeflate-dev zlib1g-dev libspng-dev \
-               python3
+               python3 libonig-dev libutf8proc-dev
 
 PKG = $(shell pkg-config --cflags --libs $(1) 2>/dev/null)
 BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
@@ -51,7 +51,7 @@ LIBTEST    := $(BUILD)/libtestsupport.a
 SERVER     := $(BUILD)/attention-server
 
 LIBS_CORE   = $(BLAS_LIBS) -lm
-LIBS_API    = -ljansson -ldeflate -lspng
+LIBS_API    = -ljansson -ldeflate -lspng -lonig -lutf8proc
 LIBS_SERVER = -lmicrohttpd
 LIBS_TEST   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck) -lcurl -lmicrohttpd -lz
 
@@ -227,9 +227,17 @@ $(BUILD)/bench/bench_gpt2: bench/bench_gpt2.c $(LIBCORE)
 
 # Per-token decode with the key/value cache against the memory-bandwidth
 # floor of the same run (GPT-2 124M shape, both families, context 128 and 512).
-$(BUILD)/bench/bench_decode: bench/bench_decode.c $(LIBCORE)
+$(BUILD)/bench/bench_decode: bench/bench_decode.c bench/floor.c $(LIBCORE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< bench/floor.c $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
+
+# The decoder families' forward (T = 128, 512) and decode step (context 128)
+# on the SmolLM2-135M and Qwen2.5-0.5B shapes, against PyTorch running the
+# project's reference on the same weights and the memory floor
+# (bench/run_families.sh).
+$(BUILD)/bench/bench_families: bench/bench_families.c bench/floor.c $(LIBAPI) $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< bench/floor.c $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
 # The whole-model forward (both families, T = 128 and 512) as a fraction of
 # the sgemm rate of the same run.
@@ -258,7 +266,7 @@ BENCH_ENV := env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
 bench: deps
 	@$(MAKE) --no-print-directory build-all $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise \
 	  $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_forward $(BUILD)/bench/bench_decode \
-	  $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_embed
+	  $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_families $(BUILD)/bench/bench_embed
 	$(call apt_install,python3-torch python3-fastapi python3-uvicorn wrk nginx-light)
 	$(BENCH_ENV) bench/run.sh $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_core cputime
@@ -266,6 +274,7 @@ bench: deps
 	$(BENCH_ENV) bench/run_gpt2.sh $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_forward 2
 	$(BENCH_ENV) bench/run_decode.sh $(BUILD)/bench/bench_decode
+	$(BENCH_ENV) bench/run_families.sh $(BUILD)/bench/bench_families
 	$(BENCH_ENV) bench/run_patch.sh $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_core
 	$(BENCH_ENV) bench/run_embed.sh $(BUILD)/bench/bench_embed
 	$(BENCH_ENV) $(BUILD)/bench/bench_serialise
@@ -275,9 +284,11 @@ bench: deps
 # Rewrites the committed generated files from their generators; the test
 # test_layout (tools/check-generated.sh) fails when one differs.
 gen:
-	$(call apt_install,python3 nodejs)
+	$(call apt_install,python3 libonig-dev)
 	/usr/bin/python3 api/numbers/gen-pow10.py > api/numbers/pow10_tables.h
-	node api/bpe/gen-unicode.js > api/bpe/unicode.c
+	@mkdir -p $(BUILD)/tools
+	$(CC) -std=c11 -O2 tools/gen-unicode.c -lonig -o $(BUILD)/tools/gen-unicode
+	$(BUILD)/tools/gen-unicode > api/bpe/unicode.c
 
 # Regenerates the golden vectors with PyTorch (Debian's python3-torch).
 golden:

@@ -133,13 +133,15 @@ typedef struct {
 
 void api_buf_free(api_buf *b);          /* accepts a zeroed or freed buffer */
 
-/* GPT-2's byte-level BPE tokenizer (api/bpe.c; encoding and decoding in
- * api/bpe/bpe.h). A loaded one is read-only and shared by every thread. */
+/* A model folder's tokenizer (api/bpe/; encoding, decoding and special
+ * tokens in api/bpe/bpe.h). A loaded one is read-only and shared by every
+ * thread. */
 typedef struct api_bpe api_bpe;
 
-/* Loads dir/vocab.json + dir/merges.txt (Hugging Face's names) or
- * dir/encoder.json + dir/vocab.bpe (OpenAI's). Returns 0, or a negative code
- * with *out NULL and err (err_size bytes) naming the file and the fault. */
+/* Loads dir/tokenizer.json (with dir/tokenizer_config.json when present)
+ * when it exists, else dir/vocab.json + dir/merges.txt (Hugging Face's names)
+ * or dir/encoder.json + dir/vocab.bpe (OpenAI's). Returns 0, or a negative
+ * code with *out NULL and err (err_size bytes) naming the file and the fault. */
 int api_bpe_load(const char *dir, api_bpe **out, char *err, size_t err_size);
 /* The same from the two files' bytes in memory (vocab.json, merges.txt). */
 int api_bpe_load_mem(const char *vocab_json, size_t vocab_len, const char *merges_txt,

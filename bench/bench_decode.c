@@ -18,6 +18,7 @@
  * alternating so that both see the same machine; the ratio step / floor is
  * the figure to read (1.0 = at the memory's limit).
  */
+#include "bench/floor.h"
 #include "core/lm.h"
 
 #include <cblas.h>
@@ -37,75 +38,6 @@ static double now_ms(void) {
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
-}
-
-/* ==== The floor: the weights of one step, read once ====================== */
-
-typedef struct {
-    const float *base[64];  /* the regions a step reads */
-    size_t len[64];         /* floats */
-    int n;
-    size_t chunk;           /* floats per item */
-    long items;
-    double sums[256];
-} floor_job;
-
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-static double sum_floats(const float *x, size_t n) {
-    float s[32] = {0};
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        for (int l = 0; l < 32; l++) s[l] += x[i + l];
-    double t = 0;
-    for (; i < n; i++) t += x[i];
-    for (int l = 0; l < 32; l++) t += s[l];
-    return t;
-}
-
-/* Item k: the k-th chunk of the concatenated regions. */
-static void floor_item(void *ctx, long item, int slot) {
-    floor_job *j = ctx;
-    size_t at = (size_t)item * j->chunk, left = j->chunk;
-    double s = 0;
-    for (int r = 0; r < j->n && left; r++) {
-        if (at >= j->len[r]) {
-            at -= j->len[r];
-            continue;
-        }
-        size_t take = j->len[r] - at < left ? j->len[r] - at : left;
-        s += sum_floats(j->base[r] + at, take);
-        left -= take, at = 0;
-    }
-    j->sums[slot] += s;
-}
-
-/* The regions a decode step reads: each block (its mask buffer excepted)
- * and the head. */
-static void floor_regions(const attn_lm_plan *p, const float *params, floor_job *j) {
-    *j = (floor_job){.chunk = 1 << 16};
-    size_t total = 0;
-    for (int i = 0; i < p->param_count && j->n < 64; i++) {
-        attn_param e;
-        attn_lm_param_get(p, i, &e);
-        if (i < 2 || e.buffer) continue; /* the embeddings (one row each), the masks */
-        if (j->n > 0 && j->base[j->n - 1] + j->len[j->n - 1] == params + e.offset) {
-            j->len[j->n - 1] += e.count; /* contiguous with the previous one */
-        } else {
-            j->base[j->n] = params + e.offset, j->len[j->n] = e.count, j->n++;
-        }
-        total += e.count;
-    }
-    if (p->tied) { /* lm_head is wte */
-        j->base[j->n] = params, j->len[j->n] = (size_t)p->V * p->C, j->n++;
-        total += (size_t)p->V * p->C;
-    }
-    j->items = (long)((total + j->chunk - 1) / j->chunk);
-}
-
-static double floor_once(attn_pool *pool, floor_job *j) {
-    double t0 = now_ms();
-    attn_pool_run(pool, j->items, floor_item, j);
-    return now_ms() - t0;
 }
 
 /* ==== The steps =========================================================== */
@@ -130,9 +62,9 @@ static void bench_arch(attn_arch arch, attn_pool *pool, int threads) {
     attn_rng_seed(&rng, 0);
     if (attn_lm_params_init(&plan, params, &rng, &err)) fail(name, &err);
     for (int t = 0; t < 1024; t++) idx[t] = (int32_t)((t * 7919u) % 50257u);
-    floor_job fj;
-    floor_regions(&plan, params, &fj);
-    double gb = fj.items * (double)fj.chunk * 4 / 1e9;
+    bench_floor fj;
+    bench_floor_make(&plan, params, &fj);
+    double gb = bench_floor_bytes(&fj) / 1e9;
     const int contexts[2] = {128, 512};
     for (int k = 0; k < 2; k++) {
         int ctx = contexts[k];
@@ -144,7 +76,7 @@ static void bench_arch(attn_arch arch, attn_pool *pool, int threads) {
         double step[RUNS], fl[RUNS];
         attn_lm_step_outputs so = {.logits = logits};
         for (int r = 0; r < RUNS; r++) {
-            fl[r] = floor_once(pool, &fj);
+            fl[r] = bench_floor_once(pool, &fj);
             attn_lm_cache_truncate(cache, 0, ctx - 1, &err);
             double t0 = now_ms();
             if (attn_lm_decode(cache, params, &idx[ctx - 1], pool, &so, &err)) fail(name, &err);

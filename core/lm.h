@@ -82,6 +82,11 @@ const char *attn_arch_name(attn_arch a);
 int attn_arch_from_name(const char *name, attn_arch *out);
 /* The names the row answers to after its class name, NULL-terminated. */
 const char *const *attn_arch_aliases(attn_arch a);
+/* The config.json keys a's folders must leave absent, null, false or 0:
+ * what the row does not compute (Gemma 2's logit softcapping, EmbeddingGemma's
+ * two-way attention), so that a folder asking for it is refused rather than
+ * run wrongly. NULL-terminated; never NULL. */
+const char *const *attn_arch_config_off(attn_arch a);
 /* One line on what the row is ("seed 003's GPT2 (gpt2_min.py)"), and its
  * constructor's call as Python spells it ("GPT2(config)", "GPTModel(cfg)"). */
 const char *attn_arch_what(attn_arch a);

@@ -35,6 +35,17 @@ Data: models/data/tinyshakespeare.txt (see models/data/README.md). The first
 90% trains; the last 10% (the end of the corpus, never seen in training) is
 the validation text, as nanoGPT splits it. models/data/heldout_poems.txt holds
 two public-domain poems that are not in the corpus.
+
+Figures (--eval, training_run.json's heldout): next-byte loss on the held-out
+text and poems; each head's mean weight on position i-1; and each head's
+induction score by TransformerLens's head detector (error_measure "mul":
+sum(P * D) / sum(P) over its weights P, D[q][k] = 1 where 1 <= k <= q and the
+byte at k-1 is an earlier occurrence of the byte at q) on 64 bytes drawn
+uniformly from the 65 byte values of the corpus (torch.Generator seeded
+INDUCTION_SEED = 0) written twice: a random sequence as a user would type it
+from the model's alphabet (a byte that never occurs in the corpus has an
+untrained embedding). The history logs the best induction score as it logs
+the best previous-token head.
 """
 import json
 import math
@@ -88,6 +99,7 @@ GRAD_CLIP = 1.0
 TRAIN_FRACTION = 0.9
 EVAL_EVERY = 250
 EVAL_BATCHES = 10     # train and validation loss: the same 10 x 32 windows each time
+INDUCTION_SEED = 0    # the random sequence of the induction score (see induction_sequence)
 
 # ==== data ===================================================================
 
@@ -197,6 +209,43 @@ def eval_loss(model, data, T, n_batches, seed):
     return total / n_batches, prev
 
 
+def corpus_alphabet():
+    """The byte values that occur in the corpus (65 of them), in order."""
+    return sorted(set(load_bytes(CORPUS).tolist()))
+
+
+def induction_sequence(T):
+    """A random sequence of T // 2 bytes, each drawn uniformly from the
+    corpus's alphabet (torch.Generator seeded INDUCTION_SEED), written twice."""
+    alphabet = corpus_alphabet()
+    gen = torch.Generator().manual_seed(INDUCTION_SEED)
+    half = [alphabet[i] for i in torch.randint(0, len(alphabet), (T // 2,), generator=gen).tolist()]
+    return half + half
+
+
+def induction_pattern(idx):
+    """TransformerLens's induction detection pattern D [T][T] for idx: D[q][k]
+    = 1 where 1 <= k <= q and idx[k-1] == idx[q] with k-1 < q."""
+    t = torch.tensor(idx)
+    dup = ((t.unsqueeze(1) == t.unsqueeze(0)).double()).tril(-1)  # k < q, same token
+    D = torch.zeros(len(idx), len(idx), dtype=torch.float64)
+    D[:, 1:] = dup[:, :-1]
+    return D.tril()
+
+
+@torch.no_grad()
+def head_scores(model, idx, D):
+    """Each head's TransformerLens head-detector score ("mul"): sum(P * D) /
+    sum(P) over its weights P for idx, as [layers][heads]."""
+    was = model.training
+    model.eval()
+    with SoftmaxRecorder() as rec:
+        model(torch.tensor([idx]))
+    model.train(was)
+    return [((m[0].double() * D).sum((-1, -2)) / m[0].double().sum((-1, -2))).tolist()
+            for m in rec.maps]
+
+
 def train(log, steps):
     torch.manual_seed(SEED)
     cfg = GPTConfig(**MODEL, activation="gelu_new")
@@ -206,6 +255,8 @@ def train(log, steps):
     opt = make_optimizer(model)
     gen = torch.Generator().manual_seed(SEED + 1)
     history, t0 = [], time.time()
+    rep = induction_sequence(cfg.block_size)
+    rep_D = induction_pattern(rep)
     model.train()
     for step in range(steps):
         for g in opt.param_groups:
@@ -219,11 +270,13 @@ def train(log, steps):
         if step % EVAL_EVERY == 0 or step == steps - 1:
             tr, _ = eval_loss(model, train_data, cfg.block_size, EVAL_BATCHES, 7)
             va, prev = eval_loss(model, val_data, cfg.block_size, EVAL_BATCHES, 8)
+            ind = max(max(r) for r in head_scores(model, rep, rep_D))
             row = {"step": step, "lr": lr_at(step, steps), "batch_loss": loss.item(), "train": tr,
-                   "val": va, "best_prev_token_head": prev, "seconds": time.time() - t0}
+                   "val": va, "best_prev_token_head": prev, "best_induction_head": ind,
+                   "seconds": time.time() - t0}
             history.append(row)
-            log("step %5d  lr %.2e  batch %.4f  train %.4f  val %.4f  prev %.3f  %.0f s" %
-                (step, row["lr"], row["batch_loss"], tr, va, prev, row["seconds"]))
+            log("step %5d  lr %.2e  batch %.4f  train %.4f  val %.4f  prev %.3f  induction %.3f  %.0f s" %
+                (step, row["lr"], row["batch_loss"], tr, va, prev, ind, row["seconds"]))
     return model, history, time.time() - t0
 
 # ==== export: a Hugging Face GPT-2 folder ====================================
@@ -432,11 +485,22 @@ def evaluate(out_dir, log):
         figures.setdefault("poems", []).append({"title": title, "bytes": n_p, "loss_nats": loss_p,
                                                 "prev_token_attention": prev_p})
         log("%s (%d bytes): %.4f nats/byte" % (title, n_p, loss_p))
+    idx = induction_sequence(model.config.block_size)
+    scores = head_scores(model, idx, induction_pattern(idx))
+    figures["induction"] = {
+        "what": "TransformerLens's induction head detector (error_measure mul): "
+                "sum(P * D) / sum(P) over each head's weights P for idx",
+        "alphabet": "the %d byte values of the corpus" % len(corpus_alphabet()),
+        "seed": INDUCTION_SEED, "idx": idx, "scores": scores}
     figures["sample"] = sample_text(model)
     log("sample (seed %d, temperature %r, top_k %d):\n%s" % (
         SAMPLE["seed"], SAMPLE["temperature"], SAMPLE["top_k"], figures["sample"]["text"]))
     log("mean attention weight on position i-1 (validation text), layer x head:")
     for l, row in enumerate(prev):
+        log("  layer %d: %s" % (l, "  ".join("%.3f" % v for v in row)))
+    log("induction score on %d random bytes of the corpus's alphabet written twice (seed %d):" %
+        (len(idx) // 2, INDUCTION_SEED))
+    for l, row in enumerate(scores):
         log("  layer %d: %s" % (l, "  ".join("%.3f" % v for v in row)))
     return figures
 

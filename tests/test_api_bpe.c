@@ -481,23 +481,33 @@ END_TEST
 START_TEST(test_endpoint_refusals) {
     static const char *const extra[] = {"ab", NULL};
     api_bpe *small = small_bpe("endpoint", extra, "a b\n");
-    api_tokenizer two[2] = {{"one", small}, {"two", small}};
+    api_bpe *bytes = small_bpe("endpoint-bytes", NULL, "#version: 0.2\n");
+    api_tokenizer two[2] = {{"one", small}, {"two", bytes}};
     /* the one tokenizer loaded may be left out */
     json_t *j = call(two, 1, "{" MODEL(300, 4) ",\"text\":\"abab\",\"return\":[\"idx\"]}", 200);
     char *idx = json_dumps(json_object_get(j, "idx"), JSON_COMPACT);
     ck_assert_str_eq(idx, "[256,256]");
     free(idx);
     json_decref(j);
-    j = call(two, 2, "{" MODEL(300, 4) ",\"text\":\"ab\",\"tokenizer\":\"two\"}", 200);
+    /* of two, the one named; else the server's default, the first loaded */
+    j = call(two, 2, "{" MODEL(300, 4) ",\"text\":\"ab\",\"tokenizer\":\"two\",\"return\":[\"idx\"]}",
+             200);
+    idx = json_dumps(json_object_get(j, "idx"), JSON_COMPACT);
+    ck_assert_str_eq(idx, "[97,98]");
+    free(idx);
+    json_decref(j);
+    j = call(two, 2, "{" MODEL(300, 4) ",\"text\":\"ab\",\"return\":[\"idx\",\"tokens\"]}", 200);
+    idx = json_dumps(json_object_get(j, "idx"), JSON_COMPACT);
+    ck_assert_str_eq(idx, "[256]");
+    free(idx);
     json_decref(j);
     refused(two, 1, "{" MODEL(300, 4) ",\"text\":\"ab\",\"tokenizer\":\"gpt9\"}",
             "invalid_argument", "tokenizer");
     refused(two, 1, "{" MODEL(300, 4) ",\"text\":\"ab\",\"tokenizer\":7}", "invalid_type",
             "tokenizer");
-    refused(two, 2, "{" MODEL(300, 4) ",\"text\":\"ab\"}", "missing_field", "tokenizer");
     refused(NULL, 0, "{" MODEL(300, 4) ",\"text\":\"ab\"}", "invalid_argument", "text");
     refused(two, 1, "{" MODEL(300, 4) ",\"text\":\"ab\",\"idx\":[1]}", "invalid_argument", "text");
-    refused(two, 1, "{" MODEL(300, 4) ",\"text\":[\"ab\"]}", "invalid_type", "text");
+    refused(two, 1, "{" MODEL(300, 4) ",\"text\":[7]}", "invalid_type", "text[0]"); /* ["ab"]: a batch */
     refused(two, 1, "{" MODEL(300, 4) ",\"text\":\"\"}", "invalid_shape", "text");
     /* 5 tokens (ab Ġ ab Ġ ab) over block_size 4; a text too long to try */
     refused(two, 1, "{" MODEL(300, 4) ",\"text\":\"ab ab ab\"}", "invalid_shape", "text");
@@ -506,9 +516,8 @@ START_TEST(test_endpoint_refusals) {
     refused(two, 1, "{" MODEL(200, 4) ",\"text\":\"ab\"}", "invalid_argument", "text");
     refused(NULL, 0, "{" MODEL(300, 4) ",\"idx\":[1],\"return\":[\"tokens\"]}",
             "invalid_argument", "return[0]");
-    refused(two, 2, "{" MODEL(300, 4) ",\"idx\":[1],\"return\":[\"logits\",\"tokens\"]}",
-            "missing_field", "tokenizer");
     api_bpe_free(small);
+    api_bpe_free(bytes);
 }
 END_TEST
 

@@ -1,6 +1,6 @@
 /* test_api_bpe_chaos.c - every allocation of the tokenizer fails in turn, as
- * tests/test_api_chaos.c does for the endpoints: loading a vocabulary,
- * encoding, decoding, and a /model/gpt2 request with text. Each must give an
+ * tests/test_api_chaos.c does for the endpoints: loading a vocabulary or a
+ * tokenizer.json, encoding, decoding, and a /model/gpt2 request with text. Each must give an
  * error code (or a well-formed 503 reply), never a crash or a success with
  * missing data; under `make asan` never a leak either.
  *
@@ -152,10 +152,93 @@ START_TEST(test_encode_survives) {
 }
 END_TEST
 
+/* Two small tokenizer.json files: SentencePiece-style (normalizer, byte
+ * fallback, added tokens, template, decoder chain) and byte-level (a Split
+ * regex, ignore_merges, Digits). */
+static const char SP_JSON[] =
+    "{\"added_tokens\": [{\"id\": 0, \"content\": \"<unk>\", \"special\": true, \"normalized\": false},"
+    " {\"id\": 1, \"content\": \"<s>\", \"special\": true, \"normalized\": false},"
+    " {\"id\": 9, \"content\": \"<x>\", \"special\": false, \"lstrip\": true, \"rstrip\": true}],"
+    " \"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", \"prepend\": \"\u2581\"},"
+    " {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\u2581\"}, {\"type\": \"NFC\"}]},"
+    " \"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"\u2581\", \"prepend_scheme\": \"first\", \"split\": true},"
+    " \"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": \"<s>\"}},"
+    " {\"Sequence\": {\"id\": \"A\"}}], \"special_tokens\": {\"<s>\": {\"ids\": [1]}}},"
+    " \"decoder\": {\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": {\"String\": \"\u2581\"},"
+    " \"content\": \" \"}, {\"type\": \"ByteFallback\"}, {\"type\": \"Fuse\"}, {\"type\": \"Strip\", \"content\": \" \","
+    " \"start\": 1, \"stop\": 0}]}, \"model\": {\"type\": \"BPE\", \"unk_token\": \"<unk>\", \"fuse_unk\": true,"
+    " \"byte_fallback\": true, \"vocab\": {\"<unk>\": 0, \"<s>\": 1, \"<0xF0>\": 2, \"<0x9F>\": 3, \"<0x98>\": 4,"
+    " \"<0x80>\": 5, \"\u2581\": 6, \"a\": 7, \"b\": 8, \"ab\": 10, \"\u2581ab\": 11}, \"merges\": [[\"a\", \"b\"], \"\u2581 ab\"]}}";
+static const char BL_JSON[] =
+    "{\"added_tokens\": [{\"id\": 260, \"content\": \"<|e|>\", \"special\": true, \"normalized\": false}],"
+    " \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\", \"individual_digits\": true},"
+    " {\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\p{L}+| ?[^\\\\s\\\\p{L}]+|\\\\s+(?!\\\\S)|\\\\s+\"},"
+    " \"behavior\": \"Isolated\"}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]},"
+    " \"decoder\": {\"type\": \"ByteLevel\"}, \"model\": {\"type\": \"BPE\", \"ignore_merges\": true, \"vocab\": %s,"
+    " \"merges\": [\"a b\", \"\u0120 ab\"]}}";
+
+static char *g_json; /* the text op_load_json loads */
+
+static int op_load_json(void) {
+    api_bpe *t = NULL;
+    char err[256];
+    int rc = api_bpe_load_json_mem(g_json, strlen(g_json), NULL, 0, &t, err, sizeof err);
+    if ((rc == 0) != (t != NULL)) wrong("load's code and tokenizer disagree");
+    if (rc != 0 && err[0] == '\0') wrong("load failed without a message");
+    api_bpe_free(t);
+    return rc;
+}
+
+static const char JSON_TEXT[] = "ab ab<x> abab\xf0\x9f\x98\x80 <s>x 123 <|e|>";
+
+static int op_encode_json(void) {
+    int32_t *ids = NULL;
+    size_t n = 0;
+    int rc = api_bpe_encode_ex(g_bpe, JSON_TEXT, strlen(JSON_TEXT), API_BPE_ADD_SPECIAL, &ids, &n);
+    if (rc == 0) {
+        char *back;
+        size_t len;
+        rc = api_bpe_decode_ex(g_bpe, ids, n, API_BPE_SKIP_SPECIAL, &back, &len);
+        if (rc == 0) free(back);
+        else if (rc != API_BPE_ENOMEM) wrong("decode failed with another code than ENOMEM");
+    } else if (rc != API_BPE_ENOMEM || ids != NULL || n != 0) {
+        wrong("encode failed with another code than ENOMEM, or left tokens");
+    }
+    free(ids);
+    return rc;
+}
+
+/* The byte-level file: GPT-2's byte symbols, "ab" and "\u0120ab". */
+static char *byte_level_json(void) {
+    static const char *const extra[] = {"ab", "\xc4\xa0" "ab", NULL};
+    json_t *v = tbpe_vocab(extra);
+    char *vocab = json_dumps(v, JSON_COMPACT), *out = malloc(strlen(vocab) + sizeof BL_JSON);
+    ck_assert(vocab && out);
+    sprintf(out, BL_JSON, vocab);
+    free(vocab);
+    json_decref(v);
+    return out;
+}
+
+START_TEST(test_tokenizer_json_survives) {
+    char err[256];
+    char *files[2] = {strdup(SP_JSON), byte_level_json()};
+    for (int i = 0; i < 2; i++) {
+        g_json = files[i];
+        each_fails(i ? "api_bpe_load_json_mem (byte-level)" : "api_bpe_load_json_mem (SentencePiece-style)", op_load_json);
+        ck_assert_msg(api_bpe_load_json_mem(g_json, strlen(g_json), NULL, 0, &g_bpe, err, sizeof err) == 0, "%s", err);
+        each_fails(i ? "tokenizer.json encode + decode (byte-level)" : "tokenizer.json encode + decode (SentencePiece-style)",
+                   op_encode_json);
+        api_bpe_free(g_bpe);
+        free(files[i]);
+    }
+}
+END_TEST
+
 static Suite *chaos_suite(void) {
     json_object_seed(1); /* jansson seeds its hash from /dev/urandom: allocations then differ */
     Suite *s = suite_create("api_bpe_chaos");
-    const TTest *tests[] = {test_load_survives, test_encode_survives, NULL};
+    const TTest *tests[] = {test_load_survives, test_encode_survives, test_tokenizer_json_survives, NULL};
     tcase_with(s, "allocations", 120, tests);
     return s;
 }

@@ -93,7 +93,7 @@ START_TEST(round_trip) {
     json_decref(list);
     b = (api_buf){0};
     ck_assert_int_eq(api_models_json(NULL, &b), 0);
-    ck_assert_str_eq(b.data, "{\"models\":[],\"tokenizers\":[]}");
+    ck_assert_str_eq(b.data, "{\"models\":[],\"tokenizers\":[],\"default_tokenizer\":null}");
     api_buf_free(&b);
 
     /* the model's maps and next_token, batch axis dropped for [T] */

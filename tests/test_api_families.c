@@ -24,6 +24,8 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/bpe/bpe.h"
+#include "api/weights/weights.h"
 #include "tests/support/api_call.h"
 #include "tests/support/check_main.h"
 #include "tests/support/golden_tensors.h"
@@ -115,12 +117,32 @@ static char *forward_body(const gt_file *g, int B) {
     return body;
 }
 
+/* Grouped queries: the reply's shape names the key/value head of each query
+ * head, H / Hkv query heads to a group, as the golden's q and k sizes say. */
+static void check_kv_groups(const gt_file *g, const json_t *r) {
+    const gt_tensor *q = gt_find(g, "blocks.0.attn.hook_q"), *k = gt_find(g, "blocks.0.attn.hook_k");
+    const json_t *shape = json_object_get(r, "shape"), *of = json_object_get(shape, "kv_head_of");
+    if (q == NULL || k == NULL) return;
+    if (q->n == k->n) {
+        ck_assert_msg(of == NULL, "%s: kv_head_of without grouped queries", g->path);
+        return;
+    }
+    int H = (int)json_integer_value(json_object_get(shape, "heads"));
+    int Hkv = (int)json_integer_value(json_object_get(shape, "kv_heads"));
+    ck_assert_msg(Hkv > 0 && (size_t)H * k->n == (size_t)Hkv * q->n, "%s: heads %d, kv_heads %d",
+                  g->path, H, Hkv);
+    ck_assert_int_eq(json_array_size(of), H);
+    for (int h = 0; h < H; h++)
+        ck_assert_int_eq(json_integer_value(json_array_get(of, (size_t)h)), h / (H / Hkv));
+}
+
 /* Every hook and the logits against PyTorch's. */
 static void check_forward(const gt_file *g, const api_limits *lim, int B, const char *family) {
     char *body = forward_body(g, B);
     json_t *r = tapi_call(API_EP_MODEL, body, lim, 200);
     ck_assert_str_eq(json_string_value(json_object_get(r, "module")), family);
     double worst = expect_flat("logits", json_object_get(r, "logits"), gt_find(g, "logits"));
+    check_kv_groups(g, r);
     const json_t *cache = json_object_get(r, "cache");
     int hooks = 0;
     for (int i = 0; i < g->n; i++) {
@@ -178,6 +200,99 @@ START_TEST(family_case) {
 }
 END_TEST
 
+/* The ids of text as the folder's tokenizer gives them (flags: api_bpe_encode_ex's), as JSON. */
+static char *encoded(const api_model *m, const char *text, unsigned flags, size_t *n) {
+    int32_t *ids = NULL;
+    ck_assert_int_eq(api_bpe_encode_ex(m->bpe, text, strlen(text), flags, &ids, n), 0);
+    json_t *a = json_array();
+    for (size_t i = 0; i < *n; i++) json_array_append_new(a, json_integer(ids[i]));
+    char *s = json_dumps(a, JSON_COMPACT);
+    json_decref(a);
+    free(ids);
+    return s;
+}
+
+static char *ids_of(const json_t *r, const char *key) {
+    return json_dumps(json_object_get(r, key), JSON_COMPACT);
+}
+
+/* A folder with tokenizer.json (SmolLM2's and Gemma 3's shapes): "text" is
+ * read as transformers' tokenizer(text) reads it, template included (Gemma's
+ * <bos>; SmolLM2's adds nothing), and gives the logits of its ids;
+ * "add_special": false leaves the template out; special tokens typed in the
+ * text are found (parse_special) unless /tokenize says parse_special false;
+ * /tokenize adds the template only with add_special, as llama.cpp's; a
+ * special token past the model's rows (Gemma's <image_soft_token>) is refused
+ * naming text. */
+START_TEST(text_through_tokenizer_json) {
+    static const struct {
+        const char *dir, *special;
+        int bos;
+    } cases[] = {{"smollm2_tokenizer_bf16", "<|im_start|>", -1}, {"gemma3_tokenizer_f32", "<start_of_turn>", 2}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char spec[600], why[512], body[1024];
+        snprintf(spec, sizeof spec, "m=%s/%s", DIR_ROOT, cases[c].dir);
+        api_models *models = NULL;
+        ck_assert_msg(api_models_load(&models, spec, why, sizeof why) == 0, "%s", why);
+        const api_model *m = api__models_find(models, "m");
+        ck_assert_ptr_nonnull(m->bpe);
+        api_limits lim = {.max_elements = 100000000, .models = models};
+        const char *text = "To be, or not to be: that is the question.";
+        size_t n_with, n_without;
+        char *with = encoded(m, text, API_BPE_ADD_SPECIAL, &n_with), *without = encoded(m, text, 0, &n_without);
+        ck_assert_uint_eq(n_with, n_without + (cases[c].bos >= 0));
+        if (cases[c].bos >= 0) ck_assert_int_eq(atoi(with + 1), cases[c].bos);
+        snprintf(body, sizeof body, "{\"model\":\"m\",\"text\":\"%s\",\"return\":[\"idx\",\"logits\"]}", text);
+        json_t *r = tapi_call(API_EP_MODEL, body, &lim, 200);
+        char *got = ids_of(r, "idx");
+        ck_assert_str_eq(got, with);
+        snprintf(body, sizeof body, "{\"model\":\"m\",\"idx\":%s,\"return\":[\"logits\"]}", with);
+        json_t *by_ids = tapi_call(API_EP_MODEL, body, &lim, 200);
+        ck_assert(json_equal(json_object_get(r, "logits"), json_object_get(by_ids, "logits")));
+        json_decref(by_ids), json_decref(r), free(got);
+        snprintf(body, sizeof body, "{\"model\":\"m\",\"text\":\"%s\",\"add_special\":false,\"return\":[\"idx\"]}", text);
+        r = tapi_call(API_EP_MODEL, body, &lim, 200);
+        got = ids_of(r, "idx");
+        ck_assert_str_eq(got, without);
+        json_decref(r), free(got);
+        /* /tokenize: llama.cpp's defaults (add_special false, parse_special true) */
+        snprintf(body, sizeof body, "{\"model\":\"m\",\"content\":\"%s\"}", text);
+        r = tapi_call(API_EP_TOKENIZE, body, &lim, 200);
+        got = ids_of(r, "tokens");
+        ck_assert_str_eq(got, without);
+        json_decref(r), free(got);
+        snprintf(body, sizeof body, "{\"model\":\"m\",\"content\":\"%s\",\"add_special\":true}", text);
+        r = tapi_call(API_EP_TOKENIZE, body, &lim, 200);
+        got = ids_of(r, "tokens");
+        ck_assert_str_eq(got, with);
+        json_decref(r), free(got);
+        int32_t special = api_bpe_token_id(m->bpe, cases[c].special, strlen(cases[c].special));
+        ck_assert_int_ge(special, 0);
+        snprintf(body, sizeof body, "{\"model\":\"m\",\"content\":\"%sHi\"}", cases[c].special);
+        r = tapi_call(API_EP_TOKENIZE, body, &lim, 200);
+        ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(r, "tokens"), 0)), special);
+        json_decref(r);
+        snprintf(body, sizeof body, "{\"model\":\"m\",\"content\":\"%sHi\",\"parse_special\":false}",
+                 cases[c].special);
+        r = tapi_call(API_EP_TOKENIZE, body, &lim, 200);
+        ck_assert_int_ne(json_integer_value(json_array_get(json_object_get(r, "tokens"), 0)), special);
+        json_decref(r);
+        free(with), free(without);
+        api_models_free(models);
+    }
+    /* Gemma's <image_soft_token> (1048) is a token of the tokenizer, not a row of the model */
+    char spec[600], why[512];
+    snprintf(spec, sizeof spec, "m=%s/gemma3_tokenizer_f32", DIR_ROOT);
+    api_models *models = NULL;
+    ck_assert_msg(api_models_load(&models, spec, why, sizeof why) == 0, "%s", why);
+    api_limits lim = {.max_elements = 100000000, .models = models};
+    json_t *r = tapi_call(API_EP_MODEL, "{\"model\":\"m\",\"text\":\"a <image_soft_token> b\"}", &lim, 400);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "error"), "field")), "text");
+    json_decref(r);
+    api_models_free(models);
+}
+END_TEST
+
 /* Every family of issue 29 has at least one case, so that a missing golden
  * folder cannot make this program pass with nothing run. */
 START_TEST(every_family_covered) {
@@ -204,6 +319,7 @@ static Suite *suite(void) {
     TCase *tc = tcase_create("families");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, every_family_covered);
+    tcase_add_test(tc, text_through_tokenizer_json);
     tcase_add_loop_test(tc, family_case, 0, g_n);
     suite_add_tcase(s, tc);
     return s;

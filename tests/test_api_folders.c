@@ -99,9 +99,24 @@ START_TEST(folders_answer_text) {
                              "\"return\":[\"idx\"]}", 200);
     ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(r, "idx"), 2)), 256);
     json_decref(r);
-    /* three tokenizers loaded, none named, no model: the request must say */
-    r = ckf_call(models, "{\"vocab_size\":300,\"block_size\":8,\"init\":{\"seed\":1},\"text\":\"a\"}", 400);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "error"), "field")), "tokenizer");
+    /* three tokenizers loaded, none named, no model: the server's default,
+     * the first loaded (folder_gpt2's, whose one merge is "Ġ t"), for text
+     * and tokens; it adds no next_token_text to ids, a named one does */
+    const char *seed = "{\"vocab_size\":300,\"block_size\":8,\"n_layer\":1,\"n_head\":1,\"n_embd\":4,"
+                       "\"init\":{\"seed\":1},";
+    char body[512];
+    snprintf(body, sizeof body, "%s\"text\":\"a t\",\"return\":[\"idx\",\"tokens\"]}", seed);
+    r = ckf_call(models, body, 200);
+    ck_assert_int_eq(json_array_size(json_object_get(r, "idx")), 2);
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(r, "tokens"), 1)), " t");
+    json_decref(r);
+    snprintf(body, sizeof body, "%s\"idx\":[65,66]}", seed);
+    r = ckf_call(models, body, 200);
+    ck_assert_ptr_null(json_object_get(r, "next_token_text"));
+    json_decref(r);
+    snprintf(body, sizeof body, "%s\"idx\":[65,66],\"tokenizer\":\"folder_gpt2\"}", seed);
+    r = ckf_call(models, body, 200);
+    ck_assert_ptr_nonnull(json_object_get(r, "next_token_text"));
     json_decref(r);
     api_models_free(models);
 }
@@ -168,6 +183,18 @@ START_TEST(broken_folders) {
     /* another architecture's config over GPT-2's tensors: refused by their
      * names, before its own sizes (a 7B Llama's) are allocated */
     broken("folder_gpt2", SED_CONFIG("\"gpt2\"", "\"llama\""), "is not part of LlamaForCausalLM's state_dict");
+    /* what a row does not compute, set in config.json: refused, not run wrongly */
+    broken("folder_gpt2", SED_CONFIG("\"n_head\": 3,", "\"n_head\": 3, \"scale_attn_by_inverse_layer_idx\": true,"),
+           "scale_attn_by_inverse_layer_idx is set: GPT2 runs only without it");
+    broken("../families/gemma3_tokenizer_f32",
+           SED_CONFIG("\"final_logit_softcapping\": null", "\"final_logit_softcapping\": 30.0"),
+           "final_logit_softcapping is set: Gemma3ForCausalLM runs only without it");
+    broken("../families/gemma3_tokenizer_f32",
+           SED_CONFIG("\"use_bidirectional_attention\": false", "\"use_bidirectional_attention\": true"),
+           "use_bidirectional_attention is set");
+    /* a tokenizer token past the model's rows: only special tokens may be */
+    broken("../families/gemma3_tokenizer_f32", "sed -i '67s/\"special\": true/\"special\": false/' tokenizer.json",
+           "the tokenizer has 1049 tokens, more than the model's vocab_size 1048 (token 1048 is not a special token)");
     broken("folder_gpt2", "rm merges.txt", "merges.txt: missing beside vocab.json");
     broken("folder_gpt2", "echo x > merges.txt", "merges.txt");
     broken("folder_gpt2", "rm model.safetensors", "no model.safetensors or model.safetensors.index.json");

@@ -250,7 +250,7 @@ START_TEST(demo_model) {
     const char *off[] = {"--demo-model", "off", NULL};
     ck_assert_msg(srvt_start(&srv, off, NULL) == 0, "cannot start %s", srvt_binary());
     ck_assert_int_eq(srvt_get(&srv, "/models", &r), 0);
-    ck_assert_str_eq(r.body, "{\"models\":[],\"tokenizers\":[]}");
+    ck_assert_str_eq(r.body, "{\"models\":[],\"tokenizers\":[],\"default_tokenizer\":null}");
     srvt_reply_free(&r);
     json_t *j = post_json("/model/gpt2", body, 400);
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "field")), "model");
@@ -259,8 +259,61 @@ START_TEST(demo_model) {
     const char *env[] = {"ATTN_DEMO_MODEL=off", NULL};
     ck_assert_msg(srvt_start(&srv, NULL, env) == 0, "cannot start %s", srvt_binary());
     ck_assert_int_eq(srvt_get(&srv, "/models", &r), 0);
-    ck_assert_str_eq(r.body, "{\"models\":[],\"tokenizers\":[]}");
+    ck_assert_str_eq(r.body, "{\"models\":[],\"tokenizers\":[],\"default_tokenizer\":null}");
     srvt_reply_free(&r);
+    stop();
+}
+END_TEST
+
+/* One rule picks the tokenizer of every endpoint: "tokenizer" names one;
+ * else the request's model's own; else the server's default, the first
+ * --tokenizer or else the first model folder's. A plain server with
+ * --tokenizer (the demo model's loaded too) tokenizes with the one given,
+ * and a seed-built model reads text with it; with only --model, a seed-built
+ * model reads text with that folder's (both were 400s before). */
+START_TEST(tokenizer_rule) {
+    char dir[512], spec[600];
+    ckf_golden(dir, sizeof dir, "folder_gpt2");
+    snprintf(spec, sizeof spec, "gpt2=%s", dir);
+    const char *args[] = {"--tokenizer", spec, NULL};
+    ck_assert_msg(srvt_start(&srv, args, NULL) == 0, "cannot start %s", srvt_binary());
+    srvt_reply r;
+    ck_assert_int_eq(srvt_get(&srv, "/models", &r), 0);
+    ck_assert_msg(strstr(r.body, "\"tokenizers\":[{\"name\":\"gpt2\",\"tokens\":257},"
+                                 "{\"name\":\"shakespeare\",\"tokens\":256}],"
+                                 "\"default_tokenizer\":\"gpt2\"}"), "%s", r.body);
+    srvt_reply_free(&r);
+    /* folder_gpt2's one merge (Ġ t) makes " t" one token (256); the demo's bytes two */
+    json_t *j = post_json("/tokenize", "{\"content\":\" t\"}", 200);
+    ck_assert_uint_eq(json_array_size(json_object_get(j, "tokens")), 1);
+    json_decref(j);
+    j = post_json("/tokenize", "{\"content\":\" t\",\"model\":\"shakespeare\"}", 200);
+    ck_assert_uint_eq(json_array_size(json_object_get(j, "tokens")), 2);
+    json_decref(j);
+    j = post_json("/detokenize", "{\"tokens\":[116,104]}", 200);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "content")), "th");
+    json_decref(j);
+    const char *seed = "{\"vocab_size\":300,\"block_size\":8,\"n_layer\":1,\"n_head\":1,"
+                       "\"n_embd\":4,\"init\":{\"seed\":0},\"text\":\" t\",\"return\":[\"idx\"]}";
+    j = post_json("/model", seed, 200);
+    ck_assert_uint_eq(json_array_size(json_object_get(j, "idx")), 1);
+    json_decref(j);
+    stop();
+    const char *only_model[] = {"--model", spec, NULL};
+    ck_assert_msg(srvt_start(&srv, only_model, NULL) == 0, "cannot start %s", srvt_binary());
+    j = post_json("/model/gpt2", seed, 200);
+    ck_assert_uint_eq(json_array_size(json_object_get(j, "idx")), 1);
+    json_decref(j);
+    stop();
+    /* no tokenizer at all: a 400 on the field that says how to load one */
+    const char *none[] = {"--demo-model", "off", NULL};
+    ck_assert_msg(srvt_start(&srv, none, NULL) == 0, "cannot start %s", srvt_binary());
+    j = post_json("/model", seed, 400);
+    json_t *err = json_object_get(j, "error");
+    ck_assert_str_eq(json_string_value(json_object_get(err, "field")), "text");
+    ck_assert_msg(strstr(json_string_value(json_object_get(err, "message")), "--tokenizer NAME=DIR"),
+                  "%s", json_string_value(json_object_get(err, "message")));
+    json_decref(j);
     stop();
 }
 END_TEST
@@ -315,7 +368,7 @@ END_TEST
 
 static Suite *models_suite(void) {
     const TTest *tests[] = {load_list_and_run, from_environment, bad_file_stops_the_server, folder,
-                            parameters_are_not_copied, demo_model, NULL};
+                            parameters_are_not_copied, demo_model, tokenizer_rule, NULL};
     return suite_with("server_models", "models", 60, tests, NULL, teardown);
 }
 

@@ -5,8 +5,8 @@
 # missing (the check of that file is then skipped).
 #
 #   api/numbers/pow10_tables.h   api/numbers/gen-pow10.py (python3)
-#   api/bpe/unicode.c            api/bpe/gen-unicode.js (node; compared only with a
-#                                Node of the Unicode version the file names)
+#   api/bpe/unicode.c            tools/gen-unicode.c (cc and libonig-dev; compared
+#                                only with the Oniguruma version the file names)
 set -u
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -28,12 +28,16 @@ else
   echo "generated: skipped api/numbers/pow10_tables.h: /usr/bin/python3 is missing"
 fi
 
-want=$(sed -n "1s/.*Node's Unicode \([0-9.]*\).*/\1/p" api/bpe/unicode.c)
-if ! command -v node >/dev/null; then
-  echo "generated: skipped api/bpe/unicode.c: node is missing"
-elif [[ $(node -p process.versions.unicode) != "$want" ]]; then
-  echo "generated: skipped api/bpe/unicode.c: it was written from Unicode $want, this node has $(node -p process.versions.unicode)"
+want=$(sed -n "1s/.*from Oniguruma \([0-9.]*\)'s.*/\1/p" api/bpe/unicode.c)
+if ! cc -std=c11 -O2 tools/gen-unicode.c -lonig -o "$tmp/gen-unicode" 2>"$tmp/cc.log"; then
+  echo "generated: skipped api/bpe/unicode.c: tools/gen-unicode.c does not build here: $(head -c 300 "$tmp/cc.log")"
 else
-  node api/bpe/gen-unicode.js >"$tmp/unicode.c" && same api/bpe/unicode.c "$tmp/unicode.c"
+  "$tmp/gen-unicode" >"$tmp/unicode.c"
+  have=$(sed -n "1s/.*from Oniguruma \([0-9.]*\)'s.*/\1/p" "$tmp/unicode.c")
+  if [[ $have != "$want" ]]; then
+    echo "generated: skipped api/bpe/unicode.c: it was written from Oniguruma $want, this one is $have"
+  else
+    same api/bpe/unicode.c "$tmp/unicode.c"
+  fi
 fi
 exit $failed

@@ -110,6 +110,7 @@ typedef struct {
     int batched, B, T, training; /* the request's ids ([T] or [B][T]) and mode */
     const api_tokenizer *tok;  /* for texts; may be NULL */
     const uint8_t *mask;       /* [B][T] the padding (1 a token), or NULL */
+    unsigned text_flags;       /* api_bpe_encode_ex's, as the request's text was read */
     inside_rq in;
 } inside_ctx;
 
@@ -170,9 +171,7 @@ int api__inside_after(const inside_rq *rq, const attn_lm_plan *p, const float *w
                       const float *logits, int last_only, attn_pool *pool, inside_out *io,
                       api_arrays *a, api_err *e);
 
-/* ==== patch.c ====================================================== */
-
-/* The sweep of rq->patch (api__inside_after calls it). */
+/* ==== patch.c: the sweep of rq->patch (api__inside_after calls it) ==== */
 int api__inside_patch(const inside_rq *rq, const attn_lm_plan *p, const float *weights,
                       const float *logits, int last_only, attn_pool *pool, inside_out *io,
                       api_arrays *a, api_err *e);

@@ -14,6 +14,7 @@
  */
 #include "api/bpe/bpe.h"
 #include "api/inside/inside.h"
+#include "api/tokens/tokens.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,10 +255,9 @@ static int encode(const inside_ctx *rq, const char *field, const json_t *v, int3
                   api_err *e) {
     if (!json_is_string(v)) return api__field_wrong_type(e, field, v, "a string");
     if (rq->tok == NULL)
-        return api__fail(e, API_E_INVALID_ARGUMENT, field,
-                         "%s needs a tokenizer: this request has none (give ids, or name a "
-                         "loaded tokenizer in \"tokenizer\")", field);
-    int rc = api_bpe_encode(rq->tok->bpe, json_string_value(v), json_string_length(v), ids, n);
+        return api__tokenizer_missing(field, e);
+    int rc = api_bpe_encode_ex(rq->tok->bpe, json_string_value(v), json_string_length(v),
+                               rq->text_flags, ids, n);
     if (rc == API_BPE_ENOMEM) return api__fail(e, API_E_OUT_OF_MEMORY, field, "out of memory");
     if (rc) return api__fail(e, API_E_INVALID_ARGUMENT, field, "%s: %s", field, api_bpe_strerror(rc));
     for (size_t i = 0; i < *n; i++)

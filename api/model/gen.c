@@ -32,7 +32,10 @@ int api__model_gen_parse(const json_t *root, const api_limits *lim, model_rq *rq
                          "generate runs the model in eval mode (model.eval(), as the book and "
                          "nanoGPT generate): leave training out");
     g->T0 = rq->T;
-    g->bpe = rq->tok ? rq->tok->bpe : NULL;
+    /* the text of the tokens written: with a tokenizer of the request's, or
+     * the default one when the request reads text or stops at strings */
+    g->bpe = api__model_text_bpe(rq);
+    if (g->bpe == NULL && rq->tok && g->opt.n_stop > 0) g->bpe = rq->tok->bpe;
     g->streaming = (api_format_get(rq->fmt.format)->flags & API_FMT_EVENTS) != 0;
     long total = (long)rq->T + g->opt.max_new_tokens;
     g->T_max = total < rq->cfg.context ? (int)total : rq->cfg.context;

@@ -72,8 +72,10 @@ typedef struct {
     int fill_k;                /* fill_mask's top_k (0: no fill_mask) */
     int32_t fill_id;           /* and its mask token */
     attn_lm_pooling pooling;   /* "embeddings": the model folder's pooling, else the mean */
-    const api_tokenizer *tok;  /* named in "tokenizer", or the model's own; may be NULL */
+    const api_tokenizer *tok;  /* api__tokenizer_pick's (named, the model's, the default) or NULL */
+    int tok_default;           /* tok is the server's default: no text of its own added */
     int from_text;             /* idx is the tokens of "text" */
+    unsigned text_flags;       /* api_bpe_encode_ex's: API_BPE_ADD_SPECIAL unless add_special false */
     int training;
     api_params_source params;  /* init.seed or the state_dict (borrowed from the tree) */
     const api_model *model;    /* "model": a checkpoint loaded at start */
@@ -116,26 +118,26 @@ void api__model_dropout_items(const attn_lm_plan *plan, const float *masks, int 
 
 /* ==== The request (request.c, state_dict.c) ================================ */
 
-size_t api__tokenizer_count(const api_limits *lim); /* tokenizers a request may name */
-/* The tokenizer "tokenizer" names into *out, or a 400 listing those loaded. */
-int api__tokenizer_named(const json_t *v, const api_limits *lim, const api_tokenizer **out, api_err *e);
+/* The tokenizer that adds text the request did not ask for (next_token_text,
+ * a generation's text): tok unless it is only the server's default and the
+ * request read no text; NULL otherwise. */
+static inline const api_bpe *api__model_text_bpe(const model_rq *rq) {
+    return rq->tok && (!rq->tok_default || rq->from_text) ? rq->tok->bpe : NULL;
+}
 /* Reads every field of a request; api__model_rq_free either way. */
 int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e);
 void api__model_rq_free(model_rq *rq);
-/* batch.c: idx ([T], [B][T], or rows of different lengths, padded; rows_read:
- * such ids of field name), attention_mask and token_type_ids into rq; text.c:
- * texts of field name (a string, strings or [a, b] pairs) into the same. */
+/* batch.c: idx (rows_read: ids of field name; rows may differ in length), attention_mask,
+ * token_type_ids into rq; text.c: texts of field name (strings or [a, b] pairs) likewise. */
 int api__model_ids_read(const json_t *root, model_rq *rq, size_t *budget, api_err *e);
 int api__model_rows_read(const json_t *v, const char *name, model_rq *rq, size_t *budget, api_err *e);
 int api__model_text_read(const json_t *v, const char *name, const api_limits *lim, model_rq *rq, api_err *e);
-/* field needs a tokenizer and has none (400); tok's mask token id or -1. */
-int api__model_no_tokenizer(const api_limits *lim, const char *field, api_err *e);
+/* tok's mask token id ([MASK], <mask>) or -1. */
 int32_t api__model_mask_token(const api_tokenizer *tok);
 
 /* "state_dict" into params: every parameter, the buffers optional, a tied
  * head optional but equal to the token embedding. */
-int api__model_state_dict_read(const json_t *sd, const attn_lm_plan *plan, float *params,
-                               api_err *e);
+int api__model_state_dict_read(const json_t *sd, const attn_lm_plan *plan, float *params, api_err *e);
 
 /* ==== Encoders and padding (encoder.c) ====================================== */
 
@@ -154,8 +156,7 @@ int api__model_enc_after(const model_rq *rq, const attn_lm_plan *p, model_enc *x
                          int last_only, float *attn, float *hidden, inside_out *io, api_err *e);
 /* The reply's items (attention_mask, token_type_ids, sentence_b_start,
  * embeddings, pooler_output, fill_mask): how many. */
-int api__model_enc_items(const model_rq *rq, const attn_lm_plan *p, model_enc *x, api_item *items,
-                         api_err *e);
+int api__model_enc_items(const model_rq *rq, const attn_lm_plan *p, model_enc *x, api_item *items, api_err *e);
 void api__model_enc_free(model_enc *x);
 
 /* ==== "generate" (gen.c, gen_io.c) ========================================= */
@@ -188,8 +189,7 @@ void api__model_gen_free(model_rq *rq);
 /* Its sizes added to the job's; the final window's length. */
 int api__model_gen_plan(model_rq *rq, api_job *j, api_err *e);
 /* The loop on params (rng: init's, or NULL); rq->idx the final window. */
-int api__model_gen_run(model_rq *rq, api_job *j, const float *params, attn_rng *rng,
-                       api_err *e);
+int api__model_gen_run(model_rq *rq, api_job *j, const float *params, attn_rng *rng, api_err *e);
 /* The "generation" item into it, and the events' parts of c. */
 int api__model_gen_items(model_rq *rq, api_item *it, api_contents *c, api_err *e);
 /* The "start" event, a token's event (api_gen_in.on_token), the object. */

@@ -4,6 +4,7 @@
  * and their options. */
 #include "api/bpe/bpe.h"
 #include "api/model/model.h"
+#include "api/tokens/tokens.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,8 +22,8 @@ static const char *const out_names[M_OUT_COUNT] = {
 static const char *const fields[] = {
     "module", "init", "state_dict", "idx", "text", "tokenizer", "training", "dropout_seed", "return",
     "layers", "precision", "output_format", "dtype", "model", "heads", "query_rows", "top_k", "generate",
-    "ablate", "patch", "logit_lens", "attention_mask", "token_type_ids", "fill_mask", "neuron_view",
-    NULL};
+    "ablate", "patch", "logit_lens", "add_special", "attention_mask", "token_type_ids", "fill_mask",
+    "neuron_view", NULL};
 
 void api__model_rq_free(model_rq *rq) {
     api__model_gen_free(rq);
@@ -56,7 +57,7 @@ static int check_fields(const json_t *root, attn_arch arch, api_err *e) {
         return api__fail(e, API_E_UNKNOWN_FIELD, echo,
                          "unknown field \"%s\" for /model (it takes module, %s's config "
                          "fields, init or state_dict, or model; idx or text, attention_mask, "
-                         "token_type_ids, tokenizer, training, dropout_seed, return, layers, heads, "
+                         "token_type_ids, tokenizer, add_special, training, dropout_seed, return, layers, heads, "
                          "query_rows, top_k, ablate, patch, logit_lens, neuron_view, fill_mask, "
                          "precision, output_format, dtype, generate)", echo,
                          attn_arch_name(arch));
@@ -64,34 +65,16 @@ static int check_fields(const json_t *root, attn_arch arch, api_err *e) {
     return 0;
 }
 
-int api__tokenizer_named(const json_t *v, const api_limits *lim, const api_tokenizer **out, api_err *e) {
-    if (!json_is_string(v)) return api__field_wrong_type(e, "tokenizer", v, "a string");
-    size_t n = api__tokenizer_count(lim);
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(api__tokenizer_at(lim, i)->name, json_string_value(v)) == 0) {
-            *out = api__tokenizer_at(lim, i);
-            return 0;
-        }
-    char echo[API_ECHO_MAX + 4], list[256] = "";
-    for (size_t i = 0; i < n; i++) {
-        size_t k = strlen(list);
-        snprintf(list + k, sizeof list - k, "%s\"%s\"", i ? ", " : "", api__tokenizer_at(lim, i)->name);
-    }
-    return api__fail(e, API_E_INVALID_ARGUMENT, "tokenizer",
-                     "tokenizer \"%s\" is not loaded; this server has %s",
-                     api__echo(echo, sizeof echo, json_string_value(v)),
-                     n ? list : "none (start it with --tokenizer NAME=DIR, or --model NAME=DIR of "
-                                "a folder with its tokenizer files)");
-}
-
-/* tokenizer: the name of a loaded tokenizer; when left out, the model
- * folder's own, or else the one --tokenizer (a folder's must be named). */
+/* tokenizer: the one rule of api__tokenizer_pick (a name, the model's, the
+ * server's default); NULL when the server has none. add_special: the
+ * folder's template around texts (BOS, an encoder's [CLS] A [SEP]) as
+ * transformers' tokenizer(text) adds it; true by default. */
 static int read_tokenizer(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
-    const json_t *v = api__field(root, "tokenizer");
-    if (v) return api__tokenizer_named(v, lim, &rq->tok, e);
-    if (rq->model && rq->model->bpe) rq->tok = &rq->model->tok;
-    else if (lim && lim->n_tokenizers == 1) rq->tok = &lim->tokenizers[0];
-    return 0;
+    rq->tok_default = !api__field(root, "tokenizer") && !(rq->model && rq->model->bpe);
+    int add = 1;
+    if (api__field_bool(root, "add_special", &add, e) < 0) return -1;
+    rq->text_flags = add ? API_BPE_ADD_SPECIAL : 0;
+    return api__tokenizer_pick(root, lim, rq->model, 0, "text", &rq->tok, e);
 }
 
 /* text: one string, strings or pairs (text.c). */
@@ -113,13 +96,13 @@ static int hook_name(void *ctx, const char *name, int at, api_err *e) {
     return api__inside_return_name(&rq->in, &p, name, at, e);
 }
 
-static int read_return(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
+static int read_return(const json_t *root, model_rq *rq, api_err *e) {
     int tokens_at = -1;
     int rc = api__return_read_with(root, out_names, M_OUT_COUNT, &rq->returns, &tokens_at,
                                    hook_name, rq, e);
     if (rc < 0) return -1;
     if (rc == 0 && api__field(root, "generate")) { /* the text written, and its tokens */
-        rq->returns = 1u << M_OUT_IDX | (rq->tok ? 1u << M_OUT_TOKENS : 0);
+        rq->returns = 1u << M_OUT_IDX | (api__model_text_bpe(rq) ? 1u << M_OUT_TOKENS : 0);
     } else if (rc == 0) { /* with text: its idx and tokens too */
         rq->returns = 1u << M_OUT_LOGITS | 1u << M_OUT_NEXT_TOKEN;
         if (rq->from_text) rq->returns |= 1u << M_OUT_IDX | 1u << M_OUT_TOKENS;
@@ -127,7 +110,7 @@ static int read_return(const json_t *root, const api_limits *lim, model_rq *rq, 
     if (tokens_at >= 0 && rq->tok == NULL) {
         char name[48];
         snprintf(name, sizeof name, "return[%d]", tokens_at);
-        return api__model_no_tokenizer(lim, name, e);
+        return api__tokenizer_missing(name, e);
     }
     return 0;
 }
@@ -240,7 +223,8 @@ static int read_config(const json_t *root, model_rq *rq, api_err *e) {
  * against: the config, the ids' shape, the tokenizer. */
 static int inside_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
     inside_ctx ctx = {.cfg = rq->cfg, .batched = rq->batched, .B = rq->B, .T = rq->T,
-                      .training = rq->training, .tok = rq->tok, .mask = rq->mask, .in = rq->in};
+                      .training = rq->training, .tok = rq->tok, .text_flags = rq->text_flags,
+                      .mask = rq->mask, .in = rq->in};
     int rc = api__inside_parse(root, lim, &ctx, e) || api__inside_neuron_parse(root, &ctx, e) ? -1 : 0;
     rq->in = ctx.in; /* what it read, and what it holds on failure, freed with rq */
     return rc;
@@ -254,7 +238,7 @@ int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, ap
     if ((model ? read_model(root, model, lim, rq, e) : read_config(root, rq, e)) ||
         read_tokenizer(root, lim, rq, e) ||
         (api__field(root, "text") ? read_text(root, lim, rq, e) : api__model_ids_read(root, rq, &budget, e)) ||
-        read_return(root, lim, rq, e) || read_layers(root, rq, e) || read_options(root, lim, rq, e) ||
+        read_return(root, rq, e) || read_layers(root, rq, e) || read_options(root, lim, rq, e) ||
         api__model_gen_parse(root, lim, rq, e) || inside_parse(root, lim, rq, e))
         return -1;
     /* the captures are sized for the prompt, a generation's forward runs over

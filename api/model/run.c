@@ -389,7 +389,8 @@ static int output_items(model_state *s, api_item *items, api_err *e) {
     if (returns(s, M_OUT_LOGITS)) tensor(&items[n++], rq, "logits", API_ITEM_F32, s->logits, 0, NULL, 2, TV);
     if (returns(s, M_OUT_NEXT_TOKEN))
         tensor(&items[n++], rq, "next_token", API_ITEM_I32, s->next, 0, NULL, 0, NULL)->plain = 1;
-    if (returns(s, M_OUT_NEXT_TOKEN) && rq->tok) items[n++] = json_item("next_token_text", &s->next_text);
+    if (returns(s, M_OUT_NEXT_TOKEN) && api__model_text_bpe(rq))
+        items[n++] = json_item("next_token_text", &s->next_text);
     if (returns(s, M_OUT_ATTN_WEIGHTS)) {
         items[n++] = json_item("layers", &s->layers);
         tensor(&items[n++], rq, "attn_weights", API_ITEM_F32, m->values, 1, L, 3, maps_rest)->indices =
@@ -407,7 +408,7 @@ static int output_items(model_state *s, api_item *items, api_err *e) {
     if (np)
         items[n++] = (api_item){.name = "params", .kind = API_ITEM_GROUP, .items = s->group_items,
                                 .n_items = np};
-    k = api__inside_items(&rq->in, p, rq->batched, rq->tok ? rq->tok->bpe : NULL, &s->io, items + n, e);
+    k = api__inside_items(&rq->in, p, rq->batched, api__model_text_bpe(rq), &s->io, items + n, e);
     if (k < 0) return -1;
     n += k;
     if (returns(s, M_OUT_TIMING)) items[n++] = (api_item){.name = "timing", .kind = API_ITEM_TIMING};
@@ -440,14 +441,19 @@ static int contents(api_job *j, api_contents *c, api_err *e) {
     api__config_json(&s->config, &rq->cfg);
     api__buf_printf(&s->shape, "{\"batch\":%d,\"tokens\":%d,\"head_dim\":%d", p->B, p->T, p->D);
     /* grouped queries: query head h reads key/value head h / (H / Hkv) */
-    if (p->Hkv != p->H) api__buf_printf(&s->shape, ",\"heads\":%d,\"kv_heads\":%d", p->H, p->Hkv);
+    if (p->Hkv != p->H) {
+        api__buf_printf(&s->shape, ",\"heads\":%d,\"kv_heads\":%d,\"kv_head_of\":[", p->H, p->Hkv);
+        for (int h = 0; h < p->H; h++) api__buf_printf(&s->shape, h ? ",%d" : "%d", h / (p->H / p->Hkv));
+        api__buf_puts(&s->shape, "]");
+    }
     api__buf_puts(&s->shape, "}");
     api__buf_puts(&s->layers, "[");
     for (int i = 0; i < rq->n_layers; i++) api__buf_printf(&s->layers, i ? ",%d" : "%d", rq->layers[i]);
     api__buf_puts(&s->layers, "]");
     if (rq->model) api__buf_json_string(&s->name, rq->model->name);
     if (returns(s, M_OUT_TOKENS)) tokens_json(&s->tokens, rq, p);
-    if (returns(s, M_OUT_NEXT_TOKEN) && rq->tok) id_texts(&s->next_text, rq->tok->bpe, s->next, NULL, p->B, rq->batched);
+    if (returns(s, M_OUT_NEXT_TOKEN) && api__model_text_bpe(rq))
+        id_texts(&s->next_text, rq->tok->bpe, s->next, NULL, p->B, rq->batched);
     if (s->config.failed || s->shape.failed || s->layers.failed || s->name.failed ||
         s->tokens.failed || s->next_text.failed || groups_make(s))
         return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");

@@ -15,6 +15,7 @@
  * with lstrip). The reply says where each row's sentence B starts. */
 #include "api/bpe/bpe.h"
 #include "api/model/model.h"
+#include "api/tokens/tokens.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,18 +88,23 @@ static void push(ids *x, const int32_t *v, size_t n) {
     x->n += n;
 }
 
-/* BPE of text[0..len) onto out; 0 or an API_BPE_* code. */
-static int plain(const api_bpe *bpe, const char *text, size_t len, ids *out) {
+/* The tokens of text[0..len) onto out (api_bpe_encode_ex's flags); 0 or an
+ * API_BPE_* code. */
+static int plain(const api_bpe *bpe, const char *text, size_t len, unsigned flags, ids *out) {
     int32_t *v = NULL;
     size_t n = 0;
-    int rc = len ? api_bpe_encode(bpe, text, len, &v, &n) : 0;
+    int rc = len || flags ? api_bpe_encode_ex(bpe, text, len, flags, &v, &n) : 0;
     if (rc == 0) push(out, v, n);
     free(v);
     return rc;
 }
 
-/* text with the template's special tokens written in it as their ids. */
-static int encode(const api_bpe *bpe, const tmpl *t, const char *text, size_t len, ids *out) {
+/* text with the template's special tokens written in it as their ids (an
+ * encoder's); a decoder's (no t) with the folder's own template when flags
+ * ask for it (Gemma's <bos>). */
+static int encode(const api_bpe *bpe, const tmpl *t, const char *text, size_t len, unsigned flags,
+                  ids *out) {
+    if (t == NULL) return plain(bpe, text, len, flags, out);
     size_t start = 0;
     for (size_t i = 0; t && i < len; i++)
         for (int s = 0; s < t->n_specials; s++) {
@@ -107,14 +113,14 @@ static int encode(const api_bpe *bpe, const tmpl *t, const char *text, size_t le
             size_t end = i;
             if (t->ids[s] == t->mask) /* lstrip: the spaces before <mask> are its own */
                 while (end > start && strchr(" \t\n\r\f\v", text[end - 1])) end--;
-            int rc = plain(bpe, text + start, end - start, out);
+            int rc = plain(bpe, text + start, end - start, 0, out);
             if (rc) return rc;
             push(out, &t->ids[s], 1);
             start = i + k;
             i = start - 1;
             break;
         }
-    return plain(bpe, text + start, len - start, out);
+    return plain(bpe, text + start, len - start, 0, out);
 }
 
 /* One row: a text, or a pair [a, b], with the template (encoders) into the
@@ -129,13 +135,14 @@ static int row(const model_rq *rq, const tmpl *t, const json_t *v, const char *f
         return api__fail(e, API_E_INVALID_ARGUMENT, field, "sentence pairs are an encoder's: %s reads "
                          "one text per row", attn_arch_name(rq->cfg.arch));
     const api_bpe *bpe = rq->tok->bpe;
-    int rc = 0;
-    if (t) push(out, &t->first, 1);
-    rc = encode(bpe, t, json_string_value(a), json_string_length(a), out);
-    if (t && rc == 0) push(out, t->mid, pair ? (size_t)t->n_mid : 1);
+    unsigned flags = rq->text_flags & ~API_BPE_ADD_SPECIAL;
+    int rc = 0, wrap = t && (rq->text_flags & API_BPE_ADD_SPECIAL); /* add_special: false leaves it out */
+    if (wrap) push(out, &t->first, 1);
+    rc = encode(bpe, t, json_string_value(a), json_string_length(a), t ? flags : rq->text_flags, out);
+    if (wrap && rc == 0) push(out, t->mid, pair ? (size_t)t->n_mid : 1);
     size_t n_a = out->n;
-    if (pair && rc == 0) rc = encode(bpe, t, json_string_value(b), json_string_length(b), out);
-    if (pair && rc == 0) push(out, &t->last, 1);
+    if (pair && rc == 0) rc = encode(bpe, t, json_string_value(b), json_string_length(b), flags, out);
+    if (wrap && pair && rc == 0) push(out, &t->last, 1);
     *b_start = pair ? (int)n_a : -1;
     for (size_t i = types->n; rc == 0 && i < out->n; i++) {
         int32_t ty = pair && i >= n_a ? t->type_b : 0;
@@ -145,23 +152,6 @@ static int row(const model_rq *rq, const tmpl *t, const json_t *v, const char *f
         return api__fail(e, API_E_OUT_OF_MEMORY, field, "cannot allocate the tokens of %s", field);
     if (rc) return api__fail(e, API_E_INVALID_ARGUMENT, field, "%s: %s", field, api_bpe_strerror(rc));
     return 0;
-}
-
-size_t api__tokenizer_count(const api_limits *lim) {
-    size_t n = 0;
-    while (api__tokenizer_at(lim, n)) n++;
-    return n;
-}
-
-int api__model_no_tokenizer(const api_limits *lim, const char *field, api_err *e) {
-    size_t n = api__tokenizer_count(lim);
-    if (n == 0)
-        return api__fail(e, API_E_INVALID_ARGUMENT, field,
-                         "%s needs a tokenizer and this server has none: start it with "
-                         "--tokenizer NAME=DIR (GPT-2's vocab.json + merges.txt), or --model "
-                         "NAME=DIR of a folder that has them", field);
-    return api__fail(e, API_E_MISSING_FIELD, "tokenizer",
-                     "%s needs a tokenizer: name one of the %zu loaded in \"tokenizer\"", field, n);
 }
 
 /* The most tokens a row may have: the positions (past padding_idx for
@@ -224,7 +214,8 @@ int api__model_text_read(const json_t *v, const char *name, const api_limits *li
                          api_err *e) {
     if (!json_is_string(v) && !json_is_array(v))
         return api__field_wrong_type(e, name, v, "a string, a list of strings, or of pairs [a, b]");
-    if (rq->tok == NULL) return api__model_no_tokenizer(lim, name, e);
+    (void)lim;
+    if (rq->tok == NULL) return api__tokenizer_missing(name, e);
     int enc = 0, most = most_tokens(rq, &enc);
     size_t len = json_is_string(v) ? json_string_length(v) : 0;
     /* each token covers at most `most` bytes: a longer text cannot fit */

@@ -17,6 +17,7 @@
  * width (this server does not shorten them); "user" is ignored. Each input
  * is at most the model's positions, and its max_seq_length when the folder
  * states one. Errors are the service's error object, as /v1/completions'. */
+#include "api/bpe/bpe.h"
 #include "api/model/model.h"
 #include "api/numbers/numbers.h"
 #include "api/openai/openai.h"
@@ -52,6 +53,7 @@ static int read_model(const json_t *root, const api_limits *lim, model_rq *rq, a
     }
     rq->cfg = rq->model->cfg;
     rq->tok = rq->model->bpe ? &rq->model->tok : NULL;
+    rq->text_flags = API_BPE_ADD_SPECIAL; /* the folder's template, as sentence-transformers' encode */
     rq->pooling = rq->model->pooling.modes ? rq->model->pooling : (attn_lm_pooling){.modes = ATTN_POOL_MEAN};
     return 0;
 }
@@ -71,7 +73,7 @@ static int read_input(const json_t *root, const api_limits *lim, model_rq *rq, a
                              "lists of token ids, not a mix of them");
     if (!ids && rq->tok == NULL)
         return api__fail(e, API_E_INVALID_ARGUMENT, "input", "model \"%s\" has no tokenizer this server "
-                         "reads (vocab.json + merges.txt): give token ids", rq->model->name);
+                         "reads (tokenizer.json, or vocab.json + merges.txt): give token ids", rq->model->name);
     int rc = ids ? api__model_rows_read(v, "input", rq, &budget, e) : api__model_text_read(v, "input", lim, rq, e);
     if (rc) return -1;
     attn_lm_plan p;

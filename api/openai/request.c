@@ -213,7 +213,7 @@ int api__oai_parse(const json_t *root, const api_limits *lim, oai_rq *rq, api_er
                          "unrecognized request argument supplied: %s", echo);
     }
     if (read_model(root, lim, rq, e) ||
-        api__tokens_pick(root, lim, rq->model, 1, "prompt", &rq->tok, e) ||
+        api__tokenizer_pick(root, lim, rq->model, 1, "prompt", &rq->tok, e) ||
         read_prompt(root, rq, e) || read_shape(root, rq, e) || read_sampling(root, lim, rq, e) ||
         read_stop(root, rq, e))
         return -1;

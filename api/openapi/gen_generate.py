@@ -134,8 +134,8 @@ COMPLETION = {
 
 TOKENIZE = {"type": "object", "properties": {
     "content": {"type": "string"}, "with_pieces": {"type": "boolean", "default": False},
-    "add_special": {"type": "boolean", "description": "Taken; GPT-2 adds no special token."},
-    "parse_special": {"type": "boolean", "description": "Taken; <|endoftext|> in content is plain text, as in OpenAI's encoder.py."},
+    "add_special": {"type": "boolean", "default": False, "description": "Put the folder's template around the text (tokenizer.json's post_processor, or tokenizer_config.json's add_bos_token: <bos> for Llama and Gemma); GPT-2's adds nothing."},
+    "parse_special": {"type": "boolean", "default": True, "description": "Find a tokenizer.json's special tokens typed in content (<|im_start|>, <start_of_turn>); false reads them as text. vocab.json + merges.txt has none: <|endoftext|> is plain text, as in OpenAI's encoder.py."},
     "model": {"type": "string", "description": "A loaded model: its tokenizer."},
     "tokenizer": {"type": "string", "description": "A loaded tokenizer (--tokenizer NAME=DIR); the only one loaded by default."}},
     "required": ["content"], "additionalProperties": False}

@@ -8,9 +8,11 @@
  *   POST /detokenize {"tokens": [15496, 11, 314, 716]}  -> {"content": "Hello, I am"}
  *
  * "tokenizer" names a loaded tokenizer, "model" a loaded model (its
- * tokenizer); the only one loaded by default. add_special is accepted (GPT-2
- * adds no special token); content's <|endoftext|> is plain text, as in
- * OpenAI's encoder.py. */
+ * tokenizer); else the server's default (pick.c). add_special (false) puts
+ * the folder's template around the text (BOS for Llama and Gemma; GPT-2's
+ * adds nothing); parse_special (true) finds a tokenizer.json's special
+ * tokens typed in the text, false reads them as text (vocab.json's
+ * <|endoftext|> is always plain text, as in OpenAI's encoder.py). */
 #include "api/tokens/tokens.h"
 #include "api/bpe/bpe.h"
 #include "api/generate/generate.h"
@@ -23,6 +25,7 @@
 typedef struct {
     const api_tokenizer *tok;
     int detokenize, with_pieces;
+    unsigned flags;         /* /tokenize: api_bpe_encode_ex's, from add_special and parse_special */
     char *content;          /* /tokenize: the text (copied: the tree is freed first) */
     size_t len;
     int32_t *ids;           /* /tokenize's result, or /detokenize's input */
@@ -86,19 +89,20 @@ static int parse(api_job *j, const json_t *root, api_err *e) {
     const api_model *m;
     if (check_fields(root, s->detokenize ? detokenize_fields : tokenize_fields, path, e) ||
         read_model(root, j->lim, &m, e) ||
-        api__tokens_pick(root, j->lim, m, 1, s->detokenize ? "tokens" : "content", &s->tok, e))
+        api__tokenizer_pick(root, j->lim, m, 1, s->detokenize ? "tokens" : "content", &s->tok, e))
         return -1;
     j->fmt = (api_fmt){.format = API_FORMAT_NESTED};
     if (s->detokenize) return read_ids(root, s, e);
-    int pieces = 0, ignored = 0;
+    int pieces = 0, add_special = 0, parse_special = 1; /* llama.cpp's defaults */
     const json_t *c = api__field(root, "content");
     if (c == NULL) return api__fail(e, API_E_MISSING_FIELD, "content", "content is required: the text");
     if (!json_is_string(c)) return api__field_wrong_type(e, "content", c, "a string");
     if (api__field_bool(root, "with_pieces", &pieces, e) < 0 ||
-        api__field_bool(root, "add_special", &ignored, e) < 0 ||
-        api__field_bool(root, "parse_special", &ignored, e) < 0)
+        api__field_bool(root, "add_special", &add_special, e) < 0 ||
+        api__field_bool(root, "parse_special", &parse_special, e) < 0)
         return -1;
     s->with_pieces = pieces;
+    s->flags = (add_special ? API_BPE_ADD_SPECIAL : 0) | (parse_special ? 0 : API_BPE_SPECIAL_AS_TEXT);
     s->len = json_string_length(c);
     if ((s->content = malloc(s->len + 1)) == NULL)
         return api__fail(e, API_E_OUT_OF_MEMORY, "content", "cannot copy the text");
@@ -138,7 +142,7 @@ static int compute(api_job *j, api_err *e) {
         api_buf_free(&text);
         free(bytes);
     } else {
-        int rc = api_bpe_encode(bpe, s->content, s->len, &s->ids, &s->n);
+        int rc = api_bpe_encode_ex(bpe, s->content, s->len, s->flags, &s->ids, &s->n);
         if (rc == API_BPE_ENOMEM) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot tokenize");
         if (rc) return api__fail(e, API_E_INVALID_ARGUMENT, "content", "content: %s", api_bpe_strerror(rc));
         api__buf_puts(&s->out, "[");

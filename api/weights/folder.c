@@ -22,7 +22,9 @@
  * Anything missing or inconsistent is a fault naming the file.
  */
 #include "api/weights/weights.h"
+#include "api/bpe/bpe.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,14 +42,27 @@ static int exists(const char *dir, const char *file) {
 
 /* ==== config.json ========================================================= */
 
-/* The architecture: "architectures"[0] when a row answers to it, else
- * "model_type", else the row
- * whose config.json names the file has the most of (the book's
- * json.dump(GPT_CONFIG_124M) has no model_type). */
+/* 1 when class cls is one of model_type type's classes: Hugging Face names
+ * them after it ("BertModel", "DistilBertForMaskedLM" of "distilbert"). */
+static int class_of_type(const char *cls, const char *type) {
+    for (; *type; type++) {
+        if (*type == '_' || *type == '-') continue;
+        if (tolower((unsigned char)*cls++) != tolower((unsigned char)*type)) return 0;
+    }
+    return 1;
+}
+
+/* The architecture: "model_type", but "architectures"[0] when a row answers
+ * to it and it is that model_type's class (BertModel, not bert's row
+ * BertForMaskedLM); else the row whose config.json names the file has the
+ * most of (the book's json.dump(GPT_CONFIG_124M) has no model_type). */
 static int config_arch(const json_t *cfg, attn_arch *out, char *why, size_t size) {
     const char *type = json_string_value(json_object_get(cfg, "model_type"));
     const char *cls = json_string_value(json_array_get(json_object_get(cfg, "architectures"), 0));
-    if (cls && attn_arch_from_name(cls, out) == ATTN_OK) return 0; /* BertModel, not bert's row */
+    attn_arch own;
+    if (cls && type && attn_arch_from_name(type, &own) == ATTN_OK && class_of_type(cls, type) &&
+        attn_arch_from_name(cls, out) == ATTN_OK)
+        return 0;
     if (json_object_get(cfg, "model_type") || cls) {
         if (type ? attn_arch_from_name(type, out) == ATTN_OK
                  : attn_arch_from_name(cls, out) == ATTN_OK)
@@ -123,10 +138,21 @@ static int read_hparam(const json_t *cfg, const attn_arch_hparam *hp, attn_lm_co
     }
 }
 
+/* The keys the row does not run must be absent, null, false or 0. */
+static int check_off(const json_t *cfg, attn_arch arch, char *why, size_t size) {
+    for (const char *const *k = attn_arch_config_off(arch); *k; k++) {
+        const json_t *v = json_object_get(cfg, *k);
+        if (v && !json_is_null(v) && !json_is_false(v) && !(json_is_number(v) && json_number_value(v) == 0))
+            return api__ckpt_fail(why, size, "%s is set: %s runs only without it (null, false "
+                                  "or 0); it is not computed here", *k, attn_arch_name(arch));
+    }
+    return 0;
+}
+
 int api__folder_config(const json_t *cfg, api_ckpt_hints *h, char *why, size_t size) {
     attn_arch arch = (attn_arch)0;
     if (!json_is_object(cfg)) return api__ckpt_fail(why, size, "not a JSON object");
-    if (config_arch(cfg, &arch, why, size)) return -1;
+    if (config_arch(cfg, &arch, why, size) || check_off(cfg, arch, why, size)) return -1;
     attn_lm_config_json_defaults(arch, &h->cfg);
     const attn_arch_hparam *hp;
     int n = attn_arch_hparams(arch, &hp);
@@ -245,8 +271,8 @@ int api__folder_open(const char *dir, api_ckpt_hints *h, api_st_set *set, api_mo
 
 int api__folder_tokenizer(const char *dir, api_model *m, char *why, size_t size) {
     static const char *const pairs[2][2] = {{"vocab.json", "merges.txt"}, {"encoder.json", "vocab.bpe"}};
-    int any = 0;
-    for (int p = 0; p < 2; p++) {
+    int json = exists(dir, "tokenizer.json"), any = json; /* api_bpe_load prefers tokenizer.json */
+    for (int p = 0; p < 2 && !json; p++) {
         int a = exists(dir, pairs[p][0]), b = exists(dir, pairs[p][1]);
         if (a != b)
             return api__ckpt_fail(why, size, "%s/%s: missing beside %s (the tokenizer takes both)", dir,
@@ -257,9 +283,14 @@ int api__folder_tokenizer(const char *dir, api_model *m, char *why, size_t size)
     char inner[512];
     if (api_bpe_load(dir, &m->bpe, inner, sizeof inner) != 0)
         return api__ckpt_fail(why, size, "%s", inner);
+    /* Special tokens past the model's rows are allowed (Gemma 3's tokenizer
+     * has <image_soft_token> at 262144, one past its text model's
+     * vocab_size): a request whose text holds one is refused then. */
     size_t n = api_bpe_vocab_size(m->bpe);
-    if (n > (size_t)m->cfg.vocab_size)
-        return api__ckpt_fail(why, size, "%s: the tokenizer has %zu tokens, more than the model's "
-                              "vocab_size %d", dir, n, m->cfg.vocab_size);
+    for (size_t id = (size_t)m->cfg.vocab_size; id < n; id++)
+        if (!api_bpe_is_special(m->bpe, (int32_t)id))
+            return api__ckpt_fail(why, size, "%s: the tokenizer has %zu tokens, more than the "
+                                  "model's vocab_size %d (token %zu is not a special token)",
+                                  dir, n, m->cfg.vocab_size, id);
     return 0;
 }

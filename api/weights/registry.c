@@ -302,7 +302,10 @@ int api_models_json(const api_limits *lim, api_buf *b) {
         api__buf_json_string(b, t->name);
         api__buf_printf(b, ",\"tokens\":%zu}", api_bpe_vocab_size(t->bpe));
     }
-    api__buf_puts(b, "]}");
+    api__buf_puts(b, "],\"default_tokenizer\":");
+    if ((t = api__tokenizer_at(lim, 0)) != NULL) api__buf_json_string(b, t->name);
+    else api__buf_puts(b, "null");
+    api__buf_puts(b, "}");
     return b->failed ? -1 : 0;
 }
 

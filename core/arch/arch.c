@@ -29,6 +29,12 @@ const char *const *attn_arch_aliases(attn_arch a) {
     return r && r->aliases ? r->aliases : none;
 }
 
+const char *const *attn_arch_config_off(attn_arch a) {
+    static const char *const none[] = {NULL};
+    const attn__arch *r = attn__arch_get(a);
+    return r && r->config_off ? r->config_off : none;
+}
+
 const char *attn_arch_what(attn_arch a) {
     const attn__arch *r = attn__arch_get(a);
     return r ? r->what : NULL;

@@ -129,6 +129,8 @@ typedef struct {
 typedef struct {
     const char *name;                  /* the class requests spell: "GPT2" */
     const char *const *aliases;        /* other names, NULL-terminated */
+    const char *const *config_off;     /* config.json keys that must be absent, null, false or
+                                          0 (attn_arch_config_off); NULL: none */
     const char *what;                  /* one line for people */
     const char *ctor;                  /* the constructor's call: "GPT2(config)" */
     const attn_arch_hparam *hparams;   /* in reply order */

@@ -103,10 +103,15 @@ static const attn__layout layout = {
 };
 
 static const char *const aliases[] = {"gemma3_text", NULL};
+/* Gemma 2's softcapping (kept in Gemma 3's config class, null in its
+ * checkpoints) and EmbeddingGemma's two-way attention are not run here. */
+static const char *const config_off[] = {"attn_logit_softcapping", "final_logit_softcapping",
+                                         "use_bidirectional_attention", NULL};
 
 const attn__arch attn__arch_gemma3 = {
     .name = "Gemma3ForCausalLM",
     .aliases = aliases,
+    .config_off = config_off,
     .what = "Gemma 3's text models, gemma-3-270m (transformers' modeling_gemma3.py)",
     .ctor = "Gemma3ForCausalLM(config)",
     .hparams = hparams,

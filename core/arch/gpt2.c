@@ -33,7 +33,7 @@ static int describe(const attn_lm_config *c, attn_lm_spec *s, attn_error *err) {
     if (fabs(c->norm_eps - 1e-5) > 1e-12)
         return attn__fail(err, ATTN_ERR_ARG, "layer_norm_epsilon",
                           "layer_norm_epsilon is not 1e-5, the LayerNorm's epsilon here");
-    if (c->head_dim * c->n_head != c->width || c->n_kv_head != c->n_head || c->ffn != 4 * c->width)
+    if ((long long)c->head_dim * c->n_head != c->width || c->n_kv_head != c->n_head || c->ffn != 4LL * c->width)
         return attn__fail(err, ATTN_ERR_SHAPE, "n_head",
                           "GPT2's heads split n_embd, and its MLP is 4 n_embd wide");
     *s = (attn_lm_spec){.norm = ATTN_LM_LAYERNORM, .norm_eps = c->norm_eps, .learned_pos = 1,
@@ -71,6 +71,9 @@ static const attn__tensor tail[] = {
 #undef C
 
 static const char *const aliases[] = {"GPT2LMHeadModel", "GPT2Model", "gpt2", NULL};
+/* GPT2Config's scaling of the scores by 1 / (layer + 1) (Mistral's GPT-2
+ * runs) is not run here. */
+static const char *const config_off[] = {"scale_attn_by_inverse_layer_idx", NULL};
 
 static const attn__layout layout = {
     .top = top,
@@ -86,6 +89,7 @@ static const attn__layout layout = {
 const attn__arch attn__arch_gpt2 = {
     .name = "GPT2",
     .aliases = aliases,
+    .config_off = config_off,
     .what = "seed 003's GPT2 (gpt2_min.py); Hugging Face's GPT-2 checkpoints run as it",
     .ctor = "GPT2(config)",
     .hparams = hparams,

@@ -27,7 +27,7 @@ static const attn_arch_hparam hparams[] = {
 };
 
 static int describe(const attn_lm_config *c, attn_lm_spec *s, attn_error *err) {
-    if (c->head_dim * c->n_head != c->width || c->n_kv_head != c->n_head || c->ffn != 4 * c->width)
+    if ((long long)c->head_dim * c->n_head != c->width || c->n_kv_head != c->n_head || c->ffn != 4LL * c->width)
         return attn__fail(err, ATTN_ERR_SHAPE, "n_heads",
                           "GPTModel's heads split emb_dim, and its MLP is 4 emb_dim wide");
     *s = (attn_lm_spec){.norm = ATTN_LM_LAYERNORM_DIV, .norm_eps = 1e-5, .learned_pos = 1,

@@ -37,7 +37,7 @@ static const attn_arch_hparam hparams[] = {
 static int describe(const attn_lm_config *c, attn_lm_spec *s, attn_error *err) {
     int rc = attn__spec_common(c, s, err);
     if (rc) return rc;
-    if (c->n_kv_head != c->n_head || c->head_dim * c->n_head != c->width)
+    if (c->n_kv_head != c->n_head || (long long)c->head_dim * c->n_head != c->width)
         return attn__fail(err, ATTN_ERR_SHAPE, "num_attention_heads",
                           "GPT-NeoX's heads split hidden_size, one key/value head each");
     s->norm = ATTN_LM_LAYERNORM;

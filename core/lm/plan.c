@@ -210,8 +210,9 @@ int attn_lm_plan_make(const attn_lm_config *cfg, int batch, int tokens, int trai
     int rc = check_ints(&c, a, batch, tokens, err);
     if (rc || (rc = check_shapes(&c, a, err))) return rc;
     fill_defaults(&c);
-    if ((rc = a->describe(&c, &plan->spec, err)) || (rc = check_tokens(&c, &plan->spec, a, tokens, err)) ||
-        (rc = check_tensors(&c, a, err)))
+    /* sizes before the row's own checks: a row may multiply the shapes */
+    if ((rc = check_tensors(&c, a, err)) || (rc = a->describe(&c, &plan->spec, err)) ||
+        (rc = check_tokens(&c, &plan->spec, a, tokens, err)))
         return rc;
     if (training && a->dropout.emb == NULL)
         return attn__fail(err, ATTN_ERR_ARG, "training", "%s runs in eval mode here (its rows "

