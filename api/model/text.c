@@ -74,7 +74,7 @@ typedef struct {
 } ids;
 
 static void push(ids *x, const int32_t *v, size_t n) {
-    if (x->failed) return;
+    if (x->failed || n == 0) return; /* v may be NULL then */
     if (x->n + n > x->cap) {
         size_t cap = (x->n + n) * 2 + 16;
         int32_t *p = realloc(x->v, cap * sizeof *p);
