@@ -157,13 +157,16 @@ $(BUILD)/tests/%: tests/%.c $(LIBTEST) $(LIBAPI) $(LIBCORE)
 	  $(LDFLAGS) $(LIBS_TEST) $(LIBS_API) $(LIBS_CORE) -o $@
 
 # The server's small modules, compiled into their unit test from source.
-$(BUILD)/tests/test_server_units: server/budget.c server/cors.c server/encoding.c server/etag.c server/*.h
+$(BUILD)/tests/test_server_units: server/budget.c server/cors.c server/encoding.c server/etag.c server/pool.c server/*.h
 
 # The allocation-failure tests route the malloc calls of core/ and api/
-# through the wrappers of tests/support/fail_alloc.c (test_api_chaos, test_api_bpe_chaos).
+# through the wrappers of tests/support/fail_alloc.c (test_api_chaos, test_api_bpe_chaos,
+# test_api_chat_template, test_api_openai_chat).
 $(BUILD)/tests/test_api_chaos: private LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 $(BUILD)/tests/test_api_bpe_chaos: private LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 $(BUILD)/tests/test_api_jansson_oom: private LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
+$(BUILD)/tests/test_api_chat_template: private LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
+$(BUILD)/tests/test_api_openai_chat: private LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 
 # Every test program, each must run at least one check and fail none.
 test: deps
@@ -239,6 +242,14 @@ $(BUILD)/bench/bench_families: bench/bench_families.c bench/floor.c $(LIBAPI) $(
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< bench/floor.c $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
+# Half-size weights against float32 (bench/bench_half.c): the decode step of
+# the GPT-2 124M and SmolLM2-135M shapes with F32, BF16 and F16 weights
+# beside each one's memory floor, the T = 128 prefill, and the KL divergence
+# of a BF16 copy's next-token distribution (the demo model's too).
+$(BUILD)/bench/bench_half: bench/bench_half.c $(LIBAPI) $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
+
 # The whole-model forward (both families, T = 128 and 512) as a fraction of
 # the sgemm rate of the same run.
 $(BUILD)/bench/bench_forward: bench/bench_forward.c $(LIBCORE)
@@ -258,6 +269,13 @@ $(BUILD)/bench/bench_embed: bench/bench_embed.c $(LIBAPI) $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
+# The analyses ("analysis"): the six of the maps beside the forward that
+# returns the maps (T = 128 and 1,024), and the importance sweep through
+# api_handle against PyTorch with hooks in the same run (bench/run_analysis.sh).
+$(BUILD)/bench/bench_analysis: bench/bench_analysis.c $(LIBAPI) $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
+
 # Every comparison runs with OpenBLAS's own kernels on both sides, as on a
 # machine that sets nothing: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset
 # for these commands alone (docs/performance.md).
@@ -266,7 +284,8 @@ BENCH_ENV := env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
 bench: deps
 	@$(MAKE) --no-print-directory build-all $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise \
 	  $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_forward $(BUILD)/bench/bench_decode \
-	  $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_families $(BUILD)/bench/bench_embed
+	  $(BUILD)/bench/bench_half $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_families $(BUILD)/bench/bench_analysis \
+	  $(BUILD)/bench/bench_embed
 	$(call apt_install,python3-torch python3-fastapi python3-uvicorn wrk nginx-light)
 	$(BENCH_ENV) bench/run.sh $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_core cputime
@@ -274,8 +293,10 @@ bench: deps
 	$(BENCH_ENV) bench/run_gpt2.sh $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_forward 2
 	$(BENCH_ENV) bench/run_decode.sh $(BUILD)/bench/bench_decode
+	$(BENCH_ENV) $(BUILD)/bench/bench_half 2
 	$(BENCH_ENV) bench/run_families.sh $(BUILD)/bench/bench_families
 	$(BENCH_ENV) bench/run_patch.sh $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_core
+	$(BENCH_ENV) bench/run_analysis.sh $(BUILD)/bench/bench_analysis $(BUILD)/bench/bench_core
 	$(BENCH_ENV) bench/run_embed.sh $(BUILD)/bench/bench_embed
 	$(BENCH_ENV) $(BUILD)/bench/bench_serialise
 	$(BENCH_ENV) /usr/bin/python3 bench/e2e.py $(SERVER)
@@ -299,8 +320,10 @@ golden:
 	/usr/bin/python3 tests/golden/generate_api_model.py tests/golden/api_model
 	/usr/bin/python3 tests/golden/generate_hooks.py tests/golden/hooks
 	/usr/bin/python3 tests/golden/generate_inside.py tests/golden/inside
+	/usr/bin/python3 tests/golden/generate_analysis.py tests/golden/analysis
 	/usr/bin/python3 tests/golden/generate_checkpoint.py tests/golden/ckpt
 	/usr/bin/python3 tests/golden/generate_sample.py tests/golden/sample.txt
+	/usr/bin/python3 tests/golden/generate_penalties.py tests/golden/penalties.txt
 	/usr/bin/python3 tests/golden/generate_generation.py tests/golden/generation
 	/usr/bin/python3 tests/golden/generate_families.py tests/golden/families
 

@@ -21,7 +21,7 @@ typedef enum {
     API_KIND_MODULE, /* an attention module of core's ATTN_MODULE_MAP (the rows whose
                         endpoint column is this path): api/module/ */
     API_KIND_MODEL,  /* a whole model: api/model/ */
-    API_KIND_OPENAI, /* OpenAI's completions API: api/openai/ */
+    API_KIND_OPENAI, /* OpenAI's completions and chat completions APIs: api/openai/ */
     API_KIND_EMBED,  /* OpenAI's embeddings API: api/openai/embed.c */
     API_KIND_TOKENS, /* text to token ids and back: api/tokens/ */
     API_KIND_COUNT
@@ -41,6 +41,7 @@ typedef enum {
     XX(MODEL, "POST", "/model", MODEL)                                                             \
     XX(MODEL_GPT2, "POST", "/model/gpt2", MODEL)                                                   \
     XX(V1_COMPLETIONS, "POST", "/v1/completions", OPENAI)                                          \
+    XX(V1_CHAT_COMPLETIONS, "POST", "/v1/chat/completions", OPENAI)                                \
     XX(V1_EMBEDDINGS, "POST", "/v1/embeddings", EMBED)                                             \
     XX(TOKENIZE, "POST", "/tokenize", TOKENS)                                                      \
     XX(DETOKENIZE, "POST", "/detokenize", TOKENS)
@@ -168,6 +169,26 @@ typedef struct api_models api_models;
  * 0, or -1 with the reason (naming the file and the problem) in why. Call
  * before any thread reads *models. */
 int api_models_load(api_models **models, const char *spec, char *why, size_t why_size);
+
+/* How a loaded model holds its weight matrices (--weights-dtype; norms and
+ * biases are float32 in every case):
+ *   KEEP  as its checkpoint stores them: F16 and BF16 matrices stay half-size
+ *         in memory, widened to float32 inside the products, so results are
+ *         those of the float32 copy of the same values; anything else (F32,
+ *         or matrices of mixed dtypes) float32
+ *   F32   float32 whatever the file holds (exact; twice a half-size file)
+ *   BF16  BF16: float32 (or F16) values rounded to nearest even, lossy (8
+ *         significant bits; GET /models says "weights_lossy": true) */
+typedef enum {
+    API_WEIGHTS_KEEP = 0,
+    API_WEIGHTS_F32 = 1,
+    API_WEIGHTS_BF16 = 2,
+} api_weights_mode;
+/* "keep", "f32" or "bf16" (any case) into *out: 0, or -1 for anything else. */
+int api_weights_mode_parse(const char *s, api_weights_mode *out);
+/* api_models_load with the weights held as mode says (api_models_load: KEEP). */
+int api_models_load_as(api_models **models, const char *spec, api_weights_mode mode, char *why,
+                       size_t why_size);
 /* A model folder's files in memory (the demo model built into the server):
  * config.json, model.safetensors, vocab.json and merges.txt, which must
  * outlive the models. */
@@ -176,6 +197,7 @@ typedef struct {
     const char *folder;  /* the folder it was made from, for GET /models */
     const void *config, *weights, *vocab, *merges;
     size_t config_len, weights_len, vocab_len, merges_len;
+    api_weights_mode mode; /* how its weights are held (0: KEEP) */
 } api_model_files;
 /* Loads such a folder as api_models_load loads one from disk. */
 int api_models_load_mem(api_models **models, const api_model_files *files, char *why, size_t why_size);
@@ -197,9 +219,15 @@ typedef struct {
     int prefer_format;    /* 1 + the api_format the client's Accept prefers to JSON
                              (server/http.c), used when the request names no
                              output_format; 0: none */
+    unsigned refuse_formats; /* bits 1 << api_format of the formats the client's Accept rules
+                             out; when the request names no output_format and its format
+                             is one, another the endpoint writes, or 406 when none */
     size_t defer_above;   /* nonzero: a request that would hold more elements than this is
                              not computed; api_handle returns 0 (reply status 0, no body)
                              after parsing it, for the caller to run it elsewhere */
+    int defer_generation; /* nonzero: a request that generates ("generate" on /model/gpt2,
+                             /v1/completions), as its parse finds it, is not run either:
+                             api_handle returns 0 with reply->generation set */
     /* Optional (NULL: none). Called once per request when its sizes are known
      * (after the parse, before its parameters, intermediates, outputs and
      * reply are allocated) with the bytes those will take at most. A nonzero
@@ -265,6 +293,7 @@ typedef struct {
     const api_part *parts;
     int n_parts;
     void *parts_owner;
+    int generation;       /* deferred (status 0) and a generation (api_limits.defer_generation) */
 } api_reply;
 
 /* Frees the body and whatever the parts point into; the reply is then empty. */
@@ -277,7 +306,8 @@ int api_reply_flatten(api_reply *reply);
 
 /* Handles one request body for an endpoint. Fills reply with a body (the
  * result, or {"error": {...}}) and returns reply->status; or returns 0 with
- * no body when lim->defer_above says the request is too big to run here. */
+ * no body when lim->defer_above says the request is too big to run here, or
+ * lim->defer_generation that it generates (reply->generation). */
 int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *lim,
                api_reply *reply);
 
@@ -319,6 +349,9 @@ int api_openai_models_json(const api_models *models, long long created, api_buf 
     XX(NOT_FOUND, 404, "not_found", "No such path, or (POST /v1/completions) no such model.")                                               \
     XX(METHOD_NOT_ALLOWED, 405, "method_not_allowed",                                              \
        "The path does not take this method; the Allow header lists those it takes.")               \
+    XX(NOT_ACCEPTABLE, 406, "not_acceptable",                                                      \
+       "The Accept header takes none of the formats the endpoint writes, and the body names no "  \
+       "output_format.")                                                                           \
     XX(LENGTH_REQUIRED, 411, "length_required",                                                    \
        "A POST with neither Content-Length nor Transfer-Encoding: chunked.")                       \
     XX(UNSUPPORTED_ENCODING, 415, "unsupported_encoding",                                          \

@@ -66,7 +66,8 @@ static int read_tree(const api_job *j, const char *body, size_t len, api_scan *s
 /* ==== admit ============================================================== */
 
 /* 413 over --max-elements or --max-work; 1 when the request is to run elsewhere
- * (lim->defer_above); the memory budget's reservation (503 when refused). */
+ * (lim->defer_above, lim->defer_generation); the memory budget's reservation
+ * (503 when refused). */
 static int admit(const api_job *j, api_err *e) {
     const api_limits *lim = j->lim;
     if (j->need > j->max)
@@ -79,6 +80,7 @@ static int admit(const api_job *j, api_err *e) {
                          "server's limit of %.3g (--max-work)",
                          j->need_noun, j->ops, j->ops_field, lim->max_work);
     if (lim && lim->defer_above && j->work > lim->defer_above) return 1;
+    if (lim && lim->defer_generation && j->generates) return 1;
     if (lim && lim->reserve) {
         char msg[256] = "no memory for this request now; retry later";
         size_t bytes = j->need > SIZE_MAX / sizeof(float) ? SIZE_MAX : j->need * sizeof(float);
@@ -200,7 +202,10 @@ int api_handle(api_endpoint ep, const char *body, size_t len, const api_limits *
     if (k && j.state) k->release(&j);
     free(j.state);
     api__arrays_free(&j.arrays);
-    if (rc == 1) return 0; /* deferred: status 0, no body */
+    if (rc == 1) { /* deferred: status 0, no body */
+        reply->generation = j.generates;
+        return 0;
+    }
     if (rc != 0) {
         if (e.code == API_E_INTERNAL_ERROR && reply->body.failed)
             api__fail(&e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");

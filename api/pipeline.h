@@ -35,6 +35,7 @@ typedef struct api_job {
     size_t need;               /* elements the request holds at most (plan): --max-elements
                                   and the memory budget */
     size_t work;               /* elements that stand for its work (plan): deferral */
+    int generates;             /* it writes token after token (plan): lim->defer_generation */
     double ops;                /* its work in multiply-adds (plan): lim->max_work */
     const char *ops_field;     /*   the field whose length sets it, named in the 413 */
     size_t reply_values;       /* values in the reply (plan): its first reservation */

@@ -156,11 +156,16 @@ def bench(name, fn, clean, corrupted):
     return result
 
 
-if len(sys.argv) > 2:
-    write_checkpoint(sys.argv[2])
-with torch.no_grad():
-    clean, corrupted = torch.tensor([CLEAN]), torch.tensor([CORRUPTED])
-    loop = bench("patch_heads_124m_t16", sweep_loop, clean, corrupted)
-    batched = bench("patch_heads_124m_t16_batched", sweep_batched, clean, corrupted)
-    assert np.allclose(loop, batched, atol=1e-3, rtol=1e-3), abs(loop - batched).max()
-    print("result " + " ".join("%.6g" % v for v in loop.ravel()))
+def main():
+    if len(sys.argv) > 2:
+        write_checkpoint(sys.argv[2])
+    with torch.no_grad():
+        clean, corrupted = torch.tensor([CLEAN]), torch.tensor([CORRUPTED])
+        loop = bench("patch_heads_124m_t16", sweep_loop, clean, corrupted)
+        batched = bench("patch_heads_124m_t16_batched", sweep_batched, clean, corrupted)
+        assert np.allclose(loop, batched, atol=1e-3, rtol=1e-3), abs(loop - batched).max()
+        print("result " + " ".join("%.6g" % v for v in loop.ravel()))
+
+
+if __name__ == "__main__":  # bench_analysis_torch.py imports the model and helpers
+    main()

@@ -288,14 +288,29 @@ typedef enum {
                               (gpt2_min.py's "bias") */
 } attn_buffer;
 
+/* How a parameter buffer holds a tensor's values. A module's buffer is
+ * float32 throughout; a whole model's may hold its weight matrices half-size
+ * (attn_lm_config.weights_dtype, lm.h), widened to float32 as they are read. */
+typedef enum {
+    ATTN_DTYPE_F32 = 0,   /* float32 */
+    ATTN_DTYPE_F16 = 1,   /* IEEE 754 binary16: 5 exponent bits, 10 fraction bits */
+    ATTN_DTYPE_BF16 = 2,  /* bfloat16: the upper half of a float32 (8 exponent bits, 7
+                             fraction bits) */
+    ATTN_DTYPE_COUNT
+} attn_dtype;
+
 typedef struct {
     char name[ATTN_PARAM_NAME_MAX]; /* PyTorch state_dict key: "W_query.weight",
                                        "heads.1.W_key.bias", "c_attn.weight", "mask" */
     int rank;                 /* 1 to 4 */
     int shape[4];
-    size_t offset;            /* in floats, into the parameter buffer */
+    size_t offset;            /* in elements of its dtype (floats for F32), into the
+                                 parameter buffer seen as an array of that dtype */
     size_t count;             /* product of the shape */
     attn_buffer buffer;       /* ATTN_BUFFER_NONE (0) for a parameter */
+    attn_dtype dtype;         /* how the buffer holds it (F32 but in a whole model's
+                                 half-size weight matrices) */
+    size_t byte_offset;       /* its first byte in the parameter buffer */
 } attn_param;
 
 /* Describes the index-th entry (0 <= index < plan->param_count) in state_dict
@@ -449,7 +464,8 @@ void attn_softmax_torch(const float *x, float *y, size_t n);
  *     nanoGPT clamps it), divides by temperature (float32), then top_p as
  *     Hugging Face's TopPLogitsWarper (sort ascending, cumulative softmax,
  *     drop where the cumulative probability <= 1 - top_p, keep the most
- *     likely always; 1 = off), softmax, torch.multinomial(probs, 1): one
+ *     likely always; 1 = off), then min_p (below), softmax,
+ *     torch.multinomial(probs, 1): one
  *     exponential_ draw of V values from the generator, as PyTorch makes it.
  * top_p is in [0, 1]; note that 0 keeps one token: start from
  * ATTN_SAMPLER_GREEDY, not from a zeroed struct, and set what you need. */
@@ -457,9 +473,41 @@ typedef struct {
     double temperature;
     int top_k;
     double top_p;
+    double min_p; /* Hugging Face's MinPLogitsWarper after top_p: drop the
+                     tokens whose probability (softmax of the filtered,
+                     scaled logits) is < min_p * the largest; 0 = off, in [0, 1] */
 } attn_sampler;
 
-#define ATTN_SAMPLER_GREEDY ((attn_sampler){.temperature = 0.0, .top_k = 0, .top_p = 1.0})
+#define ATTN_SAMPLER_GREEDY \
+    ((attn_sampler){.temperature = 0.0, .top_k = 0, .top_p = 1.0, .min_p = 0.0})
+
+/* Penalties on tokens already in the text, applied to the raw logits
+ * before the sampler (attn_penalize), in this order:
+ *   repetition_penalty r (transformers' RepetitionPenaltyLogitsProcessor):
+ *     every id in the prompt or generated so far, once: x < 0 ? x * r : x / r
+ *     (float32); 1 = off, in (0, 1e6];
+ *   frequency_penalty f, presence_penalty p (OpenAI's, as llama.cpp's
+ *     penalties sampler applies them): x -= c * f + (c > 0) * p (float32),
+ *     c the count of the id among the generated tokens only (the whole
+ *     generation: no last-n window); 0 = off, each in [-2, 2]. */
+typedef struct {
+    double repetition_penalty;
+    double frequency_penalty;
+    double presence_penalty;
+} attn_penalties;
+
+#define ATTN_PENALTIES_OFF ((attn_penalties){.repetition_penalty = 1.0})
+
+/* 1 when pen changes any logit (NULL: 0). */
+int attn_penalties_on(const attn_penalties *pen);
+
+/* Applies pen to logits[0..n_vocab) in place, for the text ids[0..n_ids)
+ * whose first n_prompt are the prompt (0 <= n_prompt <= n_ids; every id in
+ * [0, n_vocab)). counts: n_vocab int32 of zeros, the only memory used, left
+ * zeros. ATTN_OK, or ATTN_ERR_ARG (an option, size, id or pointer; err->field
+ * names it) with logits untouched. */
+int attn_penalize(const attn_penalties *pen, float *logits, int n_vocab, const int32_t *ids,
+                  int n_ids, int n_prompt, int32_t *counts, attn_error *err);
 
 /* A token and its log-probability under the model: log_softmax of the raw
  * logits (before temperature and filters), within 1e-6 of PyTorch's. */
@@ -469,7 +517,7 @@ typedef struct {
 } attn_token_logprob;
 
 /* Bytes of scratch attn_sample needs for these options and V logits: 0 for
- * greedy, 4 V with temperature, 20 V with top_p < 1 too; opt NULL gives the
+ * greedy, 4 V with temperature, 20 V with top_p < 1 or min_p > 0 too; opt NULL gives the
  * most any options need (20 V). 0 also when V < 1 or the size overflows. */
 size_t attn_sample_scratch_size(const attn_sampler *opt, int n_vocab);
 

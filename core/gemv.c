@@ -1,8 +1,10 @@
 /* gemv.c - few-row products by blocks of weight rows (gemv.h). One row:
  * cblas_sgemv per block (a plain stream over the weights; OpenBLAS's sgemm
  * would pack them first). More rows: cblas_sgemm per block, which reads the
- * block once for all of them. */
+ * block once for all of them. Half-size weights: half.h's kernels, which
+ * read each block once for every row too. */
 #include "gemv.h"
+#include "half.h"
 #include "linear.h"
 #include "parallel.h"
 #include "core/layers/layers.h"
@@ -23,13 +25,28 @@ int attn__gemv_cols(int in) {
     return cols < 16 ? 16 : cols;
 }
 
+static void activate(const attn__gemv_args *a, float *y, int cols) {
+    if (a->act != ATTN__NO_ACT)
+        for (int r = 0; r < a->rows; r++)
+            attn__act_row(y + (size_t)r * (size_t)a->ldy, cols, (attn_act)a->act);
+}
+
 static void gemv_item(void *ctx, long item, int slot) {
     (void)slot;
     const gemv_job *j = ctx;
     const attn__gemv_args *a = &j->a;
     int c0 = (int)item * j->cols, cols = a->out - c0 < j->cols ? a->out - c0 : j->cols;
-    const float *w = a->w + (size_t)c0 * (size_t)a->in;
     float *y = a->y + c0;
+    if (a->wtype != ATTN_DTYPE_F32) {
+        attn__half_dot_args d = {.x = a->x, .ldx = a->in, .rows = a->rows,
+                                 .w = (const uint16_t *)a->w + (size_t)c0 * (size_t)a->in,
+                                 .in = a->in, .cols = cols, .bias = a->bias ? a->bias + c0 : NULL,
+                                 .y = y, .ldy = a->ldy};
+        attn__half_dot(a->wtype, &d);
+        activate(a, y, cols);
+        return;
+    }
+    const float *w = (const float *)a->w + (size_t)c0 * (size_t)a->in;
     float beta = 0.0f;
     if (a->bias) {
         for (int r = 0; r < a->rows; r++)
@@ -44,9 +61,7 @@ static void gemv_item(void *ctx, long item, int slot) {
             cblas_sgemv(CblasRowMajor, CblasNoTrans, cols, a->in, 1.0f, w, a->in,
                         a->x + (size_t)r * (size_t)a->in, 1, beta, y + (size_t)r * (size_t)a->ldy,
                         1);
-    if (a->act != ATTN__NO_ACT)
-        for (int r = 0; r < a->rows; r++)
-            attn__act_row(y + (size_t)r * (size_t)a->ldy, cols, (attn_act)a->act);
+    activate(a, y, cols);
 }
 
 void attn__gemv_run(attn_pool *pool, const attn__gemv_args *args) {
@@ -56,6 +71,6 @@ void attn__gemv_run(attn_pool *pool, const attn__gemv_args *args) {
     gemv_job j = {.a = *args, .cols = few > cols ? few : cols};
     if (j.a.ldy == 0) j.a.ldy = j.a.out;
     long items = (j.a.out + j.cols - 1) / j.cols;
-    double bytes = 4.0 * j.a.in * (double)j.a.out;
+    double bytes = (j.a.wtype == ATTN_DTYPE_F32 ? 4.0 : 2.0) * j.a.in * (double)j.a.out;
     attn__parallel(pool, items, bytes > 1e5, gemv_item, &j);
 }

@@ -20,7 +20,9 @@ typedef struct {
     int ldy;             /* 0: out */
     const float *x;      /* [rows][in] */
     int rows, in, out;
-    const float *w;      /* [out][in] as nn.Linear stores it */
+    const void *w;       /* [out][in] as nn.Linear stores it, values of wtype */
+    attn_dtype wtype;    /* F32 (BLAS), or F16 or BF16 (half.h's kernels, widened in
+                            registers: half the bytes to read) */
     const float *bias;   /* [out] or NULL */
     int act;             /* ATTN__NO_ACT or an attn_act applied to each result */
 } attn__gemv_args;

@@ -30,13 +30,23 @@ typedef struct {
     const float *x;      /* [rows][ldx] */
     int ldx;             /* 0: in */
     int rows, in, out;
-    const float *w;      /* [out][in] as nn.Linear stores it, or [in][out] with w_is_in_out */
+    const void *w;       /* [out][in] as nn.Linear stores it, or [in][out] with w_is_in_out
+                            (float32 only) */
     int w_is_in_out;
+    attn_dtype wtype;    /* w's values; F16 and BF16 blocks are widened into scratch first */
+    float *scratch;      /* half-size w: attn__linear_scratch(in, out) floats for each slot of
+                            the pool (NULL: the few-row kernels instead, slower) */
     const float *bias;   /* [out] or NULL */
     int act;             /* ATTN__NO_ACT, or an attn_act applied to each result */
     int *nonfinite;      /* if not NULL: set to 1 (atomically) when a result is NaN or
                             infinite, checked block by block while in cache */
 } attn__linear_args;
+
+/* Floats of one thread's scratch for a product with half-size weights: the
+ * largest block of weight rows an item widens ([attn__linear_cols(out)][in]),
+ * so that the block goes through the same cblas_sgemm as float32 weights
+ * (the same bits as the float32 copy of the same values). */
+size_t attn__linear_scratch(int in, int out);
 
 /* y = x · Wᵀ + b (then GELU), by items split over pool. */
 void attn__linear_run(attn_pool *pool, const attn__linear_args *a);

@@ -9,11 +9,19 @@
  *   cfg.vocab_size = 50257; cfg.context = 1024;
  *   attn_lm_plan plan;
  *   attn_lm_plan_make(&cfg, B, T, 0, &plan, &err);       validate, size, cost
- *   float *params = malloc(plan.n_params * sizeof *params);
+ *   float *params = malloc(plan.param_bytes);
  *   attn_rng rng; attn_rng_seed(&rng, 123);
  *   attn_lm_params_init(&plan, params, &rng, &err);      GPTModel(cfg), bit for bit
  *   attn_lm_outputs out = {.logits = logits};
  *   attn_lm_forward(&plan, params, idx, pool, NULL, &out, &err);
+ *
+ * The parameter buffer holds every tensor of the state_dict, in its order,
+ * each where attn_lm_param_get says (byte_offset, dtype). With
+ * cfg.weights_dtype F16 or BF16 its weight matrices (the embeddings, the
+ * projections, the head: every rank-2 parameter) are half-size, widened to
+ * float32 inside the products: the results are those of the float32 copy of
+ * the same values (the few-row products of a step up to the order of their
+ * sums); attn_lm_params_convert makes one layout from another.
  *
  * Everything here is reentrant, allocates only the work space of a call
  * (or the cache it is asked to create), and reports failures as
@@ -193,6 +201,10 @@ typedef struct {
     int type_vocab;          /* 0: no token types */
     int pad_id;
     int mlm_head, pooler;    /* an encoder's parts */
+    attn_dtype weights_dtype; /* how the parameter buffer holds the weight matrices (every
+                                 rank-2 parameter); norms, biases and buffers are float32
+                                 whatever it says. 0: F32. Not a hyperparameter: the same
+                                 model, stored smaller */
 } attn_lm_config;
 
 /* One hyperparameter an architecture takes. A default of NAN means
@@ -302,7 +314,10 @@ typedef struct {
     int head;             /* the model has an output head (logits): every decoder, an encoder
                              with its MLM head */
     int param_count;      /* state_dict entries, buffers included (a tied head excluded) */
-    size_t n_params;      /* floats of the parameter buffer, in state_dict order */
+    size_t n_params;      /* values of the parameter buffer, in state_dict order (floats
+                             when cfg.weights_dtype is F32) */
+    size_t param_bytes;   /* bytes of the parameter buffer: 4 n_params with F32 weights,
+                             about half that with F16 or BF16 */
     size_t n_logits;      /* B * T * V */
     size_t n_hidden;      /* (n_layer + 1) * B * T * C */
     size_t n_attn;        /* n_layer * B * H * T * T */
@@ -356,11 +371,30 @@ int attn_lm_ignored_name(const attn_lm_plan *plan, const char *name);
  * uniform biases, LayerNorms with ones and zeros, then the head; GPT2 draws
  * lm_head's own weight and discards it). rng freshly seeded; it is left
  * where PyTorch's is. ATTN_ERR_ARG (field "init") for an architecture that
- * has no construction from a seed. */
+ * has no construction from a seed, (field "weights_dtype") for half-size
+ * weights: make the float32 model, then attn_lm_params_convert. */
 int attn_lm_params_init(const attn_lm_plan *plan, float *params, attn_rng *rng, attn_error *err);
 /* Checks given parameters: finite, and buffers equal to what the model
  * registers (GPT2's tril attn.bias, GPTModel's triu att.mask). */
-int attn_lm_params_check(const attn_lm_plan *plan, const float *params, attn_error *err);
+int attn_lm_params_check(const attn_lm_plan *plan, const void *params, attn_error *err);
+
+/* ==== Weights' dtypes ===================================================== */
+
+/* "F32", "F16", "BF16" (safetensors' names); NULL out of range. */
+const char *attn_dtype_name(attn_dtype t);
+/* Bytes of one value: 4 or 2; 0 out of range. */
+size_t attn_dtype_size(attn_dtype t);
+/* n values of dtype `from` at src as dtype `to` into dst: widening is
+ * exact; float32 to F16 or BF16 rounds to nearest even (lossy: 11 and 8
+ * significant bits; beyond F16's +-65504 is infinity). Any alignment. */
+void attn_dtype_convert(attn_dtype to, void *dst, attn_dtype from, const void *src, size_t n);
+/* The parameters src, laid out by plan `from`, into dst laid out by plan
+ * `to` (to->param_bytes), each tensor converted as attn_dtype_convert does:
+ * e.g. a float32 model's BF16 copy, or a half-size one widened. The plans
+ * must be of one model, their configs equal but for weights_dtype
+ * (ATTN_ERR_ARG, field "weights_dtype", otherwise). */
+int attn_lm_params_convert(const attn_lm_plan *to, void *dst, const attn_lm_plan *from,
+                           const void *src, attn_error *err);
 
 /* ==== Dropout calls ====================================================== */
 
@@ -377,6 +411,79 @@ typedef struct {
 int attn_lm_dropout_count(const attn_lm_plan *plan);
 /* The index-th of them. ATTN_OK or ATTN_ERR_ARG. */
 int attn_lm_dropout_get(const attn_lm_plan *plan, int index, attn_lm_dropout *out);
+
+/* ==== Analyses: what each head does ====================================== */
+
+/* The shape of an analysis, batch axis first:
+ *   HEADS [B][n_layer][H]     one number per (query) head of each block
+ *   MAPS  [B][n_layer][T][T]  one map per block */
+typedef enum {
+    ATTN_ANALYSIS_SHAPE_HEADS = 0,
+    ATTN_ANALYSIS_SHAPE_MAPS = 1,
+} attn_analysis_shape;
+
+/* The analyses of a run, the one table of them (requests, replies, the
+ * OpenAPI document and the docs read it):
+ *   XX(id, name, shape, from_maps, what)
+ * from_maps 1: computed from each block's attention weights as the forward
+ * makes them (one block's maps held at a time, none when the maps are
+ * returned anyway); 0: runs of its own after the forward (importance).
+ * Every analysis is per batch row (a [B][T] call gives B sets, each exactly
+ * what one sequence alone gives; averaging over rows, as TransformerLens's
+ * detect_head does for a list of texts, is left to the caller). The
+ * detectors are TransformerLens's detect_head with its defaults
+ * (error_measure "mul", nothing excluded): sum(P * D) / sum(P) over one
+ * head's [T][T] weights P and the detection pattern D. */
+#define ATTN_ANALYSIS_MAP(XX)                                                                      \
+    XX(ENTROPY, "entropy", HEADS, 1, "each query row's entropy in nats, -sum p ln p (0 ln 0 = 0), " \
+       "averaged over the query positions")                                                        \
+    XX(SINK, "sink", HEADS, 1, "the weight on position 0 averaged over the query positions "      \
+       "1..T-1 (0 for T = 1)")                                                                     \
+    XX(PREVIOUS_TOKEN, "previous_token", HEADS, 1, "TransformerLens's previous-token score: "      \
+       "D[q][q-1] = 1")                                                                            \
+    XX(DUPLICATE_TOKEN, "duplicate_token", HEADS, 1, "TransformerLens's duplicate-token score: "   \
+       "D[q][k] = 1 for k < q holding q's token")                                                  \
+    XX(INDUCTION, "induction", HEADS, 1, "TransformerLens's induction score: D[q][k] = 1 for "     \
+       "1 <= k <= q where the token at k - 1 is an earlier occurrence of q's")                     \
+    XX(ROLLOUT, "rollout", MAPS, 1, "attention rollout (Abnar & Zuidema 2020): per block the "    \
+       "mean over heads plus the identity, rows renormalised, multiplied from the first block "    \
+       "up (joint[l] = A[l] . joint[l-1]), every block's product")                                 \
+    XX(IMPORTANCE, "importance", HEADS, 0, "the rise of the mean next-token cross-entropy "        \
+       "(loss) when the head's hook_z is zeroed: one ablated run per head, from its block on")
+
+typedef enum {
+#define ATTN_XX(id, ...) ATTN_ANALYSIS_##id,
+    ATTN_ANALYSIS_MAP(ATTN_XX)
+#undef ATTN_XX
+    ATTN_ANALYSIS_COUNT
+} attn_analysis;
+
+/* A row of ATTN_ANALYSIS_MAP. */
+typedef struct {
+    attn_analysis analysis;
+    const char *name;          /* "entropy", "rollout", ... */
+    attn_analysis_shape shape;
+    int from_maps;
+    const char *what;
+} attn_analysis_info;
+
+/* The row of a, or NULL if a is not an analysis. */
+const attn_analysis_info *attn_analysis_get(attn_analysis a);
+/* The analysis called name. ATTN_OK or ATTN_ERR_ARG. */
+int attn_analysis_parse(const char *name, attn_analysis *a);
+/* The rank (3 or 4), shape and element count of analysis a in a call of
+ * plan; 0 if a is not an analysis. */
+int attn_analysis_dims(const attn_lm_plan *plan, attn_analysis a, int shape[4], size_t *count);
+
+/* What the analyses of `asked` (bits 1u << a) add to one attn_lm_run of
+ * plan over a pool of `width` threads, known before anything is allocated:
+ * *floats held at once beyond plan->total_elements (one block's weights,
+ * the rollout's head means, importance's inputs and ablated runs' work
+ * spaces and loss rows), *ops multiply-adds beyond plan->ops. ATTN_OK, or
+ * ATTN_ERR_ARG (field "analysis") for importance in training mode or on a
+ * plan whose ablated runs would pass core's sizes. */
+int attn_lm_analysis_cost(const attn_lm_plan *plan, unsigned asked, int width, size_t *floats,
+                          double *ops, attn_error *err);
 
 /* ==== Forward ============================================================ */
 
@@ -397,6 +504,14 @@ typedef struct {
                              last_hidden_state: what sentence embeddings pool) */
     float *pooler_output; /* [B][C] tanh(dense(x)) of each row's first token (models with a
                              pooler: BertModel's pooler_output) */
+    float *loss;          /* [B] each row's mean next-token cross-entropy in nats: the logits
+                             at t against idx[t + 1] for t < T - 1, as F.cross_entropy(logits[b,
+                             :-1], idx[b, 1:]) (T >= 2; needs idx, also with resid). Computed
+                             in chunks of rows when the logits are not asked */
+    float *analysis[ATTN_ANALYSIS_COUNT]; /* each analysis asked, attn_analysis_dims' count
+                             floats (ATTN_ANALYSIS_MAP): the attention-only ones from the maps
+                             of this run as it makes them; importance by attn_lm_run alone,
+                             after its forward */
 } attn_lm_outputs;
 
 /* model(idx): idx [B][T] token ids in [0, V). A model without a head
@@ -408,7 +523,7 @@ typedef struct {
  * pool. params must be finite (attn_lm_params_init made them, or
  * attn_lm_params_check passed them once; a result beyond float32 is still
  * ATTN_ERR_NONFINITE). One work-space allocation. */
-int attn_lm_forward(const attn_lm_plan *plan, const float *params, const int32_t *idx,
+int attn_lm_forward(const attn_lm_plan *plan, const void *params, const int32_t *idx,
                     attn_pool *pool, attn_rng *rng, attn_lm_outputs *out, attn_error *err);
 
 /* ==== Inside the model: hooks, interventions, the logit lens ============== */
@@ -525,10 +640,13 @@ typedef enum {
                               batch row */
 } attn_ablation;
 
-/* Knock out one head: its hook_z, before the output projection. */
+/* Knock out one head: its hook_z, before the output projection, in batch
+ * rows [batch_start, batch_start + batch_count) (batch_count 0: every row;
+ * a batch of G copies of a text then ablates a head of its own in each). */
 typedef struct {
     int layer, head;
     attn_ablation method;
+    int batch_start, batch_count;
 } attn_lm_ablate;
 
 /* Replace one site's activation by another run's (activation patching):
@@ -547,7 +665,8 @@ typedef struct {
 
 /* What a run takes besides the plan and the parameters. */
 typedef struct {
-    const int32_t *idx;      /* [B][T] token ids; NULL when resid is given */
+    const int32_t *idx;      /* [B][T] token ids; with resid, NULL or the ids the run's input
+                                came from (what loss and the detectors read) */
     const float *resid;      /* [B][T][C]: start at block start_layer with this as its input
                                 (a hook_resid_pre of that block, or the hook_resid_post of the
                                 one before, from another run), so that runs that differ only
@@ -589,16 +708,27 @@ typedef struct {
  * or a hook that cannot be patched, "training" for resid in training mode;
  * and those of attn_lm_forward. Several runs may go at once (each its own
  * call), e.g. as items of attn_pool_run with pool NULL inside: see
- * attn_lm_run_many. */
-int attn_lm_run(const attn_lm_plan *plan, const float *params, const attn_lm_inputs *in,
+ * attn_lm_run_many.
+ *
+ * Analyses (out->analysis): the attention-only ones are computed from each
+ * block's weights as the block makes them, after the block's ablations
+ * (the weights are not changed by them: the rows of later blocks are); they
+ * need idx and a run from block 0. Importance runs the forward (keeping
+ * each block's input), then for every block l and head h the forward from
+ * block l with h's hook_z zeroed (and the run's own ablations from l on),
+ * heads of one block sharing a run as row blocks of one batch, the runs
+ * shared over in->pool one per thread (attn_lm_run_many); it needs idx,
+ * T >= 2 and eval mode, and no patches. Errors name "analysis". */
+int attn_lm_run(const attn_lm_plan *plan, const void *params, const attn_lm_inputs *in,
                 attn_rng *rng, attn_lm_outputs *out, attn_error *err);
 
 /* n independent runs of one plan (eval mode) shared over pool: each run is
  * one item on one thread (its products unsplit), as a patching sweep
  * wants. in[i]'s pool is ignored. status[i] (n entries, required) gets each
  * run's attn_status and errs[i] (may be NULL) its error. Returns ATTN_OK if
- * every run succeeded, else the first failure's code. */
-int attn_lm_run_many(const attn_lm_plan *plan, const float *params, const attn_lm_inputs *in,
+ * every run succeeded, else the first failure's code. The runs' outputs may
+ * hold any analysis but importance (runs of its own: attn_lm_run's). */
+int attn_lm_run_many(const attn_lm_plan *plan, const void *params, const attn_lm_inputs *in,
                      attn_lm_outputs *out, int n, attn_pool *pool, int *status,
                      attn_error *errs);
 
@@ -606,7 +736,7 @@ int attn_lm_run_many(const attn_lm_plan *plan, const float *params, const attn_l
  * residual stream resid [rows][C] (any block's hook_resid_pre, the last
  * block's hook_resid_post), with the model's own final norm and head. One
  * allocation ([rows][C]). */
-int attn_lm_logit_lens(const attn_lm_plan *plan, const float *params, const float *resid,
+int attn_lm_logit_lens(const attn_lm_plan *plan, const void *params, const float *resid,
                        int rows, attn_pool *pool, float *logits, attn_error *err);
 
 /* The hook whose activation is a block's output (the next block's
@@ -702,7 +832,7 @@ int attn_lm_cache_truncate(attn_lm_cache *cache, int seq, int length, attn_error
  * (ATTN_ERR_ARG, field "training", otherwise), B <= the cache's sequences,
  * T <= capacity (ATTN_ERR_SHAPE, field "cache"). Every output of
  * attn_lm_outputs is available. */
-int attn_lm_prefill(const attn_lm_plan *plan, const float *params, const int32_t *idx,
+int attn_lm_prefill(const attn_lm_plan *plan, const void *params, const int32_t *idx,
                     attn_lm_cache *cache, attn_pool *pool, attn_lm_outputs *out,
                     attn_error *err);
 
@@ -732,12 +862,12 @@ typedef struct {
  * ATTN_ERR_ARG (field "rows") for a sequence, token id or position out of
  * range, ATTN_ERR_NONFINITE if the result overflowed (the cache then keeps
  * its lengths). Allocates only when n is over the cache's sequences. */
-int attn_lm_step(attn_lm_cache *cache, const float *params, const attn_lm_row *rows, int n,
+int attn_lm_step(attn_lm_cache *cache, const void *params, const attn_lm_row *rows, int n,
                  attn_pool *pool, attn_lm_step_outputs *out, attn_error *err);
 
 /* attn_lm_step with one row per sequence of the cache: tokens[s] at
  * sequence s's next position, for every s (a batch decoded together). */
-int attn_lm_decode(attn_lm_cache *cache, const float *params, const int32_t *tokens,
+int attn_lm_decode(attn_lm_cache *cache, const void *params, const int32_t *tokens,
                    attn_pool *pool, attn_lm_step_outputs *out, attn_error *err);
 
 #endif

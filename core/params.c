@@ -160,7 +160,7 @@ int attn_param_get(const attn_config *cfg, const attn_plan *plan, int index, att
     for (int i = 0; i < k; i++) offset += entry_count(&lay.e[i]);
     const entry *e = &lay.e[k];
     *out = (attn_param){.rank = e->rank, .offset = offset, .count = entry_count(e),
-                        .buffer = entry_buffer(e)};
+                        .buffer = entry_buffer(e), .byte_offset = offset * sizeof(float)};
     memcpy(out->shape, e->shape, sizeof out->shape);
     if (attn_module_has(cfg->module, ATTN_MOD_HEAD_MODULES))
         snprintf(out->name, sizeof out->name, "heads.%d.%s", group, e->name);

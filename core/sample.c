@@ -2,7 +2,8 @@
  * it on the CPU: greedy (torch.argmax), or the book's generate() (Raschka,
  * ch. 5: top-k with torch.topk and torch.where, logits / temperature,
  * torch.softmax, torch.multinomial) with Hugging Face's TopPLogitsWarper
- * between the temperature and the softmax; and the model's own
+ * and MinPLogitsWarper (transformers' order: min_p after top_p) between the
+ * temperature and the softmax; and the model's own
  * log-probabilities (log_softmax of the raw logits) of the chosen token and
  * of the most likely ones.
  *
@@ -35,11 +36,16 @@ static int wants_top_p(const attn_sampler *opt) {
     return wants_draw(opt) && opt->top_p < 1.0;
 }
 
+static int wants_min_p(const attn_sampler *opt) {
+    return wants_draw(opt) && opt->min_p > 0.0;
+}
+
 size_t attn_sample_scratch_size(const attn_sampler *opt, int n_vocab) {
     size_t per = 0;
     if (n_vocab < 1) return 0;
     if (opt == NULL || wants_draw(opt)) per += sizeof(float);          /* the row */
-    if (opt == NULL || wants_top_p(opt)) per += 2 * sizeof(attn__kv); /* sorting */
+    if (opt == NULL || wants_top_p(opt) || wants_min_p(opt))
+        per += 2 * sizeof(attn__kv); /* sorting; min_p's probabilities */
     size_t bytes;
     return attn__mul((size_t)n_vocab, per, &bytes) ? bytes : 0;
 }
@@ -56,6 +62,8 @@ static int check_options(const attn_sampler *opt, int n_vocab, attn_error *err) 
                           opt->top_k);
     if (!(opt->top_p >= 0.0 && opt->top_p <= 1.0))
         return attn__fail(err, ATTN_ERR_ARG, "top_p", "top_p must be in [0, 1] (1: off)");
+    if (!(opt->min_p >= 0.0 && opt->min_p <= 1.0))
+        return attn__fail(err, ATTN_ERR_ARG, "min_p", "min_p must be in [0, 1] (0: off)");
     return ATTN_OK;
 }
 
@@ -189,6 +197,20 @@ static void top_p_filter(double top_p, float *z, int n, attn__kv *kv, attn__kv *
     for (int j = 0; j < m; j++) z[kv[j].index] = -INFINITY;
 }
 
+/* MinPLogitsWarper(min_p) on z[0..n), in place:
+ *   probs = torch.softmax(scores); top_probs = probs.max()
+ *   tokens_to_remove = probs < min_p * top_probs   (float32 product)
+ * min_tokens_to_keep 1 never matters: the most likely token always stays
+ * (min_p <= 1). probs: n floats. */
+static void min_p_filter(double min_p, float *z, int n, float *probs) {
+    attn_softmax_torch(z, probs, (size_t)n);
+    float top = probs[0];
+    for (int i = 1; i < n; i++) top = probs[i] > top ? probs[i] : top;
+    float limit = (float)min_p * top;
+    for (int i = 0; i < n; i++)
+        if (probs[i] < limit) z[i] = -INFINITY;
+}
+
 /* ==== The draw ================================================================ */
 
 /* torch.multinomial(p, 1): argmax(p / q), q[i] = (float)(-log(1 - u_i)) from
@@ -284,12 +306,13 @@ static void top_logprobs(const float *x, int n, float max, float log_sum,
 /* ==== The calls ================================================================ */
 
 /* The distribution of the draw into z[0..n): top-k and temperature, top-p,
- * softmax. kv: 2 n entries, for top-p. */
+ * min-p, softmax. kv: 2 n entries, for top-p and min-p. */
 static int distribution(const attn_sampler *opt, const float *logits, int n, float *z,
                         attn__kv *kv, attn_error *err) {
     int rc = filter_scale(opt, logits, n, z, err);
     if (rc != ATTN_OK) return rc;
     if (wants_top_p(opt)) top_p_filter(opt->top_p, z, n, kv, kv + n);
+    if (wants_min_p(opt)) min_p_filter(opt->min_p, z, n, (float *)kv);
     attn_softmax_torch(z, z, (size_t)n);
     return ATTN_OK;
 }

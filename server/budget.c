@@ -10,13 +10,22 @@
 #include <time.h>
 #include <unistd.h>
 
+/* A request waiting for memory, on its worker's stack, in arrival order. */
+typedef struct budget_waiter {
+    struct budget_waiter *next;
+    size_t bytes;             /* what it waits for */
+    size_t held;              /* what it holds already (a grower: more than 0) */
+    int granted;              /* hand_out gave it the bytes */
+} budget_waiter;
+
 struct srv_budget {
     pthread_mutex_t mu;
     pthread_cond_t freed;     /* CLOCK_MONOTONIC */
     size_t limit, reserved, peak;
-    int waiting, growers_waiting;
+    int waiting;
     int stopping;             /* srv_budget_stop: no more waiting */
     size_t held_by_waiters;   /* what the waiting requests hold already */
+    budget_waiter *first, *last; /* the waiting requests */
     unsigned long long waits, refused[4];
     unsigned long long trims; /* free arena memory given back to keep within the limit */
 };
@@ -179,45 +188,85 @@ static void keep_warm_within_limit(srv_budget *b) {
     }
 }
 
+static void grant(srv_budget *b, size_t bytes) {
+    b->reserved += bytes;
+    if (b->reserved > b->peak) b->peak = b->reserved;
+}
+
+/* Memory was released: the waiting requests that fit now get it, before
+ * any new request can take it; those that hold memory already first, each
+ * kind in order of arrival. A waiter that does not fit yet is passed over
+ * (the ones behind it may fit). */
+static void hand_out(srv_budget *b) {
+    int any = 0;
+    for (int grower = 1; grower >= 0; grower--)
+        for (budget_waiter *w = b->first; w; w = w->next)
+            if (!w->granted && (w->held > 0) == grower && w->bytes <= b->limit - b->reserved) {
+                grant(b, w->bytes);
+                w->granted = any = 1;
+                b->waiting--;
+                b->held_by_waiters -= w->held;
+            }
+    if (any) keep_warm_within_limit(b);
+    pthread_cond_broadcast(&b->freed);
+}
+
+static void enqueue(srv_budget *b, budget_waiter *w) {
+    if (b->last) b->last->next = w;
+    else b->first = w;
+    b->last = w;
+    b->waiting++;
+    b->held_by_waiters += w->held;
+}
+
+static void dequeue(srv_budget *b, budget_waiter *w) {
+    budget_waiter **p = &b->first, *prev = NULL;
+    while (*p != w) prev = *p, p = &(*p)->next;
+    *p = w->next;
+    if (b->last == w) b->last = prev;
+    if (!w->granted) {
+        b->waiting--;
+        b->held_by_waiters -= w->held;
+    }
+}
+
+/* Waits in line until hand_out grants w, the deadline passes or the server
+ * stops; a grower gives up (STUCK) when everything reserved is held by
+ * waiting requests: nothing would ever be released. */
+static srv_budget_result wait_in_line(srv_budget *b, budget_waiter *w, double deadline) {
+    enqueue(b, w);
+    srv_budget_result r = SRV_BUDGET_OK;
+    time_t sec = (time_t)deadline;
+    struct timespec ts = {sec, (long)((deadline - (double)sec) * 1e9)};
+    while (!w->granted) {
+        if (w->held > 0 && b->held_by_waiters == b->reserved) r = SRV_BUDGET_STUCK;
+        else if (now_s() >= deadline || b->stopping) r = SRV_BUDGET_TIMEOUT;
+        if (r != SRV_BUDGET_OK) break;
+        pthread_cond_timedwait(&b->freed, &b->mu, &ts);
+    }
+    dequeue(b, w);
+    return w->granted ? SRV_BUDGET_OK : r;
+}
+
 srv_budget_result srv_budget_reserve(srv_budget *b, size_t *held, size_t bytes, double deadline) {
     srv_budget_result r = SRV_BUDGET_OK;
-    int grower = *held > 0, waited = 0;
     pthread_mutex_lock(&b->mu);
     if (bytes > b->limit || *held > b->limit - bytes) {
         r = SRV_BUDGET_NEVER;
-        goto out;
+    } else if (bytes <= b->limit - b->reserved) { /* fits: taken, whoever waits */
+        grant(b, bytes);
+        keep_warm_within_limit(b);
+    } else if (*held > 0 && b->held_by_waiters + *held == b->reserved) {
+        r = SRV_BUDGET_STUCK; /* everything else reserved waits too: nothing will be released */
+    } else if (now_s() >= deadline || b->stopping) {
+        r = SRV_BUDGET_TIMEOUT;
+    } else {
+        budget_waiter w = {.bytes = bytes, .held = *held};
+        b->waits++;
+        r = wait_in_line(b, &w, deadline);
     }
-    for (;;) {
-        /* Fits, and no request that holds memory already waits before us. */
-        if (bytes <= b->limit - b->reserved && (grower || b->growers_waiting == 0)) break;
-        /* Everything reserved is held by requests waiting for more: no one
-         * will release anything. */
-        if (grower && b->held_by_waiters + *held == b->reserved) {
-            r = SRV_BUDGET_STUCK;
-            goto out;
-        }
-        if (now_s() >= deadline || b->stopping) {
-            r = SRV_BUDGET_TIMEOUT;
-            goto out;
-        }
-        waited = 1;
-        b->waiting++;
-        b->growers_waiting += grower;
-        b->held_by_waiters += *held;
-        time_t sec = (time_t)deadline;
-        struct timespec ts = {sec, (long)((deadline - (double)sec) * 1e9)};
-        pthread_cond_timedwait(&b->freed, &b->mu, &ts);
-        b->waiting--;
-        b->growers_waiting -= grower;
-        b->held_by_waiters -= *held;
-    }
-    b->reserved += bytes;
-    *held += bytes;
-    if (b->reserved > b->peak) b->peak = b->reserved;
-    keep_warm_within_limit(b);
-out:
-    b->waits += waited;
-    if (r != SRV_BUDGET_OK) b->refused[r]++;
+    if (r == SRV_BUDGET_OK) *held += bytes;
+    else b->refused[r]++;
     pthread_mutex_unlock(&b->mu);
     return r;
 }
@@ -227,7 +276,7 @@ void srv_budget_release(srv_budget *b, size_t *held) {
     pthread_mutex_lock(&b->mu);
     b->reserved -= *held;
     *held = 0;
-    pthread_cond_broadcast(&b->freed);
+    hand_out(b);
     pthread_mutex_unlock(&b->mu);
 }
 
@@ -313,6 +362,11 @@ static size_t cgroup_limit(int *v2) {
     }
     fclose(f);
     return best;
+}
+
+size_t srv_budget_max_elements(size_t limit) {
+    size_t half = limit / 2 / sizeof(float);
+    return half > SRV_MIN_MAX_ELEMENTS ? half : SRV_MIN_MAX_ELEMENTS;
 }
 
 size_t srv_budget_default(char *how, size_t how_size) {

@@ -6,11 +6,15 @@
  * would never fit 413), the parse (the JSON tree made of the body, estimated
  * from it, and a gzip body's inflated text) before api_handle, then the rest
  * (parameters, intermediates, outputs and reply text: the api's element
- * estimate, through api_limits.reserve) once the sizes are known. A request
- * that does not fit waits on its worker, up to a deadline; requests that
- * already hold a reservation go first. It is refused at once when it could
- * never fit, and when everything reserved belongs to requests that are
- * themselves waiting for more (nothing would ever be released).
+ * estimate, through api_limits.reserve) once the sizes are known. What
+ * fits is taken at once, whoever waits: a request waiting for more than is
+ * free does not keep out the ones that fit beside it. One that does not fit
+ * waits on its worker, up to a deadline; memory released goes to the
+ * waiting requests that fit before anyone else can take it, those that
+ * already hold a reservation first, each kind in order of arrival. A
+ * request is refused at once when it could never fit, and when everything
+ * reserved belongs to requests that are themselves waiting for more
+ * (nothing would ever be released).
  */
 #ifndef SRV_BUDGET_H
 #define SRV_BUDGET_H
@@ -91,6 +95,16 @@ typedef struct {
 } srv_budget_stats;
 
 void srv_budget_get_stats(srv_budget *b, srv_budget_stats *st);
+
+/* The default --max-elements for a budget of `limit` bytes: half of it in
+ * float32 values (one request may hold half the memory all requests share:
+ * two of the largest run at once), at least SRV_MIN_MAX_ELEMENTS (2^27,
+ * 512 MiB of floats). A request beyond the budget itself is refused up
+ * front all the same: its reservation is 413 before anything is allocated.
+ * Half the physical memory of a 4 GiB machine minus the margin already
+ * takes the book's GPT_CONFIG_124M from a seed (about 176M values). */
+#define SRV_MIN_MAX_ELEMENTS ((size_t)1 << 27)
+size_t srv_budget_max_elements(size_t limit);
 
 /* The default budget: the cgroup memory limit of this process (cgroup v2
  * memory.max or v1 memory.limit_in_bytes, the smallest along its path) when

@@ -49,14 +49,6 @@ void srv_gen_destroy(srv_gen *g) {
     free(g);
 }
 
-int srv_gen_wants(srv_route route, const char *body, size_t len) {
-    api_endpoint ep;
-    if (!srv_route_endpoint(route, &ep)) return 0;
-    if (ep == API_EP_V1_COMPLETIONS) return 1;
-    static const char key[] = "\"generate\"";
-    return body && len >= sizeof key - 1 && memmem(body, len, key, sizeof key - 1) != NULL;
-}
-
 int srv_gen_submit(srv_gen *g, srv_job_fn fn, void *arg) { return srv_pool_submit(g->pool, fn, arg); }
 
 void srv_gen_stats(srv_gen *g, size_t *queued, size_t *running) {

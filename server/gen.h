@@ -10,6 +10,11 @@
  * so concurrent streams advance token for token in turn rather than one
  * after the other, and a new one writes its first token after one round.
  *
+ * A request is a generation by what its parse finds (api_limits.
+ * defer_generation), never by a look at its bytes: an escaped key or a gzip
+ * body is one too. The parse runs where the request would have run (the
+ * I/O thread for a small body, else a compute worker), which hands it over.
+ *
  * Between tokens the generation also asks whether its client is still
  * there (the socket read-closed and nothing left to read: the generation
  * stops at the next token) and whether its time is up.
@@ -20,7 +25,6 @@
 #include <stddef.h>
 
 #include "pool.h"
-#include "route.h"
 
 typedef struct srv_gen srv_gen;
 
@@ -32,11 +36,6 @@ srv_gen *srv_gen_create(int threads, int max_queue, int width);
 void srv_gen_destroy(srv_gen *g);
 void srv_gen_stopping(srv_gen *g);
 int srv_gen_is_stopping(srv_gen *g);
-
-/* 1 if a request to route with this body generates: /v1/completions, or a
- * body that mentions "generate" (a cheap look, not a parse: a false guess
- * only runs a request on these threads). */
-int srv_gen_wants(srv_route route, const char *body, size_t len);
 
 /* Queues fn(arg) on the generation threads: 0, or -1 when the queue is full. */
 int srv_gen_submit(srv_gen *g, srv_job_fn fn, void *arg);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "acceptor.h"
+#include "delivered.h"
 #include "encoding.h"
 #include "framing.h"
 #include "gen.h"
@@ -81,7 +82,9 @@ typedef struct {
     int gzip_body;           /* Content-Encoding: gzip, inflated by the worker */
     int gzip_ok;             /* Accept-Encoding takes gzip */
     int want_format;         /* 1 + the reply format Accept prefers to JSON; 0: none */
+    unsigned refuse_formats; /* the formats Accept rules out (api_limits.refuse_formats) */
     int gzipped;             /* the reply body is gzip */
+    int static_gz;           /* a static document that has a gzip copy: Vary */
     double ms_gzip;          /* time the worker took to compress it */
     size_t held;             /* bytes reserved in the memory budget */
     double deadline;         /* CLOCK_MONOTONIC seconds: longest wait for memory */
@@ -93,6 +96,9 @@ typedef struct {
     int events;              /* the stream is server-sent events (api_limits.events) */
     int status;              /* what was queued; 0 if nothing */
     size_t bytes_out;
+    int measured;            /* wire_before and head_len are known (a large or streamed reply) */
+    unsigned long long wire_before; /* bytes the socket had been given when the reply began */
+    size_t head_len;         /* the reply's head, about (delivered.h) */
 } request;
 
 /* 1 + the reply format (api.h's API_FORMAT_MAP) that an Accept header
@@ -113,6 +119,15 @@ static int preferred_format(const char *accept) {
     return best;
 }
 
+/* The reply formats an Accept header rules out (q = 0, or not named and no
+ * wildcard covers them): bits 1 << api_format; 0 without the header. */
+static unsigned refused_formats(const char *accept) {
+    unsigned out = 0;
+    for (int f = 0; accept && f < API_FORMAT_COUNT; f++)
+        if (!(srv_accept_q(accept, api_format_get((api_format)f)->mime) > 0)) out |= 1u << f;
+    return out;
+}
+
 static double seconds_since(const struct timespec *t0) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -120,6 +135,34 @@ static double seconds_since(const struct timespec *t0) {
 }
 
 /* ==== Replies =========================================================== */
+
+/* A reply this large, or streamed, has what reached its client counted if it
+ * is cut short (delivered.h); a smaller one is in the socket's buffer at
+ * once, and two system calls a request are spared. */
+#define SRV_MEASURE_ABOVE ((size_t)64 << 10)
+
+static enum MHD_Result add_header_length(void *cls, enum MHD_ValueKind kind, const char *key,
+                                         const char *value) {
+    (void)kind;
+    *(size_t *)cls += strlen(key) + 2 + (value ? strlen(value) : 0) + 2;
+    return MHD_YES;
+}
+
+/* Where the reply begins on the wire, and its head's length: the status
+ * line, r's headers, and libmicrohttpd's own (Date, the length or chunked,
+ * the blank line). */
+static void measure_start(request *q, struct MHD_Response *r, int status, size_t len) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return;
+    q->wire_before = srv_tcp_written(ci->connect_fd);
+    const char *reason = MHD_get_reason_phrase_for((unsigned)status);
+    size_t head = 13 + (reason ? strlen(reason) : 0) + 2 + 37 + 2;
+    head += len ? 18 + (size_t)snprintf(NULL, 0, "%zu", len) : 28;
+    MHD_get_response_headers(r, add_header_length, &head);
+    q->head_len = head;
+    q->measured = 1;
+}
 
 /* Adds the headers every reply gets and queues r, whose body is `len`
  * bytes; the caller's reference to r is dropped. */
@@ -139,7 +182,7 @@ static enum MHD_Result respond_with(request *q, int status, const char *content_
     }
     /* One Vary header: what the reply depends on besides the URL. */
     int vary_origin = srv_cors_enabled(cors) && srv_cors_varies(cors);
-    int vary_coding = q->route <= SRV_R_LAST_COMPUTE && q->srv->opt->gzip_level > 0;
+    int vary_coding = (q->route <= SRV_R_LAST_COMPUTE && q->srv->opt->gzip_level > 0) || q->static_gz;
     if (vary_origin || vary_coding)
         MHD_add_response_header(r, MHD_HTTP_HEADER_VARY,
                                 vary_origin && vary_coding ? "Origin, Accept-Encoding"
@@ -170,6 +213,7 @@ static enum MHD_Result respond_with(request *q, int status, const char *content_
     if (atomic_load(&q->srv->draining)) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     q->status = status;
     q->bytes_out = len;
+    if (len == 0 || len > SRV_MEASURE_ABOVE) measure_start(q, r, status, len);
     enum MHD_Result ret = MHD_queue_response(q->conn, (unsigned)status, r);
     MHD_destroy_response(r);
     return ret;
@@ -274,22 +318,25 @@ static enum MHD_Result respond_error(request *q, api_error err, const char *fiel
 
 /* ==== Routes ============================================================ */
 
-/* A document that only changes with the binary: an ETag, "no-cache" (caches
- * keep it but ask again each time), and 304 Not Modified when the client
- * already has it. */
-static enum MHD_Result answer_static(request *q, const char *content_type, const char *doc,
-                                     const char *etag) {
+/* A document that only changes with the binary (static_doc.h): an ETag,
+ * "no-cache" (caches keep it but ask again each time), 304 Not Modified when
+ * the client already has it, its gzip copy to a client that takes gzip. */
+static enum MHD_Result answer_static(request *q, const char *content_type, const srv_static_doc *d) {
+    q->static_gz = d->gz.len > 0;
+    int gz = q->static_gz && srv_accepts_gzip(MHD_lookup_connection_value(
+                                 q->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
+    const char *etag = gz ? d->gz_etag : d->etag;
     const char *inm = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND,
                                                   MHD_HTTP_HEADER_IF_NONE_MATCH);
     int unchanged = srv_etag_matches(inm, etag);
-    struct MHD_Response *r =
-        unchanged ? MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT)
-                  : MHD_create_response_from_buffer(strlen(doc), (void *)doc, MHD_RESPMEM_PERSISTENT);
+    size_t len = unchanged ? 0 : gz ? d->gz.len : d->len;
+    void *body = unchanged ? (void *)"" : gz ? (void *)d->gz.data : (void *)d->text;
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_PERSISTENT);
     if (!r) return MHD_NO;
     MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-    return respond_with(q, unchanged ? MHD_HTTP_NOT_MODIFIED : 200,
-                        unchanged ? NULL : content_type, r, unchanged ? 0 : strlen(doc));
+    q->gzipped = gz && !unchanged;
+    return respond_with(q, unchanged ? MHD_HTTP_NOT_MODIFIED : 200, unchanged ? NULL : content_type, r, len);
 }
 
 static enum MHD_Result answer_get(request *q) {
@@ -334,9 +381,9 @@ static enum MHD_Result answer_get(request *q) {
         return respond_json(q, 200, &b);
     }
     case SRV_R_OPENAPI:
-        return answer_static(q, "application/json", api_openapi_json(), s->openapi_etag);
+        return answer_static(q, "application/json", &s->openapi);
     case SRV_R_VIEWER:
-        return answer_static(q, "text/html; charset=utf-8", srv_viewer_html(), s->viewer_etag);
+        return answer_static(q, "text/html; charset=utf-8", &s->viewer);
     default:
         return respond_error(q, API_E_INTERNAL_ERROR, NULL, "no handler for %s", q->path);
     }
@@ -465,6 +512,7 @@ static void finish_job(request *q) {
 static api_limits request_limits(const request *q) {
     api_limits lim = q->srv->limits;
     lim.prefer_format = q->want_format;
+    lim.refuse_formats = q->refuse_formats;
     return lim;
 }
 
@@ -584,11 +632,28 @@ static void run_api(request *q, api_endpoint ep) {
     lim.token = gen_token;   /* a generation's steps (gen.h) */
     lim.events = events_piece;
     lim.gen_ctx = q;
+    lim.defer_generation = !q->gen; /* found by the parse here: to the generation threads */
     attn_cancel_set(stopped, q);
     if (q->gen) srv_gen_enter(q->srv->gen); /* its turn: generations take them in order */
     api_handle(ep, q->body ? q->body : "", q->len, &lim, &q->reply);
     if (q->gen) srv_gen_leave(q->srv->gen);
     attn_cancel_set(NULL, NULL);
+}
+
+static void compute_job(void *arg);
+
+/* A generation that the parse on a compute worker found (a body too large
+ * or gzip for the I/O thread): queued on the generation threads, which run
+ * compute_job again. 1 when queued; 0 with a 503 stored when their queue is
+ * full, or when it is no such request. */
+static int to_generation_threads(request *q) {
+    if (q->gen || q->reply.status != 0 || !q->reply.generation) return 0;
+    q->gen = 1;
+    q->reply = (api_reply){0};
+    if (srv_gen_submit(q->srv->gen, compute_job, q) == 0) return 1;
+    store_error(&q->reply, API_E_OVERLOADED, "every generation thread is busy and their queue is "
+                "full (--max-streams, --max-queue); retry later");
+    return 0;
 }
 
 static void compute_job(void *arg) {
@@ -605,12 +670,14 @@ static void compute_job(void *arg) {
         finish_job(q);
         return;
     }
+    q->gzip_body = 0; /* inflated: a generation found below runs on it as it is */
     /* The body is held already (begin, take_chunk); the estimate counts it. */
     size_t parse = srv_budget_parse_estimate(q->body ? q->body : "", q->len);
     parse = parse > q->held ? parse - q->held : 0;
     srv_budget_result r = srv_budget_reserve(s->budget, &q->held, parse, q->deadline);
     if (r == SRV_BUDGET_OK) {
         run_api(q, ep_of(q));
+        if (to_generation_threads(q)) return;
     } else {
         char msg[256];
         budget_message(q, r, parse, msg, sizeof msg);
@@ -661,11 +728,14 @@ static enum MHD_Result answer(request *q) {
     /* A small request is answered here on the I/O thread, when its plan is
      * tiny too (microseconds of work): no hand-off to a worker and back.
      * Its memory is not reserved in the budget: at most one per I/O
-     * thread, each under SRV_INLINE_MAX_ELEMENTS. */
-    q->gen = srv_gen_wants(q->route, q->body, q->len);
-    if (q->len <= SRV_INLINE_MAX_BODY && !q->gzip_body && !q->gen) {
+     * thread, each under SRV_INLINE_MAX_ELEMENTS. A generation, as the
+     * parse finds it, goes to the generation threads (gen.h); a larger
+     * body is parsed on a compute worker, which hands a generation over. */
+    q->gen = 0;
+    if (q->len <= SRV_INLINE_MAX_BODY && !q->gzip_body) {
         api_limits lim = request_limits(q);
         lim.defer_above = SRV_INLINE_MAX_ELEMENTS;
+        lim.defer_generation = 1;
         if (api_handle(ep_of(q), q->body ? q->body : "", q->len, &lim, &q->reply) != 0) {
             free(q->body);
             q->body = NULL;
@@ -674,6 +744,8 @@ static enum MHD_Result answer(request *q) {
             int status = q->reply.status;
             return respond_body(q, status, q->reply.content_type, &q->reply.body);
         }
+        q->gen = q->reply.generation;
+        q->reply = (api_reply){0};
     }
 
     /* Suspend before the job can resume us; if the queue is full, resume at
@@ -681,8 +753,10 @@ static enum MHD_Result answer(request *q) {
     atomic_store(&q->ph, PH_WORKING);
     MHD_suspend_connection(q->conn);
     if ((q->gen ? srv_gen_submit(s->gen, compute_job, q) : srv_pool_submit(s->pool, compute_job, q)) != 0) {
-        store_error(&q->reply, API_E_OVERLOADED, "every worker is busy and the queue is full "
-                    "(--max-queue); retry later");
+        store_error(&q->reply, API_E_OVERLOADED, q->gen
+                    ? "every generation thread is busy and their queue is full (--max-streams, "
+                      "--max-queue); retry later"
+                    : "every worker is busy and the queue is full (--max-queue); retry later");
         atomic_store(&q->ph, PH_DONE);
         MHD_resume_connection(q->conn);
     }
@@ -745,6 +819,7 @@ static request *new_request(srv_http *s, struct MHD_Connection *conn, const char
     q->conn = conn;
     snprintf(q->method, sizeof q->method, "-");
     q->m = SRV_M_OTHER;
+    uri = srv_route_path_of(uri);
     snprintf(q->path, sizeof q->path, "%.*s", (int)strcspn(uri, "?"), uri);
     q->route = srv_route_find(q->path);
     atomic_init(&q->ph, PH_READING);
@@ -831,6 +906,7 @@ static enum MHD_Result begin(srv_http *s, struct MHD_Connection *conn, const cha
     q->begun = 1;
     snprintf(q->method, sizeof q->method, "%s", method);
     q->m = srv_method_of(method);
+    url = srv_route_path_of(url); /* absolute form: the path in it */
     snprintf(q->path, sizeof q->path, "%s", url);
     q->route = srv_route_find(url);
     *req_cls = q;
@@ -854,8 +930,9 @@ static enum MHD_Result begin(srv_http *s, struct MHD_Connection *conn, const cha
     q->gzip_body = coding == SRV_CODING_GZIP;
     q->gzip_ok = srv_accepts_gzip(
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
-    q->want_format = preferred_format(
-        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
+    const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+    q->want_format = preferred_format(accept);
+    q->refuse_formats = refused_formats(accept);
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (!cl) return MHD_YES;   /* chunked: checked while reading */
     errno = 0;
@@ -979,6 +1056,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     const char *note = (unsigned)toe < sizeof why / sizeof why[0] ? why[toe] : "aborted";
     if (q->framing_error) note = NULL; /* answered, then closed on purpose */
     if (q->stream) q->bytes_out = srv_stream_sent(q->stream);
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && q->measured) { /* cut short: what arrived */
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci) q->bytes_out = srv_delivered(srv_tcp_acked(ci->connect_fd), q->wire_before,
+                                             q->head_len, q->bytes_out);
+    }
     if (q->status) srv_metrics_request(q->route, q->m, q->status, sec, q->bytes_in, q->bytes_out);
     else srv_metrics_aborted(q->route, q->m);
     if (s->opt->access_log)
@@ -1042,12 +1125,14 @@ static void stop_helpers(srv_http *s) {
     s->linger = NULL;
     srv_budget_destroy(s->budget);
     s->budget = NULL;
+    srv_static_doc_free(&s->openapi);
+    srv_static_doc_free(&s->viewer);
 }
 
 /* The api's limits every request starts from. */
 static void base_limits(srv_http *s, const srv_options *opt, attn_pool *compute,
-                        const api_models *models) {
-    s->limits.max_elements = opt->max_elements;
+                        const api_models *models, size_t budget) {
+    s->limits.max_elements = opt->max_elements ? opt->max_elements : srv_budget_max_elements(budget);
     s->limits.max_work = (double)opt->max_work;
     s->limits.compute = compute;
     s->limits.tokenizers = opt->loaded_tokenizers;
@@ -1061,7 +1146,6 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
     memset(s, 0, sizeof *s);
     s->opt = opt;
     s->pool = pool;
-    base_limits(s, opt, compute, models);
     s->started = (long long)time(NULL);
     atomic_init(&s->draining, 0);
     atomic_init(&s->stopping, 0);
@@ -1070,12 +1154,16 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
         srv_log("--cors-origin: %s", why);
         return -1;
     }
-    const char *doc = api_openapi_json();
-    srv_etag_of(doc, strlen(doc), s->openapi_etag);
-    srv_etag_of(srv_viewer_html(), strlen(srv_viewer_html()), s->viewer_etag);
+    if (srv_static_doc_make(&s->openapi, api_openapi_json(), opt->gzip_level, opt->gzip_min_size) ||
+        srv_static_doc_make(&s->viewer, srv_viewer_html(), opt->gzip_level, opt->gzip_min_size)) {
+        srv_log("cannot compress the static documents");
+        stop_helpers(s);
+        return -1;
+    }
     size_t budget = opt->max_memory;
     snprintf(why, sizeof why, "--max-memory");
     if (!budget) budget = srv_budget_default(why, sizeof why);
+    base_limits(s, opt, compute, models, budget);
     /* The lingering close reads up to 4 bodies' worth (at least 16 MiB). */
     size_t linger_bytes = opt->max_body > SIZE_MAX / 4 ? SIZE_MAX : opt->max_body * 4;
     if (linger_bytes < ((size_t)16 << 20)) linger_bytes = (size_t)16 << 20;

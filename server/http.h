@@ -26,6 +26,7 @@
 #include "linger.h"
 #include "options.h"
 #include "pool.h"
+#include "static_doc.h"
 
 typedef struct {
     const srv_options *opt;
@@ -37,8 +38,8 @@ typedef struct {
     srv_conns *conns;             /* the deadline for request heads */
     srv_gen *gen;                 /* generations' threads and turns (gen.h) */
     long long started;            /* Unix time of the start (GET /v1/models) */
-    char openapi_etag[SRV_ETAG_SIZE];
-    char viewer_etag[SRV_ETAG_SIZE];  /* of the page at GET / */
+    srv_static_doc openapi;       /* GET /openapi.json */
+    srv_static_doc viewer;        /* GET /: the viewer page */
     atomic_int draining;          /* set on SIGTERM: /readyz says 503 */
     atomic_int stopping;          /* past the drain's deadline: computations stop */
     struct MHD_Daemon *daemon;

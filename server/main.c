@@ -13,7 +13,8 @@
  * process, even while a loader is blocked (a FIFO given as a file). A
  * SIGHUP ignored by the parent (nohup) stays ignored.
  *
- * Shutdown: close the listening socket (acceptor.h) and answer /readyz with 503;
+ * Shutdown: close the listening socket (acceptor.h: new connections are refused) and
+ * answer /readyz with 503 on the connections still open;
  * wait until every request in flight has been answered (at most
  * --drain-timeout seconds; a second signal cuts the wait short); then stop
  * the computations still running (each within an item of its work:
@@ -40,6 +41,7 @@
 #include "options.h"
 #include "pool.h"
 #include "probe.h"
+#include "sigbus.h"
 
 static int signal_pipe[2] = {-1, -1};
 
@@ -96,8 +98,8 @@ extern const char srv__demo_config[], srv__demo_config_end[], srv__demo_weights[
     srv__demo_merges_end[];
 
 /* The demo model "shakespeare", offered when no --model is given. */
-static int load_demo(api_models **models) {
-    api_model_files f = {
+static int load_demo(api_models **models, api_weights_mode mode) {
+    api_model_files f = {.mode = mode,
         .name = "shakespeare", .folder = "models/shakespeare",
         .config = srv__demo_config, .config_len = (size_t)(srv__demo_config_end - srv__demo_config),
         .weights = srv__demo_weights, .weights_len = (size_t)(srv__demo_weights_end - srv__demo_weights),
@@ -112,15 +114,37 @@ static int load_demo(api_models **models) {
     return 0;
 }
 
+typedef struct {
+    api_models **models;
+    const char *spec;
+    api_weights_mode mode;
+    char why[768];
+} model_load;
+
+static int load_one(void *arg) {
+    model_load *l = arg;
+    return api_models_load_as(l->models, l->spec, l->mode, l->why, sizeof l->why);
+}
+
 /* The checkpoints, validated in full before the port is bound: a bad file
  * stops the server (exit 2) before it reports ready. Returns 0 or -1. */
 static int load_models(const srv_options *opt, api_models **models) {
-    if (opt->n_models == 0 && opt->demo_model) return load_demo(models);
+    if (opt->n_models == 0 && opt->demo_model) return load_demo(models, opt->weights_mode);
     for (int i = 0; i < opt->n_models; i++) {
-        char why[768];
+        model_load l = {.models = models, .spec = opt->models[i], .mode = opt->weights_mode};
+        char file[1024];
         double t0 = now_s();
-        if (api_models_load(models, opt->models[i], why, sizeof why) != 0) {
-            srv_log("--model %.200s: %s", opt->models[i], why);
+        int rc = srv_sigbus_guard(load_one, &l, file, sizeof file);
+        if (rc == SRV_SIGBUS_HIT) {
+            srv_log("--model %.200s: %s changed while it was read: a page past its end (cut short "
+                    "after it was opened?); a model's files must stay as they are while the server "
+                    "loads them", opt->models[i], file);
+            /* The load was abandoned midway: what it holds cannot be freed,
+             * and a leak checker would turn the exit status into its own. */
+            _exit(2);
+        }
+        if (rc != 0) {
+            srv_log("--model %.200s: %s", opt->models[i], l.why);
             api_models_free(*models);
             *models = NULL;
             return -1;
@@ -211,9 +235,10 @@ static int serve(const srv_options *opt) {
         return 1;
     }
     srv_log("%s listening on %s port %d: %d workers, %d I/O threads, max-queue %d, "
-            "max-body %zu, max-elements %zu, timeout %ds, OpenBLAS %s x%d (checked%s%s)",
+            "max-body %zu, max-elements %zu%s, timeout %ds, OpenBLAS %s x%d (checked%s%s)",
             srv_info_version_line(), opt->host, http.port, opt->threads, opt->io_threads,
-            opt->max_queue, opt->max_body, opt->max_elements, opt->timeout,
+            opt->max_queue, opt->max_body, http.limits.max_elements,
+            opt->max_elements ? "" : " (from the memory budget)", opt->timeout,
             openblas_get_corename(), openblas_get_num_threads(),
             srv_kernels_get()->fallback_from[0] ? ", after " : "",
             srv_kernels_get()->fallback_from);

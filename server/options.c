@@ -14,12 +14,8 @@
 #include <strings.h>
 #include <unistd.h>
 
-/* Default for --max-elements: 2^27 floats, 512 MiB of float32. Inputs,
- * intermediates and outputs together stay under half a GiB, which leaves the
- * other half of a 1 GiB per-request budget for the JSON reply text (about 12
- * bytes per printed float, for the part of the elements that are outputs) and
- * the parse of the request (bounded separately by --max-body). */
-#define DEFAULT_MAX_ELEMENTS ((size_t)1 << 27)
+/* --max-elements is 0 unless given: the server derives it from the memory
+ * budget (srv_budget_max_elements: half of it, at least 2^27 floats). */
 #define DEFAULT_MAX_BODY ((size_t)64 << 20)
 /* Default for --max-work: 2^40 multiply-adds, about 30 s of one core here
  * (GPT-2 124M over 1,024 tokens is 1.6e11; the attention of 1 M tokens of
@@ -60,6 +56,8 @@ static const opt_def defs[] = {
     {"--max-new-tokens", "ATTN_MAX_NEW_TOKENS", OPT_INT, OFF(max_new_tokens), 0, 1, 1 << 30},
     {"--max-streams", "ATTN_MAX_STREAMS", OPT_INT, OFF(max_streams), 0, 1, 4096},
     {"--demo-model", "ATTN_DEMO_MODEL", OPT_BOOL, OFF(demo_model), 0, 0, 0},
+    {"--weights-dtype", "ATTN_WEIGHTS_DTYPE", OPT_STR, OFF(weights_dtype),
+     sizeof(((srv_options *)0)->weights_dtype), 0, 0},
 };
 #define N_DEFS (sizeof defs / sizeof defs[0])
 
@@ -83,8 +81,9 @@ void srv_options_usage(FILE *f, const char *argv0) {
         "  --max-body SIZE        ATTN_MAX_BODY         largest request body; bytes, or with a\n"
         "                                               k/M/G suffix (64M)\n"
         "  --max-elements N       ATTN_MAX_ELEMENTS     most floats one request may hold, inputs,\n"
-        "                                               intermediates and outputs (134217728 =\n"
-        "                                               512 MiB; k/M/G suffixes accepted)\n"
+        "                                               intermediates and outputs; k/M/G suffixes\n"
+        "                                               accepted (half the memory budget in floats,\n"
+        "                                               at least 134217728 = 512 MiB)\n"
         "  --max-memory SIZE      ATTN_MAX_MEMORY       memory all requests together may reserve,\n"
         "                                               bodies included; one that does not fit\n"
         "                                               waits, then 503; one larger than all 413\n"
@@ -134,6 +133,8 @@ void srv_options_usage(FILE *f, const char *argv0) {
         "                                               into the binary: \"shakespeare\", a small\n"
         "                                               GPT-2 trained on Tiny Shakespeare byte by\n"
         "                                               byte, its tokenizer with it (on)\n"
+        "  --weights-dtype D      ATTN_WEIGHTS_DTYPE    keep (F16/BF16 weights stay half-size), f32,\n"
+        "                                               or bf16 (half the memory, lossy) (keep)\n"
         "  --probe URL                                  GET URL, exit 0 on 2xx, 1 otherwise\n"
         "  --healthcheck                                probe http://HOST:PORT/healthz\n"
         "  --version                                    print the version and exit\n"
@@ -260,7 +261,6 @@ static void set_defaults(srv_options *o) {
     o->threads = cpu_count();
     o->io_threads = o->threads < 4 ? o->threads : 4;
     o->max_body = DEFAULT_MAX_BODY;
-    o->max_elements = DEFAULT_MAX_ELEMENTS;
     o->max_work = DEFAULT_MAX_WORK;
     o->max_queue = 64;
     o->max_connections = 1000;
@@ -273,6 +273,7 @@ static void set_defaults(srv_options *o) {
     o->max_new_tokens = 1024;
     o->max_streams = 16;
     o->demo_model = 1;
+    strcpy(o->weights_dtype, "keep");
 }
 
 /* After the error's own line: where the options are, not all of them. */
@@ -405,6 +406,11 @@ int srv_options_parse(srv_options *o, int argc, char **argv) {
     char err[160];
     if (srv_cors_parse(&cors, o->cors_origin, err, sizeof err) != 0) {
         fprintf(stderr, "attention-server: --cors-origin: %s\n", err);
+        return fail(argv0);
+    }
+    if (api_weights_mode_parse(o->weights_dtype, &o->weights_mode) != 0) {
+        fprintf(stderr, "attention-server: --weights-dtype (ATTN_WEIGHTS_DTYPE): '%.32s' is not "
+                "keep, f32 or bf16\n", o->weights_dtype);
         return fail(argv0);
     }
     if (healthcheck && o->mode != SRV_MODE_PROBE) healthcheck_url(o);

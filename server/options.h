@@ -35,7 +35,8 @@ typedef struct {
     int threads;           /* --threads, ATTN_THREADS: compute workers */
     int io_threads;        /* --io-threads, ATTN_IO_THREADS: libmicrohttpd pool */
     size_t max_body;       /* --max-body, ATTN_MAX_BODY: bytes */
-    size_t max_elements;   /* --max-elements, ATTN_MAX_ELEMENTS: floats per request */
+    size_t max_elements;   /* --max-elements, ATTN_MAX_ELEMENTS: floats per request; 0 = from
+                            * the memory budget (srv_budget_max_elements) */
     int max_queue;         /* --max-queue, ATTN_MAX_QUEUE: jobs waiting for a worker */
     int max_connections;   /* --max-connections, ATTN_MAX_CONNECTIONS */
     int timeout;           /* --timeout, ATTN_TIMEOUT: idle client seconds; also the deadline
@@ -66,6 +67,8 @@ typedef struct {
     char models_env[4096];
     int demo_model;        /* --demo-model on|off, ATTN_DEMO_MODEL: without --model, serve the
                             * built-in demo model "shakespeare" (on) */
+    char weights_dtype[32];/* --weights-dtype keep|f32|bf16, ATTN_WEIGHTS_DTYPE ("keep") ... */
+    api_weights_mode weights_mode; /* ... parsed: how every model holds its weight matrices */
 } srv_options;
 
 /* Fills *o from the environment and argv. Returns 0, or -1 after printing

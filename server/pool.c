@@ -13,8 +13,8 @@ struct srv_pool {
     pthread_mutex_t mu;
     pthread_cond_t has_job;
     job *ring;
-    size_t cap, head, count;   /* ring[head] is the oldest of count jobs */
-    size_t running;
+    size_t cap, head, count;   /* ring[head] is the oldest of count jobs not picked up yet */
+    size_t running;            /* count + running <= cap: one per thread, max_queue waiting */
     int stopping;
     int n_threads;
     pthread_t *threads;
@@ -43,7 +43,9 @@ srv_pool *srv_pool_create(int threads, int max_queue) {
     if (threads < 1 || max_queue < 1) return NULL;
     srv_pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
-    p->cap = (size_t)max_queue;
+    /* A job a thread has not picked up yet is in the ring whether or not
+     * that thread is idle: the ring holds every job taken. */
+    p->cap = (size_t)threads + (size_t)max_queue;
     p->ring = calloc(p->cap, sizeof *p->ring);
     p->threads = calloc((size_t)threads, sizeof *p->threads);
     if (!p->ring || !p->threads) goto fail_alloc;
@@ -68,7 +70,7 @@ fail_alloc:
 int srv_pool_submit(srv_pool *p, srv_job_fn fn, void *arg) {
     int rc = -1;
     pthread_mutex_lock(&p->mu);
-    if (!p->stopping && p->count < p->cap) {
+    if (!p->stopping && p->count + p->running < p->cap) {
         p->ring[(p->head + p->count) % p->cap] = (job){fn, arg};
         p->count++;
         pthread_cond_signal(&p->has_job);

@@ -14,8 +14,10 @@ typedef void (*srv_job_fn)(void *arg);
 
 typedef struct srv_pool srv_pool;
 
-/* Starts `threads` workers with room for `max_queue` waiting jobs (jobs being
- * run do not count). Returns NULL if memory or threads cannot be had. */
+/* Starts `threads` workers with room for `max_queue` jobs waiting for one:
+ * threads + max_queue jobs taken at once, running or not, however soon
+ * after one another they come (a job an idle worker has not picked up yet
+ * is not waiting). Returns NULL if memory or threads cannot be had. */
 srv_pool *srv_pool_create(int threads, int max_queue);
 
 /* Queues fn(arg). Returns 0, or -1 if the queue is full or the pool is

@@ -4,12 +4,22 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 static const char *const fixed_paths[] = {
     [SRV_R_HEALTHZ] = "/healthz", [SRV_R_READYZ] = "/readyz", [SRV_R_METRICS] = "/metrics",
     [SRV_R_VERSION] = "/version", [SRV_R_MODELS] = "/models", [SRV_R_OPENAPI] = "/openapi.json",
     [SRV_R_V1_MODELS] = "/v1/models", [SRV_R_VIEWER] = "/",
 };
+
+const char *srv_route_path_of(const char *target) {
+    size_t scheme = strncasecmp(target, "http://", 7) == 0    ? 7
+                    : strncasecmp(target, "https://", 8) == 0 ? 8
+                                                              : 0;
+    if (scheme == 0) return target;
+    const char *end = target + scheme + strcspn(target + scheme, "/?"); /* the authority's */
+    return *end == '/' ? end : "/";
+}
 
 srv_route srv_route_find(const char *path) {
     api_endpoint ep;

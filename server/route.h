@@ -21,6 +21,13 @@ typedef enum {
 /* The last compute route: r <= SRV_R_LAST_COMPUTE is an api endpoint. */
 #define SRV_R_LAST_COMPUTE (SRV_R_HEALTHZ - 1)
 
+/* The path of a request target: the target itself in origin form ("/x"),
+ * the part from the first '/' after the authority in absolute form
+ * ("http://host:8080/x", which RFC 9112 has a server accept; any case of
+ * the scheme; "/" when nothing follows the authority). Points into target,
+ * or at a static "/". */
+const char *srv_route_path_of(const char *target);
+
 /* The route of a path (query string already removed); SRV_R_UNKNOWN if none. */
 srv_route srv_route_find(const char *path);
 /* The path, or "other" for SRV_R_UNKNOWN: the endpoint label in /metrics. */

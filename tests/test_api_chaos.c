@@ -99,6 +99,11 @@ static const request requests[] = {
                         "\"head\":0,\"method\":\"mean\"}],\"patch\":{\"corrupted_idx\":[[1,2,4],[4,5,1]],"
                         "\"site\":\"attn_out\",\"logit_diff\":[2,3]},\"logit_lens\":{\"k\":2},"
                         "\"output_format\":\"safetensors\"}"},
+    /* the analyses of a run (api/inside/analysis.c, core/lm/analysis.c, importance.c) */
+    {API_EP_MODEL, "{\"vocab_size\":7,\"block_size\":4,\"n_layer\":2,\"n_head\":2,\"n_embd\":4,"
+                   "\"init\":{\"seed\":1},\"idx\":[[1,2,1],[4,5,6]],\"ablate\":[{\"layer\":0,\"head\":1}],"
+                   "\"analysis\":[\"entropy\",\"sink\",\"duplicate_token\",\"induction\",\"rollout\","
+                   "\"importance\"],\"return\":[\"next_token\"]}"},
 };
 #define N_REQUESTS (int)(sizeof requests / sizeof requests[0])
 

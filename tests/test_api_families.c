@@ -12,10 +12,14 @@
  *   the greedy continuation the server writes ("generate": the cache's
  *     steps, a prefill then one row a step) equal to PyTorch's argmax loop
  *     over whole forwards;
- *   the reply's module and GET /models' architecture.
+ *   the reply's module and GET /models' architecture;
+ *   F16 and BF16 folders held half-size (GET /models' weights_dtype is the
+ *     folder's: --weights-dtype keep, the default), so that all of the
+ *     above runs through the half-size kernels.
  * Run from the repository root.
  */
 #include <check.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <jansson.h>
 #include <math.h>
@@ -180,6 +184,25 @@ static void check_generate(const gt_file *g, const api_limits *lim, int B) {
     free(ids);
 }
 
+/* GET /models says the weights are held as the folder's name ends: _f32,
+ * _f16 or _bf16. */
+static void check_weights_dtype(const api_models *models, const char *name) {
+    api_limits lim = {.models = models};
+    api_buf b = {0};
+    ck_assert_int_eq(api_models_json(&lim, &b), 0);
+    json_t *j = json_loadb(b.data, b.len, 0, NULL);
+    api_buf_free(&b);
+    const char *got = json_string_value(json_object_get(json_array_get(json_object_get(j, "models"), 0),
+                                                        "weights_dtype"));
+    const char *end = strrchr(name, '_');
+    ck_assert_msg(got && end, "%s: weights_dtype %s", name, got ? got : "missing");
+    char want[8] = "";
+    for (size_t i = 0; end[i + 1] && i + 1 < sizeof want; i++)
+        want[i] = (char)toupper((unsigned char)end[i + 1]), want[i + 1] = '\0';
+    ck_assert_msg(strcmp(got, want) == 0, "%s: held as %s, not %s", name, got, want);
+    json_decref(j);
+}
+
 START_TEST(family_case) {
     char dir[512], path[600], spec[600], why[512];
     snprintf(dir, sizeof dir, "%s/%s", DIR_ROOT, g_cases[_i]);
@@ -191,6 +214,7 @@ START_TEST(family_case) {
     ck_assert_msg(family != NULL, "%s: no family line", path);
     api_models *models = NULL;
     ck_assert_msg(api_models_load(&models, spec, why, sizeof why) == 0, "%s: %s", dir, why);
+    check_weights_dtype(models, g_cases[_i]);
     api_limits lim = {.max_elements = 100000000, .models = models};
     int B = batch ? atoi(batch) : 1;
     check_forward(&g, &lim, B, family);

@@ -211,6 +211,17 @@ START_TEST(broken_folders) {
     broken("folder_shards", "sed -i 's/model-00002-of-00002.safetensors/..\\/x/' model.safetensors.index.json",
            "not a file of the folder");
     broken("folder_shards", "echo '{}' > model.safetensors.index.json", "no \"weight_map\"");
+    /* a tensor named twice: once in a shard that exists nowhere (jansson kept the last) */
+    broken("folder_shards", "sed -i 's/\"weight_map\": {/\"weight_map\": {\"transformer.wte.weight\": "
+           "\"model-00009-of-00009.safetensors\",/' model.safetensors.index.json",
+           "duplicate object key");
+    /* files that are there but are no regular files: said so, not "missing" */
+    broken("folder_gpt2", "rm model.safetensors && ln -s /dev/zero model.safetensors",
+           "model.safetensors: not a regular file");
+    broken("folder_gpt2", "rm merges.txt && ln -s /dev/null merges.txt", "merges.txt: not a regular file");
+    broken("folder_gpt2", "rm config.json && mkfifo config.json", "config.json: not a regular file");
+    broken("folder_shards", "rm model.safetensors.index.json && mkfifo model.safetensors.index.json",
+           "model.safetensors.index.json: not a regular file");
     broken("folder_shards", "rm vocab.bpe", "vocab.bpe: missing beside encoder.json");
     /* the book's: its config against its tensors */
     broken("folder_book", SED_CONFIG("\"qkv_bias\": true", "\"qkv_bias\": false"),

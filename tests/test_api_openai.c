@@ -5,16 +5,20 @@
  * (tests/golden/generation/tiny_hf.json):
  *
  *   - greedy, sampled (n = 2 rows from one seed; top_p; top_k as llama.cpp
- *     takes it): each choice's text and tokens, token_logprobs within 1e-4,
+ *     takes it), with min_p and the repetition, frequency and presence
+ *     penalties (greedy and sampled): each choice's text and tokens, token_logprobs within 1e-4,
  *     top_logprobs, text_offset, finish_reason, usage;
  *   - echo with logprobs: the prompt's own log-probabilities (the first
- *     null);
+ *     null), each token's one value in token_logprobs and top_logprobs;
  *   - stream: the chunks' texts add up to the whole reply's text, their
  *     logprobs to its logprobs, each choice ends with its finish_reason,
  *     then the usage (include_usage) and data: [DONE]; with a stop string
- *     the part that may become it is held back and never sent;
+ *     the part that may become it is held back and never sent, and the
+ *     text_offset of the tokens past the text's end go on from it;
+ *   - a generation cut short by the server (api_limits.token says
+ *     timeout) ends with finish_reason "timeout", whole and streamed;
  *   - OpenAI's errors (unknown argument, no such model as a 404, context
- *     exceeded), llama.cpp's /tokenize pieces (bytes for a piece of a
+ *     exceeded, an empty prompt a 400), llama.cpp's /tokenize pieces (bytes for a piece of a
  *     character) and /detokenize.
  */
 #include <check.h>
@@ -71,15 +75,26 @@ static void text_of(const int32_t *ids, int n, char *out) {
     api_bpe_utf8_text(bytes, (size_t)n, out);
 }
 
-/* The request of golden c as /v1/completions (prompt as text). */
+/* The request of golden c as /v1/completions (prompt as text; as ids when
+ * its bytes are not ASCII: the byte-level tokenizer's id of a byte is the
+ * byte). */
 static char *completion_body(const gg_case *c, const char *extra) {
     char prompt[GG_MAX_TOKENS + 1] = {0};
-    for (int t = 0; t < c->T0; t++) prompt[t] = (char)c->prompt[0][t];
+    json_t *ids = json_array();
+    int ascii = 1;
+    for (int t = 0; t < c->T0; t++) {
+        prompt[t] = (char)c->prompt[0][t];
+        ascii &= c->prompt[0][t] < 0x80;
+        json_array_append_new(ids, json_integer(c->prompt[0][t]));
+    }
+    json_t *text = ascii ? json_string(prompt) : json_incref(ids);
+    json_decref(ids);
     const json_t *g = c->generate;
-    json_t *r = json_pack("{s:s,s:s,s:O,s:O,s:i,s:i}", "model", "tiny", "prompt", prompt, "max_tokens",
+    json_t *r = json_pack("{s:s,s:o,s:O,s:O,s:i,s:i}", "model", "tiny", "prompt", text, "max_tokens",
                           json_object_get(g, "max_new_tokens"), "temperature",
                           json_object_get(g, "temperature"), "n", c->B, "logprobs", 5);
-    static const char *const copy[] = {"top_p", "top_k", "seed", NULL};
+    static const char *const copy[] = {"top_p", "top_k", "seed", "min_p", "repetition_penalty",
+                                       "frequency_penalty", "presence_penalty", NULL};
     for (int i = 0; copy[i]; i++)
         if (json_object_get(g, copy[i])) json_object_set(r, copy[i], json_object_get(g, copy[i]));
     return tapi_body(r, extra);
@@ -111,8 +126,9 @@ static void check_choice(const gg_case *c, const json_t *ch, int b) {
 
 START_TEST(completions_as_pytorch) {
     setup();
-    static const char *const names[] = {"hf_greedy", "hf_sampled_n2", "hf_topk_seed"};
-    for (size_t i = 0; i < 3; i++) {
+    static const char *const names[] = {"hf_greedy", "hf_sampled_n2", "hf_topk_seed",
+                                        "hf_penalties_greedy", "hf_penalties_n2", "hf_freq_prompt"};
+    for (size_t i = 0; i < 6; i++) {
         const gg_case *c = hf(names[i]);
         char *body = completion_body(c, NULL);
         json_t *j = tapi_call(API_EP_V1_COMPLETIONS, body, &g_lim, 200);
@@ -133,6 +149,25 @@ START_TEST(completions_as_pytorch) {
 }
 END_TEST
 
+/* Each token (the first, null, aside) has one log-probability in the reply:
+ * its value in top_logprobs (where it always is: the chosen one is added)
+ * is the one in token_logprobs. Returns how many were compared. */
+static int one_value_per_token(const json_t *lp) {
+    const json_t *tokens = json_object_get(lp, "tokens"), *top = json_object_get(lp, "top_logprobs"),
+                 *tl = json_object_get(lp, "token_logprobs");
+    int compared = 0;
+    for (size_t t = 0; t < json_array_size(tokens); t++) {
+        if (json_is_null(json_array_get(tl, t))) continue;
+        const json_t *alt = json_object_get(json_array_get(top, t), json_string_value(json_array_get(tokens, t)));
+        ck_assert_msg(alt != NULL, "token %zu is not among its top_logprobs", t);
+        ck_assert_msg(json_real_value(alt) == json_real_value(json_array_get(tl, t)),
+                      "token %zu: %.9g in token_logprobs, %.9g in top_logprobs", t,
+                      json_real_value(json_array_get(tl, t)), json_real_value(alt));
+        compared++;
+    }
+    return compared;
+}
+
 START_TEST(echo_logprobs) {
     setup();
     const gg_case *c = hf("hf_greedy");
@@ -149,6 +184,7 @@ START_TEST(echo_logprobs) {
         ck_assert_msg(fabs(json_number_value(json_array_get(tl, (size_t)t)) - c->prompt_lp[0][t]) <= LP_TOL,
                       "prompt token %d", t);
     ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(lp, "text_offset"), (size_t)c->T0)), 5);
+    ck_assert_int_eq(one_value_per_token(lp), c->T0 - 1 + 3);
     json_decref(j);
     free(body);
     teardown();
@@ -253,9 +289,71 @@ START_TEST(stream_equals) {
     ck_assert_str_eq(json_string_value(json_object_get(ch, "text")), want);
     ck_assert_str_eq(json_string_value(json_object_get(ch, "finish_reason")), "stop");
     ck_assert_uint_eq(json_array_size(json_object_get(json_object_get(ch, "logprobs"), "tokens")), 5 + 10);
+    /* the offsets go on past the text's end ("9" at 13, "l" at 14), as if it went on */
+    const json_t *off = json_object_get(json_object_get(ch, "logprobs"), "text_offset");
+    for (int k = 0; k < 10; k++)
+        ck_assert_msg(json_integer_value(json_array_get(off, (size_t)(5 + k))) == 5 + k,
+                      "token %d of the text at %lld, not %d", k,
+                      json_integer_value(json_array_get(off, (size_t)(5 + k))), 5 + k);
     json_decref(w);
     stream_equals_whole(a, b, 1);
     free(a), free(b);
+    teardown();
+}
+END_TEST
+
+/* The same on the demo model (models/shakespeare/), whose prompt tokens got
+ * two values each before (a double log_softmax in token_logprobs, the
+ * sampler's float one in top_logprobs). */
+START_TEST(one_logprob_per_token) {
+    api_models *m = NULL;
+    char path[600], spec[700], why[512];
+    snprintf(spec, sizeof spec, "shakespeare=%s", tfile_path(path, sizeof path, "models/shakespeare"));
+    ck_assert_msg(api_models_load(&m, spec, why, sizeof why) == 0, "%s", why);
+    api_limits lim = {.max_elements = 100000000, .models = m};
+    json_t *j = tapi_call(API_EP_V1_COMPLETIONS, "{\"model\": \"shakespeare\", \"prompt\": \"ROMEO:\\n"
+                          "But soft, what light through yonder window breaks?\", \"max_tokens\": 8, "
+                          "\"logprobs\": 3, \"echo\": true, \"seed\": 1}", &lim, 200);
+    const json_t *lp = json_object_get(json_array_get(json_object_get(j, "choices"), 0), "logprobs");
+    ck_assert_int_eq(one_value_per_token(lp), 57 - 1 + 8); /* 57 bytes, a token each */
+    json_decref(j);
+    api_models_free(m);
+}
+END_TEST
+
+/* api_limits.token: the server's word after each step; TIMEOUT after two. */
+static int steps_seen;
+static int out_of_time_after_two(void *ctx, int n, double ms) {
+    (void)ctx, (void)n, (void)ms;
+    return ++steps_seen >= 2 ? API_TOKEN_TIMEOUT : API_TOKEN_GO;
+}
+
+/* A text the server cut short says so: finish_reason "timeout", not
+ * "length", in the whole reply and in the stream's last chunk. */
+START_TEST(cut_short_says_timeout) {
+    setup();
+    api_limits lim = g_lim;
+    lim.token = out_of_time_after_two;
+    /* greedy: hf_greedy's text, which writes no <|endoftext|> in its first tokens */
+    const char *bodies[2] = {"{\"model\": \"tiny\", \"prompt\": \"Hello\", \"max_tokens\": 8, \"temperature\": 0}",
+                             "{\"model\": \"tiny\", \"prompt\": \"Hello\", \"max_tokens\": 8, \"temperature\": 0, "
+                             "\"stream\": true}"};
+    steps_seen = 0;
+    json_t *j = tapi_call(API_EP_V1_COMPLETIONS, bodies[0], &lim, 200);
+    const json_t *ch = json_array_get(json_object_get(j, "choices"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(ch, "finish_reason")), "timeout");
+    ck_assert_int_lt(json_integer_value(json_object_get(json_object_get(j, "usage"), "completion_tokens")), 8);
+    json_decref(j);
+    steps_seen = 0;
+    api_reply r;
+    ck_assert_int_eq(api_handle(API_EP_V1_COMPLETIONS, bodies[1], strlen(bodies[1]), &lim, &r), 200);
+    char *sse = strndup(r.body.data, r.body.len);
+    api_reply_free(&r);
+    assembled a;
+    assemble(sse, &a);
+    ck_assert_str_eq(a.finish[0], "timeout");
+    assembled_free(&a);
+    free(sse);
     teardown();
 }
 END_TEST
@@ -268,11 +366,22 @@ START_TEST(errors) {
         {"{\"prompt\": \"a\"}", "model", 400},
         {"{\"model\": \"tiny\"}", "prompt", 400},
         {"{\"model\": \"tiny\", \"prompt\": \"a\", \"max_tokens\": 64}", "max_tokens", 400},
-        {"{\"model\": \"tiny\", \"prompt\": \"a\", \"presence_penalty\": 0.5}", "presence_penalty", 400},
+        {"{\"model\": \"tiny\", \"prompt\": \"a\", \"presence_penalty\": 2.5}", "presence_penalty", 400},
+        {"{\"model\": \"tiny\", \"prompt\": \"a\", \"presence_penalty\": \"high\"}", "presence_penalty", 400},
+        {"{\"model\": \"tiny\", \"prompt\": \"a\", \"frequency_penalty\": -2.01}", "frequency_penalty", 400},
+        {"{\"model\": \"tiny\", \"prompt\": \"a\", \"repetition_penalty\": 0}", "repetition_penalty", 400},
+        {"{\"model\": \"tiny\", \"prompt\": \"a\", \"repetition_penalty\": -1.2}", "repetition_penalty", 400},
+        {"{\"model\": \"tiny\", \"prompt\": \"a\", \"min_p\": 1.5}", "min_p", 400},
+        {"{\"model\": \"tiny\", \"prompt\": \"a\", \"min_p\": -0.1}", "min_p", 400},
+        {"{\"model\": \"tiny\", \"prompt\": \"a\", \"best_of\": 3}", "best_of", 400},
         {"{\"model\": \"tiny\", \"prompt\": \"a\", \"n\": 0}", "n", 400},
         {"{\"model\": \"tiny\", \"prompt\": [300]}", "prompt", 400},
         {"{\"model\": \"tiny\", \"prompt\": \"a\", \"top_p\": 0}", "top_p", 400},
         {"{\"model\": \"tiny\", \"prompt\": \"a\", \"stop\": [\"a\", \"b\", \"c\", \"d\", \"e\"]}", "stop[4]", 400},
+        {"{\"model\": \"tiny\", \"prompt\": \"\"}", "prompt", 400},
+        {"{\"model\": \"tiny\", \"prompt\": [\"\"]}", "prompt[0]", 400},
+        {"{\"model\": \"tiny\", \"prompt\": [\"a\", \"\"]}", "prompt[1]", 400},
+        {"{\"model\": \"tiny\", \"prompt\": [[]]}", "prompt[0]", 400},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         json_t *j = tapi_call(API_EP_V1_COMPLETIONS, cases[i].body, &g_lim, cases[i].status);
@@ -281,10 +390,11 @@ START_TEST(errors) {
         ck_assert_ptr_nonnull(json_string_value(json_object_get(json_object_get(j, "error"), "message")));
         json_decref(j);
     }
-    /* accepted at their neutral values; top_k -1 and 0 are off */
+    /* accepted at their neutral values (null: absent); top_k -1 and 0 are off */
     json_t *j = tapi_call(API_EP_V1_COMPLETIONS, "{\"model\": \"tiny\", \"prompt\": [1, 2], \"max_tokens\": 2, "
                           "\"presence_penalty\": 0, \"frequency_penalty\": 0, \"best_of\": 1, \"logit_bias\": {}, "
-                          "\"user\": \"u\", \"suffix\": null, \"top_k\": -1, \"logprobs\": null}", &g_lim, 200);
+                          "\"user\": \"u\", \"suffix\": null, \"top_k\": -1, \"logprobs\": null, "
+                          "\"repetition_penalty\": null, \"min_p\": 0}", &g_lim, 200);
     ck_assert(json_is_null(json_object_get(json_array_get(json_object_get(j, "choices"), 0), "logprobs")));
     json_decref(j);
     teardown();
@@ -334,8 +444,9 @@ END_TEST
 static Suite *openai_suite(void) {
     openblas_set_num_threads(1);
     Suite *s = suite_create("openai");
-    const TTest *tests[] = {completions_as_pytorch, echo_logprobs, stream_equals, errors,
-                            tokenize_detokenize, NULL};
+    const TTest *tests[] = {completions_as_pytorch, echo_logprobs, one_logprob_per_token, stream_equals,
+                            cut_short_says_timeout,
+                            errors, tokenize_detokenize, NULL};
     tcase_with(s, "completions", 30, tests);
     return s;
 }

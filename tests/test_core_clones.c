@@ -13,11 +13,18 @@
  * How the clones are reached: GCC's target_clones makes, for a function f,
  * local clones (f.arch_x86_64_v4, f.arch_x86_64_v3, f.default) and a global
  * resolver "f.resolver" that returns one by libgcc's CPU feature words
- * (__cpu_features2, three words in GCC 12). Calling the resolver with
- * feature bits cleared one at a time, then all of them, returns every clone
- * the CPU supports (clearing features only ever picks a lesser one). The
- * count found must be what __builtin_cpu_supports says the CPU runs, so a
- * change in that mechanism fails here instead of testing nothing.
+ * (__cpu_model.__cpu_features and __cpu_features2). Which words and bits a
+ * resolver reads is the compiler's business (GCC 12.2 here reads the ISA
+ * level bits of __cpu_features2[2]; the note of 2026-11-27 saw a machine
+ * where clearing bits of __cpu_features2 alone did not reach the AVX2
+ * clone), so the test does not depend on it: with every bit of every word
+ * set, the resolver returns the best clone (AVX-512); with one bit cleared
+ * at a time, the lesser ones; with none, the baseline. That finds all three
+ * clones on any machine, whatever its CPU runs, and the count must be 3.
+ * Only the clones the CPU runs (__builtin_cpu_supports("x86-64-v4"),
+ * ("x86-64-v3")) are called; and the resolver with the real words must
+ * pick the clone of the best level the CPU has, which ties the three found
+ * to what production runs.
  */
 #include <check.h>
 #include <math.h>
@@ -46,41 +53,71 @@ RESOLVER(attn__mul_row)
 RESOLVER(attn__add)
 RESOLVER(attn__embed)
 
-#define FEATURE_WORDS 3
-extern unsigned int __cpu_features2[FEATURE_WORDS];
+/* libgcc's feature words (libgcc/config/i386/cpuinfo.c of GCC 12): one in
+ * __cpu_model after vendor, type and subtype, three in __cpu_features2. */
+extern struct {
+    unsigned int vendor, type, subtype;
+    unsigned int features[1];
+} __cpu_model;
+extern unsigned int __cpu_features2[3];
+#define N_WORDS 4
+static unsigned int *const words[N_WORDS] = {&__cpu_model.features[0], &__cpu_features2[0],
+                                             &__cpu_features2[1], &__cpu_features2[2]};
 
-#define MAX_CLONES 3
+/* The clones, best first: AVX-512 (x86-64-v4), AVX2 (x86-64-v3), baseline. */
+#define N_CLONES 3
+static const char *const clone_names[N_CLONES] = {"AVX-512", "AVX2", "baseline"};
+
+static void set_words(const unsigned *v) {
+    for (int w = 0; w < N_WORDS; w++) *words[w] = v[w];
+}
 
 static void add_unique(anyfn *out, int *n, anyfn f) {
     for (int i = 0; i < *n; i++)
         if (out[i] == f) return;
-    ck_assert_int_lt(*n, MAX_CLONES);
+    ck_assert_msg(*n < N_CLONES, "more than %d clones", N_CLONES);
     out[(*n)++] = f;
 }
 
-/* Every clone of a function this CPU runs; the last is the baseline. */
-static int clones_of(anyfn (*resolver)(void), anyfn out[MAX_CLONES]) {
-    unsigned saved[FEATURE_WORDS];
-    memcpy(saved, __cpu_features2, sizeof saved);
+/* The level this CPU runs: 0 AVX-512, 1 AVX2, 2 baseline. */
+static int cpu_level(void) {
+    return __builtin_cpu_supports("x86-64-v4") ? 0 : __builtin_cpu_supports("x86-64-v3") ? 1 : 2;
+}
+
+/* Every clone of a function this CPU runs into run[], the baseline last;
+ * returns how many. All three are found (and counted) on any machine. */
+static int clones_of(anyfn (*resolver)(void), anyfn run[N_CLONES]) {
+    unsigned saved[N_WORDS], v[N_WORDS];
+    for (int w = 0; w < N_WORDS; w++) saved[w] = *words[w];
+    anyfn all[N_CLONES];
     int n = 0;
-    add_unique(out, &n, resolver());
-    for (int w = 0; w < FEATURE_WORDS; w++)
-        for (int b = 0; b < 32; b++)
-            if (saved[w] >> b & 1) {
-                __cpu_features2[w] = saved[w] & ~(1u << b);
-                add_unique(out, &n, resolver());
-                __cpu_features2[w] = saved[w];
-            }
-    memset(__cpu_features2, 0, sizeof saved);
+    memset(v, 0xff, sizeof v);
+    set_words(v);
+    anyfn best = resolver();
+    add_unique(all, &n, best);
+    for (int w = 0; w < N_WORDS; w++)
+        for (int b = 0; b < 32; b++) {
+            memset(v, 0xff, sizeof v);
+            v[w] &= ~(1u << b);
+            set_words(v);
+            add_unique(all, &n, resolver());
+        }
+    memset(v, 0, sizeof v);
+    set_words(v);
     anyfn base = resolver();
-    memcpy(__cpu_features2, saved, sizeof saved);
-    for (int i = 0; i < n; i++) /* the baseline last */
-        if (out[i] == base) out[i] = out[n - 1];
-    out[n - 1] = base;
-    int want = 1 + (__builtin_cpu_supports("x86-64-v3") != 0) +
-               (__builtin_cpu_supports("x86-64-v4") != 0);
-    ck_assert_msg(n == want, "%d clones found, the CPU runs %d", n, want);
-    return n;
+    add_unique(all, &n, base);
+    set_words(saved);
+    anyfn chosen = resolver();
+    ck_assert_msg(n == N_CLONES, "%d clones found, %d compiled", n, N_CLONES);
+    anyfn middle = NULL;
+    for (int i = 0; i < n; i++)
+        if (all[i] != best && all[i] != base) middle = all[i];
+    all[0] = best, all[1] = middle, all[2] = base;
+    int level = cpu_level();
+    ck_assert_msg(chosen == all[level], "the resolver picks another clone than the %s one this "
+                  "CPU runs", clone_names[level]);
+    for (int i = level; i < N_CLONES; i++) run[i - level] = all[i];
+    return N_CLONES - level;
 }
 
 /* ==== inputs =================================================================== */
@@ -116,7 +153,7 @@ START_TEST(test_row_kernels_identical) {
     typedef float (*max_fn)(const float *, int);
     typedef void (*scale_fn)(float *, float, int);
     typedef void (*gelu_fn)(float *, int, int);
-    anyfn mx[MAX_CLONES], sc[MAX_CLONES], ge[MAX_CLONES];
+    anyfn mx[N_CLONES], sc[N_CLONES], ge[N_CLONES];
     int n_clones = clones_of(attn__row_max_resolver, mx);
     ck_assert_int_eq(clones_of(attn__scale_row_resolver, sc), n_clones);
     ck_assert_int_eq(clones_of(attn__gelu_row_resolver, ge), n_clones);
@@ -156,7 +193,7 @@ START_TEST(test_mask_kernels_identical) {
     typedef void (*scores_fn)(float *, const float *, float, const float *, const uint8_t *, int);
     typedef void (*mask_fn)(float *, const float *, const uint8_t *, const uint8_t *, int, int);
     typedef void (*mul_fn)(float *, const float *, int);
-    anyfn so[MAX_CLONES], ma[MAX_CLONES], mu[MAX_CLONES];
+    anyfn so[N_CLONES], ma[N_CLONES], mu[N_CLONES];
     int n_clones = clones_of(attn__scores_row_resolver, so);
     ck_assert_int_eq(clones_of(attn__mask_row_resolver, ma), n_clones);
     ck_assert_int_eq(clones_of(attn__mul_row_resolver, mu), n_clones);
@@ -201,7 +238,7 @@ START_TEST(test_layer_kernels_identical) {
     typedef void (*add_fn)(float *, const float *, size_t);
     typedef void (*embed_fn)(float *, const int32_t *, const float *, const float *, float, int,
                              int, int);
-    anyfn ln[MAX_CLONES], ad[MAX_CLONES], em[MAX_CLONES];
+    anyfn ln[N_CLONES], ad[N_CLONES], em[N_CLONES];
     int n_clones = clones_of(attn__norm_resolver, ln);
     ck_assert_int_eq(clones_of(attn__add_resolver, ad), n_clones);
     ck_assert_int_eq(clones_of(attn__embed_resolver, em), n_clones);
@@ -244,7 +281,7 @@ END_TEST
 
 START_TEST(test_exp_within_ulps) {
     typedef float (*exp_fn)(float *, const float *, float, int);
-    anyfn ex[MAX_CLONES];
+    anyfn ex[N_CLONES];
     int n_clones = clones_of(attn__exp_shifted_resolver, ex);
     static float x[MAXN], want[MAXN], got[MAXN];
     double worst_ulps = 0;
@@ -268,8 +305,13 @@ START_TEST(test_exp_within_ulps) {
                           n, c, s, s0);
         }
     }
-    printf("clones: %d of each kernel run here; exp differs from the baseline's by at most %.0f ulp\n",
-           n_clones, worst_ulps);
+    int level = cpu_level();
+    printf("clones: all %d of each kernel found; the %s one%s compared with the baseline here "
+           "(%s); exp differs from the baseline's by at most %.0f ulp\n", N_CLONES,
+           level == 0 ? "AVX-512 and the AVX2" : level == 1 ? "AVX2" : "no", level == 0 ? "s" : "",
+           level == 0 ? "the CPU has AVX-512" : level == 1 ? "the CPU has AVX2, not AVX-512"
+                                                          : "the CPU has neither AVX2 nor AVX-512",
+           worst_ulps);
 }
 END_TEST
 

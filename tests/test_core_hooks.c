@@ -201,7 +201,7 @@ START_TEST(golden_ablations) {
     ck_assert_ptr_nonnull(logits);
     int done = 0;
     for (int i = 0; i < fx.g.n; i++) {
-        attn_lm_ablate a;
+        attn_lm_ablate a = {0};
         char method[8];
         if (sscanf(fx.g.t[i].name, "ablate.%d.%d.%7s", &a.layer, &a.head, method) != 3) continue;
         a.method = strcmp(method, "mean") == 0 ? ATTN_ABLATE_MEAN : ATTN_ABLATE_ZERO;
@@ -395,10 +395,10 @@ START_TEST(refusals) {
     expect_refused(&p, params, (attn_lm_inputs){.resid = resid, .start_layer = 1,
                                                   .captures = &cap, .n_captures = 1},
                    ATTN_ERR_ARG, "captures[0]"); /* block 0 runs before start_layer */
-    attn_lm_ablate ab = {0, 3, ATTN_ABLATE_ZERO};
+    attn_lm_ablate ab = {.layer = 0, .head = 3, .method = ATTN_ABLATE_ZERO};
     expect_refused(&p, params, (attn_lm_inputs){.idx = idx, .ablations = &ab, .n_ablations = 1},
                    ATTN_ERR_ARG, "ablations[0]");
-    ab = (attn_lm_ablate){0, 0, (attn_ablation)2};
+    ab = (attn_lm_ablate){.layer = 0, .head = 0, .method = (attn_ablation)2};
     expect_refused(&p, params, (attn_lm_inputs){.idx = idx, .ablations = &ab, .n_ablations = 1},
                    ATTN_ERR_ARG, "ablations[0]");
     attn_lm_patch pt[2] = {{0, ATTN_HOOK_Z, 0, buf}, {1, ATTN_HOOK_RESID_PRE, 5, buf}};

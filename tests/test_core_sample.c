@@ -15,6 +15,9 @@
  *         by V draws when sampling, none when greedy;
  *   seq:  several steps from one torch.manual_seed, each on a new row: the
  *         same tokens.
+ * And tests/golden/penalties.txt (tests/golden/generate_penalties.py): the
+ * repetition, frequency and presence penalties (attn_penalize) bit for bit,
+ * then min_p after top_p: the distribution bit for bit and the token.
  * Plus the errors of attn_sample (each leaves the generator as it was), the
  * scratch sizes and concurrent calls.
  */
@@ -405,6 +408,136 @@ START_TEST(test_sort_order) {
 }
 END_TEST
 
+/* ==== Penalties and min_p ==================================================== */
+
+typedef struct {
+    char id[16];
+    int V, top_k, n_prompt, n_ids, want;
+    unsigned long long lseed, sseed, hpen, hsample;
+    double scale, temp, top_p, min_p;
+    attn_penalties pen;
+    int32_t ids[64];
+} pen_case;
+
+static void parse_pen(const char *line, pen_case *c) {
+    int used = 0, adv = 0;
+    ck_assert_msg(sscanf(line, "%15s %d %llu %lf %lf %d %lf %lf %lf %lf %lf %llu %d %d : %n", c->id,
+                         &c->V, &c->lseed, &c->scale, &c->temp, &c->top_k, &c->top_p, &c->min_p,
+                         &c->pen.repetition_penalty, &c->pen.frequency_penalty,
+                         &c->pen.presence_penalty, &c->sseed, &c->n_prompt, &c->n_ids,
+                         &used) == 14 && c->n_ids <= 64,
+                  "bad pen line: %.60s", line);
+    const char *p = line + used;
+    for (int i = 0; i < c->n_ids; i++, p += adv) ck_assert(sscanf(p, "%d %n", &c->ids[i], &adv) == 1);
+    ck_assert_msg(sscanf(p, "= %d %llx %llx", &c->want, &c->hpen, &c->hsample) == 3,
+                  "bad result of %s", c->id);
+}
+
+/* One golden step: the penalized row's bits, the distribution's bits, the
+ * token; counts left zeros. */
+static void check_pen(const pen_case *c) {
+    float *x = make_row(c->V, c->lseed, c->scale, 0, 0.0);
+    int32_t *counts = calloc((size_t)c->V, sizeof *counts);
+    attn_error err = {0};
+    ck_assert_msg(attn_penalize(&c->pen, x, c->V, c->ids, c->n_ids, c->n_prompt, counts, &err) ==
+                      ATTN_OK, "%s: %s", c->id, err.message);
+    ck_assert_msg(fnv1a64(x, (size_t)c->V * sizeof *x) == c->hpen,
+                  "%s: the penalized logits are not PyTorch's bits", c->id);
+    for (int i = 0; i < c->V; i++) ck_assert_int_eq(counts[i], 0);
+    attn_sampler s = {.temperature = c->temp, .top_k = c->top_k, .top_p = c->top_p,
+                      .min_p = c->min_p};
+    size_t bytes = attn_sample_scratch_size(&s, c->V);
+    void *scratch = bytes ? malloc(bytes) : NULL;
+    float *probs = malloc((size_t)c->V * sizeof *probs);
+    if (c->temp > 0) {
+        ck_assert_int_eq(attn_sample_probs(&s, x, c->V, probs, scratch, bytes, &err), ATTN_OK);
+        ck_assert_msg(fnv1a64(probs, (size_t)c->V * sizeof *probs) == c->hsample,
+                      "%s: the distribution (min_p %g) is not PyTorch's bits", c->id, c->min_p);
+    }
+    attn_rng rng;
+    attn_rng_seed(&rng, c->sseed);
+    attn_token_logprob chosen;
+    ck_assert_int_eq(attn_sample(&s, x, c->V, &rng, scratch, bytes, &chosen, NULL, 0, &err), ATTN_OK);
+    ck_assert_msg(chosen.id == c->want, "%s: token %d, PyTorch %d", c->id, chosen.id, c->want);
+    free(probs);
+    free(scratch);
+    free(counts);
+    free(x);
+}
+
+START_TEST(test_penalties) {
+    const char *path = "tests/golden/penalties.txt";
+    char *text = read_text(path);
+    ck_assert_msg(text != NULL, "cannot read %s (run from the repository root)", path);
+    int n = 0, minp = 0, pens = 0;
+    for (char *save = NULL, *line = strtok_r(text, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+        if (strncmp(line, "pen ", 4) != 0) continue;
+        pen_case c;
+        parse_pen(line + 4, &c);
+        check_pen(&c);
+        n++;
+        minp += c.temp > 0 && c.min_p > 0;
+        pens += attn_penalties_on(&c.pen) && c.n_ids > 0;
+    }
+    free(text);
+    printf("test_penalties: %d steps (%d with min_p, %d penalized): PyTorch's bits and tokens\n", n,
+           minp, pens);
+    ck_assert_int_ge(n, 60);
+    ck_assert_int_ge(minp, 10);
+    ck_assert_int_ge(pens, 20);
+}
+END_TEST
+
+/* attn_penalize refuses bad options, sizes and ids, logits untouched. */
+static void expect_pen_error(attn_penalties pen, const int32_t *ids, int n_ids, int n_prompt,
+                             const char *field) {
+    float x[4] = {1.0f, -2.0f, 3.0f, 0.5f}, was[4];
+    memcpy(was, x, sizeof x);
+    int32_t counts[4] = {0};
+    attn_error err = {0};
+    ck_assert_int_eq(attn_penalize(&pen, x, 4, ids, n_ids, n_prompt, counts, &err), ATTN_ERR_ARG);
+    ck_assert_str_eq(err.field, field);
+    ck_assert(memcmp(x, was, sizeof x) == 0);
+}
+
+START_TEST(test_penalty_errors) {
+    int32_t ids[3] = {0, 2, 2}, bad[2] = {1, 4};
+    attn_penalties off = ATTN_PENALTIES_OFF, p = off;
+    p.repetition_penalty = 0.0;
+    expect_pen_error(p, ids, 3, 1, "repetition_penalty");
+    p.repetition_penalty = NAN;
+    expect_pen_error(p, ids, 3, 1, "repetition_penalty");
+    p = off, p.frequency_penalty = 2.01;
+    expect_pen_error(p, ids, 3, 1, "frequency_penalty");
+    p = off, p.presence_penalty = -2.5;
+    expect_pen_error(p, ids, 3, 1, "presence_penalty");
+    p = off, p.presence_penalty = 1.0;
+    expect_pen_error(p, bad, 2, 0, "ids");
+    expect_pen_error(p, ids, 3, 4, "n_ids");
+    ck_assert(!attn_penalties_on(&off) && !attn_penalties_on(NULL) && attn_penalties_on(&p));
+    /* the arithmetic by hand: 3 / 2 for a prompt id, then 2 counts of id 2 */
+    p = (attn_penalties){.repetition_penalty = 2.0, .frequency_penalty = 0.5,
+                         .presence_penalty = 0.25};
+    float x[4] = {1.0f, -2.0f, 3.0f, 0.5f};
+    int32_t counts[4] = {0};
+    ck_assert_int_eq(attn_penalize(&p, x, 4, ids, 3, 1, counts, NULL), ATTN_OK);
+    ck_assert(x[0] == 0.5f && x[1] == -2.0f && x[2] == 1.5f - 1.25f && x[3] == 0.5f);
+    /* min_p out of [0, 1] */
+    attn_sampler s = {.temperature = 1.0, .top_p = 1.0, .min_p = 1.5};
+    float y[4] = {0}, scratch[64];
+    attn_rng rng;
+    attn_rng_seed(&rng, 1);
+    attn_token_logprob chosen;
+    attn_error err = {0};
+    ck_assert_int_eq(attn_sample(&s, y, 4, &rng, scratch, sizeof scratch, &chosen, NULL, 0, &err),
+                     ATTN_ERR_ARG);
+    ck_assert_str_eq(err.field, "min_p");
+    s.min_p = 0.1;
+    ck_assert_uint_eq(attn_sample_scratch_size(&s, 100), 2000);
+}
+END_TEST
+
 /* ==== Errors ================================================================ */
 
 /* attn_sample must fail with `code` naming `field` and leave rng alone. */
@@ -547,6 +680,8 @@ static Suite *suite(void) {
     tcase_with(s, "pytorch", 120, golden);
     const TTest *api[] = {test_errors, test_greedy_and_sizes, test_concurrent, NULL};
     tcase_with(s, "api", 60, api);
+    const TTest *pen[] = {test_penalties, test_penalty_errors, NULL};
+    tcase_with(s, "penalties", 60, pen);
     return s;
 }
 

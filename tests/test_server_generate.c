@@ -16,7 +16,10 @@
  *   - concurrent streams are served in turn: with one compute thread
  *     (--threads 1), three streams each write their first token before any
  *     of them has finished, and a small request is answered meanwhile;
- *   - /metrics counts the tokens written and the time of each step.
+ *   - /metrics counts the tokens written and the time of each step;
+ *   - a generation is told by its parsed body, not its bytes: an escaped
+ *     key ("gen\u0065rate") or a gzip body runs on the generation threads,
+ *     and a request for the single compute worker is answered meanwhile.
  */
 #include <check.h>
 #include <curl/curl.h>
@@ -33,6 +36,7 @@
 #include "support/sse.h"
 #include "support/tiny_server.h"
 #include "support/tmpdir.h"
+#include "support/zref.h"
 
 /* A model slow enough to watch (about a millisecond or more a token here):
  * 24M parameters built from a seed. */
@@ -200,6 +204,7 @@ START_TEST(client_gone_stops) {
     ck_assert_msg(after_whole < 900, "%.0f tokens written after the client left", after_whole);
     /* both end early: the stream cut, the whole reply's computation stopped */
     char *log = srvt_read_log(&s);
+    srvt_log_wait(&s, "POST /model/gpt2 ", 2, 10);
     ck_assert_msg(srvt_log_count(&s, "POST /model/gpt2 200") + srvt_log_count(&s, "POST /model/gpt2 503") >= 2,
                   "the log: %s", log);
     free(log);
@@ -271,8 +276,56 @@ START_TEST(streams_take_turns) {
 }
 END_TEST
 
+/* The generations running now, once the written tokens have grown by
+ * `more` since `before` (30 s at most). */
+static double running_once_written(const srvt_server *s, double before, double more) {
+    for (int i = 0; i < 3000 && srvt_metric(s, "attn_generated_tokens_total") < before + more; i++)
+        usleep(10000);
+    return srvt_metric(s, "attn_generations_running");
+}
+
+/* One compute worker; a generation whose key is escaped, then one whose
+ * body is gzip: each runs on the generation threads, and a request for the
+ * compute worker (gzip: never answered on the I/O thread) is answered while
+ * it writes. Before, both ran on the worker and the small request waited
+ * for the whole generation. */
+START_TEST(generation_routed_by_parse) {
+    srvt_server s;
+    srvt_must_start(&s, (const char *const[]){"--threads", "1", NULL});
+    char body[512];
+    snprintf(body, sizeof body, "{" SLOW_MODEL ", \"gen\\u0065rate\": {\"max_new_tokens\": 1000}}");
+    size_t zlen, small_len;
+    unsigned char *z = zref_gzip(body, strlen(body), &zlen);
+    const char small[] = "{\"inputs\": [[1, 2], [3, 4]]}";
+    unsigned char *zsmall = zref_gzip(small, sizeof small - 1, &small_len);
+    ck_assert(z && zsmall);
+    for (int gz = 0; gz < 2; gz++) {
+        double before = srvt_metric(&s, "attn_generated_tokens_total");
+        int fd = gz ? srvt_raw_post(&s, "/model/gpt2", "Content-Encoding: gzip\r\n", (const char *)z, zlen)
+                    : srvt_raw_post(&s, "/model/gpt2", NULL, body, strlen(body));
+        ck_assert_msg(running_once_written(&s, before, 5) == 1, "%s: not on the generation threads",
+                      gz ? "a gzip body" : "an escaped key");
+        srvt_req rq = {.body = (const char *)zsmall, .len = small_len,
+                       .headers = (const char *const[]){"Content-Encoding: gzip", NULL}};
+        srvt_reply r;
+        srvt_do(&s, "/attention/simple", &rq, &r);
+        ck_assert_int_eq(r.status, 200);
+        ck_assert_msg(srvt_metric(&s, "attn_generations_running") == 1,
+                      "%s: the small request was answered after the generation",
+                      gz ? "a gzip body" : "an escaped key");
+        srvt_reply_free(&r);
+        close(fd); /* the generation stops at its next token */
+        settled_tokens(&s);
+    }
+    free(z);
+    free(zsmall);
+    srvt_must_stop(&s);
+}
+END_TEST
+
 static Suite *server_generate_suite(void) {
-    const TTest *tests[] = {streams_over_http, client_gone_stops, timeout_and_cap, streams_take_turns, NULL};
+    const TTest *tests[] = {streams_over_http, client_gone_stops, timeout_and_cap, streams_take_turns,
+                            generation_routed_by_parse, NULL};
     return suite_with("server_generate", "generate", 120, tests, NULL, ttmp_remove);
 }
 

@@ -9,12 +9,15 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "api/api.h"
 #include "core/attention.h"
 #include "support/check_main.h"
 #include "support/server_harness.h"
 #include "support/server_requests.h"
+#include "support/zref.h"
 
 static srvt_server srv;
 
@@ -93,6 +96,33 @@ START_TEST(t_openapi) {
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(json_object_get(paths, want[i]) != NULL, "openapi lacks %s", want[i]);
     json_decref(j);
+    /* replies over 1 KiB go gzipped to clients that take it, these too: the
+     * same bytes inflated, under an ETag of their own (a 304 for it) */
+    const char *docs[] = {"/openapi.json", "/"};
+    for (int d = 0; d < 2; d++) {
+        srvt_reply plain, gz, again;
+        get_200(docs[d], &plain);
+        srvt_req rq = {.method = "GET", .headers = (const char *const[]){"Accept-Encoding: gzip", NULL}};
+        ck_assert_int_eq(srvt_do(&srv, docs[d], &rq, &gz), 0);
+        ck_assert_int_eq(gz.status, 200);
+        srvt_assert_header(&gz, "Content-Encoding", "gzip");
+        srvt_assert_header(&gz, "Vary", "Accept-Encoding");
+        size_t n;
+        char *inflated = zref_gunzip(gz.body, gz.len, (size_t)1 << 26, &n);
+        ck_assert_msg(inflated && n == plain.len && memcmp(inflated, plain.body, n) == 0,
+                      "%s: gzip body of %zu bytes is not the document", docs[d], gz.len);
+        ck_assert_uint_lt(gz.len, plain.len / 2);
+        char etag[64], etag_gz[64], inm[96];
+        ck_assert_ptr_nonnull(srvt_header(&plain, "ETag", etag, sizeof etag));
+        ck_assert_ptr_nonnull(srvt_header(&gz, "ETag", etag_gz, sizeof etag_gz));
+        ck_assert_str_ne(etag, etag_gz);
+        snprintf(inm, sizeof inm, "If-None-Match: %s", etag_gz);
+        srvt_req rq2 = {.method = "GET", .headers = (const char *const[]){"Accept-Encoding: gzip", inm, NULL}};
+        ck_assert_int_eq(srvt_do(&srv, docs[d], &rq2, &again), 0);
+        ck_assert_int_eq(again.status, 304);
+        free(inflated);
+        srvt_reply_free(&plain), srvt_reply_free(&gz), srvt_reply_free(&again);
+    }
     srvt_reply_free(&r);
     stop();
 }
@@ -150,20 +180,66 @@ static void expect_seed_mha(const char *content_type) {
     srvt_reply_free(&r);
 }
 
+/* The status of a request sent as raw bytes (its target in absolute form). */
+static int raw_status(const char *request) {
+    srvt_raw_reply r;
+    ck_assert_int_eq(srvt_raw(&srv, request, strlen(request), 10000, &r), 0);
+    int status = srvt_raw_status(&r);
+    srvt_raw_free(&r);
+    return status;
+}
+
+/* The seed request; then targets in absolute form (RFC 9112, 3.2.2: a
+ * server accepts them; the path is what routes), which were 404s. */
 START_TEST(t_seed_multihead) {
     start(NULL);
     expect_seed_mha(NULL);
+    char req[4096];
+    snprintf(req, sizeof req, "POST http://127.0.0.1:%d/attention/multihead HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+             "Content-Length: %zu\r\nConnection: close\r\n\r\n%s", srv.port, strlen(srvt_seed_mha), srvt_seed_mha);
+    ck_assert_int_eq(raw_status(req), 200);
+    ck_assert_int_eq(raw_status("GET HTTP://example.com/healthz?x=1 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"), 200);
+    ck_assert_int_eq(raw_status("GET https://example.com HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"), 200);
+    ck_assert_int_eq(raw_status("GET http://example.com/nope HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"), 404);
     stop();
 }
 END_TEST
 
 /* curl -d sends application/x-www-form-urlencoded: parsed as JSON anyway;
  * so are text/plain and no content type at all. */
+/* The status of POST /model/gpt2 (the demo model) with an Accept header. */
+static long model_with_accept(const char *accept, const char *extra, srvt_reply *r) {
+    char body[256], head[160];
+    snprintf(body, sizeof body, "{\"model\": \"shakespeare\", \"text\": \"Hi\"%s}", extra);
+    snprintf(head, sizeof head, "Accept: %s", accept);
+    srvt_req rq = {.body = body, .len = strlen(body), .headers = (const char *const[]){head, NULL}};
+    ck_assert_int_eq(srvt_do(&srv, "/model/gpt2", &rq, r), 0);
+    return r->status;
+}
+
 START_TEST(t_content_type_ignored) {
     start(NULL);
     const char *types[] = {NULL, "Content-Type: application/x-www-form-urlencoded",
                            "Content-Type: text/plain", "Content-Type: application/json"};
     for (size_t i = 0; i < 4; i++) expect_seed_mha(types[i]);
+    /* Accept: a format /model/gpt2 cannot write is 406 (as output_format png
+     * is a 400), not ignored; JSON when Accept takes it too; another it takes;
+     * output_format in the body wins */
+    srvt_reply r;
+    ck_assert_int_eq(model_with_accept("image/png", "", &r), 406);
+    ck_assert_int_eq(srvt_check_error(&r, 406, "not_acceptable"), 0);
+    ck_assert_msg(strstr(r.body, "safetensors"), "%s", r.body);
+    srvt_reply_free(&r);
+    ck_assert_int_eq(model_with_accept("image/png, application/json;q=0.5", "", &r), 200);
+    srvt_assert_header(&r, "Content-Type", "application/json");
+    srvt_reply_free(&r);
+    ck_assert_int_eq(model_with_accept("image/png, */*;q=0.1", "", &r), 200);
+    srvt_reply_free(&r);
+    ck_assert_int_eq(model_with_accept("image/png, application/octet-stream;q=0.2", "", &r), 200);
+    srvt_assert_header(&r, "Content-Type", "application/octet-stream");
+    srvt_reply_free(&r);
+    ck_assert_int_eq(model_with_accept("image/png", ", \"output_format\": \"nested\"", &r), 200);
+    srvt_reply_free(&r);
     stop();
 }
 END_TEST
@@ -336,6 +412,23 @@ END_TEST
 
 /* ==== Access log ======================================================== */
 
+/* The out= of the access log line that contains needle; -1 if none. */
+static long long logged_out(const char *needle) {
+    const char *line = strstr(srv.log, needle), *out = line ? strstr(line, " out=") : NULL;
+    return out ? strtoll(out + 5, NULL, 10) : -1;
+}
+
+/* A request whose reply is about 36 MB of safetensors (the 3000 x 3000
+ * weights of 3000 tokens). */
+static char *big_reply_body(void) {
+    size_t cap = 3000 * 16 + 64, n = 0;
+    char *b = malloc(cap);
+    n += (size_t)snprintf(b + n, cap - n, "{\"output_format\":\"safetensors\",\"inputs\":[");
+    for (int t = 0; t < 3000; t++) n += (size_t)snprintf(b + n, cap - n, "%s[%d,1]", t ? "," : "", t % 7);
+    snprintf(b + n, cap - n, "]}");
+    return b;
+}
+
 START_TEST(t_access_log) {
     start(NULL);
     srvt_reply r;
@@ -343,7 +436,32 @@ START_TEST(t_access_log) {
     srvt_reply_free(&r);
     ck_assert_int_eq(srvt_get(&srv, "/nope", &r), 0);
     srvt_reply_free(&r);
+    /* out= is what the client got: a large reply whole, then one whose client
+     * read 64 KiB of it and hung up */
+    char *big = big_reply_body();
+    ck_assert_int_eq(srvt_post(&srv, "/attention/simple", big, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    size_t whole = r.len;
+    srvt_reply_free(&r);
+    int fd = srvt_raw_post(&srv, "/attention/simple", NULL, big, strlen(big));
+    char buf[4096];
+    for (size_t got = 0; got < 65536;) {
+        ssize_t k = recv(fd, buf, sizeof buf, 0);
+        ck_assert_int_gt(k, 0);
+        got += (size_t)k;
+    }
+    close(fd); /* unread data: a reset */
+    srvt_log_wait(&srv, "POST /attention/simple 200", 2, 10);
+    free(big);
     ck_assert_int_eq(srvt_stop(&srv, 30), 0); /* keeps srv.log, freed by the teardown */
+    ck_assert_int_eq(logged_out("POST /attention/simple 200"), (long long)whole);
+    const char *second = strstr(strstr(srv.log, "POST /attention/simple 200") + 1, "POST /attention/simple 200");
+    ck_assert_ptr_nonnull(second);
+    long long cut = logged_out(second);
+    printf("access log: a reply of %zu bytes whole out=%zu; its client gone after 64 KiB: out=%lld\n",
+           whole, whole, cut);
+    ck_assert_msg(cut >= 0 && cut < (long long)whole / 4, "out=%lld of a %zu-byte reply whose client "
+                  "read 64 KiB", cut, whole);
     char want[128];
     snprintf(want, sizeof want, " POST /attention/multihead 200 in=%zu out=", strlen(srvt_seed_mha));
     ck_assert_msg(strstr(srv.log, want) != NULL, "no '%s' in log:\n%s", want, srv.log);

@@ -100,7 +100,7 @@ static json_t *run_client(void) {
 START_TEST(official_client) {
     attn_lm_config cfg;
     int n = gg_load_hf(g_hf, 8, &cfg);
-    ck_assert_int_eq(n, 3);
+    ck_assert_int_eq(n, 6);
     json_t *r = run_client();
     ck_assert_str_eq(json_string_value(json_array_get(json_object_get(r, "models"), 0)), "tiny");
     char want[512];
@@ -113,6 +113,10 @@ START_TEST(official_client) {
     }
     text_of(tk, 0, -1, "", want);
     check_text(r, "top_k", 0, want);
+    for (int b = 0; b < 2; b++) { /* extra fields the client passes through */
+        text_of(hf("hf_penalties_n2"), b, -1, "", want);
+        check_text(r, "penalties", b, want);
+    }
     text_of(g, 0, 8, "Hello", want); /* echo, cut before "9l" */
     check_text(r, "stop", 0, want);
     text_of(g, 0, 4, "", want);

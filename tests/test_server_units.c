@@ -1,5 +1,6 @@
 /* test_server_units.c - the server's small modules without a server: the
  * memory budget (waits, deadlines, who goes first, the deadlock it refuses),
+ * the worker pool's capacity,
  * the --cors-origin list, If-None-Match against an ETag, and content codings.
  *
  * The modules are compiled into this program from their sources (the server
@@ -19,6 +20,7 @@
 #include "server/cors.c"
 #include "server/encoding.c"
 #include "server/etag.c"
+#include "server/pool.c"
 #include "tests/support/check_main.h"
 
 #define MiB ((size_t)1 << 20)
@@ -221,33 +223,64 @@ static void wait_for_waiters(srv_budget *b, int n) {
     ck_assert_int_eq(waiting(b), n);
 }
 
-/* A waiting request gets its memory when another releases, and one that
- * holds memory already (growing) goes before a new one. */
-START_TEST(t_budget_release_wakes_growers_first) {
+/* A request that waits for memory (a grower: it holds some already) does
+ * not keep out the ones that fit beside it: a new body of 1 MiB is taken at
+ * once (the I/O thread does not wait: deadline 0), and so is a new request
+ * of 5 MiB; the grower gets its memory when it is released. */
+START_TEST(t_budget_admits_what_fits_beside_a_waiter) {
     srv_budget *b = srv_budget_create(100 * MiB);
-    size_t big = 0;
+    size_t big = 0, body = 0, fresh = 0;
     ck_assert_int_eq(srv_budget_reserve(b, &big, 70 * MiB, in(1)), SRV_BUDGET_OK);
     waiter grow = {.b = b, .want = 40 * MiB, .deadline = in(5)};
     ck_assert_int_eq(srv_budget_reserve(b, &grow.held, 20 * MiB, in(1)), SRV_BUDGET_OK);
     atomic_init(&grow.result, -1);
-    pthread_t tg, tn;
+    pthread_t tg;
     ck_assert_int_eq(pthread_create(&tg, NULL, reserve_thread, &grow), 0);
     wait_for_waiters(b, 1);
-    /* 10 MiB are free: a new request of 5 MiB would fit, but the grower waits
-     * before it. */
-    waiter fresh = {.b = b, .want = 5 * MiB, .deadline = in(5)};
-    atomic_init(&fresh.result, -1);
-    ck_assert_int_eq(pthread_create(&tn, NULL, reserve_thread, &fresh), 0);
-    wait_for_waiters(b, 2);
-    ck_assert_int_eq(atomic_load(&fresh.result), -1);
-    srv_budget_release(b, &big);   /* 80 MiB free: the grower takes 40, then the new one 5 */
+    /* 10 MiB are free */
+    ck_assert_int_eq(srv_budget_reserve(b, &body, 1 * MiB, 0.0), SRV_BUDGET_OK);
+    ck_assert_int_eq(srv_budget_reserve(b, &fresh, 5 * MiB, in(1)), SRV_BUDGET_OK);
+    /* 4 MiB free now: 5 more do not fit, and the I/O thread's body is refused */
+    ck_assert_int_eq(srv_budget_reserve(b, &body, 5 * MiB, 0.0), SRV_BUDGET_TIMEOUT);
+    ck_assert_int_eq(atomic_load(&grow.result), -1);
+    srv_budget_release(b, &big);
     pthread_join(tg, NULL);
-    pthread_join(tn, NULL);
     ck_assert_int_eq(atomic_load(&grow.result), SRV_BUDGET_OK);
-    ck_assert_int_eq(atomic_load(&fresh.result), SRV_BUDGET_OK);
     ck_assert_uint_eq(grow.held, 60 * MiB);
-    ck_assert_uint_eq(fresh.held, 5 * MiB);
     srv_budget_release(b, &grow.held);
+    srv_budget_release(b, &body);
+    srv_budget_release(b, &fresh);
+    srv_budget_destroy(b);
+}
+END_TEST
+
+/* Memory released goes first to the requests waiting for it, those that
+ * hold memory already before new ones, whatever their order of arrival;
+ * a waiter it cannot serve yet waits on. */
+START_TEST(t_budget_release_serves_growers_first) {
+    srv_budget *b = srv_budget_create(100 * MiB);
+    size_t big = 0;
+    ck_assert_int_eq(srv_budget_reserve(b, &big, 50 * MiB, in(1)), SRV_BUDGET_OK);
+    waiter fresh = {.b = b, .want = 50 * MiB, .deadline = in(5)};
+    waiter grow = {.b = b, .want = 35 * MiB, .deadline = in(5)};
+    ck_assert_int_eq(srv_budget_reserve(b, &grow.held, 20 * MiB, in(1)), SRV_BUDGET_OK);
+    atomic_init(&fresh.result, -1);
+    atomic_init(&grow.result, -1);
+    pthread_t tf, tg;
+    ck_assert_int_eq(pthread_create(&tf, NULL, reserve_thread, &fresh), 0); /* first */
+    wait_for_waiters(b, 1);
+    ck_assert_int_eq(pthread_create(&tg, NULL, reserve_thread, &grow), 0);
+    wait_for_waiters(b, 2);
+    srv_budget_release(b, &big);   /* 80 MiB free: the grower's 35, then 45 left: not 50 */
+    pthread_join(tg, NULL);
+    ck_assert_int_eq(atomic_load(&grow.result), SRV_BUDGET_OK);
+    ck_assert_uint_eq(grow.held, 55 * MiB);
+    wait_for_waiters(b, 1);
+    ck_assert_int_eq(atomic_load(&fresh.result), -1);
+    srv_budget_release(b, &grow.held);
+    pthread_join(tf, NULL);
+    ck_assert_int_eq(atomic_load(&fresh.result), SRV_BUDGET_OK);
+    ck_assert_uint_eq(fresh.held, 50 * MiB);
     srv_budget_release(b, &fresh.held);
     srv_budget_destroy(b);
 }
@@ -279,12 +312,71 @@ START_TEST(t_budget_refuses_deadlock) {
 }
 END_TEST
 
+/* --max-elements by default: half the budget in floats, at least 2^27; a
+ * 4 GiB machine's default budget (half of it, less a quarter: 1.5 GiB)
+ * takes the book's GPT_CONFIG_124M from a seed (176,122,146 values). */
+START_TEST(t_budget_max_elements) {
+    ck_assert_uint_eq(srv_budget_max_elements(64 * MiB), SRV_MIN_MAX_ELEMENTS);
+    ck_assert_uint_eq(srv_budget_max_elements(1024 * MiB), SRV_MIN_MAX_ELEMENTS);
+    ck_assert_uint_eq(srv_budget_max_elements(8192 * MiB), (size_t)1 << 30);
+    ck_assert_uint_ge(srv_budget_max_elements(1536 * MiB), 176122146);
+}
+END_TEST
+
 START_TEST(t_budget_default_is_stated) {
     char how[160] = "";
     size_t d = srv_budget_default(how, sizeof how);
     ck_assert_uint_ge(d, 64 * MiB);
     ck_assert_msg(strstr(how, "cgroup") || strstr(how, "physical"), "%s", how);
     ck_assert_msg(strstr(how, "minus a margin"), "%s", how);
+}
+END_TEST
+
+/* ==== Worker pool ======================================================= */
+
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static int gate_open;
+static atomic_int jobs_done;
+
+static void gated_job(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&gate_mu);
+    while (!gate_open) pthread_cond_wait(&gate_cv, &gate_mu);
+    pthread_mutex_unlock(&gate_mu);
+    atomic_fetch_add(&jobs_done, 1);
+}
+
+static void set_gate(int open) {
+    pthread_mutex_lock(&gate_mu);
+    gate_open = open;
+    pthread_cond_broadcast(&gate_cv);
+    pthread_mutex_unlock(&gate_mu);
+}
+
+/* 4 threads and a queue of 4 take 8 jobs at once, however soon after one
+ * another they come (jobs the idle threads have not picked up yet are not
+ * waiting for a thread), and refuse the 9th while the 8 run. Many rounds:
+ * submitting right after the pool starts is when the threads are slowest
+ * to pick up. */
+START_TEST(t_pool_capacity) {
+    for (int round = 0; round < 50; round++) {
+        set_gate(0);
+        atomic_store(&jobs_done, 0);
+        srv_pool *p = srv_pool_create(4, 4);
+        ck_assert_ptr_nonnull(p);
+        int taken = 0;
+        for (int i = 0; i < 8; i++) taken += srv_pool_submit(p, gated_job, NULL) == 0;
+        ck_assert_msg(taken == 8, "round %d: %d of 8 jobs taken by 4 threads and a queue of 4",
+                      round, taken);
+        ck_assert_int_eq(srv_pool_submit(p, gated_job, NULL), -1);
+        size_t queued, running;
+        srv_pool_stats(p, &queued, &running);
+        ck_assert_uint_eq(queued + running, 8);
+        set_gate(1);
+        srv_pool_destroy(p);
+        ck_assert_int_eq(atomic_load(&jobs_done), 8);
+    }
 }
 END_TEST
 
@@ -375,8 +467,8 @@ END_TEST
 
 static Suite *units_suite(void) {
     Suite *s = suite_create("server_units");
-    const TTest *tests[] = {t_budget_parse_estimate, t_budget_parse_estimate_bounds_jansson, t_budget_reserve_release, t_budget_release_wakes_growers_first, t_budget_refuses_deadlock, t_budget_default_is_stated, t_cors_lists, t_etag_if_none_match, t_codings, NULL};
-    tcase_with(s, "units", 30, tests);
+    const TTest *tests[] = {t_budget_parse_estimate, t_budget_parse_estimate_bounds_jansson, t_budget_reserve_release, t_budget_admits_what_fits_beside_a_waiter, t_budget_release_serves_growers_first, t_budget_refuses_deadlock, t_budget_max_elements, t_budget_default_is_stated, t_pool_capacity, t_cors_lists, t_etag_if_none_match, t_codings, NULL};
+    tcase_with(s, "units", 120, tests); /* under ASan on a loaded 2-core machine the jansson bound took over 30 s */
     return s;
 }
 

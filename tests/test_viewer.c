@@ -23,6 +23,15 @@
  * The inside view (tests/viewer/inside.mjs) on a plain server: the lens, a
  * head knocked out by a click, the patching map and an activation hold the
  * service's numbers for the very requests the page sent.
+ *
+ * And what a new user met (issue 33): each stage's colours in words and a
+ * dropout mask that dropped nothing drawn grey; an error dims the results
+ * left (modules and inside views); the demo model said to be built in; the
+ * API document rendered at #api; the model view opening on the first model
+ * the server loaded ("wide", a GPT-2 of GPT-2's vocabulary); every view's
+ * model menu holding its names whole; the inside view naming GPT-2's tokens
+ * by their text (as /detokenize does), its activation maps with token axes
+ * and a legend, and the patching's lone space shown as "␣".
  */
 #include <check.h>
 #include <jansson.h>
@@ -37,6 +46,7 @@
 #include "api/module/module.h"
 #include "api/numbers/numbers.h"
 #include "support/check_main.h"
+#include "support/ckpt_files.h"
 #include "support/files.h"
 #include "support/npm.h"
 #include "support/procs.h"
@@ -224,6 +234,62 @@ static void check_seed_example(const json_t *r, float w[2][6][6]) {
     ck_assert_uint_eq(json_array_size(at(r, "stages")), 5);
 }
 
+/* Every option of a menu (menuFit in tests/viewer/page.mjs) fits beside
+ * its arrow: a name cut off was the model menus' first look. */
+static void check_menu_fits(const json_t *menu, const char *what) {
+    ck_assert_uint_ge(json_array_size(menu), 1);
+    for (size_t i = 0; i < json_array_size(menu); i++) {
+        const json_t *o = json_array_get(menu, i);
+        ck_assert_msg(json_number_value(at(o, "width")) <= json_number_value(at(o, "room")),
+                      "%s: \"%s\" is %.0f pixels wide, the menu has room for %.0f", what,
+                      json_string_value(at(o, "text")), json_number_value(at(o, "width")),
+                      json_number_value(at(o, "room")));
+    }
+}
+
+/* Issue 33's viewer items on the modules view and the plain server: each
+ * stage's colours in words, a dropout mask that dropped nothing not painted
+ * as viridis's top; an error dims the results, a drawing undims them; the
+ * demo model said to be built in; its menu's names whole; the API document
+ * rendered in the page. */
+static void check_first_look(const json_t *r) {
+    const json_t *notes = at(r, "stage_notes");
+    ck_assert_uint_eq(json_array_size(notes), 5);
+    ck_assert_msg(strstr(json_string_value(item(notes, 0)), " (purple) to ") != NULL, "raw scores: %s",
+                  json_string_value(item(notes, 0)));
+    ck_assert_msg(strstr(json_string_value(item(notes, 4)), "nothing dropped") != NULL, "dropout mask: %s",
+                  json_string_value(item(notes, 4)));
+    const json_t *px = at(r, "dropout_pixel");
+    ck_assert_msg(json_integer_value(item(px, 0)) == 226 && json_integer_value(item(px, 1)) == 229 &&
+                  json_integer_value(item(px, 2)) == 234, "a dropout mask of dropout 0 painted (%lld,%lld,%lld)",
+                  json_integer_value(item(px, 0)), json_integer_value(item(px, 1)), json_integer_value(item(px, 2)));
+    const json_t *stale = at(r, "stale");
+    ck_assert_str_eq(json_string_value(at(stale, "error")), "0.35");
+    ck_assert_str_eq(json_string_value(at(stale, "after")), "1");
+    const json_t *mp = at(r, "model_plain");
+    const char *info = json_string_value(at(mp, "info"));
+    ck_assert_msg(info && strncmp(info, "built into this server", 22) == 0 && !strstr(info, "loaded from"),
+                  "the demo model's note: %s", info ? info : "(none)");
+    check_menu_fits(at(mp, "menu"), "the model view's menu");
+    const json_t *api = at(r, "api");
+    ck_assert(json_is_true(at(api, "visible")));
+    const char *url = json_string_value(at(api, "url"));
+    ck_assert_msg(strlen(url) > 5 && strcmp(url + strlen(url) - 5, "/#api") == 0, "API document at %s", url);
+    ck_assert_int_eq(json_integer_value(at(api, "endpoints")), json_integer_value(at(api, "ops")));
+    ck_assert_int_ge(json_integer_value(at(api, "ops")), 15);
+    int found = 0;
+    for (size_t i = 0; i < json_array_size(at(api, "listed")); i++)
+        found |= strcmp(json_string_value(item(at(api, "listed"), i)), "POST /model/gpt2") == 0;
+    ck_assert(found);
+    int model = 0, idx = 0;
+    for (size_t i = 0; i < json_array_size(at(api, "gpt2_fields")); i++) {
+        const char *f = json_string_value(item(at(api, "gpt2_fields"), i));
+        model |= strcmp(f, "model") == 0;
+        idx |= strcmp(f, "idx") == 0;
+    }
+    ck_assert_msg(model && idx, "the rendered /model/gpt2 lacks its fields");
+}
+
 /* The PNG, SVG and JSON the page downloaded into outdir. */
 static void check_downloads(const char *outdir, float w[2][6][6]) {
     char file[600];
@@ -332,6 +398,7 @@ START_TEST(test_viewer_in_chromium) {
     check_examples_and_big(r);
     check_first_hour(r);
     check_big_topk(r);
+    check_first_look(r);
     json_decref(r);
 }
 END_TEST
@@ -397,10 +464,22 @@ static void assert_values(const json_t *st, const float *w, double tol, const ch
 static void check_model_choices(const json_t *r) {
     /* GET /models as the choices, after the seed-built models of both families */
     const json_t *models = at(r, "models");
-    ck_assert_uint_eq(json_array_size(models), 4);
+    ck_assert_uint_eq(json_array_size(models), 5);
     ck_assert_str_eq(json_string_value(item(models, 1)), "@GPTModel");
-    ck_assert_str_eq(json_string_value(item(models, 2)), "tiny");
-    ck_assert_str_eq(json_string_value(item(models, 3)), "folder");
+    ck_assert_str_eq(json_string_value(item(models, 2)), "wide");
+    ck_assert_str_eq(json_string_value(item(models, 3)), "tiny");
+    ck_assert_str_eq(json_string_value(item(models, 4)), "folder");
+    /* the view opened on the first model the server loaded, as the others do:
+     * "wide" (1 x 2 heads) on the seed sentence through GPT-2's tokenizer */
+    const json_t *op = at(r, "opened");
+    ck_assert_str_eq(json_string_value(at(op, "model")), "wide");
+    /* the tab names the family of the model shown */
+    ck_assert_str_eq(json_string_value(at(op, "tab")), "Model view: GPT2");
+    ck_assert_str_eq(json_string_value(at(r, "tab_gptmodel")), "Model view: GPTModel");
+    ck_assert_str_eq(json_string_value(at(r, "tab_seed")), "Model view: GPT2");
+    ck_assert_msg(!json_is_true(at(op, "error")), "%s", json_string_value(at(op, "status")));
+    ck_assert_int_eq(json_integer_value(at(op, "thumbs")), 2);
+    ck_assert_uint_eq(json_array_size(at(op, "tokens")), MV_T);
 
     /* a model folder on text: its own tokenizer (bytes, and " t" merged), 2 layers x 3 heads */
     const json_t *fo = at(r, "folder");
@@ -497,6 +576,34 @@ static void check_model_selection(const json_t *r, const float *w) {
     }
 }
 
+/* Every menu's names whole, and the inside view on "wide": each next token
+ * named by its text, as /detokenize gives it (not "#30776"). */
+static void check_model_menus_inside(const srvt_server *s, const json_t *r) {
+    const json_t *menus = at(r, "menus");
+    check_menu_fits(at(menus, "model"), "the model view's menu");
+    check_menu_fits(at(menus, "generate"), "the generation view's menu");
+    check_menu_fits(at(menus, "inside"), "the inside view's menu");
+    const json_t *in = at(r, "inside");
+    ck_assert_str_eq(json_string_value(at(in, "model")), "wide");
+    ck_assert_msg(!json_is_true(at(in, "error")), "inside on wide: %s", json_string_value(at(in, "status")));
+    const json_t *next = at(in, "next");
+    ck_assert_uint_ge(json_array_size(next), 8);
+    for (size_t i = 0; i < json_array_size(next); i++) {
+        json_int_t id = json_integer_value(at(item(next, i), "id"));
+        char body[64];
+        snprintf(body, sizeof body, "{\"tokens\": [%lld], \"tokenizer\": \"gpt2\"}", (long long)id);
+        srvt_reply rep;
+        ck_assert_int_eq(srvt_post(s, "/detokenize", body, &rep), 0);
+        json_t *j = json_loads(rep.body, 0, NULL);
+        ck_assert_ptr_nonnull(j);
+        ck_assert_msg(strcmp(json_string_value(at(item(next, i), "token")), json_string_value(at(j, "content"))) == 0,
+                      "next token %lld shown as \"%s\", its text is \"%s\"", (long long)id,
+                      json_string_value(at(item(next, i), "token")), json_string_value(at(j, "content")));
+        json_decref(j);
+        srvt_reply_free(&rep);
+    }
+}
+
 /* The checkpoint on token ids, the refusals, T = 64 in three formats. */
 static void check_model_tiny_refusals_big(const json_t *r) {
     /* the checkpoint of --model on token ids: 2 layers x 4 heads */
@@ -545,15 +652,24 @@ START_TEST(test_viewer_model_view) {
     snprintf(model, sizeof model, "tiny=%s", ckpt);
     char folder[600], folder_dir[512];
     snprintf(folder, sizeof folder, "folder=%s", tfile_path(folder_dir, sizeof folder_dir, "tests/golden/ckpt/folder_gpt2"));
-    const char *args[] = {"--tokenizer", tok, "--model", model, "--model", folder, NULL};
+    /* first: a GPT-2 of GPT-2's vocabulary (random, 1 layer of 2 heads), read with --tokenizer */
+    char wdir[] = "/tmp/viewer-wide-XXXXXX", wfile[64], wide[80];
+    ck_assert_ptr_nonnull(mkdtemp(wdir));
+    snprintf(wfile, sizeof wfile, "%s/wide.safetensors", wdir);
+    ck_assert_int_eq(ckf_write_random(wfile, 50257, 64, 1, 16, 2, 7), 0);
+    snprintf(wide, sizeof wide, "wide=%s", wfile);
+    const char *args[] = {"--tokenizer", tok, "--model", wide, "--model", model, "--model", folder, NULL};
     srvt_server s = {0};
     ck_assert_msg(srvt_start(&s, args, NULL) == 0, "cannot start %s %s %s %s %s", srvt_binary(), args[0], args[1],
                   args[2], args[3]);
     json_t *r = vpage_run(modules, "model.mjs", s.base);
     static float w[MV_LAYERS * MV_HEADS * MV_T * MV_T];
     model_weights(&s, w);
+    check_model_menus_inside(&s, r);
     srvt_stop(&s, 10);
     srvt_release(&s);
+    unlink(wfile);
+    rmdir(wdir);
     ck_assert_uint_eq(json_array_size(at(r, "http_errors")), 1); /* the refusal below */
 
     check_model_choices(r);
@@ -670,9 +786,30 @@ START_TEST(test_viewer_inside) {
     ck_assert_uint_eq(json_array_size(at(act, "shape")), 3);
     ck_assert_int_eq(json_integer_value(at(at(r, "hook_z"), "act_canvases")), 1);
     ck_assert_int_eq(json_integer_value(at(first, "act_canvases")), H); /* hook_pattern: a map per head */
+    /* the maps have the tokens on both axes and a legend; so has hook_z on its rows */
+    ck_assert_int_ge(json_integer_value(at(at(first, "act_axes"), "rows")), 8);
+    ck_assert_int_ge(json_integer_value(at(at(first, "act_axes"), "cols")), 8);
+    ck_assert_msg(strstr(json_string_value(at(first, "act_legend")), "0") != NULL, "legend: %s",
+                  json_string_value(at(first, "act_legend")));
+    ck_assert_int_ge(json_integer_value(at(at(at(r, "hook_z"), "act_axes"), "rows")), 8);
+    ck_assert_msg(strstr(json_string_value(item(at(at(r, "hook_z"), "act_notes"), 0)), "(purple) to "),
+                  "hook_z's colours: %s", json_string_value(item(at(at(r, "hook_z"), "act_notes"), 0)));
+    /* the patching's lone space shows, and goes as a space */
+    ck_assert_str_eq(json_string_value(at(first, "token_a")), "\u2423");
+    const json_t *patch_sent = NULL;
+    for (size_t i = 0; i < json_array_size(at(first, "sent")); i++)
+        if (strcmp(json_string_value(at(item(at(first, "sent"), i), "kind")), "patch") == 0)
+            patch_sent = item(at(first, "sent"), i);
+    json_t *pb = json_loads(json_string_value(at(patch_sent, "body")), 0, NULL);
+    const json_t *ld = at(at(pb, "patch"), "logit_diff");
+    ck_assert_msg(json_is_string(item(ld, 0)) ? strcmp(json_string_value(item(ld, 0)), " ") == 0
+                                              : json_integer_value(item(ld, 0)) == ' ', "logit_diff[0] is not a space");
+    json_decref(pb);
     /* a corrupted text of another length: the error, then the view again */
     const json_t *mm = at(r, "mismatch");
     ck_assert(json_is_true(at(mm, "error")));
+    ck_assert_str_eq(json_string_value(at(mm, "opacity")), "0.35"); /* the results before, dimmed */
+    ck_assert_str_eq(json_string_value(at(at(r, "again"), "opacity")), "1");
     ck_assert_msg(strstr(json_string_value(at(mm, "status")), "corrupted") != NULL, "%s",
                   json_string_value(at(mm, "status")));
     ck_assert(!json_is_true(at(at(r, "again"), "error")));

@@ -14,6 +14,8 @@
  *     column per position, every pixel viridis at the reply's weight;
  *   - tokens arrive one by one (100 tokens of a seed-built model arrive over
  *     time, not at once), and Stop ends a generation early;
+ *   - an error (token ids that are no numbers) dims the tokens left from the
+ *     run before, and the next run undims them (issue 33);
  *   - no console error and no request to another host.
  * The screenshot stays in build/viewer/generate.png.
  */
@@ -116,9 +118,25 @@ START_TEST(generation_view) {
     double first = json_number_value(json_array_get(arr, 0)), last = json_number_value(json_array_get(arr, 99));
     printf("generation view: 100 tokens from %.0f ms to %.0f ms after the click\n", first, last);
     ck_assert_msg(last - first > 20, "the tokens came at once (%.1f ms apart)", last - first);
+    /* step 40's attention: a label per head's row, each row at least as tall as its label */
+    const json_t *la = at(lg, "attn");
+    ck_assert_int_eq(json_integer_value(at(la, "rows")), 16);
+    ck_assert_int_ge(json_integer_value(at(la, "row_font")), 8);
+    ck_assert_msg(json_integer_value(at(la, "row_height")) >= json_integer_value(at(la, "row_font")) + 2,
+                  "row labels of %lld px on rows of %lld px over %lld positions",
+                  json_integer_value(at(la, "row_font")), json_integer_value(at(la, "row_height")),
+                  json_integer_value(at(la, "cols")));
     const json_t *stop = at(r, "stopped");
     ck_assert_int_lt(json_integer_value(at(stop, "steps")), 200);
     ck_assert_ptr_nonnull(strstr(json_string_value(at(stop, "status")), "stopped"));
+    /* an error keeps the tokens before but dims them; the next run undims */
+    const json_t *bad = at(r, "bad_ids"), *after = at(r, "after_bad");
+    ck_assert_msg(json_is_true(at(bad, "error")), "token ids 15496 x: %s", json_string_value(at(bad, "status")));
+    ck_assert_int_eq(json_integer_value(at(bad, "chips")), json_integer_value(at(stop, "steps")));
+    ck_assert_str_eq(json_string_value(at(bad, "opacity")), "0.35");
+    ck_assert_msg(!json_is_true(at(after, "error")), "%s", json_string_value(at(after, "status")));
+    ck_assert_int_eq(json_integer_value(at(after, "chips")), 3);
+    ck_assert_str_eq(json_string_value(at(after, "opacity")), "1");
     json_decref(r);
     srvt_must_stop(&s);
 }

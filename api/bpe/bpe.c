@@ -1,13 +1,16 @@
-/* bpe.c - the public functions of bpe.h and api.h: which kind of tokenizer a
- * directory holds, and each call to the code of that kind (gpt2*.c for
- * vocab.json + merges.txt, hf_*.c for tokenizer.json). */
+/* bpe.c - the public functions of bpe.h and api.h but encoding's
+ * (encode.c): which kind of tokenizer a directory holds, and each call to
+ * the code of that kind (gpt2*.c for vocab.json + merges.txt, hf_*.c for
+ * tokenizer.json, wp_vocab.c and hf_*.c for vocab.txt). */
 #include "bpe_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "hf.h"
+#include "wp.h"
+
+#include <jansson.h>
 
 /* dir/tokenizer.json, with dir/tokenizer_config.json when it exists. */
 static int load_json_dir(const char *dir, const char *json_path, api_bpe **out, char *err,
@@ -25,6 +28,53 @@ static int load_json_dir(const char *dir, const char *json_path, api_bpe **out, 
     return rc;
 }
 
+/* dir/name into *data when it exists (else *data NULL). */
+static int read_optional(const char *dir, const char *name, char **data, size_t *len, char *err, size_t err_size) {
+    char path[4200];
+    *data = NULL;
+    *len = 0;
+    return api__bpe_exists(dir, name, path, sizeof path) ? api__bpe_read_file(path, data, len, err, err_size) : 0;
+}
+
+/* added_tokens.json beside a vocab.txt: only an empty one is followed. */
+static int no_added_tokens(const char *dir, char *err, size_t err_size) {
+    char *s;
+    size_t n;
+    int rc = read_optional(dir, "added_tokens.json", &s, &n, err, err_size);
+    json_t *j = s ? json_loadb(s, n, 0, NULL) : NULL;
+    if (rc == 0 && s && !(json_is_object(j) && json_object_size(j) == 0))
+        rc = api__bpe_fail(err, err_size, API_BPE_ENOTSUP, "%s/added_tokens.json: tokens added to a vocab.txt are not "
+                           "implemented here", dir);
+    json_decref(j);
+    free(s);
+    return rc;
+}
+
+/* dir/vocab.txt with tokenizer_config.json and special_tokens_map.json
+ * when they exist, as BertConverter's tokenizer.json. */
+static int load_vocab_dir(const char *dir, const char *vocab_path, api_bpe **out, char *err, size_t err_size) {
+    char *vocab = NULL, *config = NULL, *map = NULL;
+    size_t len = 0, config_len = 0, map_len = 0;
+    json_t *root = NULL, *cfg = NULL;
+    int rc = api__bpe_read_file(vocab_path, &vocab, &len, err, err_size);
+    if (rc == 0) rc = read_optional(dir, "tokenizer_config.json", &config, &config_len, err, err_size);
+    if (rc == 0) rc = read_optional(dir, "special_tokens_map.json", &map, &map_len, err, err_size);
+    if (rc == 0) rc = no_added_tokens(dir, err, err_size);
+    if (rc == 0) {
+        char inner[400] = "";
+        rc = api__wp_vocab_json(vocab, len, config, config_len, map, map_len, &root, &cfg, inner, sizeof inner);
+        if (rc) api__bpe_fail(err, err_size, rc, "%s: %s", dir, inner[0] ? inner : api_bpe_strerror(rc));
+    }
+    if (rc == 0) rc = api__hf_load_tree(root, cfg, vocab_path, out, err, err_size);
+    if (rc == 0) (*out)->kind = "vocab.txt (WordPiece)";
+    json_decref(root);
+    json_decref(cfg);
+    free(vocab);
+    free(config);
+    free(map);
+    return rc;
+}
+
 int api_bpe_load(const char *dir, api_bpe **out, char *err, size_t err_size) {
     *out = NULL;
     if (err && err_size) err[0] = '\0';
@@ -33,6 +83,8 @@ int api_bpe_load(const char *dir, api_bpe **out, char *err, size_t err_size) {
     char path[4096];
     if (api__bpe_exists(dir, "tokenizer.json", path, sizeof path))
         return load_json_dir(dir, path, out, err, err_size);
+    if (api__bpe_exists(dir, "vocab.txt", path, sizeof path))
+        return load_vocab_dir(dir, path, out, err, err_size);
     return api__gpt2_load_dir(dir, out, err, err_size);
 }
 
@@ -77,34 +129,29 @@ int32_t api_bpe_eos_id(const api_bpe *t) {
     return t->eos;
 }
 
+int32_t api_bpe_pad_id(const api_bpe *t) {
+    return t->pad_id;
+}
+
+int32_t api_bpe_mask_id(const api_bpe *t) {
+    return t->mask_id;
+}
+
+int api_bpe_file_truncation(const api_bpe *t, api_bpe_opts *o) {
+    if (t->has_trunc) *o = t->trunc;
+    return t->has_trunc;
+}
+
+size_t api_bpe_model_max_length(const api_bpe *t) {
+    return t->model_max;
+}
+
 int api_bpe_is_special(const api_bpe *t, int32_t id) {
     return t->hf && id >= 0 && (size_t)id < t->n_vocab && api__hf_is_special(t, id);
 }
 
 int32_t api_bpe_token_id(const api_bpe *t, const char *s, size_t n) {
     return api__hf_token_id(t, s, n);
-}
-
-/* ==== Encoding ==== */
-
-int api_bpe_encode_ex(const api_bpe *t, const char *text, size_t len, unsigned flags,
-                      int32_t **ids, size_t *n) {
-    *ids = NULL;
-    *n = 0;
-    if (len > API_BPE_MAX_TEXT) return API_BPE_ETOOBIG;
-    for (size_t p = 0; p < len;) { /* valid UTF-8 only */
-        uint32_t cp;
-        size_t k = api__bpe_utf8((const unsigned char *)text + p, len - p, &cp);
-        if (k == 0) return API_BPE_EUTF8;
-        p += k;
-    }
-    if (t->hf) return api__hf_encode(t, text, len, flags, ids, n);
-    if (len == 0) return 0;
-    return api__gpt2_encode(t, text, len, ids, n);
-}
-
-int api_bpe_encode(const api_bpe *t, const char *text, size_t len, int32_t **ids, size_t *n) {
-    return api_bpe_encode_ex(t, text, len, 0, ids, n);
 }
 
 /* ==== Decoding ==== */
@@ -114,6 +161,14 @@ int api_bpe_token_bytes(const api_bpe *t, int32_t id, const char **bytes, size_t
     if (t->hf && !api__hf_exists(t, id)) return API_BPE_ERANGE;
     *bytes = t->bytes + t->off[id];
     *len = t->off[id + 1] - t->off[id];
+    return 0;
+}
+
+int api_bpe_token_name(const api_bpe *t, int32_t id, const char **s, size_t *len) {
+    if (!t->hf) return api_bpe_token_bytes(t, id, s, len);
+    if (!api__hf_exists(t, id)) return API_BPE_ERANGE;
+    *s = t->hf->str + t->hf->soff[id];
+    *len = t->hf->soff[id + 1] - t->hf->soff[id];
     return 0;
 }
 

@@ -56,6 +56,10 @@ struct api_bpe {
     size_t mask;
     api__hf *hf;           /* the tokenizer.json pipeline; NULL for vocab.json + merges.txt */
     int32_t bos, eos;      /* -1 when the folder names none */
+    int32_t pad_id, mask_id; /* -1 when the folder names none */
+    size_t model_max;      /* tokenizer_config.json's model_max_length; 0: none */
+    int has_trunc;         /* tokenizer.json's "truncation", as trunc */
+    api_bpe_opts trunc;
     const char *kind;      /* api_bpe_kind */
 };
 
@@ -111,9 +115,16 @@ int api__gpt2_encode(const api_bpe *t, const char *text, size_t len, int32_t **i
 int api__hf_load(const char *json, size_t len, const char *config, size_t config_len,
                  const char *json_name, const char *config_name, api_bpe **out, char *err,
                  size_t err_size);
+/* The same from parsed trees (cfg NULL: no tokenizer_config.json). */
+typedef struct json_t json_t;
+int api__hf_load_tree(json_t *root, json_t *cfg, const char *json_name, api_bpe **out, char *err,
+                      size_t err_size);
 void api__hf_free(api__hf *h);
+/* The text alone, without the template (flags: API_BPE_SPECIAL_AS_TEXT).
+ * ends (NULL: not wanted) gets where each split of the text (a pre-token,
+ * or an added token as ~end) ends in the ids, for truncation's early exit. */
 int api__hf_encode(const api_bpe *t, const char *text, size_t len, unsigned flags, int32_t **ids,
-                   size_t *n);
+                   size_t *n, api__ids *ends);
 int api__hf_decode(const api_bpe *t, const int32_t *ids, size_t n, unsigned flags, char **text,
                    size_t *len);
 int api__hf_is_special(const api_bpe *t, int32_t id);

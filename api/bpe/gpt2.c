@@ -224,7 +224,7 @@ static int load_parsed(json_t *vocab, char *merges, size_t merges_len, const cha
         api__bpe_free_base(t);
         return rc;
     }
-    t->bos = t->eos = -1;
+    t->bos = t->eos = t->pad_id = t->mask_id = -1;
     t->kind = "vocab.json + merges.txt (GPT-2 byte-level BPE)";
     *out = t;
     return 0;

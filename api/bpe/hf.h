@@ -66,9 +66,11 @@ long api__unicode_form(int form, const char *s, size_t n, char **out);
 
 enum { /* normalizers, pre-tokenizers, decoders */
     API__N_PREPEND, API__N_REPLACE, API__N_NFC, API__N_NFD, API__N_NFKC, API__N_NFKD,
+    API__N_BERT, /* BertNormalizer, Lowercase, StripAccents (wp.h) */
     API__P_BYTELEVEL, API__P_SPLIT, API__P_METASPACE, API__P_DIGITS,
+    API__P_WSPLIT, API__P_PUNCT, /* WhitespaceSplit, Punctuation; BertPreTokenizer is both */
     API__D_BYTELEVEL, API__D_REPLACE, API__D_BYTEFALLBACK, API__D_FUSE, API__D_STRIP,
-    API__D_METASPACE
+    API__D_METASPACE, API__D_WORDPIECE
 };
 enum { API__ISOLATED, API__REMOVED, API__MERGED_PREV, API__MERGED_NEXT, API__CONTIGUOUS };
 enum { API__NEVER, API__FIRST, API__ALWAYS }; /* Metaspace's prepend_scheme */
@@ -76,9 +78,11 @@ enum { API__NEVER, API__FIRST, API__ALWAYS }; /* Metaspace's prepend_scheme */
 typedef struct {
     int type;
     regex_t *re;      /* Split; Replace with a Regex pattern */
-    char *a, *b;      /* Prepend's text; Replace's pattern and content; Metaspace's replacement */
+    char *a, *b;      /* Prepend's text; Replace's pattern and content; Metaspace's
+                         replacement; the WordPiece decoder's prefix */
     size_t na, nb;
-    int behavior;     /* Split */
+    int behavior;     /* Split, Punctuation */
+    unsigned flags;   /* BertNormalizer's API__BN_* (wp.h); the WordPiece decoder's cleanup */
     int invert;       /* Split */
     int prefix_space; /* ByteLevel add_prefix_space */
     int use_regex;    /* ByteLevel */
@@ -87,6 +91,13 @@ typedef struct {
     uint32_t ch;      /* Strip's content; Metaspace's replacement */
     int start, stop;  /* Strip */
 } api__step;
+
+/* An item of a template (processors/template.rs' Piece): a token's id, or
+ * where text A or B goes; with its type id. */
+enum { API__TPL_A = -1, API__TPL_B = -2 };
+typedef struct {
+    int32_t id, type_id;
+} api__tpl_item;
 
 typedef struct {
     int32_t id;
@@ -106,6 +117,9 @@ struct api__hf {
     unsigned char *flags;  /* API__T_* per id */
     int byte_level;        /* a ByteLevel pre-tokenizer: the model sees byte symbols */
     int byte_fallback, ignore_merges, fuse_unk;
+    int wordpiece;         /* a WordPiece model (wp_model.c), not a BPE */
+    char *prefix;          /* WordPiece's continuing_subword_prefix ("##") */
+    size_t prefix_len, max_chars; /* and max_input_chars_per_word */
     int32_t unk;           /* unk_token's id, or -1 */
     int32_t fallback[256]; /* <0xNN>'s id, or -1 */
     int32_t ascii[128];    /* the model's id of each ASCII character, or -1 */
@@ -118,24 +132,25 @@ struct api__hf {
     api__added *added;
     size_t n_added;
     api__trie raw, normed; /* added tokens found before / after normalization */
-    int32_t *before, *after; /* the template's ids around the text */
-    size_t n_before, n_after;
+    api__tpl_item *tpl[2]; /* the post-processor as templates: one text, a pair */
+    size_t n_tpl[2];       /* n_tpl[1] 0: the file has no pair template */
 };
 
 /* hf_parts.c: the JSON of each part into its steps (h->norm ...). */
-typedef struct json_t json_t;
 int api__hf_parse_norm(api__hf *h, json_t *j, char *err, size_t err_size);
 int api__hf_parse_pre(api__hf *h, json_t *j, char *err, size_t err_size);
 int api__hf_parse_dec(api__hf *h, json_t *j, char *err, size_t err_size);
 void api__hf_steps_free(api__step *s, size_t n);
 
-/* hf_model.c: "model" into t (n_vocab) and h (vocab, merges, flags). */
+/* hf_model.c: "model" into t (n_vocab) and h (vocab, merges, flags); its
+ * vocabulary (an object of ids) into h->vocab and h->flags. */
 int api__hf_parse_model(api_bpe *t, api__hf *h, json_t *model, size_t n_ids, char *err,
                         size_t err_size);
+int api__hf_load_vocab(api__hf *h, json_t *vocab, size_t n_ids, char *err, size_t err_size);
 
-/* hf_config.c: the template and the BOS / EOS of tokenizer.json's
- * post_processor and tokenizer_config.json (NULL if none). */
-int api__hf_parse_specials(api_bpe *t, api__hf *h, json_t *post, json_t *config, char *err,
+/* hf_config.c: the templates, BOS, EOS, pad and mask ids and the length
+ * limits of tokenizer.json (root) and tokenizer_config.json (NULL if none). */
+int api__hf_parse_specials(api_bpe *t, api__hf *h, json_t *root, json_t *config, char *err,
                            size_t err_size);
 
 /* Normalizes s[0 .. n) by h->norm into *out (malloc'd); its length or an
@@ -156,11 +171,12 @@ typedef struct {
     size_t nheap, hcap;
     char *word;           /* a word in byte symbols, for ignore_merges */
     size_t wcap;
+    api__ids *ends;       /* NULL, or where each split ends (api__hf_encode) */
 } api__work;
 void api__work_free(api__work *w);
 /* Pre-tokenizes s[0 .. n) into w->p[0 .. w->np). */
 int api__hf_pretokenize(const api__hf *h, api__work *w, const char *s, size_t n, int at_start);
-/* The model's ids of one pre-token (hf_word.c). */
+/* The model's ids of one pre-token (hf_word.c; wp_model.c for WordPiece). */
 int api__hf_word(const api_bpe *t, api__work *w, const char *s, size_t n, api__ids *out);
 
 /* The bytes token id stands for alone (api_bpe_token_bytes), into *out

@@ -233,6 +233,47 @@ static void metaspace(chain *c, const api__step *st) {
     next(c);
 }
 
+/* cleanup of decoders/wordpiece.rs on s[0 .. n) in place (each rewrite is
+ * shorter), in its order; the new length. */
+static size_t cleanup(char *s, size_t n) {
+    static const char *const rules[][2] = {{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+                                           {" n't", "n't"}, {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"},
+                                           {" 've", "'ve"}, {" 're", "'re"}};
+    for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
+        size_t from = strlen(rules[r][0]), to = strlen(rules[r][1]), o = 0;
+        for (size_t i = 0; i < n;) {
+            if (n - i >= from && memcmp(s + i, rules[r][0], from) == 0) {
+                memcpy(s + o, rules[r][1], to), o += to, i += from;
+                continue;
+            }
+            s[o++] = s[i++];
+        }
+        n = o;
+    }
+    return n;
+}
+
+/* WordPiece: the prefix off each token but the first, or a space before it;
+ * then the cleanup when asked. */
+static void wordpiece(chain *c, const api__step *st) {
+    for (size_t i = 0; i < c->n && !c->failed; i++) {
+        tok t = c->t[i];
+        open_tok(c);
+        if (i > 0 || c->piece) {
+            if (t.len >= st->na && memcmp(c->b + t.off, st->a, st->na) == 0) t.off += st->na, t.len -= st->na;
+            else add(c, " ", 1);
+        }
+        add_own(c, t.off, t.len);
+        if (st->flags && !c->failed) {
+            tok *u = &c->u[c->nu - 1];
+            c->used -= u->len;
+            u->len = cleanup(c->b + u->off, u->len);
+            c->used += u->len;
+        }
+    }
+    next(c);
+}
+
 static void fuse(chain *c) {
     size_t n = c->n;
     open_tok(c);
@@ -251,6 +292,7 @@ static long run(const api__hf *h, chain *c, char **out) {
         else if (st->type == API__D_FUSE && !c->piece) fuse(c);
         else if (st->type == API__D_STRIP && !c->piece) strip(c, st);
         else if (st->type == API__D_METASPACE) metaspace(c, st);
+        else if (st->type == API__D_WORDPIECE) wordpiece(c, st);
     }
     size_t total = 0;
     for (size_t i = 0; i < c->n; i++) total += c->t[i].len + 1;

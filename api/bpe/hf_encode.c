@@ -1,8 +1,8 @@
 /* hf_encode.c - a text through a tokenizer.json pipeline
- * (TokenizerImpl::encode): the added tokens found in it
+ * (TokenizerImpl::encode_single_sequence): the added tokens found in it
  * (AddedVocabulary::find_matches), each piece between them normalized,
  * the added tokens marked normalized found in that, the rest
- * pre-tokenized and given to the model; the template around it all. */
+ * pre-tokenized and given to the model. The template is encode.c's. */
 #include "hf.h"
 
 #include <stdlib.h>
@@ -77,7 +77,10 @@ static int next_added(const api__hf *h, const api__trie *tr, unsigned flags, con
 /* Pre-tokenizer and model on s[0 .. n). */
 static int model_part(const api_bpe *t, api__work *w, api__ids *out, const char *s, size_t n, int at_start) {
     int rc = api__hf_pretokenize(t->hf, w, s, n, at_start);
-    for (size_t i = 0; rc == 0 && i < w->np; i++) rc = api__hf_word(t, w, w->arena + w->p[i].off, w->p[i].len, out);
+    for (size_t i = 0; rc == 0 && i < w->np; i++) {
+        rc = api__hf_word(t, w, w->arena + w->p[i].off, w->p[i].len, out);
+        if (rc == 0 && w->ends) rc = api__ids_push(w->ends, (int32_t)out->n);
+    }
     return rc;
 }
 
@@ -108,6 +111,7 @@ static int cut_added(const api_bpe *t, api__work *w, api__ids *out, const char *
             rc = normalized ? model_part(t, w, out, s + from, a.start - from, at_start && from == 0)
                             : piece(t, w, out, s + from, a.start - from, from == 0, flags);
         if (rc == 0) rc = api__ids_push(out, a.id);
+        if (rc == 0 && w->ends) rc = api__ids_push(w->ends, ~(int32_t)out->n);
         from = a.stop;
     }
     if (rc == 0 && from < n)
@@ -116,14 +120,11 @@ static int cut_added(const api_bpe *t, api__work *w, api__ids *out, const char *
     return rc;
 }
 
-int api__hf_encode(const api_bpe *t, const char *text, size_t len, unsigned flags, int32_t **ids, size_t *n) {
-    const api__hf *h = t->hf;
+int api__hf_encode(const api_bpe *t, const char *text, size_t len, unsigned flags, int32_t **ids, size_t *n,
+                   api__ids *ends) {
     api__ids out = {0};
-    api__work w = {0};
-    int add = (flags & API_BPE_ADD_SPECIAL) != 0, rc = 0;
-    for (size_t i = 0; add && rc == 0 && i < h->n_before; i++) rc = api__ids_push(&out, h->before[i]);
-    if (rc == 0) rc = cut_added(t, &w, &out, text, len, 1, flags, 0);
-    for (size_t i = 0; add && rc == 0 && i < h->n_after; i++) rc = api__ids_push(&out, h->after[i]);
+    api__work w = {.ends = ends};
+    int rc = cut_added(t, &w, &out, text, len, 1, flags, 0);
     api__work_free(&w);
     if (rc || out.n == 0) {
         free(out.v);

@@ -1,7 +1,7 @@
 /* hf_load.c - a tokenizer from tokenizer.json (and tokenizer_config.json):
  * the parts in the order the pipeline needs them, the added tokens
  * (tokenizer/added_vocabulary.rs), each id's string and bytes. */
-#include "hf.h"
+#include "wp.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -136,9 +136,19 @@ static int strings(api_bpe *t, api__hf *h) {
     return rc ? rc : pieces(t, h, total + 64);
 }
 
+/* "model": a BPE or a WordPiece. */
+static int model(api_bpe *t, api__hf *h, json_t *m, size_t n_ids, char *err, size_t err_size) {
+    const char *type = json_string_value(json_object_get(m, "type"));
+    if (type && strcmp(type, "WordPiece") == 0) return api__wp_parse_model(h, m, n_ids, err, err_size);
+    return api__hf_parse_model(t, h, m, n_ids, err, err_size);
+}
+
 /* The parts of root, each in turn. */
 static int parts(api_bpe *t, api__hf *h, json_t *root, json_t *config, char *err, size_t err_size) {
     size_t n_ids = 0;
+    const char *type = json_string_value(json_object_get(json_object_get(root, "model"), "type"));
+    if (type && strcmp(type, "BPE") != 0 && strcmp(type, "WordPiece") != 0)
+        return fail(err, err_size, API_BPE_ENOTSUP, "model: %.30s (BPE and WordPiece are implemented here)", type);
     int rc = id_extent(root, &n_ids, err, err_size);
     if (rc) return rc;
     t->n_vocab = n_ids;
@@ -146,16 +156,18 @@ static int parts(api_bpe *t, api__hf *h, json_t *root, json_t *config, char *err
     if ((rc = api__hf_parse_norm(h, json_object_get(root, "normalizer"), err, err_size)) ||
         (rc = api__hf_parse_pre(h, json_object_get(root, "pre_tokenizer"), err, err_size)) ||
         (rc = api__hf_parse_dec(h, json_object_get(root, "decoder"), err, err_size)) ||
-        (rc = api__hf_parse_model(t, h, json_object_get(root, "model"), n_ids, err, err_size)) ||
+        (rc = model(t, h, json_object_get(root, "model"), n_ids, err, err_size)) ||
         (rc = added_tokens(h, json_object_get(root, "added_tokens"), n_ids, err, err_size)) ||
-        (rc = api__hf_parse_specials(t, h, json_object_get(root, "post_processor"), config, err, err_size)))
+        (rc = api__hf_parse_specials(t, h, root, config, err, err_size)))
         return rc;
     return strings(t, h);
 }
 
-static json_t *parse_json(const char *s, size_t n, const char *name, char *err, size_t err_size) {
+/* tokenizer_config.json's numbers are read as reals: transformers writes
+ * model_max_length 1e30 as an integer that fits no json_int_t. */
+static json_t *parse_json(const char *s, size_t n, const char *name, int reals, char *err, size_t err_size) {
     json_error_t je;
-    json_t *j = json_loadb(s, n, JSON_REJECT_DUPLICATES, &je);
+    json_t *j = json_loadb(s, n, JSON_REJECT_DUPLICATES | (reals ? JSON_DECODE_INT_AS_REAL : 0), &je);
     if (!j) fail(err, err_size, API_BPE_EFORMAT, "%s:%d:%d: %s", name, je.line, je.column, je.text);
     else if (!json_is_object(j)) fail(err, err_size, API_BPE_EFORMAT, "%s: not a JSON object", name), json_decref(j), j = NULL;
     return j;
@@ -163,17 +175,22 @@ static json_t *parse_json(const char *s, size_t n, const char *name, char *err, 
 
 int api__hf_load(const char *json, size_t len, const char *config, size_t config_len, const char *json_name,
                  const char *config_name, api_bpe **out, char *err, size_t err_size) {
-    json_t *root = parse_json(json, len, json_name, err, err_size);
-    json_t *cfg = root && config ? parse_json(config, config_len, config_name, err, err_size) : NULL;
+    json_t *root = parse_json(json, len, json_name, 0, err, err_size);
+    json_t *cfg = root && config ? parse_json(config, config_len, config_name, 1, err, err_size) : NULL;
     if (!root || (config && !cfg)) return json_decref(root), API_BPE_EFORMAT;
+    int rc = api__hf_load_tree(root, cfg, json_name, out, err, err_size);
+    json_decref(root);
+    json_decref(cfg);
+    return rc;
+}
+
+int api__hf_load_tree(json_t *root, json_t *cfg, const char *json_name, api_bpe **out, char *err, size_t err_size) {
     api_bpe *t = calloc(1, sizeof *t);
     api__hf *h = calloc(1, sizeof *h);
     char inner[400] = "";
     int rc = t && h ? 0 : API_BPE_ENOMEM;
-    if (t) t->hf = h, t->bos = t->eos = -1;
+    if (t) t->hf = h, t->bos = t->eos = t->pad_id = t->mask_id = -1;
     if (rc == 0) rc = parts(t, h, root, cfg, inner, sizeof inner);
-    json_decref(root);
-    json_decref(cfg);
     if (rc) {
         if (rc == API_BPE_ENOMEM && !inner[0]) snprintf(inner, sizeof inner, "out of memory");
         else if (!inner[0]) snprintf(inner, sizeof inner, "%s", api_bpe_strerror(rc));
@@ -181,7 +198,9 @@ int api__hf_load(const char *json, size_t len, const char *config, size_t config
         api__bpe_free_base(t);
         return fail(err, err_size, rc, "%s: %s", json_name, inner);
     }
-    t->kind = h->byte_level ? "tokenizer.json (byte-level BPE)" : "tokenizer.json (SentencePiece-style BPE)";
+    t->kind = h->wordpiece   ? "tokenizer.json (WordPiece)"
+              : h->byte_level ? "tokenizer.json (byte-level BPE)"
+                              : "tokenizer.json (SentencePiece-style BPE)";
     *out = t;
     return 0;
 }
@@ -203,7 +222,8 @@ void api__hf_free(api__hf *h) {
     free(h->added);
     api__trie_free(&h->raw);
     api__trie_free(&h->normed);
-    free(h->before);
-    free(h->after);
+    free(h->tpl[0]);
+    free(h->tpl[1]);
+    free(h->prefix);
     free(h);
 }

@@ -61,7 +61,7 @@ static int load_merges(api_bpe *t, api__hf *h, json_t *merges, char *err, size_t
     return 0;
 }
 
-static int load_vocab(api__hf *h, json_t *vocab, size_t n_ids, char *err, size_t err_size) {
+int api__hf_load_vocab(api__hf *h, json_t *vocab, size_t n_ids, char *err, size_t err_size) {
     if (!json_is_object(vocab)) return fail(err, err_size, API_BPE_EFORMAT, "model: vocab is not an object");
     const char *key;
     json_t *v;
@@ -113,7 +113,7 @@ int api__hf_parse_model(api_bpe *t, api__hf *h, json_t *model, size_t n_ids, cha
     const char *type = json_string_value(json_object_get(model, "type"));
     if (!json_is_object(model)) return fail(err, err_size, API_BPE_EFORMAT, "no model");
     if (type && strcmp(type, "BPE") != 0)
-        return fail(err, err_size, API_BPE_ENOTSUP, "model: %.30s (only BPE is implemented here)", type);
+        return fail(err, err_size, API_BPE_ENOTSUP, "model: %.30s (BPE and WordPiece are implemented here)", type);
     static const char *const absent[] = {"dropout", "continuing_subword_prefix", "end_of_word_suffix"};
     for (int i = 0; i < 3; i++)
         if (!unused(model, absent[i]))
@@ -121,7 +121,7 @@ int api__hf_parse_model(api_bpe *t, api__hf *h, json_t *model, size_t n_ids, cha
     h->fuse_unk = json_is_true(json_object_get(model, "fuse_unk"));
     h->byte_fallback = json_is_true(json_object_get(model, "byte_fallback"));
     h->ignore_merges = json_is_true(json_object_get(model, "ignore_merges"));
-    int rc = load_vocab(h, json_object_get(model, "vocab"), n_ids, err, err_size);
+    int rc = api__hf_load_vocab(h, json_object_get(model, "vocab"), n_ids, err, err_size);
     if (rc == 0) rc = load_merges(t, h, json_object_get(model, "merges"), err, err_size);
     if (rc == 0) unit_tables(t, h, model);
     return rc;

@@ -1,7 +1,9 @@
 /* hf_parts.c - tokenizer.json's "normalizer", "pre_tokenizer" and "decoder"
- * into the steps of the pipeline (hf.h), a Sequence flattened. A type this
- * library does not implement is refused (API_BPE_ENOTSUP), never skipped. */
-#include "hf.h"
+ * into the steps of the pipeline (hf.h), a Sequence flattened, a
+ * BertPreTokenizer as its two steps (WhitespaceSplit, then Punctuation), a
+ * Whitespace as the Split of its regex. A type this library does not
+ * implement is refused (API_BPE_ENOTSUP), never skipped. */
+#include "wp.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -16,14 +18,18 @@ typedef struct {
 
 static const kind norm_kinds[] = {{"Prepend", API__N_PREPEND}, {"Replace", API__N_REPLACE},
                                   {"NFC", API__N_NFC},         {"NFD", API__N_NFD},
-                                  {"NFKC", API__N_NFKC},       {"NFKD", API__N_NFKD}, {NULL, 0}};
+                                  {"NFKC", API__N_NFKC},       {"NFKD", API__N_NFKD},
+                                  {"BertNormalizer", API__N_BERT}, {"Lowercase", API__N_BERT},
+                                  {"StripAccents", API__N_BERT}, {NULL, 0}};
 static const kind pre_kinds[] = {{"ByteLevel", API__P_BYTELEVEL}, {"Split", API__P_SPLIT},
                                  {"Metaspace", API__P_METASPACE}, {"Digits", API__P_DIGITS},
+                                 {"BertPreTokenizer", API__P_WSPLIT}, {"WhitespaceSplit", API__P_WSPLIT},
+                                 {"Whitespace", API__P_SPLIT}, {"Punctuation", API__P_PUNCT},
                                  {NULL, 0}};
 static const kind dec_kinds[] = {{"ByteLevel", API__D_BYTELEVEL}, {"Replace", API__D_REPLACE},
                                  {"ByteFallback", API__D_BYTEFALLBACK}, {"Fuse", API__D_FUSE},
                                  {"Strip", API__D_STRIP}, {"Metaspace", API__D_METASPACE},
-                                 {NULL, 0}};
+                                 {"WordPiece", API__D_WORDPIECE}, {NULL, 0}};
 
 static int boolean(json_t *j, const char *key, int dflt) {
     json_t *v = json_object_get(j, key);
@@ -93,8 +99,52 @@ static int metaspace(api__step *st, json_t *j, char *err, size_t err_size) {
     return 0;
 }
 
+/* BertNormalizer's fields (their defaults as its Default), or what
+ * Lowercase and StripAccents do, as API__BN_* flags. */
+static unsigned bert_flags(json_t *j) {
+    const char *type = json_string_value(json_object_get(j, "type"));
+    if (strcmp(type, "Lowercase") == 0) return API__BN_LOWER;
+    if (strcmp(type, "StripAccents") == 0) return API__BN_MARKS;
+    int lower = boolean(j, "lowercase", 1);
+    return (boolean(j, "clean_text", 1) ? API__BN_CLEAN : 0) | (boolean(j, "handle_chinese_chars", 1) ? API__BN_CHINESE : 0) |
+           (boolean(j, "strip_accents", lower) ? API__BN_STRIP : 0) | (lower ? API__BN_LOWER : 0);
+}
+
+/* The fields of the steps that are not patterns (step's). */
+static int plain_step(api__step *st, json_t *j) {
+    /* pre_tokenizers/whitespace.rs' \w+|[^\w\s]+ with the regex crate's \w and \s
+     * (Oniguruma's \w is L, M, N and Pc: it has No and Nl, not Join_Control) */
+    static const char whitespace[] = "[\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}]+"
+                                     "|[^\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}\\p{White_Space}]+";
+    json_t *prefix = json_object_get(j, "prefix");
+    switch (st->type) {
+    case API__N_BERT:
+        st->flags = bert_flags(j);
+        return 0;
+    case API__P_SPLIT: /* Whitespace: the spaces between the regex's matches removed */
+        st->invert = 1;
+        st->behavior = API__REMOVED;
+        st->re = api__re_new(whitespace, sizeof whitespace - 1, 0, NULL, 0);
+        return st->re ? 0 : API_BPE_ENOMEM;
+    case API__P_PUNCT:
+        st->behavior = json_object_get(j, "behavior") ? split_behavior(j) : API__ISOLATED;
+        return st->behavior < 0 ? API_BPE_EFORMAT : 0;
+    case API__D_WORDPIECE:
+        st->flags = (unsigned)boolean(j, "cleanup", 1);
+        if (json_is_string(prefix)) return copy_string(prefix, &st->a, &st->na);
+        if (!(st->a = malloc(3))) return API_BPE_ENOMEM;
+        memcpy(st->a, "##", 3), st->na = 2;
+        return 0;
+    default:
+        return 0;
+    }
+}
+
 /* One step of a part (j an object with "type"), its fields read. */
 static int step(api__step *st, json_t *j, const char *part, char *err, size_t err_size) {
+    if (st->type == API__N_BERT || st->type == API__D_WORDPIECE ||
+        (st->type == API__P_SPLIT && strcmp(json_string_value(json_object_get(j, "type")), "Whitespace") == 0))
+        return plain_step(st, j);
     switch (st->type) {
     case API__N_PREPEND:
         if (!json_is_string(json_object_get(j, "prepend"))) break;
@@ -119,6 +169,9 @@ static int step(api__step *st, json_t *j, const char *part, char *err, size_t er
     case API__P_DIGITS:
         st->split = boolean(j, "individual_digits", 0);
         return 0;
+    case API__P_PUNCT:
+        if (plain_step(st, j) == 0) return 0;
+        break;
     case API__D_STRIP: {
         long cp = one_char(json_object_get(j, "content"));
         json_t *a = json_object_get(j, "start"), *b = json_object_get(j, "stop");
@@ -155,14 +208,18 @@ static int parse(api__step **steps, size_t *n, json_t *j, const kind *kinds, con
     const kind *k = kinds;
     while (k->name && strcmp(k->name, type) != 0) k++;
     if (!k->name) return fail(err, err_size, API_BPE_ENOTSUP, "%s: %.40s is not implemented here", part, type);
-    if (*n >= 64) return fail(err, err_size, API_BPE_ETOOBIG, "%s: over 64 steps", part);
-    api__step *grown = realloc(*steps, (*n + 1) * sizeof *grown);
-    if (!grown) return API_BPE_ENOMEM;
-    *steps = grown;
-    api__step *st = &grown[(*n)++];
-    memset(st, 0, sizeof *st);
-    st->type = k->type;
-    return step(st, j, part, err, err_size);
+    int bert = strcmp(type, "BertPreTokenizer") == 0, rc = 0; /* WhitespaceSplit, then Punctuation */
+    for (int i = 0; i <= bert && rc == 0; i++) {
+        if (*n >= 64) return fail(err, err_size, API_BPE_ETOOBIG, "%s: over 64 steps", part);
+        api__step *grown = realloc(*steps, (*n + 1) * sizeof *grown);
+        if (!grown) return API_BPE_ENOMEM;
+        *steps = grown;
+        api__step *st = &grown[(*n)++];
+        memset(st, 0, sizeof *st);
+        st->type = i ? API__P_PUNCT : k->type;
+        rc = i ? plain_step(st, j) : step(st, j, part, err, err_size);
+    }
+    return rc;
 }
 
 int api__hf_parse_norm(api__hf *h, json_t *j, char *err, size_t err_size) {

@@ -1,7 +1,7 @@
 /* hf_pretok.c - the normalizer (the files of normalizers/) and the pre-tokenizer
  * (those of pre_tokenizers/, NormalizedString::split's behaviours) of a
  * tokenizer.json pipeline, on one piece of text between added tokens. */
-#include "hf.h"
+#include "wp.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +61,11 @@ long api__hf_normalize(const api__hf *h, const char *s, size_t n, char **out) {
             len = g ? len + (long)st->na : -1;
         } else if (st->type == API__N_REPLACE) {
             len = replace_all(st, &b, (size_t)len);
+        } else if (st->type == API__N_BERT && len > 0) {
+            char *g = NULL;
+            len = api__bert_normalize(st->flags, b, (size_t)len, &g);
+            free(b);
+            b = g;
         } else if (st->type != API__N_PREPEND && len > 0) {
             char *g = NULL;
             len = api__unicode_form(st->type, b, (size_t)len, &g);
@@ -146,15 +151,18 @@ static int cut(api__work *w, struct api__piece p, const api__span *m, size_t k, 
     return rc;
 }
 
-/* The characters of s[0 .. n) for which pred holds (as digits.rs and
- * metaspace.rs split on a character class), one span each, into w->m. */
+/* The characters of s[0 .. n) of st's class (digits.rs, metaspace.rs,
+ * whitespace.rs's WhitespaceSplit, punctuation.rs), one span each, into w->m. */
 static long char_matches(api__work *w, const char *s, size_t n, const api__step *st) {
     size_t k = 0;
     for (size_t i = 0; i < n;) {
         uint32_t cp = 0;
         size_t len = api__bpe_utf8((const unsigned char *)s + i, n - i, &cp);
         if (len == 0) len = 1;
-        int hit = st->type == API__P_DIGITS ? api__is_numeric(cp) : cp == st->ch;
+        int hit = st->type == API__P_DIGITS   ? api__is_numeric(cp)
+                  : st->type == API__P_WSPLIT ? (api__bert_class(cp) & API__BERT_SPACE) != 0
+                  : st->type == API__P_PUNCT  ? (api__bert_class(cp) & API__BERT_PUNCT) != 0
+                                              : cp == st->ch;
         if (hit) {
             if (k == w->mcap) {
                 size_t cap = w->mcap ? 2 * w->mcap : 64;
@@ -205,13 +213,15 @@ static int pre_step(const api__hf *h, api__work *w, const api__step *st, struct 
     if (st->type == API__P_SPLIT) k = api__re_find(st->re, w->arena + p.off, p.len, &w->m, &w->mcap);
     else if (st->type == API__P_BYTELEVEL && st->use_regex)
         k = api__re_find(h->gpt2_re, w->arena + p.off, p.len, &w->m, &w->mcap);
-    else if (st->type == API__P_DIGITS || (st->type == API__P_METASPACE && st->split))
+    else if (st->type == API__P_DIGITS || (st->type == API__P_METASPACE && st->split) ||
+             st->type == API__P_WSPLIT || st->type == API__P_PUNCT)
         k = char_matches(w, w->arena + p.off, p.len, st);
     else
         return emit(w, p.off, p.len, p.at_start);
     if (k < 0) return API_BPE_ENOMEM;
-    int behavior = st->type == API__P_SPLIT      ? st->behavior
-                   : st->type == API__P_METASPACE ? API__MERGED_NEXT
+    int behavior = st->type == API__P_SPLIT || st->type == API__P_PUNCT ? st->behavior
+                   : st->type == API__P_WSPLIT                          ? API__REMOVED
+                   : st->type == API__P_METASPACE                       ? API__MERGED_NEXT
                    : st->type == API__P_DIGITS && !st->split ? API__CONTIGUOUS
                                                              : API__ISOLATED;
     return cut(w, p, w->m, (size_t)k, behavior, st->type == API__P_SPLIT && st->invert);

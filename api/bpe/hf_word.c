@@ -3,7 +3,7 @@
  * fused when fuse_unk; ignore_merges: a pre-token in the vocabulary is that
  * token) and word.rs (merge_all: the pair of lowest rank first, the leftmost
  * of equal ranks, pairs made by a merge queued at once). */
-#include "hf.h"
+#include "wp.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +134,7 @@ static int32_t whole(const api_bpe *t, api__work *w, const char *s, size_t n) {
 }
 
 int api__hf_word(const api_bpe *t, api__work *w, const char *s, size_t n, api__ids *out) {
+    if (t->hf->wordpiece) return api__wp_word(t->hf, w, s, n, out);
     if (t->hf->ignore_merges) {
         int32_t id = whole(t, w, s, n);
         if (id == -2) return API_BPE_ENOMEM;

@@ -37,6 +37,8 @@
 /* Most stop strings, and the longest (OpenAI: up to 4). */
 #define API_GEN_MAX_STOP 4
 #define API_GEN_MAX_STOP_BYTES 256
+/* Most end-of-text ids besides eos_id. */
+#define API_GEN_MAX_EOS 8
 
 /* How a row of a generation ended. */
 typedef enum {
@@ -52,12 +54,16 @@ const char *api__gen_finish_name(api_gen_finish f);
 /* What a "generate" object asks. */
 typedef struct {
     int max_new_tokens;       /* tokens to write at most (>= 0) */
-    attn_sampler sampler;     /* temperature, top_k, top_p */
+    attn_sampler sampler;     /* temperature, top_k, top_p, min_p */
+    attn_penalties penalties; /* repetition, frequency, presence (before the sampler) */
     int has_seed;             /* "seed": torch.manual_seed(seed) right before the loop */
     uint64_t seed;
     int context_size;         /* the book's crop: idx[:, -context_size:] (0: block_size) */
     int logprobs;             /* alternatives per written token, 0..API_GEN_MAX_TOP */
     int eos_id;               /* end-of-text id that stops a row unwritten (-1: none) */
+    int n_eos_more;           /* more ids that stop a row as eos_id does (a chat model's
+                                 generation_config.json: Gemma 3's <end_of_turn>) */
+    int eos_more[API_GEN_MAX_EOS];
     int n_stop;               /* stop strings (copied: the request tree is freed first) */
     char *stop[API_GEN_MAX_STOP];
     size_t stop_len[API_GEN_MAX_STOP];
@@ -75,6 +81,11 @@ void api__gen_opts_free(api_gen_opts *o);
  * server's --max-new-tokens: more is a 413 naming generate.max_new_tokens.
  * Stop strings need a tokenizer (has_tokenizer). 0, or -1 with e filled. */
 int api__gen_parse(const json_t *g, int max_new, int has_tokenizer, api_gen_opts *o, api_err *e);
+
+/* obj's min_p and penalties (absent or null: off) into o, for every
+ * endpoint; errors name prefix ("generate." or "") + the field: a 400 out of
+ * range (min_p [0, 1], repetition_penalty > 0, the others [-2, 2]). */
+int api__gen_read_penalties(const json_t *obj, const char *prefix, api_gen_opts *o, api_err *e);
 
 /* One stop string into o (n bytes of s, 1..API_GEN_MAX_STOP_BYTES), for the
  * readers of both endpoints; field names it in errors. */
@@ -112,7 +123,7 @@ typedef struct {
     const api_gen_plan *plan;
     const api_gen_opts *opt;
     const attn_lm_config *cfg;
-    const float *params;      /* the model's buffer (attn_lm_param_get order) */
+    const void *params;       /* the model's buffer (attn_lm_param_get's layout) */
     attn_pool *pool;
     const int32_t *prompt;    /* [B][T0] */
     attn_rng *rng;            /* the generator the draws come from */

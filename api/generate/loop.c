@@ -73,6 +73,12 @@ static int alloc_loop(gen_loop *g, api_err *e) {
     g->scratch = g->scratch_size ? malloc(g->scratch_size) : NULL;
     if (!g->logits || !g->attn_rows || !g->window || !g->chosen || (g->scratch_size && !g->scratch))
         return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the generation");
+    if (attn_penalties_on(&g->in->opt->penalties)) {
+        g->penalized = malloc((size_t)p->V * sizeof *g->penalized);
+        g->counts = calloc((size_t)p->V, sizeof *g->counts);
+        if (!g->penalized || !g->counts)
+            return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the penalties");
+    }
     return 0;
 }
 
@@ -83,6 +89,8 @@ static void release(gen_loop *g) {
     free(g->window);
     free(g->chosen);
     free(g->scratch);
+    free(g->penalized);
+    free(g->counts);
 }
 
 /* tokens [from, to) of every row of the text, dense [B][to - from]. */

@@ -18,6 +18,8 @@ typedef struct {
     int32_t *chosen;          /* [B] the step's choices (fed next, finished rows too) */
     void *scratch;            /* attn_sample's */
     size_t scratch_size;
+    float *penalized;         /* [V] a row's logits after the penalties (NULL: none asked) */
+    int32_t *counts;          /* [V] zeros, attn_penalize's */
 } gen_loop;
 
 /* One step's choices for every row, kept for the rows still writing (the

@@ -3,12 +3,15 @@
  *   "generate": {"max_new_tokens": 20, "temperature": 1.4, "top_k": 25,
  *                "top_p": 0.9, "seed": 123, "stop": ["\n\n"],
  *                "eos_token_id": 50256, "context_size": 256,
- *                "logprobs": 5, "attention": true}
+ *                "logprobs": 5, "attention": true, "min_p": 0.05,
+ *                "repetition_penalty": 1.3, "frequency_penalty": 0.5,
+ *                "presence_penalty": 0.5}
  *
  * The names are the book's generate() arguments (Raschka, ch. 5:
  * max_new_tokens, context_size, temperature, top_k, eos_id as
- * eos_token_id, Hugging Face's name) and Hugging Face's top_p; null is the
- * same as absent. */
+ * eos_token_id, Hugging Face's name), Hugging Face's top_p, min_p and
+ * repetition_penalty, OpenAI's frequency_penalty and presence_penalty
+ * (core/penalty.c has the definitions); null is the same as absent. */
 #include "api/generate/generate.h"
 #include "api/request/request.h"
 
@@ -18,7 +21,8 @@
 
 static const char *const fields[] = {"max_new_tokens", "temperature", "top_k", "top_p", "seed",
                                      "stop", "eos_token_id", "context_size", "logprobs",
-                                     "attention", NULL};
+                                     "attention", "min_p", "repetition_penalty",
+                                     "frequency_penalty", "presence_penalty", NULL};
 
 const char *api__gen_finish_name(api_gen_finish f) {
     static const char *const names[] = {NULL, "length", "stop", "timeout"};
@@ -26,7 +30,8 @@ const char *api__gen_finish_name(api_gen_finish f) {
 }
 
 void api__gen_opts_init(api_gen_opts *o) {
-    *o = (api_gen_opts){.max_new_tokens = 16, .sampler = ATTN_SAMPLER_GREEDY, .eos_id = -1};
+    *o = (api_gen_opts){.max_new_tokens = 16, .sampler = ATTN_SAMPLER_GREEDY,
+                        .penalties = ATTN_PENALTIES_OFF, .eos_id = -1};
 }
 
 void api__gen_opts_free(api_gen_opts *o) {
@@ -102,6 +107,33 @@ static int read_sampler(const json_t *g, api_gen_opts *o, api_err *e) {
     return 0;
 }
 
+/* obj's number name into *x when present; a 400 naming prefix+name when
+ * it is not in [lo, hi] (lo excluded when open). */
+static int read_ranged(const json_t *obj, const char *prefix, const char *name, double lo,
+                       int open, double hi, double *x, api_err *e) {
+    char field[64];
+    snprintf(field, sizeof field, "%s%s", prefix, name);
+    const json_t *v = api__field(obj, name);
+    if (v == NULL) return 0;
+    if (!json_is_number(v)) return api__field_wrong_type(e, field, v, "a number");
+    double d = json_number_value(v);
+    if (!(open ? d > lo : d >= lo) || !(d <= hi))
+        return api__fail(e, API_E_INVALID_ARGUMENT, field, "%s is %g: in %c%g, %g]", field, d,
+                         open ? '(' : '[', lo, hi);
+    *x = d;
+    return 0;
+}
+
+int api__gen_read_penalties(const json_t *obj, const char *prefix, api_gen_opts *o, api_err *e) {
+    attn_penalties *p = &o->penalties;
+    if (read_ranged(obj, prefix, "min_p", 0.0, 0, 1.0, &o->sampler.min_p, e) ||
+        read_ranged(obj, prefix, "repetition_penalty", 0.0, 1, 1e6, &p->repetition_penalty, e) ||
+        read_ranged(obj, prefix, "frequency_penalty", -2.0, 0, 2.0, &p->frequency_penalty, e) ||
+        read_ranged(obj, prefix, "presence_penalty", -2.0, 0, 2.0, &p->presence_penalty, e))
+        return -1;
+    return 0;
+}
+
 static int read_numbers(const json_t *g, int max_new, api_gen_opts *o, api_err *e) {
     int attention = 0;
     if (api__field_int(g, "max_new_tokens", 0, INT32_MAX, &o->max_new_tokens, e) < 0 ||
@@ -130,11 +162,12 @@ int api__gen_parse(const json_t *g, int max_new, int has_tokenizer, api_gen_opts
         snprintf(field, sizeof field, "generate.%s", api__echo(echo, sizeof echo, key));
         return api__fail(e, API_E_UNKNOWN_FIELD, field,
                          "unknown field \"%s\" (generate takes max_new_tokens, temperature, top_k, "
-                         "top_p, seed, stop, eos_token_id, context_size, logprobs, attention)",
+                         "top_p, min_p, repetition_penalty, frequency_penalty, presence_penalty, seed, stop, "
+                         "eos_token_id, context_size, logprobs, attention)",
                          field);
     }
     if (read_numbers(g, max_new, o, e)) return -1;
-    if (read_sampler(g, o, e)) return -1;
+    if (read_sampler(g, o, e) || api__gen_read_penalties(g, "generate.", o, e)) return -1;
     if (read_stop(g, o, e)) return -1;
     if (o->n_stop && !has_tokenizer)
         return api__fail(e, API_E_INVALID_ARGUMENT, "generate.stop",

@@ -59,6 +59,31 @@ static void write_token(gen_loop *g, int b, const attn_token_logprob *chosen,
     }
 }
 
+static int is_eos(const api_gen_opts *o, int id) {
+    int hit = id == o->eos_id;
+    for (int i = 0; i < o->n_eos_more; i++) hit |= id == o->eos_more[i];
+    return hit;
+}
+
+static void score(const float *x, int V, int32_t id, int n_top, float *lp, attn_token_logprob *top);
+
+/* Row b's token from its logits after the penalties on its text so far;
+ * the log-probabilities stay the model's own (of the raw logits). */
+static int choose_penalized(gen_loop *g, int b, attn_token_logprob *chosen,
+                            attn_token_logprob *top, attn_error *ae) {
+    const api_gen_plan *p = g->p;
+    const float *raw = g->logits + (size_t)b * p->V;
+    const int32_t *text = g->out->text + (size_t)b * ((size_t)p->T0 + (size_t)p->N);
+    memcpy(g->penalized, raw, (size_t)p->V * sizeof *raw);
+    int rc = attn_penalize(&g->in->opt->penalties, g->penalized, p->V, text, g->len, p->T0,
+                           g->counts, ae);
+    if (rc == ATTN_OK)
+        rc = attn_sample(&g->in->opt->sampler, g->penalized, p->V, g->in->rng, g->scratch,
+                         g->scratch_size, chosen, NULL, 0, ae);
+    if (rc == ATTN_OK) score(raw, p->V, chosen->id, p->n_top, &chosen->logprob, top);
+    return rc;
+}
+
 /* Chooses row b's token; keeps it when the row still writes. 0, 1 (stop:
  * on_token said the client is gone), -1. */
 static int choose(gen_loop *g, int b, attn_token_logprob *top, api_err *e) {
@@ -66,15 +91,18 @@ static int choose(gen_loop *g, int b, attn_token_logprob *top, api_err *e) {
     const api_gen_plan *p = g->p;
     attn_token_logprob chosen;
     attn_error ae = {0};
-    if (attn_sample(&in->opt->sampler, g->logits + (size_t)b * p->V, p->V, in->rng, g->scratch,
-                    g->scratch_size, &chosen, top, p->n_top, &ae) != ATTN_OK) {
+    int rc = g->penalized ? choose_penalized(g, b, &chosen, top, &ae)
+                          : attn_sample(&in->opt->sampler, g->logits + (size_t)b * p->V, p->V,
+                                        in->rng, g->scratch, g->scratch_size, &chosen, top,
+                                        p->n_top, &ae);
+    if (rc != ATTN_OK) {
         api__from_attn(e, &ae, ATTN_MODULE_COUNT);
         return -1;
     }
     g->chosen[b] = chosen.id;
     api_gen_out *o = g->out;
     if (o->finish[b] != API_GEN_RUNNING) return 0; /* drawn as the batch's loop would, not kept */
-    if (chosen.id == in->opt->eos_id) {             /* the book's: break before appending it */
+    if (is_eos(in->opt, chosen.id)) {               /* the book's: break before appending it */
         o->finish[b] = API_GEN_STOP;
         return 0;
     }

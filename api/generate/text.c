@@ -31,13 +31,22 @@ static size_t seq_len(unsigned c) {
 }
 
 int api__gen_utf8_valid(const char *b, size_t n) {
-    if (n == 0) return 1;
-    char small[64], *out = n <= 20 ? small : malloc(3 * n + 1);
-    if (out == NULL) return 0;
-    size_t m = api_bpe_utf8_text(b, n, out);
-    int same = m == n && memcmp(out, b, n) == 0; /* repair changes nothing */
-    if (out != small) free(out);
-    return same;
+    /* Unicode's table 3-7 of well-formed sequences (what the repair leaves
+     * as it is), without allocating: a failed allocation must not make a
+     * token's text look invalid */
+    const unsigned char *s = (const unsigned char *)b;
+    for (size_t i = 0, k; i < n; i += k) {
+        unsigned c = s[i], lo = 0x80, hi = 0xBF; /* the second byte's range */
+        k = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        if (k == 0 || n - i < k) return 0;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+        for (size_t j = 1; j < k; j++)
+            if (s[i + j] < (j == 1 ? lo : 0x80) || s[i + j] > (j == 1 ? hi : 0xBF)) return 0;
+    }
+    return 1;
 }
 
 /* Where the last sequence of text[0..len) starts, if it is incomplete

@@ -8,6 +8,7 @@
  *                     | "resid_mid" | "resid_post",
  *             "logit_diff": [a, b]}     (ids, or texts of one token each)
  *   "logit_lens": {"k": 5}
+ *   "analysis": ["entropy", ...]  (analysis.c)
  *
  * Every layer, head, id and length is checked against the model here, so
  * that the steps after the parse meet no bad value.
@@ -149,6 +150,7 @@ static int read_ablation(const json_t *o, int i, const attn_lm_config *c, attn_l
     static const char *const methods[] = {"zero", "mean", NULL};
     char where[32];
     snprintf(where, sizeof where, "ablate[%d]", i);
+    *a = (attn_lm_ablate){0}; /* every batch row */
     if (!json_is_object(o))
         return api__field_wrong_type(e, where, o, "an object {\"layer\", \"head\", \"method\"}");
     if (check_keys(o, where, keys, "layer, head and method", e) ||
@@ -352,7 +354,8 @@ static int read_patch(const json_t *p, const api_limits *lim, inside_ctx *rq, ap
 }
 
 int api__inside_parse(const json_t *root, const api_limits *lim, inside_ctx *rq, api_err *e) {
-    if (read_ablate(root, rq, e) || read_lens(root, rq, e) || api__inside_hooks_sort(&rq->in, e))
+    if (read_ablate(root, rq, e) || read_lens(root, rq, e) || api__inside_hooks_sort(&rq->in, e) ||
+        api__inside_analysis_parse(root, rq, e))
         return -1;
     const json_t *p = api__field(root, "patch");
     return p ? read_patch(p, lim, rq, e) : 0;

@@ -48,7 +48,7 @@ static size_t site_width(const inside_rq *rq, const attn_lm_plan *p) {
  * ([n_layer][B][T][C]) and its activation at the site into site
  * ([n_layer][B][T][site_width]; the same array for resid_pre), its logit
  * differences into io->corrupted. */
-static int corrupted_run(const inside_rq *rq, const attn_lm_plan *p, const float *weights,
+static int corrupted_run(const inside_rq *rq, const attn_lm_plan *p, const void *weights,
                          attn_pool *pool, float *resid, float *site, float *last, inside_out *io,
                          api_err *e) {
     size_t BT = (size_t)p->B * (size_t)p->T, BTC = BT * (size_t)p->C, BTW = BT * site_width(rq, p);
@@ -156,7 +156,7 @@ static void sweep_results(const inside_rq *rq, const attn_lm_plan *p, const insi
     }
 }
 
-static int sweep(const inside_rq *rq, const attn_lm_plan *p, const float *weights,
+static int sweep(const inside_rq *rq, const attn_lm_plan *p, const void *weights,
                  attn_pool *pool, const float *resid, const float *site, inside_out *io, api_err *e) {
     inside_sweep sw;
     if (api__inside_sweep(rq, p, attn_pool_width(pool), &sw, e)) return -1;
@@ -179,7 +179,7 @@ static int sweep(const inside_rq *rq, const attn_lm_plan *p, const float *weight
     return rc;
 }
 
-int api__inside_patch(const inside_rq *rq, const attn_lm_plan *p, const float *weights,
+int api__inside_patch(const inside_rq *rq, const attn_lm_plan *p, const void *weights,
                       const float *logits, int last_only, attn_pool *pool, inside_out *io,
                       api_arrays *a, api_err *e) {
     int X = api__inside_site(rq->site)->per_head ? p->H : p->T;

@@ -156,6 +156,7 @@ int api__inside_plan(const inside_rq *in, const attn_lm_plan *p, int width, insi
     *out = (inside_sizes){0};
     int L = p->n_layer, most = in->n_hooks + (in->lens_k ? L + 1 : 0) + (in->patch ? L : 0) +
                                (in->neuron ? 4 : 0);
+    if (api__inside_analysis_plan(in, p, width < 1 ? 1 : width, out, e)) return -1;
     if (most == 0) return 0;
     io->caps = calloc((size_t)most, sizeof *io->caps);
     io->cap_count = calloc((size_t)most, sizeof *io->cap_count);
@@ -174,11 +175,12 @@ int api__inside_plan(const inside_rq *in, const attn_lm_plan *p, int width, insi
     double patch_ops = c.ops - before.ops;
     if (in->lens_k) lens_costs(in, p, io, &c);
     if (in->neuron) neuron_costs(in, p, io, &c);
-    double lens_ops = c.ops - before.ops - patch_ops;
-    if (patch_ops > model || lens_ops > model) out->ops_field = patch_ops > lens_ops ? "patch" : "logit_lens";
-    out->need = clamp(c.need);
-    out->reply_values = clamp(c.reply);
-    out->ops = c.ops;
+    double lens_ops = c.ops - before.ops - patch_ops, analysis_ops = out->ops;
+    double most_ops = patch_ops > lens_ops ? patch_ops : lens_ops;
+    if (most_ops > model && most_ops > analysis_ops) out->ops_field = patch_ops > lens_ops ? "patch" : "logit_lens";
+    out->need += clamp(c.need);
+    out->reply_values += clamp(c.reply);
+    out->ops += c.ops;
     return 0;
 }
 

@@ -9,8 +9,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-int api__inside_inputs(const inside_rq *rq, inside_out *io, api_arrays *a, attn_lm_inputs *in,
-                       api_err *e) {
+int api__inside_inputs(const inside_rq *rq, const attn_lm_plan *p, inside_out *io, api_arrays *a,
+                       attn_lm_inputs *in, attn_lm_outputs *out, api_err *e) {
+    if (api__inside_analysis_outputs(rq, p, io, a, out, e)) return -1;
     for (int i = 0; i < io->n_caps; i++)
         io->caps[i].dst = api__arrays_take(a, io->cap_count[i], sizeof(float));
     if (a->failed) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the activations");
@@ -30,7 +31,7 @@ static void top_probs(const float *x, int V, float *probs, int k) {
 }
 
 /* The lens of one residual stream resid [B*T][C] into ids, probs [B*T][k]. */
-static int lens_entry(const attn_lm_plan *p, const float *weights, const float *resid, int k,
+static int lens_entry(const attn_lm_plan *p, const void *weights, const float *resid, int k,
                       attn_pool *pool, float *logits, int *scratch, int32_t *ids, float *probs,
                       api_err *e) {
     int rows = p->B * p->T, R = api__inside_lens_rows(p);
@@ -49,7 +50,7 @@ static int lens_entry(const attn_lm_plan *p, const float *weights, const float *
     return 0;
 }
 
-static int lens(const inside_rq *rq, const attn_lm_plan *p, const float *weights,
+static int lens(const inside_rq *rq, const attn_lm_plan *p, const void *weights,
                 attn_pool *pool, inside_out *io, api_arrays *a, api_err *e) {
     int L = p->n_layer, k = rq->lens_k;
     size_t per = (size_t)p->B * (size_t)p->T * (size_t)k;
@@ -70,7 +71,7 @@ static int lens(const inside_rq *rq, const attn_lm_plan *p, const float *weights
     return rc;
 }
 
-int api__inside_after(const inside_rq *rq, const attn_lm_plan *p, const float *weights,
+int api__inside_after(const inside_rq *rq, const attn_lm_plan *p, const void *weights,
                       const float *logits, int last_only, attn_pool *pool, inside_out *io,
                       api_arrays *a, api_err *e) {
     if (rq->patch && api__inside_patch(rq, p, weights, logits, last_only, pool, io, a, e)) return -1;

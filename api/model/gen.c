@@ -61,6 +61,7 @@ int api__model_gen_plan(model_rq *rq, api_job *j, api_err *e) {
     j->ops += g->plan.ops;
     j->ops_field = "generate.max_new_tokens";
     j->work = SIZE_MAX; /* never answered on the I/O thread: it writes token after token */
+    j->generates = 1;
     size_t steps_text = (size_t)g->plan.N * (64 + 32 * (size_t)g->plan.n_top + 12 * (size_t)g->plan.rows_len);
     j->reply_values += steps_text / 10;
     return 0;
@@ -96,7 +97,7 @@ static int final_window(model_rq *rq, struct model_gen *g, api_err *e) {
     return 0;
 }
 
-int api__model_gen_run(model_rq *rq, api_job *j, const float *params, attn_rng *rng, api_err *e) {
+int api__model_gen_run(model_rq *rq, api_job *j, const void *params, attn_rng *rng, api_err *e) {
     struct model_gen *g = rq->gen;
     attn_rng own;
     choose_seed(g, rng, &own);

@@ -189,7 +189,7 @@ void api__model_gen_free(model_rq *rq);
 /* Its sizes added to the job's; the final window's length. */
 int api__model_gen_plan(model_rq *rq, api_job *j, api_err *e);
 /* The loop on params (rng: init's, or NULL); rq->idx the final window. */
-int api__model_gen_run(model_rq *rq, api_job *j, const float *params, attn_rng *rng, api_err *e);
+int api__model_gen_run(model_rq *rq, api_job *j, const void *params, attn_rng *rng, api_err *e);
 /* The "generation" item into it, and the events' parts of c. */
 int api__model_gen_items(model_rq *rq, api_item *it, api_contents *c, api_err *e);
 /* The "start" event, a token's event (api_gen_in.on_token), the object. */

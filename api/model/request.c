@@ -22,8 +22,8 @@ static const char *const out_names[M_OUT_COUNT] = {
 static const char *const fields[] = {
     "module", "init", "state_dict", "idx", "text", "tokenizer", "training", "dropout_seed", "return",
     "layers", "precision", "output_format", "dtype", "model", "heads", "query_rows", "top_k", "generate",
-    "ablate", "patch", "logit_lens", "add_special", "attention_mask", "token_type_ids", "fill_mask",
-    "neuron_view", NULL};
+    "ablate", "patch", "logit_lens", "analysis", "add_special", "attention_mask", "token_type_ids",
+    "fill_mask", "neuron_view", NULL};
 
 void api__model_rq_free(model_rq *rq) {
     api__model_gen_free(rq);
@@ -58,7 +58,7 @@ static int check_fields(const json_t *root, attn_arch arch, api_err *e) {
                          "unknown field \"%s\" for /model (it takes module, %s's config "
                          "fields, init or state_dict, or model; idx or text, attention_mask, "
                          "token_type_ids, tokenizer, add_special, training, dropout_seed, return, layers, heads, "
-                         "query_rows, top_k, ablate, patch, logit_lens, neuron_view, fill_mask, "
+                         "query_rows, top_k, ablate, patch, logit_lens, analysis, neuron_view, fill_mask, "
                          "precision, output_format, dtype, generate)", echo,
                          attn_arch_name(arch));
     }
@@ -244,10 +244,11 @@ int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, ap
     /* the captures are sized for the prompt, a generation's forward runs over
      * the final text */
     const inside_rq *in = &rq->in;
-    if (rq->gen && (in->n_hooks || in->n_ablate || in->patch || in->lens_k))
+    if (rq->gen && (in->n_hooks || in->n_ablate || in->patch || in->lens_k || in->analyses))
         return api__fail(e, API_E_INVALID_ARGUMENT, "generate",
-                         "generate does not combine with hook names in return, ablate, patch or "
-                         "logit_lens: send the written text (the reply's idx) again with them");
+                         "generate does not combine with hook names in return, ablate, patch, "
+                         "logit_lens or analysis: send the written text (the reply's idx) again "
+                         "with them");
     if (api__model_enc_parse(root, rq, e)) return -1;
     /* the maps' selection against the model's heads and the tokens (the
      * final text's at most with generate) */

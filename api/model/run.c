@@ -44,8 +44,8 @@ typedef struct {
 } model_maps;
 
 /* and model, config, shape, generation, layers, next_token_text, cache,
- * patch, logit_lens, neuron_view, sentence_b_start, fill_mask */
-enum { MAX_ITEMS = M_OUT_COUNT + 12 };
+ * patch, logit_lens, analysis, neuron_view, sentence_b_start, fill_mask */
+enum { MAX_ITEMS = M_OUT_COUNT + 13 };
 
 /* The outputs a forward pass computes (without them, or a look inside, none
  * runs: idx, tokens, params and a generation's own record need none). */
@@ -57,8 +57,12 @@ enum { MAX_ITEMS = M_OUT_COUNT + 12 };
 typedef struct {
     model_rq rq;
     attn_lm_plan plan;
-    const float *weights;      /* the parameters: params, or a loaded checkpoint's */
+    const void *weights;       /* the parameters: params, or a loaded checkpoint's (its
+                                  weight matrices may be half-size) */
     float *params, *logits, *attn, *hidden;
+    attn_lm_plan wide;         /* "params" of a half-size checkpoint: its float32 layout ... */
+    const attn_lm_plan *params_plan; /* the layout "params" is read with (plan or wide) */
+    const float *params_f32;   /* ... and its values widened (params), or weights */
     int32_t *next;
     int32_t *idx;              /* the request's ids in the job's arrays: a safetensors reply sent
                                   in parts outlives the request's own copy */
@@ -81,7 +85,7 @@ static int returns(const model_state *s, int k) { return (s->rq.returns & 1u << 
 static int runs_forward(const model_state *s) {
     const inside_rq *in = &s->rq.in;
     return (s->rq.returns & FORWARD_OUTPUTS) || in->n_hooks || in->n_ablate || in->patch || in->lens_k ||
-           in->neuron || s->rq.fill_k;
+           in->analyses || in->neuron || s->rq.fill_k;
 }
 
 static int parse(api_job *j, const json_t *root, api_err *e) {
@@ -175,6 +179,8 @@ static int plan(api_job *j, api_err *e) {
         need += sel;
     }
     if (rq->model) need -= p->n_params;
+    if (rq->model && rq->cfg.weights_dtype != ATTN_DTYPE_F32 && returns(s, M_OUT_PARAMS))
+        need += p->n_params; /* "params" widened to float32 for the reply */
     need += api__model_enc_floats(rq, p);
     inside_sizes in;
     if (api__inside_plan(&rq->in, p, attn_pool_width(j->lim ? j->lim->compute : NULL), &s->io,
@@ -193,6 +199,20 @@ static int plan(api_job *j, api_err *e) {
 
 /* ==== prepare and compute ================================================= */
 
+/* "params" of a checkpoint held half-size: its values widened to float32
+ * (exactly), in the float32 layout of the same model. */
+static int widen(api_job *j, model_state *s, api_err *e) {
+    attn_lm_config c = s->rq.cfg;
+    attn_error ae = {0};
+    c.weights_dtype = ATTN_DTYPE_F32;
+    if (attn_lm_plan_make(&c, s->plan.B, s->plan.T, s->plan.training, &s->wide, &ae) != ATTN_OK ||
+        (s->params = api__arrays_take(&j->arrays, s->wide.n_params, sizeof(float))) == NULL ||
+        attn_lm_params_convert(&s->wide, s->params, &s->plan, s->weights, &ae) != ATTN_OK)
+        return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot widen the model's parameters");
+    s->params_plan = &s->wide, s->params_f32 = s->params;
+    return 0;
+}
+
 /* The parameters: a checkpoint's buffer as it is, the state_dict, or
  * GPT2(config) after torch.manual_seed(seed), whose generator dropout then
  * continues from (or dropout_seed's). */
@@ -200,12 +220,15 @@ static int prepare(api_job *j, api_err *e) {
     model_state *s = state_of(j);
     const model_rq *rq = &s->rq;
     attn_error ae = {0};
+    s->params_plan = &s->plan;
     if (rq->model) {
-        s->weights = rq->model->params;
+        s->weights = s->params_f32 = rq->model->params;
+        if (returns(s, M_OUT_PARAMS) && rq->cfg.weights_dtype != ATTN_DTYPE_F32 && widen(j, s, e))
+            return -1;
     } else {
         s->params = api__arrays_take(&j->arrays, s->plan.n_params, sizeof(float));
         if (s->params == NULL) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the model");
-        s->weights = s->params;
+        s->weights = s->params_f32 = s->params;
         if (rq->params.state_dict) {
             if (api__model_state_dict_read(rq->params.state_dict, &s->plan, s->params, e)) return -1;
         } else {
@@ -312,7 +335,7 @@ static int compute(api_job *j, api_err *e) {
     attn_lm_inputs in = {.idx = s->rq.idx, .pool = pool, .attention_mask = s->rq.mask,
                          .token_type_ids = s->rq.types};
     attn_error ae = {0};
-    if (api__inside_inputs(&s->rq.in, &s->io, a, &in, e)) return -1;
+    if (api__inside_inputs(&s->rq.in, p, &s->io, a, &in, &out, e)) return -1;
     if (attn_lm_run(p, s->weights, &in, s->rng_ptr, &out, &ae) != ATTN_OK) {
         api__from_attn(e, &ae, ATTN_MODULE_COUNT);
         return -1;
@@ -425,7 +448,9 @@ static int groups_make(model_state *s) {
     s->group_names = malloc((size_t)np * ATTN_PARAM_NAME_MAX + (size_t)nd * API_MODEL_DROP_NAME);
     if (s->group_items == NULL || s->group_names == NULL) return -1;
     char *names = s->group_names;
-    if (np) api__model_params_items(p, s->weights, (char(*)[ATTN_PARAM_NAME_MAX])names, s->group_items);
+    if (np)
+        api__model_params_items(s->params_plan, s->params_f32, (char(*)[ATTN_PARAM_NAME_MAX])names,
+                                s->group_items);
     if (nd)
         api__model_dropout_items(p, s->dropout, s->rq.batched,
                                  (char(*)[API_MODEL_DROP_NAME])(names + (size_t)np * ATTN_PARAM_NAME_MAX),

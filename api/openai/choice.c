@@ -44,7 +44,7 @@ static void tok_str(api_buf *j, const api_bpe *bpe, int32_t id) {
         api_buf t = {0};
         api__buf_put(&t, b, n);
         api__buf_put(&t, "", 1); /* NUL after the text */
-        api__buf_json_stringn(j, t.data ? t.data : "", n);
+        api__buf_json_stringn(j, t.data ? t.data : "", t.data ? n : 0); /* t.failed says the rest */
         if (t.failed) j->failed = 1;
         api_buf_free(&t);
         return;
@@ -54,7 +54,9 @@ static void tok_str(api_buf *j, const api_bpe *bpe, int32_t id) {
     api__buf_puts(j, "\"");
 }
 
-/* {"token": lp, ...}: the n most likely, and the chosen one if not among them. */
+/* {"token": lp, ...}: the n most likely, and the chosen one if not among them;
+ * the chosen one's value is lp wherever it stands (a prompt token's came
+ * from another computation than its alternatives': one token, one value). */
 static void top_obj(api_buf *j, const api_bpe *bpe, const attn_token_logprob *top, int n,
                     int32_t chosen, float lp) {
     int seen = 0;
@@ -66,7 +68,7 @@ static void top_obj(api_buf *j, const api_bpe *bpe, const attn_token_logprob *to
         if (i) api__buf_puts(j, ",");
         tok_str(j, bpe, top[i].id);
         api__buf_puts(j, ":");
-        number(j, top[i].logprob);
+        number(j, top[i].id == chosen ? lp : top[i].logprob);
         seen |= top[i].id == chosen;
     }
     if (!seen) {
@@ -76,6 +78,26 @@ static void top_obj(api_buf *j, const api_bpe *bpe, const attn_token_logprob *to
         number(j, lp);
     }
     api__buf_puts(j, "}");
+}
+
+/* Where row b's token k begins in its text, in code points: as written,
+ * before a stop string cut the text, so that the tokens past its end (the
+ * stop string's, kept in logprobs) go on from it rather than all standing
+ * at its end. */
+static size_t token_offset(const api_bpe *bpe, const api_gen_out *o, int b, int k) {
+    const api_buf *bytes = &o->bytes[b];
+    size_t row = (size_t)b * o->N, start = k ? o->tok_end[row + k - 1] : 0;
+    if (start <= bytes->len) return code_points(bytes->data, start);
+    size_t n = code_points(bytes->data, bytes->len);
+    for (int i = 0; i < k; i++) { /* the bytes the cut took, token by token */
+        size_t from = i ? o->tok_end[row + i - 1] : 0;
+        if (o->tok_end[row + i] <= bytes->len) continue;
+        const char *tb;
+        size_t tn, skip = bytes->len > from ? bytes->len - from : 0;
+        api__gen_token_bytes(bpe, o->ids[row + i], &tb, &tn);
+        if (skip < tn) n += code_points(tb + skip, tn - skip);
+    }
+    return n;
 }
 
 /* The four arrays of logprobs, with the prompt's tokens first (echo), then
@@ -108,14 +130,13 @@ static void lp_arrays(api_buf *j, const lp_span *sp, int what) {
         else api__buf_printf(j, "%zu", code_points(p->text, pbytes < p->text_len ? pbytes : p->text_len));
         pbytes += tn;
     }
-    const api_buf *bytes = &o->bytes[sp->b];
     for (int k = sp->k0; k < sp->k1; k++, first = 0) {
         if (!first) api__buf_puts(j, ",");
-        size_t at = (size_t)sp->b * o->N + (size_t)k, start = k ? o->tok_end[at - 1] : 0;
+        size_t at = (size_t)sp->b * o->N + (size_t)k;
         if (what == 0) tok_str(j, bpe, o->ids[at]);
         else if (what == 1) number(j, o->logprobs[at]);
         else if (what == 2) top_obj(j, bpe, o->top + at * n_top, n_top, o->ids[at], o->logprobs[at]);
-        else api__buf_printf(j, "%zu", base + code_points(bytes->data, start < bytes->len ? start : bytes->len));
+        else api__buf_printf(j, "%zu", base + token_offset(bpe, o, sp->b, k));
     }
 }
 
@@ -149,8 +170,11 @@ static void text_from(api_buf *j, const api_buf *bytes, size_t from, size_t to) 
     api_buf_free(&t);
 }
 
+/* OpenAI's "stop" and "length"; "timeout" when the server cut the text
+ * short (--timeout, a drain, time spent waiting for memory), as
+ * /model/gpt2 says it: "length" would tell the client its text is whole. */
 static const char *finish_of(api_gen_finish f) {
-    return f == API_GEN_STOP ? "stop" : "length"; /* a timeout cut it short: length */
+    return f == API_GEN_TIMEOUT ? "timeout" : f == API_GEN_STOP ? "stop" : "length";
 }
 
 void api__oai_choices(oai_state *s, api_buf *j) {
@@ -262,3 +286,9 @@ int api__oai_flush(oai_state *s) {
     s->job->error_event = "data: "; /* a failure from now on: data: {"error": ...} */
     return 0;
 }
+
+/* ==== What chat_reply.c shares (/v1/chat/completions) ==== */
+
+void api__oai_token_json(api_buf *j, const api_bpe *bpe, int32_t id) { tok_str(j, bpe, id); }
+void api__oai_number(api_buf *j, float v) { number(j, v); }
+void api__oai_delta(oai_state *s, int b, api_buf *j) { delta(s, b, j); }

@@ -9,6 +9,9 @@
  *              per prompt (api/generate/), then the reply
  *   choice.c   a choice, its logprobs object, and the stream's chunks
  *   models.c   GET /v1/models
+ *   chat.c     POST /v1/chat/completions' body: the messages rendered with
+ *              the model folder's chat template (api/chat/), tokenized
+ *   chat_reply.c  its reply: "message" or "delta" chunks, logprobs.content
  *   embed.c    POST /v1/embeddings (OpenAI's Embeddings API), a kind of its own
  *
  * Sampling is the book's generate() with Hugging Face's top-p (and top_k as
@@ -43,6 +46,7 @@ typedef struct {
     api_gen_opts opt;           /* max_tokens, temperature, top_p, top_k, seed, stop, logprobs */
     int n;                      /* choices per prompt */
     int echo, stream, include_usage;
+    int chat;                   /* /v1/chat/completions: one prompt, the rendered messages */
     int logprobs;               /* -1: none; else the alternatives per token */
     oai_prompt prompt[OAI_MAX_PROMPTS];
     int n_prompts;
@@ -51,6 +55,16 @@ typedef struct {
 /* Reads a /v1/completions body. 0, or -1 with e filled; oai_rq_free either way. */
 int api__oai_parse(const json_t *root, const api_limits *lim, oai_rq *rq, api_err *e);
 void api__oai_rq_free(oai_rq *rq);
+/* Reads a /v1/chat/completions body (chat.c). As api__oai_parse. */
+int api__oai_chat_parse(const json_t *root, const api_limits *lim, oai_rq *rq, api_err *e);
+/* request.c, for chat.c: "model" and its tokenizer (errors on field); the
+ * sampling fields and "stop" (max_tokens, temperature, top_p, top_k, seed,
+ * min_p and the penalties, logit_bias at its neutral value), after rq->logprobs;
+ * the <|endoftext|> id of the tokenizer, or -1. */
+int api__oai_read_model(const json_t *root, const api_limits *lim, const char *field, oai_rq *rq,
+                        api_err *e);
+int api__oai_read_options(const json_t *root, const api_limits *lim, oai_rq *rq, api_err *e);
+int api__oai_endoftext(const oai_rq *rq);
 
 /* The state of one request while it runs. */
 typedef struct {
@@ -80,5 +94,19 @@ void api__oai_usage(const oai_state *s, api_buf *j);
 /* The chunks written so far to the client (api_limits.events): 0, or 1
  * when it has gone. */
 int api__oai_flush(oai_state *s);
+/* choice.c, for chat_reply.c: a token as OpenAI names it (a JSON string),
+ * a log-probability, and the text row b may send now (JSON string). */
+void api__oai_token_json(api_buf *j, const api_bpe *bpe, int32_t id);
+void api__oai_number(api_buf *j, float v);
+void api__oai_delta(oai_state *s, int b, api_buf *j);
+
+/* chat_reply.c: the same for /v1/chat/completions: "choices" with each
+ * "message"; the stream's first chunks (role "assistant"), a token's, the
+ * last of each choice. The begin and finish return 1 when the client has
+ * gone. */
+void api__oai_chat_choices(oai_state *s, api_buf *j);
+int api__oai_chat_begin(oai_state *s);
+int api__oai_chat_on_token(void *ctx, const api_gen_out *o, int b, int k);
+int api__oai_chat_finish(oai_state *s);
 
 #endif

@@ -5,10 +5,12 @@
  *    "stop": ["\n"], "echo": false, "stream": false}
  *
  * prompt: a string, an array of strings, an array of token ids, or an array
- * of such arrays (several prompts). Fields OpenAI defines that change
- * nothing at their neutral value (presence_penalty 0, frequency_penalty 0,
- * best_of equal to n, logit_bias {}, suffix null, user) are taken; other
- * values of them are 400s. */
+ * of such arrays (several prompts). presence_penalty and frequency_penalty
+ * (OpenAI's), repetition_penalty and min_p (transformers', as vLLM and
+ * llama.cpp take them) go to api__gen_read_penalties. Fields OpenAI defines
+ * that change nothing at their neutral value (best_of equal to n,
+ * logit_bias {}, suffix null, user) are taken; other values of them are
+ * 400s. */
 #include "api/openai/openai.h"
 #include "api/bpe/bpe.h"
 #include "api/request/request.h"
@@ -22,7 +24,7 @@
 static const char *const fields[] = {
     "model", "prompt", "suffix", "max_tokens", "temperature", "top_p", "top_k", "n", "stream",
     "stream_options", "logprobs", "echo", "stop", "presence_penalty", "frequency_penalty",
-    "best_of", "logit_bias", "user", "seed", NULL};
+    "best_of", "logit_bias", "user", "seed", "repetition_penalty", "min_p", NULL};
 
 void api__oai_rq_free(oai_rq *rq) {
     for (int i = 0; i < rq->n_prompts; i++) {
@@ -85,8 +87,11 @@ static int add_prompt(oai_rq *rq, const json_t *v, const char *field, api_err *e
         api_buf_free(&bytes);
     }
     p->T = (int)n;
+    /* before the allocation check: an empty text has no ids to allocate */
+    if (n == 0)
+        return api__fail(e, API_E_INVALID_ARGUMENT, field, "%s is empty: there is no token to "
+                         "continue from", field);
     if (p->ids == NULL || p->text == NULL) return api__fail(e, API_E_OUT_OF_MEMORY, field, "cannot allocate the prompt");
-    if (n == 0) return api__fail(e, API_E_INVALID_ARGUMENT, field, "%s holds no token", field);
     if (n > (size_t)rq->model->cfg.context)
         return api__fail(e, API_E_INVALID_ARGUMENT, field,
                          "%s is %zu tokens, over the model's context of %d", field, n,
@@ -122,7 +127,6 @@ static int neutral(const json_t *root, const char *name, int n, api_err *e) {
     if (strcmp(name, "best_of") == 0) ok = json_is_integer(v) && json_integer_value(v) == n;
     else if (strcmp(name, "logit_bias") == 0) ok = json_is_object(v) && json_object_size(v) == 0;
     else if (strcmp(name, "suffix") == 0) ok = 0;
-    else ok = json_is_number(v) && json_number_value(v) == 0.0; /* the penalties */
     if (ok) return 0;
     return api__fail(e, API_E_INVALID_ARGUMENT, name,
                      "%s is not supported here: leave it out (or at its default)", name);
@@ -140,8 +144,7 @@ static int read_shape(const json_t *root, oai_rq *rq, api_err *e) {
         return -1;
     if (so && !json_is_object(so)) return api__field_wrong_type(e, "stream_options", so, "an object");
     if (so && api__field_bool(so, "include_usage", &rq->include_usage, e) < 0) return -1;
-    static const char *const others[] = {"best_of", "logit_bias", "suffix", "presence_penalty",
-                                         "frequency_penalty", NULL};
+    static const char *const others[] = {"best_of", "logit_bias", "suffix", NULL};
     for (int i = 0; others[i]; i++)
         if (neutral(root, others[i], rq->n, e)) return -1;
     return 0;
@@ -164,6 +167,7 @@ static int read_sampling(const json_t *root, const api_limits *lim, oai_rq *rq, 
     if (!(p > 0.0 && p <= 1.0))
         return api__fail(e, API_E_INVALID_ARGUMENT, "top_p", "top_p is %g: in (0, 1]", p);
     o->sampler = (attn_sampler){.temperature = t, .top_k = k, .top_p = p};
+    if (api__gen_read_penalties(root, "", o, e)) return -1;
     if (seed) {
         if (!json_is_integer(seed)) return api__field_wrong_type(e, "seed", seed, "an integer");
         o->has_seed = 1;
@@ -226,3 +230,18 @@ int api__oai_parse(const json_t *root, const api_limits *lim, oai_rq *rq, api_er
                              rq->prompt[i].T, rq->opt.max_new_tokens);
     return 0;
 }
+
+/* ==== What chat.c shares (/v1/chat/completions) ==== */
+
+int api__oai_read_model(const json_t *root, const api_limits *lim, const char *field, oai_rq *rq,
+                        api_err *e) {
+    if (read_model(root, lim, rq, e)) return -1;
+    return api__tokenizer_pick(root, lim, rq->model, 1, field, &rq->tok, e);
+}
+
+int api__oai_read_options(const json_t *root, const api_limits *lim, oai_rq *rq, api_err *e) {
+    if (neutral(root, "logit_bias", rq->n, e)) return -1;
+    return read_sampling(root, lim, rq, e) || read_stop(root, rq, e) ? -1 : 0;
+}
+
+int api__oai_endoftext(const oai_rq *rq) { return eos_of(rq->tok->bpe, rq->model->cfg.vocab_size); }

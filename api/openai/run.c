@@ -1,5 +1,6 @@
-/* run.c - POST /v1/completions, the kind's steps (pipeline.h): each prompt
- * is one generation whose n rows are the choices, on the loaded model's
+/* run.c - POST /v1/completions and /v1/chat/completions, the kind's steps
+ * (pipeline.h): each prompt (the chat's: its rendered messages) is one
+ * generation whose n rows are the choices, on the loaded model's
  * parameters as they are; the reply is OpenAI's object, or its chunks as
  * server-sent events with "stream": true. */
 #include "api/openai/openai.h"
@@ -13,7 +14,8 @@
 static int parse(api_job *j, const json_t *root, api_err *e) {
     oai_state *s = j->state;
     s->job = j;
-    if (api__oai_parse(root, j->lim, &s->rq, e)) return -1;
+    int chat = j->ep == API_EP_V1_CHAT_COMPLETIONS;
+    if ((chat ? api__oai_chat_parse : api__oai_parse)(root, j->lim, &s->rq, e)) return -1;
     j->fmt = (api_fmt){.format = s->rq.stream ? API_FORMAT_EVENTS : API_FORMAT_NESTED};
     return 0;
 }
@@ -34,6 +36,7 @@ static int plan(api_job *j, api_err *e) {
     api__job_sized(j, need + text / 4, SIZE_MAX, text / 10, "request", "its generations and reply");
     j->ops = ops;
     j->ops_field = "max_tokens";
+    j->generates = 1;
     return 0;
 }
 
@@ -43,7 +46,7 @@ static int prepare(api_job *j, api_err *e) {
     unsigned char r[12];
     if (getrandom(r, sizeof r, 0) != sizeof r)
         for (size_t i = 0; i < sizeof r; i++) r[i] = (unsigned char)(rand() ^ (int)time(NULL) >> (i % 8));
-    int n = snprintf(s->id, sizeof s->id, "cmpl-");
+    int n = snprintf(s->id, sizeof s->id, s->rq.chat ? "chatcmpl-" : "cmpl-");
     for (size_t i = 0; i < sizeof r; i++) n += snprintf(s->id + n, sizeof s->id - (size_t)n, "%02x", r[i]);
     s->created = (long long)time(NULL);
     return 0;
@@ -71,12 +74,12 @@ static int compute(api_job *j, api_err *e) {
         api_gen_in in = {.plan = &pr->plan, .opt = &rq->opt, .cfg = &rq->model->cfg,
                          .params = rq->model->params, .pool = lim ? lim->compute : NULL,
                          .prompt = rows, .rng = &rng, .bpe = rq->tok->bpe, .lim = lim,
-                         .on_token = api__oai_on_token, .ctx = s};
-        api__oai_prompt_begin(s);
-        int rc = api__gen_run(&in, &pr->out, &j->arrays, e);
+                         .on_token = rq->chat ? api__oai_chat_on_token : api__oai_on_token, .ctx = s};
+        int rc = rq->chat ? api__oai_chat_begin(s) : (api__oai_prompt_begin(s), 0);
+        if (rc == 0) rc = api__gen_run(&in, &pr->out, &j->arrays, e) ? -1 : 0;
         free(rows);
-        if (rc) return -1;
-        if (pr->out.gone || (rq->stream && api__oai_chunk_finish(s)))
+        if (rc < 0) return -1;
+        if (rc || pr->out.gone || (rq->stream && (rq->chat ? api__oai_chat_finish : api__oai_chunk_finish)(s)))
             return api__fail(e, API_E_OVERLOADED, NULL, "the client has gone: the generation stopped");
     }
     return 0;
@@ -88,8 +91,9 @@ static int contents(api_job *j, api_contents *c, api_err *e) {
     api__oai_usage(s, &s->usage);
     if (s->rq.stream) { /* the chunks; the usage as one more with include_usage */
         if (s->rq.include_usage) {
-            api__buf_printf(&s->events, "data: {\"id\":\"%s\",\"object\":\"text_completion\","
-                            "\"created\":%lld,\"model\":", s->id, s->created);
+            api__buf_printf(&s->events, "data: {\"id\":\"%s\",\"object\":\"%s\",\"created\":%lld,"
+                            "\"model\":", s->id, s->rq.chat ? "chat.completion.chunk" : "text_completion",
+                            s->created);
             api__buf_json_string(&s->events, s->rq.model->name);
             api__buf_printf(&s->events, ",\"choices\":[],\"usage\":%s}\n\n",
                             s->usage.data ? s->usage.data : "{}");
@@ -99,13 +103,14 @@ static int contents(api_job *j, api_contents *c, api_err *e) {
         return s->events.failed || s->usage.failed
                    ? api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply") : 0;
     }
-    api__oai_choices(s, &s->json);
+    (s->rq.chat ? api__oai_chat_choices : api__oai_choices)(s, &s->json);
     api__buf_json_string(&s->ident, s->id);
     api__buf_json_string(&s->model_json, s->rq.model->name);
     snprintf(s->created_text, sizeof s->created_text, "%lld", s->created);
     if (s->json.failed || s->ident.failed || s->usage.failed || s->model_json.failed)
         return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");
-    const char *values[6] = {s->ident.data, "\"text_completion\"", s->created_text,
+    const char *values[6] = {s->ident.data, s->rq.chat ? "\"chat.completion\"" : "\"text_completion\"",
+                             s->created_text,
                              s->model_json.data, s->json.data, s->usage.data};
     static const char *const names[6] = {"id", "object", "created", "model", "choices", "usage"};
     for (int i = 0; i < 6; i++)

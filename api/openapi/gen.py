@@ -122,6 +122,7 @@ REQUIRED = {"simple": ["inputs"], "self": ["inputs"], "causal": ["inputs", "d_ou
 
 ERROR_STATUSES = {
     "400": "Malformed JSON (code invalid_json, with line and column), a missing field (missing_field), an unknown field (unknown_field), a wrong type (invalid_type), a bad value or configuration (invalid_argument, e.g. a module the endpoint does not serve), disagreeing sizes (invalid_shape, e.g. d_out not divisible by num_heads, T over context_length, ragged arrays), NaN or values beyond float32 (non_finite), a binary tensor whose text is not base64 (invalid_base64), a gzip body that is not one well-formed gzip member (invalid_gzip), unsound HTTP framing (bad_request: Content-Length twice or not a number, Content-Length with Transfer-Encoding, a transfer coding that does not end in chunked, HTTP/1.1 without Host; the connection is closed).",
+    "406": "The Accept header takes none of the formats the endpoint writes (not_acceptable), and the body names no output_format; the message lists those it writes.",
     "411": "A POST with neither Content-Length nor Transfer-Encoding: chunked (length_required); the connection is closed.",
     "404": "Unknown path (not_found).",
     "405": "Method not allowed (method_not_allowed); the Allow header lists the allowed ones.",
@@ -500,7 +501,7 @@ def main():
         "type": "object", "properties": {"status": {"type": "string", "enum": ["ok"]}}, "required": ["status"], "additionalProperties": False}}}}
     paths["/healthz"] = {"get": {"operationId": "healthz", "tags": ["operations"], "summary": "Liveness.", "responses": {"200": status_ok}}}
     paths["/readyz"] = {"get": {"operationId": "readyz", "tags": ["operations"], "summary": "Readiness: ready to take requests.", "responses": {
-        "200": status_ok, "503": error_response("Not ready: the server is shutting down (draining).")}}}
+        "200": status_ok, "503": error_response("Not ready: the server is shutting down (draining; said on a connection still open, new connections are refused).")}}}
     paths["/metrics"] = {"get": {"operationId": "metrics", "tags": ["operations"], "summary": "Prometheus text format: requests by endpoint and status, latency histogram, in-flight requests, bytes in and out.",
                                  "responses": {"200": {"description": "Metrics", "content": {"text/plain": {"schema": {"type": "string"}}}}}}}
     paths["/version"] = {"get": {"operationId": "version", "tags": ["operations"], "summary": "Name, version, build, OpenBLAS core and thread count.", "responses": {"200": {
@@ -527,12 +528,20 @@ def main():
                     "n_head_from": {"type": "string", "enum": ["option", "config.json", "metadata", "n_embd/64", "emb_dim/64"], "description": "Where the head count came from (no shape says it): FILE:heads=N, the folder's config.json, the file's __metadata__ (n_head, or n_heads for GPTModel), or the width / 64 (GPT-2's head width)."},
                     "tokenizer": {"oneOf": [{"type": "null"}, {"type": "object", "properties": {"name": {"type": "string"}, "tokens": {"type": "integer", "minimum": 1}}, "required": ["name", "tokens"], "additionalProperties": False}],
                                   "description": "The folder's tokenizer (named after the model; requests for it take text without a tokenizer field), or null."},
-                    "dtype": {"type": "string", "description": "The file's weights: F32, F16 or BF16 (held as float32), or mixed."},
+                    "dtype": {"type": "string", "description": "The file's weights: F32, F16 or BF16, or mixed."},
+                    "weights_dtype": {"type": "string", "enum": ["F32", "F16", "BF16"], "description": "How the server holds the weight matrices (embeddings, projections, head; norms and biases are float32): --weights-dtype keep keeps an F16 or BF16 file half-size (widened inside the products: the results are those of the float32 copy of the same values), f32 widens, bf16 rounds to BF16."},
+                    "weights_lossy": {"type": "boolean", "description": "true when the matrices were rounded to a narrower dtype than the file's (--weights-dtype bf16 on an F32 or F16 file): the model's outputs differ from the file's float32 ones (bench/bench_half.c reports the KL divergence)."},
+                    "weights_bytes": {"type": "integer", "minimum": 0, "description": "Bytes the parameters take in memory (held once for every request)."},
                     "parameters": {"type": "integer", "minimum": 0, "description": "Weights in the file (a tied head and buffers excluded)."},
                     "transformer_prefix": {"type": "boolean", "description": "The names started with transformer. (GPT2LMHeadModel)."},
                     "lm_head": {"type": "string"},
-                    "builtin": {"type": "boolean", "description": "The demo model built into the server (\"shakespeare\", served when no --model is given unless --demo-model off): its folder is the one it was embedded from."}},
-                "required": ["name", "file", "folder", "shards", "module", "architecture", "config", "n_head_from", "dtype", "parameters", "transformer_prefix", "lm_head", "tokenizer", "builtin"], "additionalProperties": False}},
+                    "builtin": {"type": "boolean", "description": "The demo model built into the server (\"shakespeare\", served when no --model is given unless --demo-model off): its folder is the one it was embedded from."},
+                    "chat_template": {"oneOf": [{"type": "null"}, {"type": "object", "properties": {
+                        "source": {"type": "string", "enum": ["chat_template.jinja", "tokenizer_config.json's chat_template"]},
+                        "error": {"type": ["string", "null"], "description": "Why the template did not compile (its file and line): the model serves everything but /v1/chat/completions, which answers 400 with it."}},
+                        "required": ["source", "error"], "additionalProperties": False}],
+                        "description": "The folder's chat template, which POST /v1/chat/completions renders the messages with; null: none."}},
+                "required": ["name", "file", "folder", "shards", "module", "architecture", "config", "n_head_from", "dtype", "weights_dtype", "weights_lossy", "weights_bytes", "parameters", "transformer_prefix", "lm_head", "tokenizer", "builtin", "chat_template"], "additionalProperties": False}},
                 "tokenizers": {"type": "array", "description": "Every tokenizer a /model/gpt2 request may name in tokenizer: --tokenizer's, then the model folders' (named after their models). Empty: text needs one.",
                                "items": {"type": "object", "properties": {"name": {"type": "string"}, "tokens": {"type": "integer", "minimum": 1}}, "required": ["name", "tokens"], "additionalProperties": False}},
                 "default_tokenizer": {"type": ["string", "null"], "description": "The tokenizer a request without a tokenizer field and without a model folder's own uses: the first --tokenizer, else the first model folder's; null when there is none."}},

@@ -1,6 +1,7 @@
 """The OpenAPI document's parts for generation (imported by gen.py): the
 "generate" field of /model/gpt2 and its reply's "generation", POST
-/v1/completions, POST /v1/embeddings and GET /v1/models as OpenAI's API
+/v1/completions, /v1/chat/completions, POST /v1/embeddings and GET /v1/models
+as OpenAI's API
 defines them, POST /tokenize and /detokenize as llama.cpp's server names
 them."""
 
@@ -10,12 +11,30 @@ def ref(name):
 
 
 NUM = {"type": "number"}
+
+# min_p and the penalties, the same in "generate" and both OpenAI endpoints
+# (core/penalty.c, core/sample.c; docs/generation.md gives the order)
+MIN_P = "transformers' MinPLogitsWarper, after top_p: drop the tokens whose probability (softmax of the filtered, scaled logits) is below min_p times the largest; 0: off."
+REPETITION = "transformers' RepetitionPenaltyLogitsProcessor, on the raw logits before everything else: every token id of the prompt or written so far, once: a logit x < 0 becomes x * penalty, else x / penalty; greater than 0 (0 and below are a 400), 1: off."
+FREQUENCY = "OpenAI's, as llama.cpp applies it (after the repetition penalty, before top_k): logit -= count * frequency_penalty, count the times the token was written in this reply (the prompt does not count); 0: off."
+PRESENCE = "OpenAI's, as llama.cpp applies it (with frequency_penalty): logit -= presence_penalty once the token was written in this reply (the prompt does not count); 0: off."
+
+
+def penalty_fields(nullable):
+    t = (lambda k: [k, "null"]) if nullable else (lambda k: k)
+    return {
+        "min_p": {"type": t("number"), "minimum": 0, "maximum": 1, "default": 0, "description": MIN_P},
+        "repetition_penalty": {"type": t("number"), "default": 1, "description": REPETITION},
+        "frequency_penalty": {"type": t("number"), "minimum": -2, "maximum": 2, "default": 0, "description": FREQUENCY},
+        "presence_penalty": {"type": t("number"), "minimum": -2, "maximum": 2, "default": 0, "description": PRESENCE},
+    }
+
 INT = {"type": "integer"}
 IDS = {"type": "array", "items": {"type": "integer", "minimum": 0}}
 
 GENERATE = {
     "type": "object",
-    "description": "The model writes max_new_tokens after the prompt (idx [T] or text), as the book's generate() (chapter 5) with a key/value cache: greedy with temperature 0 (torch.argmax, generate_text_simple), else top_k, logits / temperature, top_p (Hugging Face's TopPLogitsWarper) and torch.multinomial's exponential draws on PyTorch's generator. The outputs of return are then computed over the final text (its last block_size tokens). With output_format events, or Accept: text/event-stream, the reply is server-sent events: start {idx, tokens} (the prompt), token (one per written token, a GenerationStep), done (the whole reply without generation.steps); an error after the first event comes as an error event.",
+    "description": "The model writes max_new_tokens after the prompt (idx [T] or text), as the book's generate() (chapter 5) with a key/value cache: greedy with temperature 0 (torch.argmax, generate_text_simple), else (after the repetition, frequency and presence penalties on the raw logits) top_k, logits / temperature, top_p (Hugging Face's TopPLogitsWarper), min_p and torch.multinomial's exponential draws on PyTorch's generator. The outputs of return are then computed over the final text (its last block_size tokens). With output_format events, or Accept: text/event-stream, the reply is server-sent events: start {idx, tokens} (the prompt), token (one per written token, a GenerationStep), done (the whole reply without generation.steps); an error after the first event comes as an error event.",
     "properties": {
         "max_new_tokens": {"type": "integer", "minimum": 0, "default": 16, "description": "Tokens to write at most; over --max-new-tokens is a 413."},
         "temperature": {"type": "number", "minimum": 0, "default": 0, "description": "0: greedy (the first largest logit). Above 0: logits / temperature before the softmax, and a draw."},
@@ -27,6 +46,7 @@ GENERATE = {
         "context_size": {"type": "integer", "minimum": 1, "description": "The book's crop idx[:, -context_size:] (default block_size): past it each step recomputes the last context_size positions."},
         "logprobs": {"type": "integer", "minimum": 0, "maximum": 20, "default": 0, "description": "The most likely alternatives of every step, with their log-probabilities."},
         "attention": {"type": "boolean", "default": False, "description": "Each written token's attention rows: what the position that chose it attended to, for the layers of \"layers\" and the heads of \"heads\"."},
+        **penalty_fields(False),
     },
     "additionalProperties": False,
 }
@@ -75,7 +95,7 @@ def model_fields(request_props, response_props, schemas):
 
 COMPLETION_REQUEST = {
     "type": "object",
-    "description": "OpenAI's Completions API (the legacy /v1/completions): a model loaded at start (--model; GET /v1/models lists them) and its tokenizer. Sampling is the book's generate() with Hugging Face's top-p and, as llama.cpp and vLLM take it, top_k; log-probabilities are log_softmax of the raw logits. Fields OpenAI defines that change nothing at their neutral value are taken at it (presence_penalty and frequency_penalty 0, best_of equal to n, logit_bias {}, suffix null, user); any other field is a 400.",
+    "description": "OpenAI's Completions API (the legacy /v1/completions): a model loaded at start (--model; GET /v1/models lists them) and its tokenizer. Sampling is the book's generate() with Hugging Face's top-p and, as llama.cpp and vLLM take it, top_k, min_p and repetition_penalty, after OpenAI's presence_penalty and frequency_penalty (docs/generation.md gives the order); log-probabilities are log_softmax of the raw logits (before the penalties). Fields OpenAI defines that change nothing at their neutral value are taken at it (best_of equal to n, logit_bias {}, suffix null, user); any other field, and a value out of range, is a 400 naming it.",
     "properties": {
         "model": {"type": "string"},
         "prompt": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}, IDS, {"type": "array", "items": IDS}],
@@ -91,8 +111,7 @@ COMPLETION_REQUEST = {
         "echo": {"type": ["boolean", "null"], "default": False},
         "stop": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "maxItems": 4}, {"type": "null"}]},
         "seed": {"type": ["integer", "null"], "description": "torch.manual_seed(seed) before the first prompt's loop."},
-        "presence_penalty": {"type": ["number", "null"], "enum": [0, None]},
-        "frequency_penalty": {"type": ["number", "null"], "enum": [0, None]},
+        **penalty_fields(True),
         "best_of": {"type": ["integer", "null"]},
         "logit_bias": {"type": ["object", "null"], "additionalProperties": False, "description": "Taken only empty."},
         "suffix": {"type": "null"},
@@ -124,11 +143,73 @@ COMPLETION = {
         "created": INT, "model": {"type": "string"},
         "choices": {"type": "array", "items": {"type": "object", "properties": {
             "text": {"type": "string"}, "index": INT, "logprobs": ref("CompletionLogprobs"),
-            "finish_reason": {"type": ["string", "null"], "enum": ["length", "stop", None]}},
+            "finish_reason": {"type": ["string", "null"], "enum": ["length", "stop", "timeout", None],
+                              "description": "stop (a stop string or <|endoftext|>), length (max_tokens written), or timeout: the server cut the text short (--timeout, a drain, time spent waiting for memory); null in a stream's chunks before a choice's last."}},
             "required": ["text", "index", "logprobs", "finish_reason"], "additionalProperties": False}},
         "usage": ref("CompletionUsage"),
     },
     "required": ["id", "object", "created", "model", "choices"],
+    "additionalProperties": False,
+}
+
+CHAT_REQUEST = {
+    "type": "object",
+    "description": "OpenAI's Chat Completions API on a model whose folder has a chat template (tokenizer_config.json's chat_template, or chat_template.jinja): the messages are rendered with it as transformers' apply_chat_template renders them (add_generation_prompt true, the folder's bos_token, eos_token, unk_token and pad_token; the Jinja subset of docs/chat-templates.md, byte for byte what npm @huggingface/jinja renders), the text tokenized without adding special tokens again, and the reply written until max_completion_tokens, a stop string or the folder's eos_token (else <|endoftext|>). A model without a chat template is a 400 naming model. Sampling (min_p and the penalties included), seed and log-probabilities as /v1/completions; logit_bias only empty; any other field is a 400.",
+    "properties": {
+        "model": {"type": "string"},
+        "messages": {"type": "array", "minItems": 1, "items": {"type": "object", "properties": {
+            "role": {"type": "string", "enum": ["system", "developer", "user", "assistant", "tool"]},
+            "content": {"oneOf": [{"type": "string"}, {"type": "null"}, {"type": "array", "items": {"type": "object", "properties": {"type": {"type": "string", "enum": ["text"]}, "text": {"type": "string"}}, "required": ["type", "text"]}}],
+                        "description": "Text, or text parts (joined with a newline, as vLLM joins them)."}},
+            "required": ["role"], "description": "Other members (name, tool_calls, tool_call_id) reach the template as they are."}},
+        "max_completion_tokens": {"type": ["integer", "null"], "minimum": 0, "description": "Tokens to write at most (max_tokens is the older name); absent: up to the model's context. Over --max-new-tokens is a 413."},
+        "max_tokens": {"type": ["integer", "null"], "minimum": 0},
+        "temperature": {"type": ["number", "null"], "minimum": 0, "default": 1},
+        "top_p": {"type": ["number", "null"], "minimum": 0, "maximum": 1, "default": 1},
+        "top_k": {"type": ["integer", "null"], "description": "llama.cpp's and vLLM's: keep the k most likely; 0 or -1 (or absent): off."},
+        "n": {"type": ["integer", "null"], "minimum": 1, "maximum": 16, "default": 1},
+        "stream": {"type": ["boolean", "null"], "default": False, "description": "Server-sent events: each choice's first chunk has delta {role: assistant, content: \"\"}, then one chunk per written token (delta {content}), each choice's last chunk with its finish_reason, then data: [DONE]."},
+        "stream_options": {"type": ["object", "null"], "properties": {"include_usage": {"type": "boolean"}}, "additionalProperties": False},
+        "logprobs": {"type": ["boolean", "null"], "default": False},
+        "top_logprobs": {"type": ["integer", "null"], "minimum": 0, "maximum": 20, "description": "Needs logprobs true."},
+        "stop": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "maxItems": 4}, {"type": "null"}]},
+        "seed": {"type": ["integer", "null"], "description": "torch.manual_seed(seed) before the loop."},
+        "chat_template_kwargs": {"type": ["object", "null"], "description": "More variables for the template (vLLM's): {\"enable_thinking\": false} for Qwen3."},
+        **penalty_fields(True),
+        "logit_bias": {"type": ["object", "null"], "additionalProperties": False, "description": "Taken only empty."},
+        "user": {"type": ["string", "null"]},
+    },
+    "required": ["model", "messages"],
+    "additionalProperties": False,
+}
+
+BYTES = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 255}}
+CHAT_TOKEN = {"type": "object", "properties": {"token": {"type": "string"}, "logprob": NUM, "bytes": BYTES},
+              "required": ["token", "logprob", "bytes"], "additionalProperties": False}
+CHAT_LOGPROBS = {
+    "type": ["object", "null"],
+    "properties": {"content": {"type": "array", "items": {"type": "object", "properties": {
+        **CHAT_TOKEN["properties"], "top_logprobs": {"type": "array", "items": CHAT_TOKEN}},
+        "required": ["token", "logprob", "bytes", "top_logprobs"], "additionalProperties": False}}},
+    "required": ["content"],
+    "additionalProperties": False,
+}
+
+CHAT_COMPLETION = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"}, "object": {"type": "string", "enum": ["chat.completion"]},
+        "created": INT, "model": {"type": "string"},
+        "choices": {"type": "array", "items": {"type": "object", "properties": {
+            "index": INT,
+            "message": {"type": "object", "properties": {"role": {"type": "string", "enum": ["assistant"]}, "content": {"type": "string"}},
+                        "required": ["role", "content"], "additionalProperties": False},
+            "logprobs": ref("ChatCompletionLogprobs"),
+            "finish_reason": {"type": "string", "enum": ["length", "stop", "timeout"]}},
+            "required": ["index", "message", "logprobs", "finish_reason"], "additionalProperties": False}},
+        "usage": ref("CompletionUsage"),
+    },
+    "required": ["id", "object", "created", "model", "choices", "usage"],
     "additionalProperties": False,
 }
 
@@ -194,12 +275,18 @@ def post(paths, bodies, endpoint, op, summary, body, request, response, errors, 
 
 
 def endpoint(paths, schemas, bodies, endpoint, errors):
-    """/v1/completions, /v1/embeddings, /tokenize, /detokenize."""
+    """/v1/completions, /v1/chat/completions, /v1/embeddings, /tokenize, /detokenize."""
     if endpoint["kind"] == "embeddings":
         schemas["Embeddings"] = EMBEDDINGS
         post(paths, bodies, endpoint, "embeddings",
              "OpenAI's Embeddings API on a loaded model (an encoder: BERT, all-MiniLM-L6-v2, RoBERTa, DistilBERT; any model pools its last hidden states): texts or token ids, float or base64.",
              "EmbeddingRequest", EMBED_REQUEST, ref("Embeddings"), errors)
+    elif endpoint["path"] == "/v1/chat/completions":
+        schemas.update({"ChatCompletion": CHAT_COMPLETION, "ChatCompletionLogprobs": CHAT_LOGPROBS, "CompletionUsage": USAGE})
+        post(paths, bodies, endpoint, "chat_completions",
+             "OpenAI's Chat Completions API on a loaded model with a chat template: messages, n choices, logprobs, stop, seed, stream.",
+             "ChatCompletionRequest", CHAT_REQUEST, ref("ChatCompletion"), errors,
+             ("application/json", "text/event-stream"))
     elif endpoint["kind"] == "openai":
         schemas.update({"Completion": COMPLETION, "CompletionLogprobs": LOGPROBS, "CompletionUsage": USAGE})
         post(paths, bodies, endpoint, "completions",

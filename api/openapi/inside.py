@@ -1,8 +1,9 @@
 """The look inside a whole model in the OpenAPI document (api/openapi/gen.py
 calls extend): TransformerLens's hook names in /model/gpt2's "return" (from
 the hook table, core's ATTN_HOOK_MAP, in tables.json's "inside"), the
-"ablate", "patch" and "logit_lens" fields, and the reply's "cache", "patch"
-and "logit_lens" (api/model/inside*.c, docs/inside.md)."""
+"ablate", "patch", "logit_lens" and "analysis" fields (the analyses from
+core's ATTN_ANALYSIS_MAP), and the reply's "cache", "patch", "logit_lens"
+and "analysis" (api/inside/, docs/inside.md, docs/analysis.md)."""
 
 SCHEMAS = "#/components/schemas/"
 
@@ -41,7 +42,13 @@ def request_fields(inside):
                   "required": ["logit_diff"], "additionalProperties": False},
         "logit_lens": {"type": "object", "description": "The final LayerNorm and the output head applied to each block's input and to the last block's output (TransformerLens's accumulated_resid with apply_ln, then the unembedding): the k most likely tokens at every position.",
                        "properties": {"k": {"type": "integer", "minimum": 1, "default": 5}}, "additionalProperties": False},
+        "analysis": {"type": "array", "items": {"type": "string", "enum": [a["name"] for a in inside["analyses"]]},
+                     "description": "What each head does, computed from the request's own run (docs/analysis.md): " + analysis_table(inside["analyses"]) + ". Each is per batch row. The attention-only ones read each block's weights as the block makes them (one block's maps held, none when attn_weights is returned too); importance runs one ablated forward per head from its block on (eval mode, at least 2 tokens; with ablate, every run has them too). An unknown name is a 400 naming analysis[i]; the work and memory are counted in the plan (a 413 over --max-work names analysis when it weighs most)."},
     }
+
+
+def analysis_table(analyses):
+    return "; ".join("%s %s: %s" % (a["name"], a["shape"], a["what"]) for a in analyses)
 
 
 def reply_fields(inside):
@@ -55,6 +62,8 @@ def reply_fields(inside):
         "patch": {"type": "object", "description": "The patching sweep: result [B][n_layer][n_head or T], clean and corrupted [B] (without B for a [T] idx): logit[a] - logit[b] at the last position.",
                   "properties": {"result": ref("ReplyTensor"), "clean": scalar, "corrupted": scalar},
                   "required": ["result", "clean", "corrupted"], "additionalProperties": False},
+        "analysis": {"type": "object", "description": "The analyses asked, in this order: " + ", ".join(a["name"] for a in inside["analyses"]) + "; each " + "; ".join("%s %s" % (a["name"], a["shape"]) for a in inside["analyses"]) + " (without B for a [T] idx).",
+                     "properties": {a["name"]: ref("ReplyTensor") for a in inside["analyses"]}, "additionalProperties": False},
         "logit_lens": {"type": "object", "description": "[n_layer + 1][B][T][k] (without B for a [T] idx): entry l < n_layer reads block l's input, the last entry the last block's output.",
                        "properties": {"ids": ints, "probs": ref("ReplyTensor"),
                                       "tokens": dict(texts, description="The ids' texts, when a tokenizer serves the request.")},

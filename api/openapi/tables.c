@@ -142,8 +142,8 @@ static json_t *errors_json(void) {
     return errs;
 }
 
-/* The hook points of a whole model (core's ATTN_HOOK_MAP) and the sites
- * "patch" takes (INSIDE_SITE_MAP). */
+/* The hook points of a whole model (core's ATTN_HOOK_MAP), the sites
+ * "patch" takes (INSIDE_SITE_MAP) and the analyses (ATTN_ANALYSIS_MAP). */
 static json_t *inside_json(void) {
     static const char *const shapes[] = {"[B][T][C]", "[B][T][H][D]", "[B][H][T][T]", "[B][T][F]",
                                          "[B][T][Hkv][D]"};
@@ -158,7 +158,15 @@ static json_t *inside_json(void) {
         json_array_append_new(sites, json_pack("{s:s, s:s, s:b}", "name", i->name, "hook",
                                                attn_hook_get(i->hook)->name, "per_head", i->per_head));
     }
-    return json_pack("{s:o, s:o}", "hooks", hooks, "sites", sites);
+    json_t *analyses = json_array();
+    for (int a = 0; a < ATTN_ANALYSIS_COUNT; a++) {
+        const attn_analysis_info *i = attn_analysis_get((attn_analysis)a);
+        json_array_append_new(analyses, json_pack("{s:s, s:s, s:b, s:s}", "name", i->name, "shape",
+                                                  i->shape == ATTN_ANALYSIS_SHAPE_MAPS
+                                                      ? "[B][n_layer][T][T]" : "[B][n_layer][n_head]",
+                                                  "from_maps", i->from_maps, "what", i->what));
+    }
+    return json_pack("{s:o, s:o, s:o}", "hooks", hooks, "sites", sites, "analyses", analyses);
 }
 
 char *api__tables_json(void) {

@@ -36,6 +36,25 @@ static int read_format(const json_t *root, unsigned allowed, api_format *out, ap
     return rc;
 }
 
+/* The first format in allowed that the client's Accept does not rule out
+ * (lim->refuse_formats) into *format; 406 naming those it writes when none. */
+static int accepted(const api_limits *lim, unsigned allowed, api_format *format, api_err *e) {
+    unsigned ok = allowed & ~lim->refuse_formats;
+    for (int f = 0; f < API_FORMAT_COUNT; f++)
+        if (ok & 1u << f) {
+            *format = (api_format)f;
+            return 0;
+        }
+    char list[256] = "";
+    for (int f = 0, n = 0; f < API_FORMAT_COUNT; f++) {
+        if (!(allowed & 1u << f)) continue;
+        size_t len = strlen(list);
+        snprintf(list + len, sizeof list - len, "%s%s (%s)", n++ ? ", " : "", formats[f].name, formats[f].mime);
+    }
+    return api__fail(e, API_E_NOT_ACCEPTABLE, NULL, "the Accept header takes none of the formats this "
+                     "endpoint writes: %s; accept one, or name it in output_format", list);
+}
+
 int api__options_read(const json_t *root, const api_limits *lim, unsigned allowed, api_fmt *f,
                       api_err *e) {
     static const char *const dtypes[] = {"float32", "float16", NULL};
@@ -44,8 +63,11 @@ int api__options_read(const json_t *root, const api_limits *lim, unsigned allowe
     int preferred = lim ? lim->prefer_format - 1 : -1; /* the client's Accept */
     if (preferred >= 0 && preferred < API_FORMAT_COUNT && (allowed & 1u << preferred))
         format = (api_format)preferred;
-    if (read_format(root, allowed, &format, e) < 0 ||
-        api__field_choice(root, "dtype", dtypes, &half, e) < 0 ||
+    int named = read_format(root, allowed, &format, e);
+    if (named < 0) return -1;
+    if (!named && lim && (lim->refuse_formats & 1u << format) && accepted(lim, allowed, &format, e))
+        return -1;
+    if (api__field_choice(root, "dtype", dtypes, &half, e) < 0 ||
         api__field_int(root, "precision", 1, 9, &f->precision, e) < 0)
         return -1;
     f->format = format;

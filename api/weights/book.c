@@ -87,7 +87,7 @@ static int fill_params(const api_st_set *set, const attn_lm_plan *plan, api_mode
         if (!t && p.buffer) continue; /* core's triu, filled already */
         if (!t) return api__ckpt_fail(why, size, "tensor \"%s\" is missing", p.name);
         size_t want[2] = {(size_t)p.shape[0], p.rank > 1 ? (size_t)p.shape[1] : 0};
-        if (api__ckpt_copy(t, p.name, p.rank, want, 0, m->params + p.offset, m, why, size)) return -1;
+        if (api__ckpt_copy(t, p.name, p.rank, want, 0, &p, m, why, size)) return -1;
         if (!p.buffer) m->n_weights += p.count;
     }
     return 0;

@@ -33,11 +33,14 @@
 
 #define PATH_MAX_LEN 4400
 
+/* dir/file: 0 not there, 2 a regular file, 1 something else (a device, a
+ * FIFO, through a symlink too), which its reader then calls not a regular
+ * file rather than this calling it missing. */
 static int exists(const char *dir, const char *file) {
     char path[PATH_MAX_LEN];
     struct stat st;
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return stat(path, &st) != 0 ? 0 : S_ISREG(st.st_mode) ? 2 : 1;
 }
 
 /* ==== config.json ========================================================= */
@@ -167,9 +170,12 @@ int api__folder_config(const json_t *cfg, api_ckpt_hints *h, char *why, size_t s
 static int read_config(const char *dir, api_ckpt_hints *h, char *why, size_t size) {
     char path[PATH_MAX_LEN], inner[300];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    if (!exists(dir, "config.json"))
+    int there = exists(dir, "config.json");
+    if (!there)
         return api__ckpt_fail(why, size, "%s: missing (a model folder has config.json beside its "
                               "weights)", path);
+    if (there != 2) /* a FIFO would hold the start, a device never end */
+        return api__ckpt_fail(why, size, "%s: not a regular file", path);
     json_error_t je;
     json_t *cfg = json_load_file(path, 0, &je);
     if (!cfg) return api__ckpt_fail(why, size, "%s: line %d column %d: %s", path, je.line, je.column, je.text);
@@ -221,7 +227,8 @@ static int open_shards(const char *dir, api_st_set *set, char *why, size_t size)
     char path[PATH_MAX_LEN], inner[600];
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
     json_error_t je;
-    json_t *index = json_load_file(path, 0, &je), *map = json_object_get(index, "weight_map");
+    /* a tensor named twice would be named once, silently (jansson keeps the last) */
+    json_t *index = json_load_file(path, JSON_REJECT_DUPLICATES, &je), *map = json_object_get(index, "weight_map");
     const char *files[API_ST_MAX_SHARDS], *key;
     json_t *v;
     int rc = index ? 0 : api__ckpt_fail(inner, sizeof inner, "line %d column %d: %s", je.line, je.column, je.text);
@@ -261,6 +268,8 @@ int api__folder_open(const char *dir, api_ckpt_hints *h, api_st_set *set, api_mo
                                          "safe_serialization=True, or convert it with safetensors)"
                                        : "");
     snprintf(m->file, sizeof m->file, "model.safetensors.index.json");
+    if (exists(dir, "model.safetensors.index.json") != 2)
+        return api__ckpt_fail(why, size, "%s/model.safetensors.index.json: not a regular file", dir);
     int rc = open_shards(dir, set, why, size);
     m->shards = set->count;
     if (rc) api__st_set_close(set);
@@ -271,9 +280,9 @@ int api__folder_open(const char *dir, api_ckpt_hints *h, api_st_set *set, api_mo
 
 int api__folder_tokenizer(const char *dir, api_model *m, char *why, size_t size) {
     static const char *const pairs[2][2] = {{"vocab.json", "merges.txt"}, {"encoder.json", "vocab.bpe"}};
-    int json = exists(dir, "tokenizer.json"), any = json; /* api_bpe_load prefers tokenizer.json */
+    int json = exists(dir, "tokenizer.json") != 0, any = json; /* api_bpe_load prefers tokenizer.json */
     for (int p = 0; p < 2 && !json; p++) {
-        int a = exists(dir, pairs[p][0]), b = exists(dir, pairs[p][1]);
+        int a = exists(dir, pairs[p][0]) != 0, b = exists(dir, pairs[p][1]) != 0;
         if (a != b)
             return api__ckpt_fail(why, size, "%s/%s: missing beside %s (the tokenizer takes both)", dir,
                                   pairs[p][a ? 1 : 0], pairs[p][a ? 0 : 1]);

@@ -3,10 +3,11 @@
  * API_WEIGHTS_MAP: Llama, Mistral, Qwen2, Qwen3, GPT-NeoX, Gemma 3 as
  * transformers saves them), from a folder whose config.json gave the
  * config: each entry of core's state_dict found by its name, its shape
- * checked, F32, F16 or BF16 made float32 exactly; a tied head, when the
- * file has it, equal to the token embedding; any other tensor a fault but
- * for the buffers old checkpoints carry (rotary inv_freq, causal masks) and
- * the names the row says checkpoints hold unused (names.c). */
+ * checked, F32, F16 or BF16 held in the dtype the plan gives it; a tied
+ * head, when the file has it, equal to the token embedding; any other
+ * tensor a fault but for the buffers old checkpoints carry (rotary
+ * inv_freq, causal masks) and the names the row says checkpoints hold
+ * unused (names.c). */
 #include "api/weights/weights.h"
 
 #include <stdio.h>
@@ -72,7 +73,7 @@ static int fill_params(const api_st_set *set, const attn_lm_plan *plan, api_mode
         if (!t) return api__ckpt_fail(why, size, "tensor \"%s\" is missing", p.name);
         size_t want[4];
         for (int d = 0; d < p.rank; d++) want[d] = (size_t)p.shape[d];
-        if (api__ckpt_copy(t, p.name, p.rank, want, 0, m->params + p.offset, m, why, size)) return -1;
+        if (api__ckpt_copy(t, p.name, p.rank, want, 0, &p, m, why, size)) return -1;
         if (!p.buffer) m->n_weights += p.count;
     }
     return 0;
@@ -87,7 +88,8 @@ static int check_tied(const api_st_set *set, const attn_lm_plan *plan, api_model
     attn_lm_param_get(plan, 0, &emb);
     m->has_lm_head = head != NULL;
     if (head && !(head->rank == 2 && head->shape[0] == (size_t)plan->V &&
-                  head->shape[1] == (size_t)plan->C && api__st_equals_f32(head, m->params + emb.offset)))
+                  head->shape[1] == (size_t)plan->C &&
+                  api__st_equals(head, (char *)m->params + emb.byte_offset, emb.dtype)))
         return api__ckpt_fail(why, size, "%s differs from %s, and config.json ties them "
                               "(tie_word_embeddings)", tied, emb.name);
     return 0;
@@ -102,20 +104,13 @@ int api__ckpt_generic_load(const api_st_set *set, const api_ckpt_hints *h, api_m
                               "config.json: load the folder");
     m->cfg = h->cfg;
     api__ckpt_parts(set, &m->cfg); /* an encoder's MLM head and pooler, as the file has them */
+    m->cfg.weights_dtype = api__ckpt_weights_dtype(set, h->mode);
     m->layout = attn_arch_name(h->cfg.arch);
     snprintf(m->n_head_from, sizeof m->n_head_from, "config.json");
     if (attn_lm_plan_make(&m->cfg, 1, 1, 0, &plan, &ae) != ATTN_OK)
         return api__ckpt_fail(why, size, "config.json: %s", ae.message);
     if (check_names(set, &plan, why, size) || check_shapes(set, &plan, why, size)) return -1;
-    if ((m->params = malloc(plan.n_params * sizeof *m->params)) == NULL)
-        return api__ckpt_fail(why, size, "cannot allocate %zu bytes for its parameters",
-                              plan.n_params * sizeof *m->params);
-    m->n_params = plan.n_params;
-    for (int i = 0; i < plan.param_count; i++) {
-        attn_param p;
-        attn_lm_param_get(&plan, i, &p);
-        if (p.buffer) attn_param_buffer_fill(&p, m->params + p.offset);
-    }
+    if (api__ckpt_alloc(&plan, m, why, size)) return -1;
     if (fill_params(set, &plan, m, why, size) || check_tied(set, &plan, m, why, size))
         return -1;
     if (attn_lm_params_check(&plan, m->params, &ae) != ATTN_OK)

@@ -14,8 +14,8 @@
  * Weights of GPT-2's Conv1D are stored [in][out]; core computes nn.Linear
  * with [out][in] weights (seed 003's GPT2), so each is transposed once, here,
  * into core's one parameter buffer, in attn_lm_param_get's order (with
- * core's own attn.bias tril buffers). F16 and BF16 become float32 in the same
- * pass.
+ * core's own attn.bias tril buffers), each held in the dtype the plan gives
+ * it (--weights-dtype) in the same pass.
  *
  * The config comes from the shapes: vocab_size and n_embd from wte,
  * block_size (n_positions) from wpe, n_layer from the h.N blocks; n_head
@@ -94,7 +94,7 @@ static int fill_params(const api_st_set *set, const char *prefix, const attn_lm_
         /* Conv1D: every rank-2 weight but the embeddings is [in][out] */
         int conv = p.rank == 2 && strcmp(p.name, "wte.weight") && strcmp(p.name, "wpe.weight");
         size_t want[2] = {(size_t)p.shape[conv ? 1 : 0], (size_t)p.shape[conv ? 0 : 1]};
-        if (api__ckpt_copy(t, name, p.rank, want, conv, m->params + p.offset, m, why, size)) return -1;
+        if (api__ckpt_copy(t, name, p.rank, want, conv, &p, m, why, size)) return -1;
         m->n_weights += p.count;
     }
     return 0;
@@ -154,7 +154,9 @@ static int check_loaded(const api_st_set *set, const char *prefix, const attn_lm
         return api__ckpt_fail(why, size, "lm_head.weight is %s], wte.weight [%d, %d]: GPT-2 ties them "
                               "(leave it out or make it equal)", got, plan->V, plan->C);
     }
-    if (head && !api__st_equals_f32(head, m->params))
+    attn_param wte;
+    attn_lm_param_get(plan, 0, &wte);
+    if (head && !api__st_equals(head, (char *)m->params + wte.byte_offset, wte.dtype))
         return api__ckpt_fail(why, size, "lm_head.weight differs from wte.weight: GPT-2 ties them "
                               "(leave it out or make it equal)");
     attn_error ae = {0};

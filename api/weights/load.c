@@ -1,7 +1,8 @@
 /* load.c - what every layout of a loaded model shares (weights.h): block
- * numbers in names, a tensor copied into core's buffer with its shape and
- * dtype checked, a folder's config.json checked against the tensors, the
- * head count (no shape says it), core's plan and buffer. */
+ * numbers in names, the dtype the weight matrices are held in, a tensor
+ * copied into core's buffer with its shape and dtype checked, a folder's
+ * config.json checked against the tensors, the head count (no shape says
+ * it), core's plan and buffer. */
 #include "api/weights/weights.h"
 
 #include <ctype.h>
@@ -26,8 +27,36 @@ static void shape_text(char *out, size_t size, int rank, const size_t *shape) {
     if (n < size) snprintf(out + n, size - n, "]");
 }
 
+attn_dtype api__ckpt_weights_dtype(const api_st_set *set, api_weights_mode mode) {
+    if (mode != API_WEIGHTS_KEEP) return mode == API_WEIGHTS_BF16 ? ATTN_DTYPE_BF16 : ATTN_DTYPE_F32;
+    const char *seen = NULL;
+    for (int f = 0; f < set->count; f++)
+        for (size_t i = 0; i < set->file[f].count; i++) {
+            const api_st_tensor *t = &set->file[f].tensors[i];
+            if (t->rank != 2) continue;
+            if (seen && strcmp(seen, t->dtype)) return ATTN_DTYPE_F32; /* mixed */
+            seen = t->dtype;
+        }
+    if (seen && strcmp(seen, "F16") == 0) return ATTN_DTYPE_F16;
+    if (seen && strcmp(seen, "BF16") == 0) return ATTN_DTYPE_BF16;
+    return ATTN_DTYPE_F32;
+}
+
+int api__ckpt_alloc(const attn_lm_plan *plan, api_model *m, char *why, size_t size) {
+    if ((m->params = malloc(plan->param_bytes)) == NULL)
+        return api__ckpt_fail(why, size, "cannot allocate %zu bytes for its parameters",
+                              plan->param_bytes);
+    m->n_params = plan->n_params, m->param_bytes = plan->param_bytes;
+    for (int i = 0; i < plan->param_count; i++) {
+        attn_param p;
+        attn_lm_param_get(plan, i, &p);
+        if (p.buffer) attn_param_buffer_fill(&p, (float *)((char *)m->params + p.byte_offset));
+    }
+    return 0;
+}
+
 int api__ckpt_copy(const api_st_tensor *t, const char *name, int rank, const size_t *want,
-                   int transpose, float *out, api_model *m, char *why, size_t size) {
+                   int transpose, const attn_param *p, api_model *m, char *why, size_t size) {
     int ok = t->rank == rank;
     for (int d = 0; ok && d < rank; d++) ok = t->shape[d] == want[d];
     if (!ok) {
@@ -38,9 +67,12 @@ int api__ckpt_copy(const api_st_tensor *t, const char *name, int rank, const siz
                               g, m->layout, api__hparam_name(m->cfg.arch, ATTN_HP_WIDTH),
                               m->cfg.width, w, transpose ? " (Conv1D: [in][out])" : "");
     }
-    if (api__st_to_f32(t, out, transpose))
+    int rc = api__st_convert(t, (char *)m->params + p->byte_offset, p->dtype, transpose);
+    if (rc == -2) return api__ckpt_fail(why, size, "out of memory");
+    if (rc)
         return api__ckpt_fail(why, size, "tensor \"%s\" has dtype %s: weights must be F32, F16 or BF16",
                               name, t->dtype);
+    if (p->dtype == ATTN_DTYPE_BF16 && strcmp(t->dtype, "BF16")) m->lossy = 1;
     if (!m->dtype[0]) snprintf(m->dtype, sizeof m->dtype, "%s", t->dtype);
     else if (strcmp(m->dtype, t->dtype)) snprintf(m->dtype, sizeof m->dtype, "mixed");
     return 0;
@@ -112,18 +144,10 @@ int api__ckpt_finish_config(const api_st_set *set, const api_ckpt_hints *h, cons
                             api_model *m, attn_lm_plan *plan, char *why, size_t size) {
     attn_error ae = {0};
     if (pick_heads(set, h, key, m, why, size)) return -1;
+    m->cfg.weights_dtype = api__ckpt_weights_dtype(set, h->mode);
     if (attn_lm_plan_make(&m->cfg, 1, 1, 0, plan, &ae) != ATTN_OK)
         return api__ckpt_fail(why, size, "the config from its shapes is not a %s (%s)",
                               attn_arch_name(m->cfg.arch), ae.message);
-    if ((m->params = malloc(plan->n_params * sizeof *m->params)) == NULL)
-        return api__ckpt_fail(why, size, "cannot allocate %zu bytes for its parameters",
-                              plan->n_params * sizeof *m->params);
-    m->n_params = plan->n_params;
-    for (int i = 0; i < plan->param_count; i++) {
-        attn_param p;
-        attn_lm_param_get(plan, i, &p);
-        if (p.buffer) attn_param_buffer_fill(&p, m->params + p.offset);
-    }
-    return 0;
+    return api__ckpt_alloc(plan, m, why, size);
 }
 

@@ -11,17 +11,20 @@
  * The architecture is the folder's config.json's, or for a file its
  * names' (the first row of API_WEIGHTS_MAP whose probe tensor it holds:
  * tok_emb.weight is the book's GPTModel, book.c; anything else is read as
- * Hugging Face's GPT-2, gpt2.c). Every loader ends in one float32 buffer in
- * core's order, made once and read by every worker thread (one copy per
- * process); the files' mappings are released after the copy.
+ * Hugging Face's GPT-2, gpt2.c). Every loader ends in one buffer in core's
+ * layout, its weight matrices held as --weights-dtype says (api.h:
+ * api_weights_mode), made once and read by every worker thread (one copy
+ * per process); the files' mappings are released after the copy.
  */
 #include "api/weights/weights.h"
 #include "api/base/base.h"
+#include "api/chat/chat.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 struct api_models {
@@ -109,35 +112,40 @@ static int load_set(const api_st_set *set, const api_ckpt_hints *h, api_model *m
 }
 
 /* One safetensors file, its architecture told by its names. */
-static int load_file(api_model *m, const char *path, int heads, char *why, size_t size) {
+static int load_file(api_model *m, const char *path, int heads, api_weights_mode mode, char *why,
+                     size_t size) {
     api_st_set set = {0};
     char inner[512];
     if (api__st_open(&set.file[0], path, inner, sizeof inner))
         return api__ckpt_fail(why, size, "%s: %s", path, inner);
     set.count = m->shards = 1;
     base_name(m->file, sizeof m->file, path);
-    api_ckpt_hints h = {.n_head = heads, .n_head_from = "option"};
+    api_ckpt_hints h = {.n_head = heads, .n_head_from = "option", .mode = mode};
     int rc = load_set(&set, &h, m, inner, sizeof inner);
     api__st_set_close(&set);
     return rc ? api__ckpt_fail(why, size, "%s: %s", path, inner) : 0;
 }
 
 /* A folder: config.json, the weights (one file or shards), the tokenizer. */
-static int load_folder(api_model *m, const char *dir, char *why, size_t size) {
+static int load_folder(api_model *m, const char *dir, api_weights_mode mode, char *why,
+                       size_t size) {
     api_st_set set = {0};
     api_ckpt_hints h = {0};
     char inner[512];
     base_name(m->folder, sizeof m->folder, dir);
     if (api__folder_open(dir, &h, &set, m, why, size)) return -1;
+    h.mode = mode;
     int rc = load_set(&set, &h, m, inner, sizeof inner);
     api__st_set_close(&set);
     if (rc) return api__ckpt_fail(why, size, "%s/%s: %s", dir, m->file, inner);
-    return api__folder_tokenizer(dir, m, why, size) || api__folder_pooling(dir, m, why, size) ? -1 : 0;
+    if (api__folder_tokenizer(dir, m, why, size) || api__folder_pooling(dir, m, why, size)) return -1;
+    return api__chat_folder_load(dir, &m->chat, why, size);
 }
 
 static void model_free(api_model *m) {
     free(m->params);
     api_bpe_free(m->bpe);
+    api__chat_folder_free(m->chat);
 }
 
 /* m appended to the registry (created when NULL); the tokenizers' names
@@ -156,7 +164,22 @@ static int add(api_models **models, const api_model *m, char *why, size_t size) 
     return 0;
 }
 
+int api_weights_mode_parse(const char *s, api_weights_mode *out) {
+    static const char *const names[] = {"keep", "f32", "bf16"};
+    for (int i = 0; s && i < 3; i++)
+        if (strcasecmp(s, names[i]) == 0) {
+            *out = (api_weights_mode)i;
+            return 0;
+        }
+    return -1;
+}
+
 int api_models_load(api_models **models, const char *spec, char *why, size_t size) {
+    return api_models_load_as(models, spec, API_WEIGHTS_KEEP, why, size);
+}
+
+int api_models_load_as(api_models **models, const char *spec, api_weights_mode mode, char *why,
+                       size_t size) {
     char path[4096];
     api_model m = {0};
     int heads = 0;
@@ -167,8 +190,8 @@ int api_models_load(api_models **models, const char *spec, char *why, size_t siz
     int dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
     int rc = dir && heads ? api__ckpt_fail(why, size, "%s is a folder: its config.json gives n_head "
                                            "(\":heads=\" is for a single file)", path)
-             : dir        ? load_folder(&m, path, why, size)
-                          : load_file(&m, path, heads, why, size);
+             : dir        ? load_folder(&m, path, mode, why, size)
+                          : load_file(&m, path, heads, mode, why, size);
     m.tok.bpe = m.bpe;
     if (rc == 0) rc = add(models, &m, why, size);
     if (rc) model_free(&m);
@@ -185,6 +208,7 @@ static int load_mem_weights(api_model *m, const api_model_files *f, char *why, s
     int rc = api__folder_config(cfg, &h, inner, sizeof inner);
     json_decref(cfg);
     if (rc) return api__ckpt_fail(why, size, "config.json: %s", inner);
+    h.mode = f->mode;
     api_st_set set = {0};
     if (api__st_open_mem(&set.file[0], f->weights, f->weights_len, inner, sizeof inner))
         return api__ckpt_fail(why, size, "model.safetensors: %s", inner);
@@ -280,12 +304,25 @@ static void model_json(api_buf *b, const api_model *m) {
     api__config_json(b, &m->cfg);
     char head[2 * ATTN_PARAM_NAME_MAX + 32];
     head_text(head, sizeof head, m);
-    api__buf_printf(b, ",\"n_head_from\":\"%s\",\"dtype\":\"%s\",\"parameters\":%zu,"
+    api__buf_printf(b, ",\"n_head_from\":\"%s\",\"dtype\":\"%s\",\"weights_dtype\":\"%s\","
+                    "\"weights_lossy\":%s,\"weights_bytes\":%zu,\"parameters\":%zu,"
                     "\"transformer_prefix\":%s,\"lm_head\":\"%s\",\"tokenizer\":",
-                    m->n_head_from, m->dtype, m->n_weights, m->prefixed ? "true" : "false", head);
+                    m->n_head_from, m->dtype, attn_dtype_name(m->cfg.weights_dtype),
+                    m->lossy ? "true" : "false", m->param_bytes, m->n_weights,
+                    m->prefixed ? "true" : "false", head);
     if (m->bpe) api__buf_printf(b, "{\"name\":\"%s\",\"tokens\":%zu}", m->name, api_bpe_vocab_size(m->bpe));
     else api__buf_puts(b, "null");
-    api__buf_printf(b, ",\"builtin\":%s}", m->builtin ? "true" : "false");
+    api__buf_printf(b, ",\"builtin\":%s,\"chat_template\":", m->builtin ? "true" : "false");
+    if (m->chat) { /* where it came from; its compile error when it did not compile */
+        api__buf_puts(b, "{\"source\":");
+        api__buf_json_string(b, m->chat->source);
+        api__buf_puts(b, ",\"error\":");
+        if (m->chat->t) api__buf_puts(b, "null");
+        else api__buf_json_string(b, m->chat->error);
+        api__buf_puts(b, "}}");
+    } else {
+        api__buf_puts(b, "null}");
+    }
 }
 
 int api_models_json(const api_limits *lim, api_buf *b) {

@@ -230,40 +230,54 @@ const api_st_tensor *api__st_find(const api_st_file *f, const char *name) {
     return NULL;
 }
 
-static float element(const api_st_tensor *t, size_t i) {
-    const uint8_t *p = t->data + i * t->elem_size;
-    if (t->elem_size == 4) {
-        float v;
-        memcpy(&v, p, sizeof v);
-        return v;
-    }
-    uint16_t h = (uint16_t)(p[0] | p[1] << 8);
-    if (strcmp(t->dtype, "F16") == 0) return api__f16_to_f32(h);
-    uint32_t bits = (uint32_t)h << 16; /* BF16: the high half of a float32 */
-    float v;
-    memcpy(&v, &bits, sizeof v);
-    return v;
+/* t's dtype as core's: F32, F16 or BF16; -1 for any other. */
+static int core_dtype(const api_st_tensor *t) {
+    if (strcmp(t->dtype, "F32") == 0) return ATTN_DTYPE_F32;
+    if (strcmp(t->dtype, "F16") == 0) return ATTN_DTYPE_F16;
+    if (strcmp(t->dtype, "BF16") == 0) return ATTN_DTYPE_BF16;
+    return -1;
 }
 
-int api__st_to_f32(const api_st_tensor *t, float *out, int transpose) {
-    if (strcmp(t->dtype, "F32") && strcmp(t->dtype, "F16") && strcmp(t->dtype, "BF16")) return -1;
-    if (t->rank > 2) return -1;
+int api__st_convert(const api_st_tensor *t, void *out, attn_dtype to, int transpose) {
+    int from = core_dtype(t);
+    if (from < 0 || t->rank > 2) return -1;
     if (!transpose || t->rank < 2) {
-        if (t->elem_size == 4) memcpy(out, t->data, t->count * sizeof *out);
-        else
-            for (size_t i = 0; i < t->count; i++) out[i] = element(t, i);
+        attn_dtype_convert(to, out, (attn_dtype)from, t->data, t->count);
         return 0;
     }
-    size_t rows = t->shape[0], cols = t->shape[1];
-    for (size_t r = 0; r < rows; r++)
-        for (size_t c = 0; c < cols; c++) out[c * rows + r] = element(t, r * cols + c);
+    /* [rows][cols] into [cols][rows]: each row converted, then spread */
+    size_t rows = t->shape[0], cols = t->shape[1], size = attn_dtype_size(to);
+    unsigned char *row = malloc(cols * size + 1), *o = out;
+    if (row == NULL) return -2;
+    for (size_t r = 0; r < rows; r++) {
+        attn_dtype_convert(to, row, (attn_dtype)from, t->data + r * cols * t->elem_size, cols);
+        for (size_t c = 0; c < cols; c++) memcpy(o + (c * rows + r) * size, row + c * size, size);
+    }
+    free(row);
     return 0;
 }
 
-int api__st_equals_f32(const api_st_tensor *t, const float *x) {
-    if (strcmp(t->dtype, "F32") && strcmp(t->dtype, "F16") && strcmp(t->dtype, "BF16")) return 0;
-    for (size_t i = 0; i < t->count; i++)
-        if (element(t, i) != x[i]) return 0;
+int api__st_equals(const api_st_tensor *t, const void *x, attn_dtype as) {
+    enum { CHUNK = 4096 };
+    int from = core_dtype(t);
+    if (from < 0) return 0;
+    size_t size = attn_dtype_size(as);
+    unsigned char buf[CHUNK * 4];
+    const unsigned char *want = x;
+    for (size_t i = 0; i < t->count; i += CHUNK) {
+        size_t n = t->count - i < CHUNK ? t->count - i : CHUNK;
+        attn_dtype_convert(as, buf, (attn_dtype)from, t->data + i * t->elem_size, n);
+        if (as != ATTN_DTYPE_F32) {
+            if (memcmp(buf, want + i * size, n * size)) return 0;
+            continue;
+        }
+        for (size_t k = 0; k < n; k++) { /* as floats: 0 equals -0, a NaN nothing */
+            float a, b;
+            memcpy(&a, buf + 4 * k, 4);
+            memcpy(&b, want + (i + k) * 4, 4);
+            if (a != b) return 0;
+        }
+    }
     return 1;
 }
 

@@ -4,8 +4,7 @@
  * names, the registry.
  *
  *   st_read.c    a safetensors file: mapped read-only, its header parsed with
- *                jansson and validated in full before any tensor is used;
- *                sets of them (shards)
+ *                jansson and validated in full before use; sets (shards)
  *   folder.c     a model folder: config.json (read through the architecture's
  *                row: its config names and defaults), the weights, the tokenizer
  *   load.c       what every layout shares: the heads, the buffer, copies
@@ -22,10 +21,9 @@
 #ifndef API_WEIGHTS_H
 #define API_WEIGHTS_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include <jansson.h>
 
 #include "api/api.h"
 #include "core/lm.h"
@@ -68,11 +66,11 @@ int api__st_open(api_st_file *f, const char *path, char *why, size_t why_size);
 int api__st_open_mem(api_st_file *f, const void *data, size_t bytes, char *why, size_t why_size);
 /* The tensor called name, or NULL. */
 const api_st_tensor *api__st_find(const api_st_file *f, const char *name);
-/* Writes t (F32, F16 or BF16) as float32 into out, transposed ([cols][rows])
- * when transpose is set and t has rank 2. 0, or -1 for any other dtype. */
-int api__st_to_f32(const api_st_tensor *t, float *out, int transpose);
-/* 1 if t (F32, F16 or BF16) holds exactly the float32 values x[0..count). */
-int api__st_equals_f32(const api_st_tensor *t, const float *x);
+/* t (F32, F16 or BF16, rank 1 or 2) into out as dtype `to` (attn_dtype_convert),
+ * [cols][rows] with transpose and rank 2. 0, -1 (dtype, rank), -2 (memory). */
+int api__st_convert(const api_st_tensor *t, void *out, attn_dtype to, int transpose);
+/* 1 if t converted to dtype `as` holds exactly the values x[0..count). */
+int api__st_equals(const api_st_tensor *t, const void *x, attn_dtype as);
 /* Unmaps and frees; accepts a zeroed or closed file. */
 void api__st_close(api_st_file *f);
 
@@ -95,12 +93,12 @@ typedef struct {
                                        name, or the shards' index), for GET /models */
     char folder[256];               /* the folder's base name; "" for a file */
     int shards;                     /* files the weights came from */
-    attn_lm_config cfg;
-    float *params;                  /* core's buffer (attn_lm_param_get order), read-only
+    attn_lm_config cfg;             /* cfg.weights_dtype: how params holds the matrices */
+    void *params;                   /* core's buffer (attn_lm_param_get's layout), read-only
                                        after the load, shared by every worker */
-    size_t n_params;                /* floats in params */
-    size_t n_weights;               /* floats the checkpoint itself holds (no buffers; a tied
-                                       head excluded) */
+    size_t n_params, param_bytes;   /* values in params, and its bytes (held in memory) */
+    int lossy;                      /* matrices rounded below the file's dtype (bf16 of F32) */
+    size_t n_weights;               /* values the checkpoint holds (no buffers, no tied head) */
     char n_head_from[32];           /* "option", "config.json", "metadata" or "<width>/64" */
     const char *layout;             /* the file's layout, for people: "GPT-2", "GPTModel" */
     char dtype[8];                  /* the dtype of the file's weights */
@@ -111,24 +109,22 @@ typedef struct {
     attn_lm_pooling pooling;        /* sentence embeddings: the folder's pooling, else mean */
     int max_tokens;                 /* sentence_bert_config.json's max_seq_length; 0: none */
     int builtin;                    /* the folder's files came from memory (api_models_load_mem) */
+    struct api_chat_folder *chat;   /* the folder's chat template (api/chat/), or NULL */
 } api_model;
 
-/* What is known of a model before its tensors: the spec's ":heads=N", a
- * folder's config.json. */
+/* What is known of a model before its tensors: the spec's ":heads=N", its config.json. */
 typedef struct {
     int arch_known;                 /* cfg.arch is set (a folder's config.json says it) */
-    int n_head;                     /* 0: not given; then the file's __metadata__, then
-                                       width / 64 */
-    const char *n_head_from;
+    int n_head;                     /* 0: not given (then __metadata__, then width / 64) */
+    const char *n_head_from;        /* where n_head came from */
     int checked;                    /* cfg's sizes are config.json's: the tensors must agree */
     attn_lm_config cfg;             /* the architecture, and with checked the whole config */
+    api_weights_mode mode;          /* how the weights are to be held */
 } api_ckpt_hints;
 
-/* Each architecture's loader: its tensors (and, for a single file, its
- * config from their shapes) into m (cfg, params, n_params, n_weights,
- * dtype, n_head_from). 0, or -1 with the fault in why. The rows:
- *   XX(ARCH, loader)   ARCH: an ATTN_ARCH_<ARCH>; a single file is the
- *                      first row whose probe finds its tensor. */
+/* Each architecture's loader: its tensors (a single file: its config from their shapes)
+ * into m (cfg, params, n_params, n_weights, dtype, n_head_from). 0, or -1 with the fault
+ * in why. XX(ARCH, loader, probe): a single file is the first row whose probe it has. */
 #define API_WEIGHTS_MAP(XX)                                                                        \
     XX(GPTMODEL, api__ckpt_book_load, "tok_emb.weight")                                            \
     XX(GPT2, api__ckpt_gpt2_load, NULL)
@@ -147,16 +143,19 @@ int api__ckpt_generic_load(const api_st_set *set, const api_ckpt_hints *h, api_m
 const api_st_tensor *api__ckpt_find(const api_st_set *set, const attn_lm_plan *plan, const char *name);
 int api__ckpt_belongs(const attn_lm_plan *plan, const char *name);
 void api__ckpt_parts(const api_st_set *set, attn_lm_config *cfg);
-/* load.c, shared by both: n_head from the hints, __metadata__[key] of any file, or
- * width / 64; then plans cfg, allocates m->params and fills the buffers. */
+/* load.c: n_head from the hints, __metadata__[key] of any file or width / 64; then
+ * the plan of cfg, m->params allocated, the buffers filled. */
 int api__ckpt_finish_config(const api_st_set *set, const api_ckpt_hints *h, const char *key,
                             api_model *m, attn_lm_plan *plan, char *why, size_t size);
-/* A tensor of the set into out as float32 (transposed when asked), its
- * shape checked against want[rank]; m->dtype and n_weights follow. */
+/* The dtype the matrices are held in for mode (KEEP: the one half-size dtype of every
+ * rank-2 tensor, else F32); m->params allocated in plan's layout, buffers filled. */
+attn_dtype api__ckpt_weights_dtype(const api_st_set *set, api_weights_mode mode);
+int api__ckpt_alloc(const attn_lm_plan *plan, api_model *m, char *why, size_t size);
+/* A tensor of the set into entry p of m->params (its dtype, transposed when
+ * asked), its shape checked against want[rank]; m->dtype, m->lossy follow. */
 int api__ckpt_copy(const api_st_tensor *t, const char *name, int rank, const size_t *want,
-                   int transpose, float *out, api_model *m, char *why, size_t size);
-/* A block number (a decimal without sign or leading zero below 100,000), its
- * end in *end; -1 if s does not start with one. */
+                   int transpose, const attn_param *p, api_model *m, char *why, size_t size);
+/* A block number (decimal, no sign or leading 0, below 100,000), its end in *end; or -1. */
 int api__ckpt_layer_number(const char *s, const char **end);
 /* The config.json values the tensors disagree with (checked hints): 0 or -1. */
 int api__ckpt_check_config(const api_ckpt_hints *h, const attn_lm_config *got, char *why, size_t size);

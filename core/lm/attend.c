@@ -110,8 +110,8 @@ static void softmax_rows(float *w, const float *masked, size_t n, int T) {
 }
 
 /* The materialised kernel, keeping what block l is asked for: the maps
- * (attn_weights, hook_pattern: the softmax's output) and the masked scores
- * (hook_attn_scores). With dropout on the weights the kernel's weights are
+ * (attn_weights, hook_pattern: the softmax's output, the analyses' weights)
+ * and the masked scores (hook_attn_scores). With dropout on the weights the kernel's weights are
  * after dropout, so the maps are then the softmax of the kept masked scores. */
 static void materialised(attn__run *r, int l, const attn__view v[3], uint8_t *mask) {
     const attn_lm_plan *p = r->p;
@@ -119,6 +119,7 @@ static void materialised(attn__run *r, int l, const attn__view v[3], uint8_t *ma
     size_t per = (size_t)r->width * ATTN__MAP_ROWS * (size_t)p->T;
     float *maps = r->out->attn_weights ? r->out->attn_weights + (size_t)l * BHTT : NULL;
     float *pattern = maps ? maps : attn__capture_dst(r, l, ATTN_HOOK_PATTERN);
+    if (pattern == NULL && attn__analysing(r)) pattern = r->pattern; /* the analyses' alone */
     int wdrop = p->dropout_active && p->spec.weight_dropout;
     attn_inputs none = {0};
     attn__heads hd = {.plan = &p->attn_plan, .cfg = &p->attn, .inputs = &none,
@@ -139,6 +140,7 @@ static void materialised(attn__run *r, int l, const attn__view v[3], uint8_t *ma
     size_t rows = BHTT / (size_t)p->T;
     if (pattern) attn__capture(r, l, ATTN_HOOK_PATTERN, pattern, rows, p->T, p->T);
     if (hd.masked_step) attn__capture(r, l, ATTN_HOOK_ATTN_SCORES, r->masked, rows, p->T, p->T);
+    if (pattern) attn__analyse_block(r, l, pattern);
 }
 
 static void dense(attn__run *r, int l) {

@@ -108,9 +108,9 @@ void attn__block_run(attn__run *r, int l) {
     attn__block_weights(p, r->params, l, &w);
     attn__patch_resid(r, l, ATTN_HOOK_RESID_PRE, r->x);
     attn__capture(r, l, ATTN_HOOK_RESID_PRE, r->x, rows, p->C, p->C);
-    if (r->out->hidden_states)
-        attn__rows_out(r, r->out->hidden_states + (size_t)l * (size_t)p->B * (size_t)p->T * (size_t)p->C,
-                       r->x, p->C);
+    size_t BTC = (size_t)p->B * (size_t)p->T * (size_t)p->C;
+    if (r->out->hidden_states) attn__rows_out(r, r->out->hidden_states + (size_t)l * BTC, r->x, p->C);
+    if (r->keep) attn__rows_out(r, r->keep + (size_t)l * BTC, r->x, p->C);
     if (p->spec.post_norm) {
         post_norm_block(r, l, &w);
         return;

@@ -46,11 +46,12 @@ void attn__capture_normalized(const attn__run *r, int layer, attn_hook hook, con
 /* ==== Interventions ======================================================= */
 
 /* z[b][t][h][:] for every t := 0, or its mean over the tokens t (mask:
- * [B][T], 1 a token; NULL: every t). */
-static void ablate(const attn_lm_plan *p, const uint8_t *mask, float *z, int h,
-                   attn_ablation method) {
+ * [B][T], 1 a token; NULL: every t), in a's batch rows. */
+static void ablate(const attn_lm_plan *p, const uint8_t *mask, float *z, const attn_lm_ablate *a) {
     size_t T = (size_t)p->T, C = (size_t)p->QD, D = (size_t)p->D;
-    for (int b = 0; b < p->B; b++) {
+    int h = a->head, b1 = a->batch_count ? a->batch_start + a->batch_count : p->B;
+    attn_ablation method = a->method;
+    for (int b = a->batch_count ? a->batch_start : 0; b < b1; b++) {
         float *zb = z + (size_t)b * T * C + (size_t)h * D;
         const uint8_t *m = mask ? mask + (size_t)b * T : NULL;
         size_t n = 0;
@@ -70,8 +71,7 @@ void attn__intervene_z(const attn__run *r, int l) {
     const attn_lm_inputs *in = r->in;
     size_t T = (size_t)p->T, C = (size_t)p->QD, D = (size_t)p->D;
     for (int i = 0; i < in->n_ablations; i++)
-        if (in->ablations[i].layer == l)
-            ablate(p, in->attention_mask, r->z, in->ablations[i].head, in->ablations[i].method);
+        if (in->ablations[i].layer == l) ablate(p, in->attention_mask, r->z, &in->ablations[i]);
     for (int i = 0; i < in->n_patches; i++) {
         const attn_lm_patch *pt = &in->patches[i];
         if (pt->layer != l || pt->hook != ATTN_HOOK_Z) continue;
@@ -139,6 +139,10 @@ static int check_ablations(const attn_lm_plan *p, const attn_lm_inputs *in,
             return bad(err, "ablations", i, "head %d outside [0, %d)", a->head, p->H);
         if (a->method != ATTN_ABLATE_ZERO && a->method != ATTN_ABLATE_MEAN)
             return bad(err, "ablations", i, "unknown method %d", (int)a->method);
+        if (a->batch_count < 0 || a->batch_start < 0 ||
+            (a->batch_count && a->batch_start > p->B - a->batch_count))
+            return bad(err, "ablations", i, "batch rows [%d, +%d) outside [0, %d)", a->batch_start,
+                       a->batch_count, p->B);
     }
     return ATTN_OK;
 }

@@ -1,8 +1,8 @@
 /* forward.c - a whole model's forward pass: the work space, the
  * embeddings, the blocks in turn (block.c) and the final norm with the
- * output head; the prefill that also fills a cache. One code path for every
- * architecture: they differ only in what the plan and the weights by role
- * say. */
+ * output head (and the loss); the prefill that also fills a cache. One code
+ * path for every architecture: they differ only in what the plan and the
+ * weights by role say. The public runs over it are run.c's. */
 #include "core/layers/layers.h"
 #include "core/lm/lm.h"
 #include "core/parallel.h"
@@ -39,10 +39,10 @@ static void embed(attn__run *r) {
 
 /* The call: the embeddings (or the given residual), every block from
  * start_layer, the head. */
-static int run(attn__run *r, attn_error *err) {
+int attn__run_call(attn__run *r, attn_error *err) {
     int rc = attn__check_inputs(r->p, r->in, err);
-    if (rc || (!r->in->resid && (rc = check_idx(r->p, r->in->idx, err))) ||
-        (rc = attn__inputs_check(r->p, r->in, err)))
+    if (rc || (r->in->idx && (rc = check_idx(r->p, r->in->idx, err))) ||
+        (rc = attn__inputs_check(r->p, r->in, err)) || (rc = attn__analysis_check(r, err)))
         return rc;
     if (r->out->logits && !r->p->head)
         return attn__fail(err, ATTN_ERR_ARG, "logits", "this %s has no head for logits (its "
@@ -67,31 +67,18 @@ static int run(attn__run *r, attn_error *err) {
         return ATTN_ERR_NOMEM;
     }
     embed(r);
+    attn__analysis_start(r);
     for (int l = r->in->start_layer; l < r->p->n_layer && !attn__cancelled(); l++)
         attn__block_run(r, l);
     rc = attn__finish(r, err);
+    if (rc == ATTN_OK && r->out->loss) attn__loss(r);
     if (rc == ATTN_OK) rc = attn__cancel_check(err); /* items skipped: the caller's check said stop */
     free(work);
     attn__inputs_free(r);
     return rc;
 }
 
-int attn_lm_run(const attn_lm_plan *p, const float *params, const attn_lm_inputs *in,
-                attn_rng *rng, attn_lm_outputs *out, attn_error *err) {
-    if (p == NULL || params == NULL || in == NULL || out == NULL)
-        return attn__fail(err, ATTN_ERR_ARG, "", "plan, params, inputs and outputs are required");
-    attn__run r = {.p = p, .params = params, .pool = in->pool, .rng = rng, .out = out, .in = in};
-    return run(&r, err);
-}
-
-int attn_lm_forward(const attn_lm_plan *p, const float *params, const int32_t *idx,
-                    attn_pool *pool, attn_rng *rng, attn_lm_outputs *out, attn_error *err) {
-    if (idx == NULL) return attn__fail(err, ATTN_ERR_ARG, "idx", "idx is required");
-    attn_lm_inputs in = {.idx = idx, .pool = pool};
-    return attn_lm_run(p, params, &in, rng, out, err);
-}
-
-int attn_lm_prefill(const attn_lm_plan *p, const float *params, const int32_t *idx,
+int attn_lm_prefill(const attn_lm_plan *p, const void *params, const int32_t *idx,
                     attn_lm_cache *cache, attn_pool *pool, attn_lm_outputs *out,
                     attn_error *err) {
     attn_lm_outputs none = {0};
@@ -103,7 +90,7 @@ int attn_lm_prefill(const attn_lm_plan *p, const float *params, const int32_t *i
     attn_lm_inputs in = {.idx = idx, .pool = pool};
     attn__run r = {.p = p, .params = params, .pool = pool, .out = out ? out : &none, .in = &in,
                    .cache = cache};
-    if ((rc = run(&r, err)) == ATTN_OK)
+    if ((rc = attn__run_call(&r, err)) == ATTN_OK)
         for (int b = 0; b < p->B; b++) cache->length[b] = cache->next_pos[b] = p->T;
     return rc;
 }

@@ -13,12 +13,12 @@
 #include <string.h>
 
 void attn__head_rows(attn_pool *pool, const attn_lm_plan *p, const attn__weights *mw,
-                     const float *x, int ldx, int rows, float *tmp, float *y, int *bad) {
+                     const float *x, int ldx, int rows, float *tmp, float *wtile, float *y, int *bad) {
     if (mw->w[ATTN__HEAD_DENSE_W]) { /* the MLM transform into tmp */
         attn__linear_args t = {.y = tmp, .x = x, .ldx = ldx, .rows = rows, .in = p->C, .out = p->C,
                                .w = mw->w[ATTN__HEAD_DENSE_W], .bias = mw->w[ATTN__HEAD_DENSE_B],
                                .act = (int)p->spec.head_act};
-        attn__linear_run(pool, &t);
+        attn__product_dense(p, wtile, pool, &t);
         attn__norm(p->spec.norm, tmp, tmp, mw->w[ATTN__HEAD_NORM_W], mw->w[ATTN__HEAD_NORM_B],
                    (size_t)rows, p->C, p->spec.norm_eps);
         x = tmp, ldx = 0;
@@ -26,7 +26,7 @@ void attn__head_rows(attn_pool *pool, const attn_lm_plan *p, const attn__weights
     attn__linear_args h = {.y = y, .x = x, .ldx = ldx, .rows = rows, .in = p->C, .out = p->V,
                            .w = mw->w[ATTN__HEAD_W], .bias = mw->w[ATTN__HEAD_B],
                            .act = ATTN__NO_ACT, .nonfinite = bad};
-    attn__linear_run(pool, &h);
+    attn__product_dense(p, wtile, pool, &h);
 }
 
 /* 1 if batch row b has no token (a packed run's empty row). */
@@ -53,7 +53,7 @@ static void pooler(const attn__run *r, const float *h, float *tmp) {
     attn__linear_args a = {.y = r->out->pooler_output, .x = tmp, .rows = p->B, .in = p->C,
                            .out = p->C, .w = r->mw.w[ATTN__POOLER_W], .bias = r->mw.w[ATTN__POOLER_B],
                            .act = ATTN__NO_ACT};
-    attn__linear_run(r->pool, &a);
+    attn__product_dense(p, r->wtile, r->pool, &a);
     for (size_t i = 0; i < n; i++) r->out->pooler_output[i] = tanhf(r->out->pooler_output[i]);
 }
 
@@ -67,17 +67,17 @@ static void logits(attn__run *r, const float *h, int *bad) {
     float *y = r->out->logits;
     if (r->out->last_only) {
         gather(r, h, 1, r->a2);
-        attn__head_rows(r->pool, p, &r->mw, r->a2, 0, p->B, r->a, y, bad);
+        attn__head_rows(r->pool, p, &r->mw, r->a2, 0, p->B, r->a, r->wtile, y, bad);
         return;
     }
     if (!r->packed) {
-        attn__head_rows(r->pool, p, &r->mw, h, 0, r->rows, r->a, y, bad);
+        attn__head_rows(r->pool, p, &r->mw, h, 0, r->rows, r->a, r->wtile, y, bad);
         return;
     }
     for (int b = 0; b < p->B; b++) {
         int n = r->start[b + 1] - r->start[b];
         float *yb = y + (size_t)b * T * V;
-        if (n) attn__head_rows(r->pool, p, &r->mw, h + (size_t)r->start[b] * p->C, 0, n, r->a, yb, bad);
+        if (n) attn__head_rows(r->pool, p, &r->mw, h + (size_t)r->start[b] * p->C, 0, n, r->a, r->wtile, yb, bad);
         memset(yb + (size_t)n * V, 0, (T - (size_t)n) * V * sizeof *y);
     }
 }
@@ -99,5 +99,6 @@ int attn__finish(attn__run *r, attn_error *err) {
     if (!attn__all_finite(h, rows * C) || bad)
         return attn__fail(err, ATTN_ERR_NONFINITE, "params",
                           "the result overflowed float32: parameters are too large");
+    if (r->out->loss && h != r->h) memcpy(r->h, h, rows * C * sizeof *h); /* the loss reads r->h */
     return ATTN_OK;
 }

@@ -10,6 +10,7 @@
  * kernel on its own rows (a plan of its own length). Outputs go back to
  * [B][T] with 0 at the padded positions. */
 #include "core/layers/layers.h"
+#include "core/half.h"
 #include "core/lm/lm.h"
 
 #include <stdlib.h>
@@ -42,6 +43,9 @@ static int can_pack(const attn__run *r) {
     if (!m || in->resid || r->cache || p->dropout_active || in->n_captures || in->n_ablations ||
         in->n_patches || r->out->attn_weights || r->out->dropout_masks ||
         (p->spec.window > 0 && p->spec.window < p->T))
+        return 0;
+    /* the loss, the analyses and importance's kept inputs read [B][T] rows */
+    if (r->out->loss || r->keep || attn__analysing(r) || r->out->analysis[ATTN_ANALYSIS_IMPORTANCE])
         return 0;
     int pads = 0;
     for (int b = 0; b < p->B; b++)
@@ -131,27 +135,38 @@ void attn__inputs_free(attn__run *r) {
 /* Row i of r: its index in [B][T]. */
 static size_t src_of(const attn__run *r, int i) { return r->packed ? (size_t)r->src[i] : (size_t)i; }
 
+/* row[c] (+)= table's row i (times scale), widened from the plan's dtype. */
+static void table_row(const attn_lm_plan *p, float *row, const void *table, size_t i, float scale,
+                      int add) {
+    size_t C = (size_t)p->C;
+    attn_dtype t = p->cfg.weights_dtype;
+    const float *f = t == ATTN_DTYPE_F32 ? (const float *)table + i * C : NULL;
+    const uint16_t *h = t == ATTN_DTYPE_F32 ? NULL : (const uint16_t *)table + i * C;
+    for (size_t c = 0; c < C; c++) {
+        float v = f ? f[c] : attn__half_to_f32(t, h[c]);
+        if (scale != 1.0f) v = v * scale;
+        row[c] = add ? row[c] + v : v;
+    }
+}
+
 void attn__embed_input(attn__run *r) {
     const attn_lm_plan *p = r->p;
-    const float *wte = r->mw.w[ATTN__TOK_EMB], *wpe = r->mw.w[ATTN__POS_EMB];
-    const float *types = r->mw.w[ATTN__TYPE_EMB];
+    const void *wte = r->mw.w[ATTN__TOK_EMB], *wpe = r->mw.w[ATTN__POS_EMB];
+    const void *types = r->mw.w[ATTN__TYPE_EMB];
     float scale = p->spec.emb_scale != 0.0f ? p->spec.emb_scale : 1.0f;
     size_t C = (size_t)p->C;
     if (!r->packed && !r->pos && !types) { /* the decoders' path, as it always was */
-        attn__embed(r->x, r->in->idx, wte, wpe, scale, p->B, p->T, p->C);
+        attn__run_embed(p, &r->mw, r->x, r->in->idx, NULL, p->B * p->T);
     } else {
         /* BertEmbeddings' order: words + token types, then + positions */
         for (int i = 0; i < r->rows; i++) {
             size_t s = src_of(r, i);
             float *row = r->x + (size_t)i * C;
-            const float *w = wte + (size_t)r->in->idx[s] * C;
-            for (size_t c = 0; c < C; c++) row[c] = scale != 1.0f ? w[c] * scale : w[c];
-            if (types) {
-                const float *ty = types + (size_t)(r->in->token_type_ids ? r->in->token_type_ids[s] : 0) * C;
-                for (size_t c = 0; c < C; c++) row[c] += ty[c];
-            }
-            const float *pe = wpe ? wpe + (size_t)(r->pos ? r->pos[i] : (int)(s % (size_t)p->T)) * C : NULL;
-            for (size_t c = 0; pe && c < C; c++) row[c] += pe[c];
+            table_row(p, row, wte, (size_t)r->in->idx[s], scale, 0);
+            if (types)
+                table_row(p, row, types, (size_t)(r->in->token_type_ids ? r->in->token_type_ids[s] : 0),
+                          1.0f, 1);
+            if (wpe) table_row(p, row, wpe, (size_t)(r->pos ? r->pos[i] : (int)(s % (size_t)p->T)), 1.0f, 1);
         }
     }
     if (r->mw.w[ATTN__EMB_NORM_W])

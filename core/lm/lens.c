@@ -8,7 +8,7 @@
 
 #include <stdlib.h>
 
-int attn_lm_logit_lens(const attn_lm_plan *p, const float *params, const float *resid, int rows,
+int attn_lm_logit_lens(const attn_lm_plan *p, const void *params, const float *resid, int rows,
                        attn_pool *pool, float *logits, attn_error *err) {
     if (p == NULL || params == NULL || resid == NULL || logits == NULL)
         return attn__fail(err, ATTN_ERR_ARG, "", "plan, params, resid and logits are required");
@@ -22,9 +22,12 @@ int attn_lm_logit_lens(const attn_lm_plan *p, const float *params, const float *
                           "%zu elements, got %d rows", (size_t)ATTN_MAX_ELEMENTS, rows);
     if (!attn__all_finite(resid, n))
         return attn__fail(err, ATTN_ERR_NONFINITE, "resid", "resid holds NaN or infinity");
-    float *h = malloc(2 * n * sizeof *h); /* the normalised rows, and the head's transform */
+    /* the normalised rows, the MLM transform's, then each thread's widened block of a
+     * half-size head */
+    size_t tile = attn__lm_tile_floats(p), all = 2 * n + tile * (size_t)attn_pool_width(pool);
+    float *h = malloc(all * sizeof *h);
     if (h == NULL)
-        return attn__fail(err, ATTN_ERR_NOMEM, "", "cannot allocate %zu bytes", 2 * n * sizeof *h);
+        return attn__fail(err, ATTN_ERR_NOMEM, "", "cannot allocate %zu bytes", all * sizeof *h);
     attn__weights mw;
     attn__model_weights(p, params, &mw);
     const float *x = resid;
@@ -34,7 +37,7 @@ int attn_lm_logit_lens(const attn_lm_plan *p, const float *params, const float *
         x = h;
     }
     int bad = 0;
-    attn__head_rows(pool, p, &mw, x, 0, rows, h + n, logits, &bad);
+    attn__head_rows(pool, p, &mw, x, 0, rows, h + n, h + 2 * n, logits, &bad);
     free(h);
     int rc = attn__cancel_check(err); /* rows skipped: the caller's check said stop */
     if (rc) return rc;

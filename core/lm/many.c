@@ -1,13 +1,14 @@
 /* many.c - many runs of one plan over the pool, one run per item (a
- * patching sweep: every head or position of every block, each a small run
- * from that block on). Each item runs attn_lm_run on one thread with its
- * own work space: no product is split, so threads never wait on each other
- * within a run, and the items' order cannot change a result. */
+ * patching sweep, importance's ablations: every head or position of every
+ * block, each a small run from that block on). Each item runs the forward
+ * (attn_lm_run's, importance aside) on one thread with its own work space:
+ * no product is split, so threads never wait on each other within a run,
+ * and the items' order cannot change a result. */
 #include "core/lm/lm.h"
 
 typedef struct {
     const attn_lm_plan *plan;
-    const float *params;
+    const void *params;
     const attn_lm_inputs *in;
     attn_lm_outputs *out;
     int *status;
@@ -20,11 +21,13 @@ static void run_item(void *ctx, long i, int slot) {
     attn_lm_inputs in = j->in[i];
     in.pool = NULL;
     attn_error local;
-    j->status[i] = attn_lm_run(j->plan, j->params, &in, NULL, &j->out[i],
-                                 j->errs ? &j->errs[i] : &local);
+    attn__run r = {.p = j->plan, .params = j->params, .out = &j->out[i], .in = &in};
+    j->status[i] = j->params ? attn__run_call(&r, j->errs ? &j->errs[i] : &local)
+                             : attn__fail(j->errs ? &j->errs[i] : &local, ATTN_ERR_ARG, "",
+                                          "params are required");
 }
 
-int attn_lm_run_many(const attn_lm_plan *plan, const float *params,
+int attn_lm_run_many(const attn_lm_plan *plan, const void *params,
                        const attn_lm_inputs *in, attn_lm_outputs *out, int n,
                        attn_pool *pool, int *status, attn_error *errs) {
     if (plan == NULL || in == NULL || out == NULL || status == NULL || n < 0)

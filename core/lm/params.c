@@ -1,7 +1,9 @@
 /* params.c - a model's state_dict from its row's tables (core/arch/): the
  * entries in PyTorch's order with the row's names and shapes, where each
- * tensor of each role lives, the construction after torch.manual_seed draw
- * for draw, the checks of given parameters, and the dropout calls. */
+ * tensor of each role lives (in the buffer's bytes: the weight matrices may
+ * be half-size), the construction after torch.manual_seed draw for draw,
+ * the checks of given parameters, and the dropout calls. */
+#include "core/half.h"
 #include "core/lm/lm.h"
 
 #include <math.h>
@@ -46,18 +48,33 @@ static size_t tensor_count(const attn_lm_plan *p, const attn__tensor *t) {
     return n;
 }
 
-static size_t table_size(const attn_lm_plan *p, const attn__tensor *t, int n) {
+/* How plan p's buffer holds t: a weight matrix (a rank-2 parameter, not a
+ * buffer) in the weights' dtype, anything else float32. */
+static attn_dtype tensor_dtype(const attn_lm_plan *p, const attn__tensor *t) {
+    int matrix = t->rank == 2 && t->init != ATTN__INIT_TRIL && t->init != ATTN__INIT_TRIU;
+    return matrix ? p->cfg.weights_dtype : ATTN_DTYPE_F32;
+}
+
+/* Bytes t takes in the buffer: rounded up to 4, so that every tensor
+ * starts 4-byte aligned (float32 tensors exactly where they always were). */
+static size_t tensor_bytes(const attn_lm_plan *p, const attn__tensor *t) {
+    return (tensor_count(p, t) * attn_dtype_size(tensor_dtype(p, t)) + 3) & ~(size_t)3;
+}
+
+static size_t table_size(const attn_lm_plan *p, const attn__tensor *t, int n, int bytes) {
     size_t sum = 0;
     for (int i = 0; i < n; i++)
-        if (attn__tensor_present(&p->spec, &t[i])) sum += tensor_count(p, &t[i]);
+        if (attn__tensor_present(&p->spec, &t[i]))
+            sum += bytes ? tensor_bytes(p, &t[i]) : tensor_count(p, &t[i]);
     return sum;
 }
 
-void attn__layout_sizes(const attn_lm_plan *p, size_t *top, size_t *block, size_t *tail) {
+void attn__layout_sizes(const attn_lm_plan *p, int bytes, size_t *top, size_t *block,
+                        size_t *tail) {
     const attn__arch *a = attn__arch_get(p->cfg.arch);
-    *top = table_size(p, a->layout->top, a->layout->n_top);
-    *block = table_size(p, a->layout->block, a->layout->n_block);
-    *tail = table_size(p, a->layout->tail, a->layout->n_tail);
+    *top = table_size(p, a->layout->top, a->layout->n_top, bytes);
+    *block = table_size(p, a->layout->block, a->layout->n_block, bytes);
+    *tail = table_size(p, a->layout->tail, a->layout->n_tail, bytes);
 }
 
 int attn__block_entries(const attn_lm_plan *p) {
@@ -68,11 +85,12 @@ int attn__block_entries(const attn_lm_plan *p) {
     return n;
 }
 
-/* One entry of the state_dict: its table row, block (-1 outside), offset. */
+/* One entry of the state_dict: its table row, block (-1 outside), first
+ * byte. */
 typedef struct {
     const attn__tensor *t;
     int layer;
-    size_t offset;
+    size_t byte;
 } entry;
 
 /* Calls visit on every present entry in state_dict order; stops when it
@@ -91,7 +109,7 @@ static int walk(const attn_lm_plan *p, int (*visit)(void *ctx, const entry *e), 
                 if (!attn__tensor_present(&p->spec, &t[i])) continue;
                 e.t = &t[i], e.layer = part == 1 ? l : -1;
                 rc = visit(ctx, &e);
-                e.offset += tensor_count(p, &t[i]);
+                e.byte += tensor_bytes(p, &t[i]);
             }
     }
     return rc;
@@ -101,10 +119,13 @@ static int walk(const attn_lm_plan *p, int (*visit)(void *ctx, const entry *e), 
 
 static void describe_entry(const attn_lm_plan *p, const entry *e, attn_param *out) {
     const attn__arch *a = attn__arch_get(p->cfg.arch);
-    *out = (attn_param){.rank = e->t->rank, .offset = e->offset, .count = tensor_count(p, e->t),
+    attn_dtype dtype = tensor_dtype(p, e->t);
+    *out = (attn_param){.rank = e->t->rank, .offset = e->byte / attn_dtype_size(dtype),
+                        .count = tensor_count(p, e->t),
                         .buffer = e->t->init == ATTN__INIT_TRIL   ? ATTN_BUFFER_TRIL
                                   : e->t->init == ATTN__INIT_TRIU ? ATTN_BUFFER_TRIU
-                                                                  : ATTN_BUFFER_NONE};
+                                                                  : ATTN_BUFFER_NONE,
+                        .dtype = dtype, .byte_offset = e->byte};
     for (int d = 0; d < 4; d++) out->shape[d] = d < e->t->rank ? (int)attn__dim_size(p, e->t->dims[d]) : 1;
     char prefix[ATTN_PARAM_NAME_MAX] = "", full[2 * ATTN_PARAM_NAME_MAX];
     if (e->layer >= 0) snprintf(prefix, sizeof prefix, a->layout->block_prefix, e->layer);
@@ -153,40 +174,47 @@ int attn_lm_ignored_name(const attn_lm_plan *p, const char *name) {
 
 /* ==== Weights by role ===================================================== */
 
-static void bind(const attn_lm_plan *p, const float *params, const attn__tensor *t, int n,
+static void bind(const attn_lm_plan *p, const void *params, const attn__tensor *t, int n,
                  size_t at, attn__weights *v) {
     for (int i = 0; i < n; i++) {
         if (!attn__tensor_present(&p->spec, &t[i])) continue;
-        v->w[t[i].role] = params + at;
-        at += tensor_count(p, &t[i]);
+        v->w[t[i].role] = (const char *)params + at;
+        at += tensor_bytes(p, &t[i]);
     }
 }
 
-void attn__model_weights(const attn_lm_plan *p, const float *params, attn__weights *v) {
+void attn__model_weights(const attn_lm_plan *p, const void *params, attn__weights *v) {
     const attn__arch *a = attn__arch_get(p->cfg.arch);
     size_t top, block, tail;
-    attn__layout_sizes(p, &top, &block, &tail);
+    attn__layout_sizes(p, 1, &top, &block, &tail);
     *v = (attn__weights){0};
     bind(p, params, a->layout->top, a->layout->n_top, 0, v);
     bind(p, params, a->layout->tail, a->layout->n_tail, top + block * (size_t)p->n_layer, v);
     if (p->tied) v->w[ATTN__HEAD_W] = v->w[ATTN__TOK_EMB];
 }
 
-void attn__block_weights(const attn_lm_plan *p, const float *params, int l, attn__weights *v) {
+/* 1 if tensor b starts where a, of n values of size bytes each, ends. */
+static int follows(const void *a, size_t n, size_t size, const void *b) {
+    return a && b && (const char *)a + n * size == (const char *)b;
+}
+
+void attn__block_weights(const attn_lm_plan *p, const void *params, int l, attn__weights *v) {
     const attn__arch *a = attn__arch_get(p->cfg.arch);
     size_t top, block, tail;
-    attn__layout_sizes(p, &top, &block, &tail);
+    attn__layout_sizes(p, 1, &top, &block, &tail);
     *v = (attn__weights){0};
     bind(p, params, a->layout->block, a->layout->n_block, top + block * (size_t)l, v);
-    const float **w = v->w;
+    const void **w = v->w;
     if (w[ATTN__QKV_W]) { /* one tensor already */
         v->qkv_w = w[ATTN__QKV_W], v->qkv_b = w[ATTN__QKV_B];
         return;
     }
     size_t qd = (size_t)p->QD * (size_t)p->C, kvd = (size_t)p->KVD * (size_t)p->C;
-    int w_one = w[ATTN__K_W] == w[ATTN__Q_W] + qd && w[ATTN__V_W] == w[ATTN__K_W] + kvd;
-    int b_one = w[ATTN__Q_B] == NULL ||
-                (w[ATTN__K_B] == w[ATTN__Q_B] + p->QD && w[ATTN__V_B] == w[ATTN__K_B] + p->KVD);
+    size_t ws = attn_dtype_size(p->cfg.weights_dtype), fs = sizeof(float);
+    int w_one = follows(w[ATTN__Q_W], qd, ws, w[ATTN__K_W]) &&
+                follows(w[ATTN__K_W], kvd, ws, w[ATTN__V_W]);
+    int b_one = w[ATTN__Q_B] == NULL || (follows(w[ATTN__Q_B], (size_t)p->QD, fs, w[ATTN__K_B]) &&
+                                         follows(w[ATTN__K_B], (size_t)p->KVD, fs, w[ATTN__V_B]));
     if (w_one && b_one) v->qkv_w = w[ATTN__Q_W], v->qkv_b = w[ATTN__Q_B];
 }
 
@@ -206,7 +234,7 @@ static void fill(float *x, size_t n, float v) {
 /* What torch.nn.init draws, in double as Python computes the bounds. */
 static int init_visit(void *ctx, const entry *e) {
     init_ctx *c = ctx;
-    float *x = c->params + e->offset;
+    float *x = c->params + e->byte / sizeof(float);
     size_t n = tensor_count(c->p, e->t);
     double bound;
     switch (e->t->init) {
@@ -239,6 +267,9 @@ int attn_lm_params_init(const attn_lm_plan *p, float *params, attn_rng *rng, att
     if (!a->seeded)
         return attn__fail(err, ATTN_ERR_ARG, "init", "%s is not built from a seed here: give its "
                           "state_dict or load its checkpoint", a->name);
+    if (p->cfg.weights_dtype != ATTN_DTYPE_F32)
+        return attn__fail(err, ATTN_ERR_ARG, "weights_dtype", "a model built from a seed holds "
+                          "float32 weights: build it so, then convert it (attn_lm_params_convert)");
     init_ctx c = {.p = p, .params = params, .rng = rng};
     walk(p, init_visit, &c);
     /* a tied head (GPT2's lm_head = nn.Linear(C, V, bias=False)) draws its
@@ -252,7 +283,7 @@ int attn_lm_params_init(const attn_lm_plan *p, float *params, attn_rng *rng, att
 
 typedef struct {
     const attn_lm_plan *p;
-    const float *params;
+    const void *params;
     attn_error *err;
 } check_ctx;
 
@@ -273,15 +304,17 @@ static int check_visit(void *ctx, const entry *en) {
     check_ctx *c = ctx;
     attn_param e;
     describe_entry(c->p, en, &e);
-    const float *x = c->params + e.offset;
+    const void *x = (const char *)c->params + e.byte_offset;
     char field[128];
     snprintf(field, sizeof field, "state_dict.%s", e.name);
-    if (!attn__all_finite(x, e.count))
+    int finite = e.dtype == ATTN_DTYPE_F32 ? attn__all_finite(x, e.count)
+                                           : attn__half_finite(e.dtype, x, e.count);
+    if (!finite)
         return attn__fail(c->err, ATTN_ERR_NONFINITE, field, "%s holds NaN or infinity", e.name);
     return e.buffer ? check_buffer(&e, x, field, c->err) : ATTN_OK;
 }
 
-int attn_lm_params_check(const attn_lm_plan *p, const float *params, attn_error *err) {
+int attn_lm_params_check(const attn_lm_plan *p, const void *params, attn_error *err) {
     if (p == NULL || params == NULL)
         return attn__fail(err, ATTN_ERR_ARG, "params", "plan and params are required");
     check_ctx c = {p, params, err};

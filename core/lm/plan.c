@@ -136,8 +136,10 @@ static size_t dropout_per_block(const attn_lm_plan *p) {
 static int derive_counts(attn_lm_plan *p) {
     size_t B = (size_t)p->B, T = (size_t)p->T, C = (size_t)p->C, L = (size_t)p->n_layer;
     size_t top, block, tail, params = 0, drop = 0, total = 0, row = 0, BHTT;
-    attn__layout_sizes(p, &top, &block, &tail);
+    attn__layout_sizes(p, 0, &top, &block, &tail);
     int ok = add3(&params, top, 1, 1) && add3(&params, block, L, 1) && add3(&params, tail, 1, 1);
+    attn__layout_sizes(p, 1, &top, &block, &tail); /* at most 4 bytes a value: no overflow */
+    p->param_bytes = ok ? top + block * L + tail : 0;
     ok = ok && add3(&p->n_logits, B * T, (size_t)p->V, 1) && add3(&p->n_hidden, L + 1, B * T, C) &&
          add3(&p->n_attn, L, B * (size_t)p->H, T * T) && attn__mul(B * (size_t)p->H, T * T, &BHTT);
     ok = ok && add3(&drop, B * T, C, 1) && add3(&drop, dropout_per_block(p), L, 1);
@@ -150,7 +152,8 @@ static int derive_counts(attn_lm_plan *p) {
     ok = ok && add3(&total, params, 1, 1) && add3(&total, p->n_logits, 1, 1) &&
          add3(&total, p->n_hidden, 1, 1) && add3(&total, p->n_attn, 1, 1) &&
          add3(&total, drop, 1, 1) && add3(&total, row, B * T, 1) &&
-         add3(&total, p->attn_plan.total_elements, 1, 1) && add3(&total, BHTT, 1, 1);
+         add3(&total, p->attn_plan.total_elements, 1, 1) && add3(&total, BHTT, 1, 1) &&
+         add3(&total, attn__lm_tile_floats(p), 1, 1); /* one thread's widened block */
     p->n_params = params;
     p->n_dropout = drop;
     p->total_elements = total;
@@ -207,6 +210,9 @@ int attn_lm_plan_make(const attn_lm_config *cfg, int batch, int tokens, int trai
     if (a == NULL)
         return attn__fail(err, ATTN_ERR_ARG, "arch", "unknown architecture %d", (int)cfg->arch);
     attn_lm_config c = *cfg;
+    if ((unsigned)c.weights_dtype >= ATTN_DTYPE_COUNT)
+        return attn__fail(err, ATTN_ERR_ARG, "weights_dtype", "unknown weights dtype %d",
+                          (int)c.weights_dtype);
     int rc = check_ints(&c, a, batch, tokens, err);
     if (rc || (rc = check_shapes(&c, a, err))) return rc;
     fill_defaults(&c);

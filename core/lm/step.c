@@ -48,10 +48,8 @@ static int place_rows(const attn_lm_cache *c, const attn_lm_row *rows, int n, in
 static int run_rows(attn__run *r, const attn_lm_row *rows, attn_lm_step_outputs *out,
                     attn_error *err) {
     const attn_lm_plan *p = r->p;
-    float scale = p->spec.emb_scale != 0.0f ? p->spec.emb_scale : 1.0f;
     for (int i = 0; i < r->rows; i++)
-        attn__embed_rows(r->x + (size_t)i * (size_t)p->C, &rows[i].token, &r->pos[i], 1,
-                         r->mw.w[ATTN__TOK_EMB], r->mw.w[ATTN__POS_EMB], scale, p->C);
+        attn__run_embed(p, &r->mw, r->x + (size_t)i * (size_t)p->C, &rows[i].token, &r->pos[i], 1);
     for (int l = 0; l < p->n_layer; l++) attn__block_run(r, l);
     size_t n = (size_t)r->rows * (size_t)p->C;
     attn__run_norm(r, r->h, r->x, r->mw.w[ATTN__FINAL_NORM_W], r->mw.w[ATTN__FINAL_NORM_B],
@@ -64,7 +62,7 @@ static int run_rows(attn__run *r, const attn_lm_row *rows, attn_lm_step_outputs 
     return ATTN_OK;
 }
 
-int attn_lm_step(attn_lm_cache *c, const float *params, const attn_lm_row *rows, int n,
+int attn_lm_step(attn_lm_cache *c, const void *params, const attn_lm_row *rows, int n,
                  attn_pool *pool, attn_lm_step_outputs *out, attn_error *err) {
     if (c == NULL || params == NULL || rows == NULL)
         return attn__fail(err, ATTN_ERR_ARG, "", "cache, params and rows are required");
@@ -103,7 +101,7 @@ int attn_lm_step(attn_lm_cache *c, const float *params, const attn_lm_row *rows,
     return rc;
 }
 
-int attn_lm_decode(attn_lm_cache *c, const float *params, const int32_t *tokens,
+int attn_lm_decode(attn_lm_cache *c, const void *params, const int32_t *tokens,
                    attn_pool *pool, attn_lm_step_outputs *out, attn_error *err) {
     if (c == NULL || tokens == NULL)
         return attn__fail(err, ATTN_ERR_ARG, "", "cache and tokens are required");

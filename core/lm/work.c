@@ -11,13 +11,14 @@ static int weight_dropout(const attn_lm_plan *p) {
 }
 
 int attn__run_materialises(const attn__run *r, int l) {
-    return r->out->attn_weights != NULL || weight_dropout(r->p) ||
+    return r->out->attn_weights != NULL || weight_dropout(r->p) || attn__analysing(r) ||
            attn__capture_dst(r, l, ATTN_HOOK_ATTN_SCORES) ||
            attn__capture_dst(r, l, ATTN_HOOK_PATTERN);
 }
 
 int attn__run_keeps_masked(const attn__run *r, int l) {
-    int weights_wanted = r->out->attn_weights || attn__capture_dst(r, l, ATTN_HOOK_PATTERN);
+    int weights_wanted = r->out->attn_weights || attn__capture_dst(r, l, ATTN_HOOK_PATTERN) ||
+                         attn__analysing(r);
     return attn__capture_dst(r, l, ATTN_HOOK_ATTN_SCORES) ||
            (weight_dropout(r->p) && weights_wanted);
 }
@@ -85,15 +86,22 @@ void *attn__run_alloc(attn__run *r, attn_error *err) {
     r->width = attn_pool_width(r->pool);
     size_t total = rows_total(p, rows);
     /* then flash, the mask, the maps' rows, weight dropout, masked scores,
-     * unit, and a local layer's window and mask */
-    enum { N = 8 };
-    int window = p->spec.window > 0 && (size_t)p->spec.window < T;
+     * unit, a local layer's window and mask, the analyses' weights, head
+     * means, previous occurrences and loss rows, and the widened blocks of
+     * half-size weights */
+    enum { N = 13 };
+    int window = p->spec.window > 0 && (size_t)p->spec.window < T, an = attn__analysing(r);
+    int full = r->out->logits && !r->out->last_only;
     size_t more[N] = {(size_t)r->width * attn__flash_scratch(&p->attn_plan),
                       map ? (BTT + 3) / 4 : 0,
                       map ? 3 * (size_t)r->width * ATTN__MAP_ROWS * T : 0,
                       weight_dropout(p) && !r->out->dropout_masks ? BHTT : 0,
                       masked ? BHTT : 0, unit ? 2 * (size_t)p->C : 0,
-                      window ? (T * T + 3) / 4 : 0, window && map ? (BTT + 3) / 4 : 0};
+                      window ? (T * T + 3) / 4 : 0, window && map ? (BTT + 3) / 4 : 0,
+                      an && !r->out->attn_weights ? BHTT : 0,
+                      r->out->analysis[ATTN_ANALYSIS_ROLLOUT] ? BTT : 0, an ? rows : 0,
+                      r->out->loss ? (size_t)p->V * (full ? 1 : (size_t)attn__loss_rows(p)) : 0,
+                      (size_t)r->width * attn__lm_tile_floats(p)};
     for (int i = 0; i < N; i++) total += align16(more[i]);
     float *base = malloc(total * sizeof *base);
     if (base == NULL) {
@@ -109,6 +117,8 @@ void *attn__run_alloc(attn__run *r, attn_error *err) {
     r->flash = piece[0], r->mask = (uint8_t *)piece[1], r->rowbuf = piece[2];
     r->wdrop = piece[3], r->masked = piece[4], r->unit = piece[5];
     r->wbool = (uint8_t *)piece[6], r->wmask = (uint8_t *)piece[7];
+    r->pattern = piece[8], r->abar = piece[9], r->occ = (int *)piece[10], r->lossbuf = piece[11];
+    r->wtile = piece[12];
     for (int c = 0; unit && c < p->C; c++) r->unit[c] = 1.0f, r->unit[p->C + c] = 0.0f;
     for (size_t i = 0; window && i < T; i++) /* keys i - j >= window back are out */
         for (size_t j = 0; j < T; j++) r->wbool[i * T + j] = i >= j + (size_t)p->spec.window;

@@ -172,23 +172,44 @@ function scaler(m, p, kind, scale = $("color_scale").value) {
   return {lo, hi};
 }
 
-/* One panel of a map on a new canvas: labels when cells are large enough. */
+/* The colour a dropout mask with no zero gets: nothing was dropped, and a
+ * panel of viridis's top would read as "everything" (the mask beside it
+ * paints what is masked in that colour). */
+const GRAY_KEPT = (255 << 24 | 234 << 16 | 229 << 8 | 226) >>> 0;
+
+/* 1 when a dropout mask holds no zero: every multiplier the same. */
+function nothingDropped(m, p) {
+  const n = m.R * m.C, off = p * n;
+  for (let e = 0; e < n; e++) if (m.data[off + e] !== m.data[off]) return false;
+  return n > 0 && m.data[off] > 0;
+}
+
+/* One panel of a map on a new canvas. Cells are square (opts.size over the
+ * larger side, at most opts.maxCell) unless opts.rowHeight makes the rows
+ * taller, so that a wide map (many keys, few rows) still has a readable
+ * label per row. A side gets its labels when its cells are 10 pixels or
+ * more, in a font that fits them (12 px at most): labels never overlap. */
 function drawHeat(m, p, opts) {
   const R = m.R, C = m.C, d = m.data, off = p * R * C;
-  const cell = Math.max(1, Math.min(opts.maxCell || 40, Math.floor((opts.size || 360) / Math.max(R, C))));
-  const labels = cell >= 10;
+  const cw = Math.max(1, Math.min(opts.maxCell || 40, Math.floor((opts.size || 360) / Math.max(R, C))));
+  const ch = Math.max(cw, opts.rowHeight || 0);
+  const rowFont = Math.min(12, ch - 2), colFont = Math.min(12, cw - 2);
+  const rowLab = rowFont >= 8, colLab = colFont >= 8;
   const cv = document.createElement("canvas");
   const ctx = cv.getContext("2d");
-  ctx.font = "12px sans-serif";
-  const widest = (list) => Math.min(100, Math.max(0, ...list.map((s) => ctx.measureText(s).width)));
-  const ml = labels ? Math.ceil(widest(opts.rowLabels)) + 8 : 2;
-  const mt = labels ? Math.ceil(widest(opts.colLabels)) + 8 : 2;
-  cv.width = ml + C * cell;
-  cv.height = mt + R * cell;
-  const img = ctx.createImageData(C * cell, R * cell);
+  const widest = (list, font) => {
+    ctx.font = font + "px sans-serif";
+    return Math.min(100, Math.max(0, ...list.map((s) => ctx.measureText(s).width)));
+  };
+  const ml = rowLab ? Math.ceil(widest(opts.rowLabels, rowFont)) + 8 : 2;
+  const mt = colLab ? Math.ceil(widest(opts.colLabels, colFont)) + 8 : 2;
+  cv.width = ml + C * cw;
+  cv.height = mt + R * ch;
+  const img = ctx.createImageData(C * cw, R * ch);
   const px = new Uint32Array(img.data.buffer);
   const sc = scaler(m, p, opts.kind, opts.scale);
-  const W = C * cell;
+  const kept = opts.kind === "dropout_mask" && nothingDropped(m, p);
+  const W = C * cw;
   for (let i = 0; i < R; i++) {
     const div = typeof sc === "function" ? sc(i) : 0;
     for (let j = 0; j < C; j++) {
@@ -196,14 +217,15 @@ function drawHeat(m, p, opts) {
       let c;
       if (Number.isNaN(v)) c = GRAY_ABSENT;
       else if (v === -Infinity) c = GRAY_MASKED;
+      else if (kept) c = GRAY_KEPT;
       else if (typeof sc === "function") c = PALETTE[level(v, div)];
       else c = PALETTE[level(sc.hi > sc.lo ? Math.fround((v - sc.lo) / (sc.hi - sc.lo)) : 0, 1)];
-      if (cell === 1) { px[i * W + j] = c; continue; }
-      for (let y = 0; y < cell; y++) px.fill(c, (i * cell + y) * W + j * cell, (i * cell + y) * W + (j + 1) * cell);
+      if (cw === 1 && ch === 1) { px[i * W + j] = c; continue; }
+      for (let y = 0; y < ch; y++) px.fill(c, (i * ch + y) * W + j * cw, (i * ch + y) * W + (j + 1) * cw);
     }
   }
   ctx.putImageData(img, ml, mt);
-  if ((opts.numbers ?? $("numbers").checked) && cell >= 30) {
+  if ((opts.numbers ?? $("numbers").checked) && Math.min(cw, ch) >= 30) {
     ctx.font = "10px sans-serif";
     ctx.textAlign = "center";
     ctx.textBaseline = "middle";
@@ -211,22 +233,25 @@ function drawHeat(m, p, opts) {
       for (let j = 0; j < C; j++) {
         const v = d[off + i * C + j];
         if (Number.isNaN(v)) continue;
-        const c = px[i * cell * W + j * cell];   /* the cell's colour: light text on dark cells */
+        const c = px[i * ch * W + j * cw];   /* the cell's colour: light text on dark cells */
         const lum = 0.3 * (c & 255) + 0.59 * (c >> 8 & 255) + 0.11 * (c >> 16 & 255);
         ctx.fillStyle = lum > 140 ? "#000" : "#fff";
-        ctx.fillText(v === -Infinity ? "-inf" : String(Number(v.toPrecision(2))), ml + j * cell + cell / 2, mt + i * cell + cell / 2, cell - 2);
+        ctx.fillText(v === -Infinity ? "-inf" : String(Number(v.toPrecision(2))), ml + j * cw + cw / 2, mt + i * ch + ch / 2, cw - 2);
       }
   }
-  if (labels) {
-    ctx.fillStyle = "#1d2330";
-    ctx.font = "12px sans-serif";
+  ctx.fillStyle = "#1d2330";
+  ctx.textBaseline = "middle";
+  if (rowLab) {
+    ctx.font = rowFont + "px sans-serif";
     ctx.textAlign = "right";
-    ctx.textBaseline = "middle";
-    opts.rowLabels.forEach((s, i) => ctx.fillText(s, ml - 4, mt + i * cell + cell / 2, 100));
+    opts.rowLabels.forEach((s, i) => ctx.fillText(s, ml - 4, mt + i * ch + ch / 2, 100));
+  }
+  if (colLab) {
     ctx.save();
+    ctx.font = colFont + "px sans-serif";
     ctx.textAlign = "left";
     opts.colLabels.forEach((s, j) => {
-      ctx.setTransform(1, 0, 0, 1, ml + j * cell + cell / 2, mt - 4);
+      ctx.setTransform(1, 0, 0, 1, ml + j * cw + cw / 2, mt - 4);
       ctx.rotate(-Math.PI / 2);
       ctx.fillText(s, 0, 0, 100);
     });
@@ -236,10 +261,54 @@ function drawHeat(m, p, opts) {
   const display = opts.display || 480;
   if (cv.width > display) { cv.style.width = display + "px"; cv.style.imageRendering = "auto"; }
   cv.className = "heatmap";
-  Object.assign(cv.dataset, {x0: ml, y0: mt, cell, rows: R, cols: C, panel: p, map: m.name});
-  info.set(cv, {m, p, ml, mt, cell, rowLabels: opts.rowLabels, colLabels: opts.colLabels, title: opts.title});
+  Object.assign(cv.dataset, {x0: ml, y0: mt, cell: cw, cellh: ch, rows: R, cols: C, panel: p, map: m.name,
+                             rowfont: rowLab ? rowFont : 0, colfont: colLab ? colFont : 0});
+  info.set(cv, {m, p, ml, mt, cw, ch, rowLabels: opts.rowLabels, colLabels: opts.colLabels, title: opts.title});
   return cv;
 }
+
+/* What the colours of panel p of map m stand for, in words: the weights'
+ * 0 to 1 (or the colour scale's top), a mask's two values, the min and max
+ * of anything else (each map by itself). */
+function colourRange(m, p, kind, scale) {
+  if (kind === "attn_weights") return "colour: 0 to " + (LEGEND_TOPS[scale || $("color_scale").value] || "1");
+  if (kind === "mask") return "yellow: masked (1), purple: kept (0)";
+  if (kind === "dropout_mask") {
+    if (nothingDropped(m, p)) return "every multiplier " + fmt(m.data[p * m.R * m.C]) + ": nothing dropped";
+    const sc = scaler(m, p, kind);
+    return "purple: dropped (0), yellow: kept (\u00d7" + fmt(sc()) + ")";
+  }
+  const sc = scaler(m, p, kind);
+  return Number.isFinite(sc.lo) ? "colour: " + fmt(sc.lo) + " (purple) to " + fmt(sc.hi) + " (yellow)" : "";
+}
+
+/* A colour legend: lo, the viridis bar, hi. */
+function legendBar(lo, hi) {
+  const box = document.createElement("div");
+  box.className = "legend";
+  const cv = document.createElement("canvas");
+  cv.width = 160;
+  cv.height = 10;
+  drawLegend(cv);
+  box.append(Object.assign(document.createElement("span"), {textContent: lo}), cv,
+             Object.assign(document.createElement("span"), {textContent: hi}));
+  return box;
+}
+
+/* A loaded model (GET /models) as a menu names it: short enough for the
+ * menu's width ("shakespeare (GPT2, 4 x 4)"); the rest in its tooltip. */
+function modelOption(md) {
+  const c = Object.values(md.config || {}), o = document.createElement("option");
+  o.value = md.name;
+  o.textContent = md.name + " (" + md.module + ", " + c[2] + " \u00d7 " + c[3] + ")";
+  o.title = md.name + ": " + md.module + ", " + c[2] + " layers \u00d7 " + c[3] + " heads, " +
+    (md.builtin ? "built into the server" : "from " + (md.folder ? md.folder + "/" : "") + md.file);
+  return o;
+}
+
+/* The model a view opens on: the first the server loaded (the demo model
+ * when it is the only one). */
+function firstModel(models) { return models.length ? models[0].name : ""; }
 
 function panelBox(title, canvas) {
   const box = document.createElement("div");
@@ -255,7 +324,7 @@ function onHover(e) {
   const cv = e.target, s = info.get(cv), tip = $("tooltip");
   if (!s) return;
   const x = e.offsetX * cv.width / cv.clientWidth, y = e.offsetY * cv.height / cv.clientHeight;
-  const j = Math.floor((x - s.ml) / s.cell), i = Math.floor((y - s.mt) / s.cell);
+  const j = Math.floor((x - s.ml) / s.cw), i = Math.floor((y - s.mt) / s.ch);
   if (i < 0 || j < 0 || i >= s.m.R || j >= s.m.C) { tip.style.display = "none"; return; }
   const v = s.m.data[s.p * s.m.R * s.m.C + i * s.m.C + j];
   tip.textContent = s.title + ": " + s.rowLabels[i] + " \u2192 " + s.colLabels[j] + ": " + fmt(v);
@@ -415,7 +484,11 @@ function drawStages(st, ctx) {
       const q = m.P === w.P ? p : Math.min(m.P - 1, Math.floor(p * m.P / w.P));
       const lab = labelsFor(ctx, m.R, m.C);
       const title = STAGE_TITLES[m.name] + (m.name === "attn_weights" && ctx.averaged ? " (mean)" : "");
-      row.appendChild(panelBox(title, drawHeat(m, q, {kind: m.name, size: 160, maxCell: 28, title, ...lab})));
+      const panel = panelBox(title, drawHeat(m, q, {kind: m.name, size: 160, maxCell: 28, title, ...lab}));
+      /* each stage's own colours: its range in words under it */
+      panel.append(Object.assign(document.createElement("div"), {className: "note range",
+                                                                 textContent: colourRange(m, q, m.name)}));
+      row.appendChild(panel);
     }
   };
   pick.onchange = draw;

@@ -36,7 +36,7 @@ const GEN_STYLE = `
 const GEN_HTML = `
 <aside>
   <h2>Model</h2>
-  <div class="row"><select id="g_model" aria-label="model"><option value="">GPT2 built from a seed: 4 layers, 4 heads, n_embd 64</option></select></div>
+  <div class="row"><select id="g_model" aria-label="model"><option value="" title="GPT2 built from a seed: 4 layers, 4 heads, n_embd 64, untrained">GPT2 from a seed (4 \u00d7 4)</option></select></div>
   <h2>Prompt</h2>
   <textarea id="g_prompt" spellcheck="false" aria-label="prompt">Every effort moves you</textarea>
   <div class="row"><label><input id="g_ids" type="checkbox"> token ids</label></div>
@@ -52,7 +52,7 @@ const GEN_HTML = `
   <div id="g_status" role="status"></div>
   <details><summary class="note">The request sent to <code>POST /model/gpt2</code></summary><pre id="g_request"></pre></details>
 </aside>
-<section class="view">
+<section class="view" id="g_results">
   <div class="note" id="g_summary">The prompt in grey, then the tokens as the model writes them; click one.</div>
   <div class="chips" id="g_text"></div>
   <div class="gen_cols">
@@ -63,9 +63,11 @@ const GEN_HTML = `
 
 const SLIDERS = ["temperature", "top_k", "top_p", "seed", "length"];
 
+/* The status line; an error dims what the last run wrote. */
 function gstatus(text, error) {
   $("g_status").textContent = text;
   $("g_status").className = error ? "error" : "";
+  if (error) $("g_results").classList.add("stale");
 }
 
 function sliderText(name) {
@@ -159,6 +161,7 @@ async function runGen() {
   $("g_request").textContent = pretty(req);
   Object.assign(gv, {steps: [], done: null, open: -1, prompt: null, arrivals: [], chips_seen: [], t0: performance.now()});
   $("g_text").innerHTML = $("g_alts").innerHTML = $("g_attn").innerHTML = "";
+  $("g_results").classList.remove("stale");
   $("g_run").disabled = true;
   $("g_stop").disabled = false;
   gv.running = true;
@@ -227,8 +230,9 @@ function drawAttention(s) {
   const rowLabels = [], colLabels = Array.from({length: t}, (_, j) => showToken(tokenAt(start + j)));
   for (let l = 0; l < L; l++) for (let h = 0; h < H; h++) rowLabels.push("layer " + l + ", head " + h);
   const title = "what position " + (s.position - 1) + " attended to when it chose " + showToken(s.text ?? String(s.id));
-  const cv = drawHeat(m, 0, {kind: "attn_weights", size: 520, display: 640, title, rowLabels, colLabels,
-                             scale: "unit", numbers: false});
+  /* a row per head: tall enough for its label whatever the text's length */
+  const cv = drawHeat(m, 0, {kind: "attn_weights", size: 520, display: 640, rowHeight: 14, title, rowLabels,
+                             colLabels, scale: "unit", numbers: false});
   const note = Object.assign(document.createElement("div"), {className: "note"});
   note.textContent = "rows: each head of each layer (" + L + " \u00d7 " + H + "); columns: positions " + start +
     " to " + (s.position - 1) + "; hover a cell for the token and the weight";
@@ -250,13 +254,8 @@ async function loadGenModels() {
     const r = await fetch("/models");
     if (r.ok) gv.models = (await r.json()).models || [];
   } catch (_) { return; }
-  for (const md of gv.models) {
-    const o = document.createElement("option"), c = md.config || {};
-    o.value = md.name;
-    o.textContent = md.name + ": " + c.n_layer + " layers \u00d7 " + c.n_head + " heads (" + md.file + ")";
-    $("g_model").appendChild(o);
-  }
-  if (gv.models.length) $("g_model").value = gv.models[0].name;
+  for (const md of gv.models) $("g_model").appendChild(modelOption(md));
+  $("g_model").value = firstModel(gv.models);
 }
 
 /* Shown by showMode (model.js) when the view is #generate. */

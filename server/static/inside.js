@@ -14,24 +14,27 @@ const HOOK_NAMES = ["hook_resid_pre", "ln1.hook_normalized", "attn.hook_q", "att
                     "hook_mlp_out", "hook_resid_post"];
 const SEED_MODEL = {vocab_size: 256, block_size: 128, n_layer: 2, n_head: 4, n_embd: 32, activation: "gelu_new",
                     init: {seed: 0}};
-const iv = viewer.inside = {models: [], model: null, runs: 0, errors: 0, ablations: 0, base: null, ablation: null,
+const iv = viewer.inside = {models: [], tokenizers: [], model: null, runs: 0, errors: 0, ablations: 0, base: null, ablation: null,
                             patch: null, lens: null, activation: null, started: false, sent: []};
 
+/* The status line; an error dims the results of the run before. */
 function istatus(text, error) {
   $("i_status").textContent = text;
   $("i_status").className = error ? "error" : "";
-  if (error) iv.errors++;
+  if (error) { iv.errors++; $("i_results").classList.add("stale"); }
 }
 
 /* ==== Requests ================================================================ */
 
 /* The model part of a request, and how text goes in: the model's own
- * tokenizer (or the server's only one) takes "text"; without one, the text's
- * UTF-8 bytes are the ids (the seed model's vocabulary is the 256 bytes). */
+ * tokenizer takes "text", else the server's first (--tokenizer), named;
+ * without one, the text's UTF-8 bytes are the ids (the seed model's
+ * vocabulary is the 256 bytes). */
 function modelFields(text) {
   const md = iv.model, req = md ? {model: md.name} : {...SEED_MODEL};
   if (md && md.text) req.text = text;
   else req.idx = Array.from(new TextEncoder().encode(text));
+  if (md && md.text && !md.tokenizer) req.tokenizer = iv.tokenizers[0].name;
   return req;
 }
 
@@ -85,10 +88,11 @@ async function runInside() {
                lens: {ids: st.t["logit_lens.ids"], probs: st.t["logit_lens.probs"], tokens: st.meta["logit_lens.tokens"]},
                act: st.t["cache." + hookName()], hook: hookName(), tokenOf: tokenNamer(st)};
     drawHeads();
-    drawNext(null);
+    await drawNext(null);
     drawLens();
     drawActivation();
     await runPatch();
+    $("i_results").classList.remove("stale");
     iv.runs++;
     istatus("ready: click a head to knock it out");
   } catch (e) {
@@ -96,15 +100,30 @@ async function runInside() {
   }
 }
 
-/* A token id's text: the lens's texts name the ids it shows; others (bytes
- * of the seed model) as characters. */
+/* A token id's text: the lens's texts name the ids it shows; the others a
+ * model that reads text asks of POST /detokenize (name.learn, before they
+ * are shown); the seed model's ids are the text's bytes. */
 function tokenNamer(st) {
   const names = new Map(), ids = st.t["logit_lens.ids"], texts = st.meta["logit_lens.tokens"];
   if (ids && texts) {
     const flat = texts.flat(Infinity);
     ids.data.forEach((id, i) => names.set(id, flat[i]));
   }
-  return (id) => names.has(id) ? names.get(id) : id < 256 ? String.fromCharCode(id) : "#" + id;
+  const md = iv.model;
+  const name = (id) => names.has(id) ? names.get(id) : md && md.text ? "#" + id : String.fromCharCode(id);
+  name.learn = async (want) => {
+    if (!md || !md.text) return;
+    const missing = [...new Set(want)].filter((id) => !names.has(id));
+    await Promise.all(missing.map(async (id) => {
+      const req = md.tokenizer ? {tokens: [id], model: md.name} : {tokens: [id], tokenizer: iv.tokenizers[0].name};
+      try {
+        const r = await fetch("/detokenize", {method: "POST", headers: {"Content-Type": "application/json"},
+                                              body: JSON.stringify(req)});
+        if (r.ok) names.set(id, (await r.json()).content);
+      } catch (_) { /* shown as its id */ }
+    }));
+  };
+  return name;
 }
 
 /* ==== Heads: a click knocks one out ============================================ */
@@ -145,7 +164,8 @@ async function ablate(layer, head) {
     iv.ablation = {layer, head, method, probs: lastProbs(st.t.logits)};
     for (const b of $("i_heads").querySelectorAll("button.head"))
       b.classList.toggle("on", +b.dataset.layer === layer && +b.dataset.head === head);
-    drawNext(iv.ablation);
+    await drawNext(iv.ablation);
+    $("i_results").classList.remove("stale");
     iv.ablations++;
     istatus("layer " + layer + ", head " + head + " knocked out (" + method + ")");
   } catch (e) {
@@ -154,10 +174,11 @@ async function ablate(layer, head) {
 }
 
 /* The next token's most likely choices, before and after the ablation. */
-function drawNext(ab) {
+async function drawNext(ab) {
   const before = iv.base.probs, after = ab ? ab.probs : null, name = iv.base.tokenOf;
   const ids = [...new Set([...topOf(before, 8), ...(after ? topOf(after, 8) : [])])]
     .sort((a, b) => (after ? after[b] - after[a] : 0) || before[b] - before[a]);
+  await name.learn(ids);
   const rows = ids.map((id) => ({id, token: name(id), before: before[id], after: after ? after[id] : null}));
   const t = $("i_next");
   t.textContent = "";
@@ -199,8 +220,14 @@ async function runPatch() {
   drawPatch(j.patch);
 }
 
+/* A token as typed in a logit_diff box: spaces, new lines and tabs shown as
+ * showToken shows them (a lone space would be invisible), and back. */
+const visibleToken = (s) => s.replace(/ /g, "\u2423").replace(/\n/g, "\u21b5").replace(/\t/g, "\u21e5");
+const typedToken = (s) => s.replace(/\u2423/g, " ").replace(/\u21b5/g, "\n").replace(/\u21e5/g, "\t");
+
 /* A logit_diff entry: the token's text, or its id when it is a number. */
-function tokenArg(s) {
+function tokenArg(shown) {
+  const s = typedToken(shown);
   if (/^\d+$/.test(s.trim())) return +s.trim();
   return iv.model && iv.model.text ? s : s.codePointAt(0);
 }
@@ -281,9 +308,14 @@ function drawLens() {
 
 /* ==== One activation of the cache as a heat map =============================== */
 
+/* The activation's panels with the tokens on their axes (rows tall enough
+ * for a label each, a map's cells large enough for its columns' too) and
+ * what the colours stand for: the pattern's 0 to 1, else each panel's own
+ * min and max. */
 function drawActivation() {
   const t = iv.base.act, box = $("i_act");
   box.textContent = "";
+  $("i_act_legend").textContent = "";
   if (!t) return;
   const s = t.shape, map = s.length === 3 && s[1] === s[2] && iv.base.hook.includes("attn.hook_");
   /* [H][T][T] maps one panel per head; [T][H][D] as [T][H*D]; [T][C] as it is */
@@ -291,11 +323,18 @@ function drawActivation() {
   const m = {name: iv.base.hook, lead: map ? [P] : [], P, R, C, data: t.data, topk: 0};
   const kind = iv.base.hook.endsWith("hook_pattern") ? "attn_weights" : "scores";
   const tokens = iv.base.tokens.map(showToken);
+  const size = map ? Math.min(600, Math.max(240, 14 * C)) : 520;
+  $("i_act_legend").append(kind === "attn_weights" ? legendBar("0", "1")
+                                                   : legendBar("min", "max (of each panel, below it)"));
   for (let p = 0; p < P; p++) {
     const title = iv.base.hook + (map ? ", head " + p : "");
-    const cv = drawHeat(m, p, {kind, scale: "unit", size: map ? 240 : 520, maxCell: 24, numbers: false, title,
+    const cv = drawHeat(m, p, {kind, scale: "unit", size, maxCell: 24, rowHeight: map ? 0 : 14, numbers: false, title,
                                rowLabels: tokens, colLabels: map ? tokens : Array.from({length: C}, (_, j) => String(j))});
-    box.append(panelBox(title, cv));
+    const panel = panelBox(title, cv);
+    const note = map ? "rows: queries, columns: keys" : "rows: tokens, columns: " + C + " values (0 to " + (C - 1) + ")";
+    panel.append(Object.assign(document.createElement("div"), {className: "note range",
+                                                               textContent: note + "; " + colourRange(m, p, kind, "unit")}));
+    box.append(panel);
   }
   iv.activation = {name: iv.base.hook, shape: s, panels: P};
 }
@@ -307,21 +346,20 @@ async function loadInsideModels() {
     const r = await fetch("/models");
     const j = r.ok ? await r.json() : {};
     iv.models = j.models || [];
-    iv.tokenizers = (j.tokenizers || []).length;
-  } catch (_) { iv.models = []; }
+    iv.tokenizers = j.tokenizers || [];
+  } catch (_) { iv.models = []; iv.tokenizers = []; }
   const sel = $("i_model");
   sel.textContent = "";
   for (const md of iv.models) {
-    const o = document.createElement("option");
-    o.value = md.name;
-    o.textContent = md.name + ": " + md.config.n_layer + " layers \u00d7 " + md.config.n_head + " heads";
-    sel.append(o);
-    md.text = !!(md.tokenizer || iv.tokenizers === 1);
+    sel.append(modelOption(md));
+    md.text = !!(md.tokenizer || iv.tokenizers.length);
   }
   const o = document.createElement("option");
   o.value = "";
-  o.textContent = "GPT2 from a seed (untrained; ids = the text's bytes)";
+  o.textContent = "GPT2 from a seed (bytes)";
+  o.title = "GPT2 built from a seed, untrained; the ids are the text's bytes";
   sel.append(o);
+  sel.value = firstModel(iv.models);
   insideModelChanged();
 }
 
@@ -346,6 +384,10 @@ function startInside() {
   for (const h of [...HOOK_NAMES, "ln_final.hook_normalized"]) hooks.append(new Option(h, h));
   hooks.value = "attn.hook_pattern";
   $("i_run").onclick = runInside;
+  for (const id of ["i_a", "i_b"]) $(id).addEventListener("input", () => {
+    const el = $(id), at = el.selectionStart, v = visibleToken(el.value);
+    if (v !== el.value) { el.value = v; el.setSelectionRange(at, at); }
+  });
   $("i_model").onchange = () => { insideModelChanged(); runInside(); };
   $("i_hook").onchange = $("i_layer").onchange = () => { if (iv.base) runInside(); };
   $("i_heads").onclick = (e) => {

@@ -6,13 +6,13 @@ function showTab(name) {
   for (const t of ["maps", "headview", "stages"]) $("view_" + t).hidden = t !== name;
 }
 
-/* The view is in the URL: #model, #generate, #inside, #headview, #stages, or #modules
- * (the heat maps); the back button and a link to one of them work as a click
- * does. */
+/* The view is in the URL: #model, #generate, #inside, #heads, #api (the API
+ * document), #headview, #stages, or #modules (the heat maps); the back
+ * button and a link to one of them work as a click does. */
 const TABS = ["maps", "headview", "stages"];
 function route() {
   const h = location.hash.replace(/^#/, "");
-  if (h === "model" || h === "generate" || h === "inside") return viewer.showMode(h);
+  if (["model", "generate", "inside", "heads", "api"].includes(h)) return viewer.showMode(h);
   viewer.showMode("modules");
   showTab(TABS.includes(h) ? h : "maps");
 }
@@ -20,6 +20,7 @@ const goTo = (hash) => { if (location.hash !== hash) location.hash = hash; else 
 
 async function start() {
   drawLegend();
+  startApi();
   startInside();
   startModel();
   startGenerate();

@@ -343,16 +343,10 @@ async function loadModels() {
     mv.models = j.models || [];
     mv.tokenizers = j.tokenizers || null;
   } catch (_) { return; }
-  for (const md of mv.models) {
-    const o = document.createElement("option"), v = Object.values(md.config || {});
-    o.value = md.name;
-    o.textContent = md.name + ": " + md.module + ", " + v[2] + " layers \u00d7 " + v[3] + " heads (" +
-      (md.folder ? md.folder + "/" : "") + md.file + ")";
-    $("m_model").appendChild(o);
-  }
-  /* the view opens on the trained demo model when the server offers it */
-  const demo = mv.models.find((md) => md.builtin);
-  if (demo) $("m_model").value = demo.name;
+  for (const md of mv.models) $("m_model").appendChild(modelOption(md));
+  /* the view opens on a model the server loaded, as the other views do (the
+   * trained demo model out of the box), else on one built from a seed */
+  $("m_model").value = firstModel(mv.models);
   if (mv.tokenizers && mv.tokenizers.length)
     $("m_tokenizer").placeholder = mv.tokenizers.length === 1 ? mv.tokenizers[0].name : "the model's";
 }
@@ -363,17 +357,21 @@ function textNote() {
   if (md && md.tokenizer)
     return "The model's own tokenizer reads the text (" + md.tokenizer.tokens + " tokens" +
       (md.tokenizer.tokens === 256 ? ": a token a byte" : "") + ").";
-  return "The server splits the text into GPT-2 tokens (its --tokenizer, or the one named above).";
+  return "The server's tokenizer splits the text into tokens (its --tokenizer, or the one named above).";
 }
 
 function modelChanged() {
   const md = mv.models.find((x) => x.name === $("m_model").value);
+  /* the tab names the family of the model it shows (GPT2, LlamaForCausalLM, ...) */
+  $("model_tab").textContent = "Model view: " + chosenFamily();
   if ($("m_input_text").checked && !mv.noTokenizer) $("m_input_note").textContent = textNote();
   $("m_config").hidden = !!md;
   $("m_model_info").hidden = !md;
   if (md) {
     const c = md.config;
-    $("m_model_info").textContent = "loaded from " + (md.folder ? md.folder + "/" : "") + md.file + ": " + md.module +
+    const from = md.builtin ? "built into this server (made from " + (md.folder ? md.folder + "/" : md.file) + " when it was built)"
+                            : "loaded from " + (md.folder ? md.folder + "/" : "") + md.file;
+    $("m_model_info").textContent = from + ": " + md.module +
       ", " + Object.entries(c).map(([k, v]) => k + " " + v).join(", ") + ", " +
       (md.parameters || 0).toLocaleString() + " parameters" + (md.tokenizer ? "; its tokenizer reads the text" : "");
     return;
@@ -428,6 +426,7 @@ function showMode(name) {
   showGenerate(name === "generate");
   $("main_inside").hidden = name !== "inside";
   if (name === "inside") viewer.showInside();
+  showApi(name === "api");
   /* the first visit asks for the loaded models and tokenizers, then runs the form */
   if (name === "model" && !modelStarted) {
     modelStarted = true;

@@ -258,9 +258,12 @@ function bigPreset() {
 
 /* ==== Requests ================================================================ */
 
+/* The status line; an error dims the results, which are now those of
+ * another request (a drawing undims them). */
 function status(text, error) {
   $("status").textContent = text;
   $("status").className = error ? "error" : "";
+  if (error) { $("results").classList.add("stale"); viewer.errors++; }
 }
 
 async function post(req) {
@@ -298,6 +301,7 @@ async function compute() {
     await drawMaps(st, ctx, tReply);
     drawHeadView(ctx);
     drawStages(st, ctx);
+    $("results").classList.remove("stale");
     const s = st.meta.shape;
     $("shape").textContent = st.meta.module + ": B " + s.batch + ", T " + s.tokens + ", S " + s.kv_tokens + ", " + s.num_heads + " head" + (s.num_heads > 1 ? "s" : "");
     status("reply " + fmtBytes(buf.byteLength) + " in " + viewer.timings.request_ms.toFixed(0) +

@@ -2,8 +2,8 @@
 // found in $OPENAI_DIR), unchanged, pointed at an attention-server's /v1
 // with baseURL, as an application would be: it lists the models, asks for
 // completions (greedy with logprobs, n = 2 sampled with a seed and top_p,
-// top_k as llama.cpp takes it, a stop string, echo), the same streamed,
-// and a model that does not exist; prints what it got as JSON for
+// top_k as llama.cpp takes it, min_p and the penalties as extra fields, a
+// stop string, echo), the same streamed, and a model that does not exist; prints what it got as JSON for
 // tests/test_server_openai.c.
 import { createRequire } from "node:module";
 import { readFileSync } from "node:fs";
@@ -20,6 +20,8 @@ const asks = {
   greedy: { model: "tiny", prompt: "Hello", max_tokens: 12, temperature: 0, logprobs: 5 },
   sampled: { model: "tiny", prompt: "Hello", max_tokens: 10, temperature: 0.8, top_p: 0.95, seed: 5, n: 2, logprobs: 1 },
   top_k: { model: "tiny", prompt: "The ", max_tokens: 8, temperature: 1.0, top_k: 40, seed: 77 },
+  penalties: { model: "tiny", prompt: "Hello", max_tokens: 10, temperature: 0.9, top_k: 40, top_p: 0.95,
+    min_p: 0.05, repetition_penalty: 1.3, frequency_penalty: 0.5, presence_penalty: 0.4, seed: 9, n: 2 },
   stop: { model: "tiny", prompt: "Hello", max_tokens: 12, temperature: 0, stop: ["9l"], echo: true },
   ids: { model: "tiny", prompt: [72, 101, 108, 108, 111], max_tokens: 4, temperature: 0 },
 };

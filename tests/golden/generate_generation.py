@@ -20,7 +20,8 @@ top-k) and the top alternatives of every written token come with the tokens.
 Writes cases.json: a list of cases, each
   name, family ("GPT2" | "GPTModel"), config (the family's own keys),
   activation, init_seed (torch.manual_seed(init_seed); Model(config); eval),
-  loop ("book_simple" | "book_generate" | "nanogpt" | "book_top_p"),
+  loop ("book_simple" | "book_generate" | "nanogpt" | "book_top_p" |
+  "book_penalties": tiny_hf.json only),
   prompt [B][T0], generate {max_new_tokens, temperature, top_k, top_p,
   context_size, eos_token_id, seed (torch.manual_seed right before the loop;
   absent: the generator left by the constructor, as nanoGPT's sample.py)},
@@ -44,6 +45,8 @@ sys.path.insert(0, HERE)
 from reference import (GPT2, BOOK_KEYS, GPT2_KEYS, GPTConfig, GPTModel,  # noqa: E402
                        generate, generate_text_simple)
 import generate_checkpoint as ckpt  # noqa: E402  Hugging Face's layout and forward
+import generate_penalties as pen  # noqa: E402  the penalties and min_p
+from reference import top_p_warper  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -116,7 +119,44 @@ def run_loop(m, loop, idx, g):
     if loop == "book_top_p":
         return generate(m, idx, g["max_new_tokens"], g["context_size"], g["temperature"],
                         g.get("top_k"), top_p=g["top_p"])
+    if loop == "book_penalties":
+        return penalized_generate(m, idx, g)
     return nanogpt_generate(m, idx, g["max_new_tokens"], g["temperature"], g.get("top_k"))
+
+
+@torch.no_grad()
+def penalized_generate(model, idx, g):
+    """The book's generate() (top_k, temperature, top_p as book_top_p) with
+    the penalties first on each row's raw logits and min_p after top_p, as
+    generate_penalties.py transcribes them (transformers' repetition penalty
+    over the row's whole text, llama.cpp's frequency and presence penalties
+    over its generated ids)."""
+    n_prompt = idx.size(1)
+    for _ in range(g["max_new_tokens"]):
+        logits = model(idx[:, -g["context_size"]:])[:, -1, :]
+        rows = []
+        for b in range(idx.size(0)):
+            row = logits[b:b + 1]
+            if g.get("repetition_penalty", 1.0) != 1.0:
+                row = pen.repetition_penalty(row, idx[b:b + 1], g["repetition_penalty"])
+            rows.append(pen.frequency_presence(row, idx[b, n_prompt:].tolist(),
+                                               g.get("frequency_penalty", 0.0),
+                                               g.get("presence_penalty", 0.0)))
+        logits = torch.cat(rows, 0)
+        if g["temperature"] > 0.0:
+            if g.get("top_k"):
+                top_logits, _ = torch.topk(logits, g["top_k"])
+                logits = torch.where(logits < top_logits[:, -1:], torch.tensor(float("-inf")), logits)
+            logits = logits / g["temperature"]
+            if g.get("top_p", 1.0) < 1.0:
+                logits = top_p_warper(logits, g["top_p"])
+            if g.get("min_p", 0.0) > 0.0:
+                logits = pen.min_p_warper(logits, g["min_p"])
+            idx_next = torch.multinomial(torch.softmax(logits, dim=-1), num_samples=1)
+        else:
+            idx_next = torch.argmax(logits, dim=-1, keepdim=True)
+        idx = torch.cat((idx, idx_next), dim=1)
+    return idx
 
 
 def scores(steps, written):
@@ -251,6 +291,17 @@ def hf_checkpoint(out):
                 {"max_new_tokens": 10, "temperature": 0.8, "top_p": 0.95, "seed": 5}, "book_top_p"),
         hf_case(m, "hf_topk_seed", [list(b"The ")],
                 {"max_new_tokens": 8, "temperature": 1.0, "top_k": 40, "seed": 77}, "book_generate"),
+        hf_case(m, "hf_penalties_greedy", hello,
+                {"max_new_tokens": 12, "temperature": 0.0, "repetition_penalty": 1.5,
+                 "frequency_penalty": 1.0, "presence_penalty": 0.5}, "book_penalties"),
+        hf_case(m, "hf_penalties_n2", hello * 2,
+                {"max_new_tokens": 10, "temperature": 0.9, "top_k": 40, "top_p": 0.95, "min_p": 0.05,
+                 "repetition_penalty": 1.3, "frequency_penalty": 0.5, "presence_penalty": 0.4,
+                 "seed": 9}, "book_penalties"),
+        # the prompt ends as greedy goes on: frequency and presence count only what is written
+        hf_case(m, "hf_freq_prompt", [list(b"Hello") + [45, 200, 200, 200, 30, 30]],
+                {"max_new_tokens": 12, "temperature": 0.0, "frequency_penalty": 1.0,
+                 "presence_penalty": 1.0}, "book_penalties"),
     ]
     ref = {"file": "tiny_hf.safetensors",
            "config": {"vocab_size": HF_V, "block_size": HF_P, "n_layer": HF_L, "n_head": HF_H, "n_embd": HF_C},

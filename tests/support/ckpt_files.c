@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int ckf_write(const char *path, const void *data, size_t len) {
     FILE *f = fopen(path, "wb");
@@ -137,6 +138,7 @@ typedef struct {
     float *data;
     size_t n, cap;
     unsigned state;
+    int zeros;      /* no data kept: every value 0, a hole in the file */
 } builder;
 
 static float rnd(builder *b, float scale) {
@@ -146,13 +148,13 @@ static float rnd(builder *b, float scale) {
 
 static int add(builder *b, const char *name, int d0, int d1, float base, float scale) {
     size_t n = (size_t)d0 * (size_t)(d1 ? d1 : 1);
-    if (b->n + n > b->cap) {
+    if (!b->zeros && b->n + n > b->cap) {
         size_t cap = (b->n + n) * 2;
         float *d = realloc(b->data, cap * sizeof *d);
         if (!d) return -1;
         b->data = d, b->cap = cap;
     }
-    for (size_t i = 0; i < n; i++) b->data[b->n + i] = base + rnd(b, scale);
+    for (size_t i = 0; !b->zeros && i < n; i++) b->data[b->n + i] = base + rnd(b, scale);
     json_t *shape = d1 ? json_pack("[ii]", d0, d1) : json_pack("[i]", d0);
     json_object_set_new(b->hdr, name,
                         json_pack("{s:s, s:o, s:[II]}", "dtype", "F32", "shape", shape,
@@ -162,8 +164,8 @@ static int add(builder *b, const char *name, int d0, int d1, float base, float s
     return 0;
 }
 
-int ckf_write_random(const char *path, int V, int P, int L, int C, int H, unsigned seed) {
-    builder b = {.hdr = json_object(), .state = seed};
+static int write_model(const char *path, int V, int P, int L, int C, int H, unsigned seed, int zeros) {
+    builder b = {.hdr = json_object(), .state = seed, .zeros = zeros};
     char heads[16];
     snprintf(heads, sizeof heads, "%d", H);
     json_object_set_new(b.hdr, "__metadata__", json_pack("{s:s, s:s}", "format", "pt", "n_head", heads));
@@ -189,11 +191,21 @@ int ckf_write_random(const char *path, int V, int P, int L, int C, int H, unsign
     rc |= add(&b, "ln_f.weight", C, 0, 1, 0.2f);
     rc |= add(&b, "ln_f.bias", C, 0, 0, 0.2f);
     char *text = rc ? NULL : json_dumps(b.hdr, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    rc = text ? ckf_write_raw(path, text, b.data, b.n * sizeof *b.data) : -1;
+    rc = text ? ckf_write_raw(path, text, b.data, zeros ? 0 : b.n * sizeof *b.data) : -1;
+    if (rc == 0 && zeros) /* the data as a hole: the file's length, nothing written */
+        rc = truncate(path, (off_t)(8 + (strlen(text) + 7) / 8 * 8 + b.n * sizeof(float)));
     free(text);
     free(b.data);
     json_decref(b.hdr);
     return rc;
+}
+
+int ckf_write_random(const char *path, int V, int P, int L, int C, int H, unsigned seed) {
+    return write_model(path, V, P, L, C, H, seed, 0);
+}
+
+int ckf_write_zeros(const char *path, int V, int P, int L, int C, int H) {
+    return write_model(path, V, P, L, C, H, 0, 1);
 }
 
 char *ckf_golden(char *out, size_t size, const char *rel) {

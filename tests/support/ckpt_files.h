@@ -38,6 +38,10 @@ json_t *ckf_call(const api_models *models, const char *body, int want_status);
  * __metadata__ n_head: vocab V, n_positions P, L blocks, width C, H heads. */
 int ckf_write_random(const char *path, int V, int P, int L, int C, int H, unsigned seed);
 
+/* The same layout with every value 0, its data a hole in the file (written
+ * at once whatever its size: a model as large as a real one to load). */
+int ckf_write_zeros(const char *path, int V, int P, int L, int C, int H);
+
 /* The golden checkpoint file rel ("tiny_f32.safetensors") as a path into out. */
 char *ckf_golden(char *out, size_t size, const char *rel);
 

@@ -460,6 +460,13 @@ int srvt_log_count(const srvt_server *s, const char *needle) {
     return n;
 }
 
+int srvt_log_wait(const srvt_server *s, const char *needle, int want, double timeout_s) {
+    double end = procs_now() + timeout_s;
+    int n;
+    while ((n = srvt_log_count(s, needle)) < want && procs_now() < end) procs_sleep_ms(10);
+    return n;
+}
+
 int srvt_raw_post_head(const srvt_server *s, const char *path, const char *headers, size_t length) {
     int fd = srvt_connect(s);
     ck_assert_int_ge(fd, 0);

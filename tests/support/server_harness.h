@@ -148,6 +148,12 @@ double srvt_metric(const srvt_server *s, const char *series);
 /* Counts the lines of the server's log so far that contain `needle`. */
 int srvt_log_count(const srvt_server *s, const char *needle);
 
+/* The same, once it has reached want or timeout_s has passed. A reply's
+ * access log line (and its count in /metrics) is written when
+ * libmicrohttpd has finished with the connection, which may be after the
+ * client has read the reply and seen the connection close. */
+int srvt_log_wait(const srvt_server *s, const char *needle, int want, double timeout_s);
+
 /* ==== Raw requests and the server's process =========================== */
 
 /* Connects and sends the head of a POST to path with Content-Length length,

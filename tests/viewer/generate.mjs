@@ -17,14 +17,15 @@ const state = () => {
   const gv = window.viewer.gen, cv = document.querySelector("#g_attn canvas");
   let attn = null;
   if (cv) { // each cell's centre pixel, row by row
-    const { x0, y0, cell, rows, cols } = cv.dataset, c = +cell, px = [];
+    const { x0, y0, cell, cellh, rows, cols, rowfont } = cv.dataset, c = +cell, ch = +cellh, px = [];
     const d = cv.getContext("2d").getImageData(0, 0, cv.width, cv.height).data;
     for (let i = 0; i < +rows; i++)
       for (let j = 0; j < +cols; j++) {
-        const k = 4 * ((+y0 + i * c + (c >> 1)) * cv.width + (+x0 + j * c + (c >> 1)));
+        const k = 4 * ((+y0 + i * ch + (ch >> 1)) * cv.width + (+x0 + j * c + (c >> 1)));
         px.push([d[k], d[k + 1], d[k + 2]]);
       }
-    attn = { w: +cols, h: +rows, px };
+    // its row labels: the font and the height of a row (a label taller than its row overlaps the next)
+    attn = { w: +cols, h: +rows, px, row_font: +rowfont, row_height: ch };
   }
   return {
     status: document.getElementById("g_status").textContent,
@@ -85,7 +86,11 @@ try {
   await finished(n);
   report.long = await page.evaluate(state);
   report.long.steps = report.long.steps.length;
-  report.long.attn = null;
+  // a late step: 16 rows of heads over about 45 positions
+  await page.click("#g_text .chip.gen[data-k='40']");
+  const late = await page.evaluate(state);
+  report.long.attn = { row_font: late.attn.row_font, row_height: late.attn.row_height, cols: late.attn.w,
+                       rows: late.attn.h };
 
   // Stop after a few tokens of 200
   // (clicked from inside the page as the fifth token is drawn: the tiny model
@@ -106,6 +111,24 @@ try {
   await page.waitForFunction(() => !window.viewer.gen.running, null, { timeout: 60000 });
   report.stopped = { steps: await page.evaluate(() => window.viewer.gen.steps.length),
                      status: await page.$eval("#g_status", (s) => s.textContent) };
+
+  // token ids that are no numbers: an error, the tokens of the run before
+  // kept but dimmed; a run after it undims them
+  const dimmed = () => page.evaluate(() => ({
+    error: document.getElementById("g_status").className === "error",
+    status: document.getElementById("g_status").textContent,
+    opacity: getComputedStyle(document.getElementById("g_results")).opacity,
+    chips: document.querySelectorAll("#g_text .chip.gen").length }));
+  await page.check("#g_ids");
+  await page.fill("#g_prompt", "15496 x");
+  await page.click("#g_run");
+  report.bad_ids = await dimmed();
+  await page.fill("#g_prompt", "15496");
+  await setRange(page, "g_length", 3);
+  n = await count();
+  await page.click("#g_run");
+  await finished(n);
+  report.after_bad = await dimmed();
 } catch (e) {
   report.exception = String(e && e.stack ? e.stack : e);
 } finally {

@@ -27,6 +27,13 @@ const state = () => {
     patch_canvas: !!document.querySelector("#i_patch canvas"),
     activation: iv.activation,
     act_canvases: document.querySelectorAll("#i_act canvas").length,
+    // the first activation panel's axes (label font sizes, 0: none) and the legend
+    act_axes: (() => { const c = document.querySelector("#i_act canvas");
+                       return c ? { rows: +c.dataset.rowfont, cols: +c.dataset.colfont } : null; })(),
+    act_legend: document.getElementById("i_act_legend").textContent,
+    act_notes: [...document.querySelectorAll("#i_act .range")].map((n) => n.textContent),
+    token_a: document.getElementById("i_a").value,
+    opacity: getComputedStyle(document.getElementById("i_results")).opacity,
     sent: iv.sent,
   };
 };

@@ -4,7 +4,7 @@
 // report for tests/test_viewer.c, which checks it against the service's own
 // numbers. Screenshots go to OUTDIR.
 import { writeFileSync } from "node:fs";
-import { launch, watch } from "./page.mjs";
+import { launch, menuFit, watch } from "./page.mjs";
 
 const [base, outdir] = process.argv.slice(2);
 
@@ -42,13 +42,23 @@ try {
   const count = () => page.evaluate(() => window.viewer.model.renders + window.viewer.model.errors);
   const run = async () => { const n = await count(); await page.click("#m_run"); await settled(n); return page.evaluate(state); };
 
-  // the modules view first, then its tab: the model view runs the seed-built model on the seed sentence
+  // the modules view first, then its tab: the model view opens on the first
+  // model the server loaded, as the other views do; then the seed-built model
+  // on the seed sentence
   await page.goto(base + "/");
   await page.waitForFunction(() => window.viewer && window.viewer.ready, null, { timeout: 30000 });
   await page.click("#modes button[data-mode=model]");
   await settled(0);
   report.models = await page.$$eval("#m_model option", (os) => os.map((o) => o.value));
-  report.first = await page.evaluate(state);
+  report.opened = await page.evaluate(state);
+  report.opened.model = await page.inputValue("#m_model");
+  report.opened.tab = await page.textContent("#model_tab");
+  // the tab names the family of the model chosen
+  await page.selectOption("#m_model", "@GPTModel");
+  report.tab_gptmodel = await page.textContent("#model_tab");
+  await page.selectOption("#m_model", "");
+  report.tab_seed = await page.textContent("#model_tab");
+  report.first = await run();
   // every thumbnail's pixels (6 x 6 here: one pixel per weight)
   report.first_thumbs = await page.$$eval("#m_grid button.thumb", (bs) => bs.map((b) => {
     const cv = b.querySelector("canvas"), d = cv.getContext("2d").getImageData(0, 0, cv.width, cv.height).data;
@@ -132,6 +142,22 @@ try {
     report.big[format] = { status: s.status, error: s.error, thumbs: s.thumbs, detail: s.detail, timings: s.timings };
   }
   await page.screenshot({ path: outdir + "/model-t64.png" });
+
+  // the model menus of every view hold their names whole; the inside view on
+  // the first model (GPT-2's tokenizer): every next token by its text
+  report.menus = { model: await menuFit(page, "m_model") };
+  await page.click("#modes button[data-mode=generate]");
+  await page.waitForFunction(() => document.querySelectorAll("#g_model option").length > 1, null, { timeout: 30000 });
+  report.menus.generate = await menuFit(page, "g_model");
+  await page.click("#modes button[data-mode=inside]");
+  await page.waitForFunction(() => window.viewer.inside.runs + window.viewer.inside.errors > 0, null, { timeout: 120000 });
+  report.menus.inside = await menuFit(page, "i_model");
+  report.inside = await page.evaluate(() => ({ model: document.getElementById("i_model").value,
+                                               status: document.getElementById("i_status").textContent,
+                                               error: document.getElementById("i_status").className === "error",
+                                               next: window.viewer.inside.next,
+                                               shown: [...document.querySelectorAll("#i_next tr td:first-child")].map((t) => t.textContent) }));
+  await page.screenshot({ path: outdir + "/inside-gpt2.png", fullPage: true });
 } catch (e) {
   report.exception = String(e && e.stack || e);
 } finally {

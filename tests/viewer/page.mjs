@@ -30,6 +30,18 @@ export function watch(page, base, report) {
   });
 }
 
+// The options of a menu against its room: each option's text width in the
+// menu's font, and the width left beside the menu's arrow.
+export function menuFit(page, id) {
+  return page.evaluate((id) => {
+    const s = document.getElementById(id), cs = getComputedStyle(s);
+    const c = document.createElement("canvas").getContext("2d");
+    c.font = cs.fontWeight + " " + cs.fontSize + " " + cs.fontFamily;
+    return [...s.options].map((o) => ({ text: o.textContent, width: c.measureText(o.textContent).width,
+                                        room: s.clientWidth - 30 }));
+  }, id);
+}
+
 // What the model view shows once it has drawn (or refused) its first
 // request: the status line, whether it is an error, the view's error count,
 // whether the input is token ids, the model chosen and how many there are,
@@ -40,6 +52,7 @@ export function modelViewState(page) {
     status: document.getElementById("m_status").textContent, error: document.getElementById("m_status").className === "error",
     errors: window.viewer.model.errors, ids: document.getElementById("m_input_idx").checked,
     model: document.getElementById("m_model").value,
+    info: document.getElementById("m_model_info").hidden ? null : document.getElementById("m_model_info").textContent,
     models: document.querySelectorAll("#m_model option").length,
     tokens: [...document.querySelectorAll("#m_tokens .chip")].map((c) => c.textContent),
     note: document.getElementById("m_input_note").textContent,

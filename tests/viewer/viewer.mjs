@@ -3,7 +3,7 @@
 // JSON report for tests/test_viewer.c, which checks it against the service's
 // own numbers. Screenshots and the downloaded files go to OUTDIR.
 import { writeFileSync } from "node:fs";
-import { launch, modelViewState, watch } from "./page.mjs";
+import { launch, menuFit, modelViewState, watch } from "./page.mjs";
 
 const [base, outdir] = process.argv.slice(2);
 
@@ -51,6 +51,10 @@ try {
   await page.screenshot({ path: outdir + "/viewer-headview.png" });
   await page.click("button[data-tab=stages]");
   report.stages = await page.$$eval("#view_stages canvas.heatmap", (cvs) => cvs.map((c) => c.dataset.map));
+  // each stage's colours in words; the dropout mask's centre pixel (dropout 0 here)
+  report.stage_notes = await page.$$eval("#view_stages .panel .range", (ns) => ns.map((n) => n.textContent));
+  report.dropout_pixel = await page.$eval("#view_stages canvas[data-map=dropout_mask]", (cv) =>
+    Array.from(cv.getContext("2d").getImageData(+cv.dataset.x0 + 2, +cv.dataset.y0 + 2, 1, 1).data.slice(0, 3)));
   await page.screenshot({ path: outdir + "/viewer-stages.png" });
   await page.click("button[data-tab=maps]");
 
@@ -85,6 +89,14 @@ try {
       lines: document.querySelectorAll("#view_headview line").length })));
   }
 
+  // an error dims the results it leaves behind; the next drawing undims them
+  const opacity = () => page.$eval("#results", (e) => getComputedStyle(e).opacity);
+  await page.fill("#request", "{\"module\": ");
+  let e0 = await page.evaluate(() => window.viewer.errors);
+  await page.click("#run");
+  await page.waitForFunction((n) => window.viewer.errors > n, e0, { timeout: 30000 });
+  report.stale = { error: await opacity() };
+
   const settle = async (action, timeout = 60000) => {
     const n = await page.evaluate(() => window.viewer.renders);
     await action();
@@ -100,6 +112,7 @@ try {
 
   // tokens, embeddings and context_length in step: the seed example with 7, then 54 tokens
   await settle(() => page.selectOption("#example", "0"));
+  report.stale.after = await opacity();
   const seed = ["Your", "journey", "starts", "with", "one", "step"];
   report.sync = [];
   for (const T of [7, 54]) {
@@ -125,6 +138,7 @@ try {
   await page.waitForFunction(() => window.viewer.model.renders + window.viewer.model.errors > 0, null, { timeout: 120000 });
   report.hash.model = await views();
   report.model_plain = await modelViewState(page);
+  report.model_plain.menu = await menuFit(page, "m_model");
   await page.screenshot({ path: outdir + "/model-plain.png" });
   // the book's GPTModel built from a seed: its own config names
   await page.selectOption("#m_model", "@GPTModel");
@@ -182,6 +196,18 @@ try {
                                                  panels: [...document.querySelectorAll("#view_maps canvas.heatmap")].map((c) => c.previousSibling.textContent),
                                                  lines: [...document.querySelectorAll("#view_headview svg.headview g.head")].map((g) => g.querySelectorAll("line").length) }));
   await page.screenshot({ path: outdir + "/viewer-topk.png" });
+
+  // the header's "API document": the document rendered in the page, not its raw JSON
+  await page.click("#api_link");
+  await page.waitForFunction(() => window.viewer.api.drawn, null, { timeout: 30000 });
+  report.api = await page.evaluate(() => ({ url: location.href, visible: !document.getElementById("main_api").hidden,
+                                            endpoints: window.viewer.api.endpoints,
+                                            listed: [...document.querySelectorAll("#api_doc details")].map((d) => d.dataset.endpoint),
+                                            ops: Object.values(window.viewer.doc.paths).reduce((n, it) => n + Object.keys(it).length, 0) }));
+  await page.click("#api_doc details[data-endpoint='POST /model/gpt2'] summary");
+  report.api.gpt2_fields = await page.$$eval("#api_doc details[data-endpoint='POST /model/gpt2'] table tr td:first-child",
+                                             (tds) => tds.map((t) => t.textContent));
+  await page.screenshot({ path: outdir + "/viewer-api.png" });
 } catch (e) {
   report.exception = String(e && e.stack || e);
 } finally {
