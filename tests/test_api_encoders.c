@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/api.h"
 #include "tests/support/api_call.h"
@@ -423,6 +424,56 @@ START_TEST(roberta_text) {
 }
 END_TEST
 
+/* ==== BERT's vocab.txt ======================================================== */
+
+/* The BERT golden's weights with a WordPiece vocab.txt of its 120 rows (no
+ * tokenizer_config.json: BertTokenizer's defaults, lowercase and accents
+ * stripped): a pair is [CLS] A [SEP] B [SEP] with token types 0 then 1. */
+START_TEST(bert_vocab_txt) {
+    static const char *const words[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the",
+                                        "cat", "sat", "it", "was", "tired", ".", "##s"};
+    char dir[] = "/tmp/attn_bert_vocab_XXXXXX", path[600], src[600];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    static const char *const files[] = {"config.json", "model.safetensors"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        ck_assert_ptr_nonnull(realpath(DIR_ROOT "/bert_mlm_pairs_f32", src));
+        snprintf(src + strlen(src), sizeof src - strlen(src), "/%s", files[i]);
+        ck_assert_int_eq(symlink(src, path), 0);
+    }
+    snprintf(path, sizeof path, "%s/vocab.txt", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 120; i++)
+        i < 13 ? fprintf(f, "%s\n", words[i]) : fprintf(f, "w%d\n", i);
+    fclose(f);
+    api_models *models = NULL;
+    char spec[600], why[512];
+    snprintf(spec, sizeof spec, "m=%s", dir);
+    ck_assert_msg(api_models_load(&models, spec, why, sizeof why) == 0, "%s", why);
+    api_limits lim = {.max_elements = 100000000, .models = models};
+    json_t *r = tapi_call(API_EP_MODEL, "{\"model\":\"m\",\"text\":[[\"The CATS s\\u00e1t.\",\"It was tired\"]],"
+                          "\"return\":[\"idx\",\"token_type_ids\"]}", &lim, 200);
+    static const int want[11] = {2, 5, 6, 12, 7, 11, 3, 8, 9, 10, 3}, types[11] = {0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1};
+    const json_t *idx = json_array_get(json_object_get(r, "idx"), 0);
+    const json_t *tt = json_array_get(json_object_get(r, "token_type_ids"), 0);
+    ck_assert_int_eq(json_array_size(idx), 11);
+    for (size_t t = 0; t < 11; t++) {
+        ck_assert_int_eq(json_integer_value(json_array_get(idx, t)), want[t]);
+        ck_assert_int_eq(json_integer_value(json_array_get(tt, t)), types[t]);
+    }
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(r, "sentence_b_start"), 0)), 7);
+    printf("BERT's vocab.txt: [CLS] the cat ##s sat . [SEP] it was tired [SEP], types 0 then 1\n");
+    json_decref(r);
+    api_models_free(models);
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, i < 2 ? files[i] : "vocab.txt");
+        unlink(path);
+    }
+    rmdir(dir);
+}
+END_TEST
+
 /* ==== What a model cannot give ================================================ */
 
 START_TEST(encoder_errors) {
@@ -488,6 +539,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, neuron_views);
     tcase_add_test(tc, decoders_padded);
     tcase_add_test(tc, roberta_text);
+    tcase_add_test(tc, bert_vocab_txt);
     tcase_add_test(tc, encoder_errors);
     suite_add_tcase(s, tc);
     return s;

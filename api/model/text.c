@@ -32,16 +32,10 @@ typedef struct {
     int32_t mask;           /* -1: none */
 } tmpl;
 
-/* The id of the token whose bytes are name, or -1. */
+/* The id of the token written as name in the folder's files (an added
+ * token, or a vocabulary entry: vocab.txt's [CLS] too), or -1. */
 static int32_t token_id(const api_bpe *bpe, const char *name) {
-    size_t n = strlen(name), V = api_bpe_vocab_size(bpe);
-    for (size_t i = 0; i < V; i++) {
-        const char *b;
-        size_t len;
-        if (api_bpe_token_bytes(bpe, (int32_t)i, &b, &len) == 0 && len == n && memcmp(b, name, n) == 0)
-            return (int32_t)i;
-    }
-    return -1;
+    return api_bpe_token_id(bpe, name, strlen(name));
 }
 
 /* BERT's template when the vocabulary holds [CLS] and [SEP], RoBERTa's when

@@ -280,7 +280,8 @@ int api__folder_open(const char *dir, api_ckpt_hints *h, api_st_set *set, api_mo
 
 int api__folder_tokenizer(const char *dir, api_model *m, char *why, size_t size) {
     static const char *const pairs[2][2] = {{"vocab.json", "merges.txt"}, {"encoder.json", "vocab.bpe"}};
-    int json = exists(dir, "tokenizer.json") != 0, any = json; /* api_bpe_load prefers tokenizer.json */
+    /* api_bpe_load prefers tokenizer.json, then BERT's WordPiece vocab.txt */
+    int json = exists(dir, "tokenizer.json") != 0 || exists(dir, "vocab.txt") != 0, any = json;
     for (int p = 0; p < 2 && !json; p++) {
         int a = exists(dir, pairs[p][0]) != 0, b = exists(dir, pairs[p][1]) != 0;
         if (a != b)
