@@ -244,6 +244,34 @@ START_TEST(decoder_padded) {
 }
 END_TEST
 
+/* The loss and an analysis of the maps read [B][T] rows: a padded batch
+ * asking for them runs dense, the same numbers as with a capture (which
+ * always runs dense); packed, the loss would read other rows. */
+START_TEST(loss_and_analyses_dense) {
+    attn_lm_config cfg;
+    attn_lm_plan p;
+    attn_lm_config_defaults(ATTN_ARCH_LLAMA, &cfg);
+    cfg.vocab_size = V, cfg.context = 16, cfg.n_layer = L, cfg.n_head = H, cfg.n_kv_head = 2;
+    cfg.width = C, cfg.ffn = F;
+    ck_assert(attn_lm_plan_make(&cfg, B, T, 0, &p, NULL) == ATTN_OK);
+    float *w = random_params(&p, 13);
+    int32_t idx[B * T];
+    ids(idx, 5);
+    static float cap[B * T * C], loss[2][B], entropy[2][B * L * H];
+    attn_lm_capture c = {.layer = 0, .hook = ATTN_HOOK_RESID_PRE, .dst = cap};
+    for (int k = 0; k < 2; k++) {
+        attn_lm_inputs in = {.idx = idx, .attention_mask = MASK, .captures = k ? &c : NULL, .n_captures = k};
+        attn_lm_outputs out = {.loss = loss[k]};
+        out.analysis[ATTN_ANALYSIS_ENTROPY] = entropy[k];
+        attn_error err = {0};
+        ck_assert_msg(attn_lm_run(&p, w, &in, NULL, &out, &err) == ATTN_OK, "%s", err.message);
+    }
+    for (int b = 0; b < B; b++) ck_assert_msg(loss[0][b] == loss[1][b], "row %d: %g, %g", b, loss[0][b], loss[1][b]);
+    for (int i = 0; i < B * L * H; i++) ck_assert(entropy[0][i] == entropy[1][i]);
+    free(w);
+}
+END_TEST
+
 /* Rows on both sides of the packed run's two paths (attend.c: a row of at
  * most 128 tokens as one item, a longer one through the fused kernel): a
  * batch of 150 and 9 tokens, packed = dense, for a two-way and a causal
@@ -297,6 +325,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, pooling_modes);
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, decoder_padded);
+    tcase_add_test(tc, loss_and_analyses_dense);
     tcase_add_test(tc, packed_long_and_short);
     suite_add_tcase(s, tc);
     return s;
