@@ -263,6 +263,12 @@ $(BUILD)/bench/bench_patch: bench/bench_patch.c $(LIBAPI) $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
+# Sentence embeddings of 32 sentences of 16 to 64 tokens through
+# all-MiniLM-L6-v2's shape against PyTorch in the same run (bench/run_embed.sh).
+$(BUILD)/bench/bench_embed: bench/bench_embed.c $(LIBAPI) $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
+
 # The analyses ("analysis"): the six of the maps beside the forward that
 # returns the maps (T = 128 and 1,024), and the importance sweep through
 # api_handle against PyTorch with hooks in the same run (bench/run_analysis.sh).
@@ -278,7 +284,8 @@ BENCH_ENV := env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
 bench: deps
 	@$(MAKE) --no-print-directory build-all $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise \
 	  $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_forward $(BUILD)/bench/bench_decode \
-	  $(BUILD)/bench/bench_half $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_families $(BUILD)/bench/bench_analysis
+	  $(BUILD)/bench/bench_half $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_families $(BUILD)/bench/bench_analysis \
+	  $(BUILD)/bench/bench_embed
 	$(call apt_install,python3-torch python3-fastapi python3-uvicorn wrk nginx-light)
 	$(BENCH_ENV) bench/run.sh $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_core cputime
@@ -290,6 +297,7 @@ bench: deps
 	$(BENCH_ENV) bench/run_families.sh $(BUILD)/bench/bench_families
 	$(BENCH_ENV) bench/run_patch.sh $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_core
 	$(BENCH_ENV) bench/run_analysis.sh $(BUILD)/bench/bench_analysis $(BUILD)/bench/bench_core
+	$(BENCH_ENV) bench/run_embed.sh $(BUILD)/bench/bench_embed
 	$(BENCH_ENV) $(BUILD)/bench/bench_serialise
 	$(BENCH_ENV) /usr/bin/python3 bench/e2e.py $(SERVER)
 	$(BENCH_ENV) bench/http_small.sh $(SERVER)

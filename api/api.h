@@ -22,6 +22,7 @@ typedef enum {
                         endpoint column is this path): api/module/ */
     API_KIND_MODEL,  /* a whole model: api/model/ */
     API_KIND_OPENAI, /* OpenAI's completions and chat completions APIs: api/openai/ */
+    API_KIND_EMBED,  /* OpenAI's embeddings API: api/openai/embed.c */
     API_KIND_TOKENS, /* text to token ids and back: api/tokens/ */
     API_KIND_COUNT
 } api_kind;
@@ -41,6 +42,7 @@ typedef enum {
     XX(MODEL_GPT2, "POST", "/model/gpt2", MODEL)                                                   \
     XX(V1_COMPLETIONS, "POST", "/v1/completions", OPENAI)                                          \
     XX(V1_CHAT_COMPLETIONS, "POST", "/v1/chat/completions", OPENAI)                                \
+    XX(V1_EMBEDDINGS, "POST", "/v1/embeddings", EMBED)                                             \
     XX(TOKENIZE, "POST", "/tokenize", TOKENS)                                                      \
     XX(DETOKENIZE, "POST", "/detokenize", TOKENS)
 

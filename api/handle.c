@@ -16,6 +16,7 @@ static const api_kind_ops *const kinds[API_KIND_COUNT] = {
     [API_KIND_MODULE] = &api__module_kind,
     [API_KIND_MODEL] = &api__model_kind,
     [API_KIND_OPENAI] = &api__openai_kind,
+    [API_KIND_EMBED] = &api__embed_kind,
     [API_KIND_TOKENS] = &api__tokens_kind,
 };
 

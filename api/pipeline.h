@@ -90,6 +90,7 @@ const api_kind_ops *api__kind_get(api_kind k);
 extern const api_kind_ops api__module_kind;
 extern const api_kind_ops api__model_kind;
 extern const api_kind_ops api__openai_kind;
+extern const api_kind_ops api__embed_kind;
 extern const api_kind_ops api__tokens_kind;
 
 #endif

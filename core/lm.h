@@ -69,7 +69,11 @@ int attn_act_from_name(const char *name, attn_act *out);
     XX(QWEN2, qwen2)                                                                               \
     XX(QWEN3, qwen3)                                                                               \
     XX(GPTNEOX, gptneox)                                                                           \
-    XX(GEMMA3, gemma3)
+    XX(GEMMA3, gemma3)                                                                             \
+    XX(BERT, bert)                                                                                 \
+    XX(BERTMODEL, bertmodel)                                                                       \
+    XX(ROBERTA, roberta)                                                                           \
+    XX(DISTILBERT, distilbert)
 
 typedef enum {
 #define ATTN_XX(id, sym) ATTN_ARCH_##id,
@@ -116,6 +120,8 @@ typedef enum {
                           config's rope_* fields (get and set read and write its type) */
     ATTN_HP_PATTERN,   /* Gemma's layer_types list ("sliding_attention", "full_attention")
                           into the config's layer_list and local_layers */
+    ATTN_HP_PART,      /* 0 or 1: a part of the model (its tensors) is there or not; a
+                          loaded checkpoint has it when its file holds its tensors */
 } attn_hp_type;
 
 /* The hyperparameters any architecture may have, the single list of them:
@@ -147,7 +153,11 @@ typedef enum {
     XX(GLOBAL_EVERY, global_every, INT, "with a window, every n-th layer sees all; 0: none does")  \
     XX(LAYER_TYPES, layer_list, PATTERN, "each layer sliding_attention or full_attention")       \
     XX(QUERY_SCALAR, query_scalar, REAL, "scores scaled by its -1/2 power; 0: head_dim's")          \
-    XX(PARALLEL, parallel, BOOL, "the attention and the MLP both read the block's input")
+    XX(PARALLEL, parallel, BOOL, "the attention and the MLP both read the block's input")         \
+    XX(TYPE_VOCAB, type_vocab, INT, "token types (segment embeddings' rows); 0: none")              \
+    XX(PAD_ID, pad_id, INT, "the padding token (RoBERTa's positions count past it)")                \
+    XX(MLM_HEAD, mlm_head, PART, "the masked-language-model head (an encoder's logits)")           \
+    XX(POOLER, pooler, PART, "the pooler: tanh(dense(x)) of the first token (BertModel's)")
 
 typedef enum {
 #define ATTN_XX(id, field, type, what) ATTN_HP_##id,
@@ -188,6 +198,9 @@ typedef struct {
     int layer_list;          /* the layers' kinds listed one by one (below) instead of a rule */
     unsigned char local_layers[ATTN_LM_LIST_LAYERS / 8]; /* bit l: layer l local */
     double query_scalar;     /* 0: head_dim */
+    int type_vocab;          /* 0: no token types */
+    int pad_id;
+    int mlm_head, pooler;    /* an encoder's parts */
     attn_dtype weights_dtype; /* how the parameter buffer holds the weight matrices (every
                                  rank-2 parameter); norms, biases and buffers are float32
                                  whatever it says. 0: F32. Not a hyperparameter: the same
@@ -271,6 +284,18 @@ typedef struct {
      * order: after the embeddings; per block on the attention weights (when
      * weight_dropout), then on the attention's output and on the MLP's */
     int weight_dropout;
+    /* encoders (BERT, RoBERTa, DistilBERT) */
+    int bidirectional;     /* every query sees every key (no causal mask) */
+    int post_norm;         /* x = norm1(x + attn(x)); x = norm2(x + mlp(x)): the norms after
+                              each residual add (BERT's BertSelfOutput and BertOutput) */
+    int pos_after_pad;     /* positions count from pad_id + 1 over the tokens that are not
+                              pad_id (RoBERTa's create_position_ids_from_input_ids) */
+    int pad_id;
+    int type_vocab;        /* token types: a [type_vocab][C] table added (0: none) */
+    int mlm_head;          /* an encoder's head: dense, act, norm, then the tied embedding
+                              with its own bias */
+    attn_act head_act;     /* that dense's activation */
+    int pooler;            /* tanh(dense(x)) of each row's first token */
 } attn_lm_spec;
 
 /* ==== Plan: validated sizes and costs ==================================== */
@@ -286,6 +311,8 @@ typedef struct {
     int training;
     int dropout_active;   /* training && 0 < p */
     int tied;             /* spec.tied */
+    int head;             /* the model has an output head (logits): every decoder, an encoder
+                             with its MLM head */
     int param_count;      /* state_dict entries, buffers included (a tied head excluded) */
     size_t n_params;      /* values of the parameter buffer, in state_dict order (floats
                              when cfg.weights_dtype is F32) */
@@ -327,6 +354,16 @@ int attn_lm_param_get(const attn_lm_plan *plan, int index, attn_param *out);
 /* The state_dict name of a tied head ("lm_head.weight"), or NULL when the
  * model's head is its own tensor. */
 const char *attn_lm_tied_head_name(const attn_lm_plan *plan);
+/* The base model's prefix of the state_dict names ("bert." of
+ * BertForMaskedLM; transformers' base_model_prefix), which a checkpoint of
+ * the base model alone (BertModel, sentence-transformers) leaves out; NULL
+ * when the row has none. */
+const char *attn_lm_base_prefix(const attn_lm_plan *plan);
+/* 1 if a checkpoint may hold a tensor called name that this model does not
+ * use (buffers such as embeddings.position_ids, BertForPreTraining's
+ * next-sentence head, a tied decoder's bias saved twice), with or without
+ * the base prefix; 0 otherwise. */
+int attn_lm_ignored_name(const attn_lm_plan *plan, const char *name);
 
 /* torch.manual_seed(s); Model(cfg): fills params (plan->n_params floats) bit
  * for bit in construction order, as the architecture's row says (GPT2 and
@@ -463,6 +500,10 @@ typedef struct {
                              viewers; the multipliers are in dropout_masks) */
     float *dropout_masks; /* plan.n_dropout multipliers, 0 or 1/(1-p) (all 1 when dropout is
                              not active), the calls of attn_lm_dropout_get one after another */
+    float *last_hidden;   /* [B][T][C] hidden_states' last entry alone (an encoder's
+                             last_hidden_state: what sentence embeddings pool) */
+    float *pooler_output; /* [B][C] tanh(dense(x)) of each row's first token (models with a
+                             pooler: BertModel's pooler_output) */
     float *loss;          /* [B] each row's mean next-token cross-entropy in nats: the logits
                              at t against idx[t + 1] for t < T - 1, as F.cross_entropy(logits[b,
                              :-1], idx[b, 1:]) (T >= 2; needs idx, also with resid). Computed
@@ -473,7 +514,9 @@ typedef struct {
                              after its forward */
 } attn_lm_outputs;
 
-/* model(idx): idx [B][T] token ids in [0, V). In training mode dropout
+/* model(idx): idx [B][T] token ids in [0, V). A model without a head
+ * (an encoder without its MLM head) refuses logits (ATTN_ERR_ARG, field
+ * "logits"). In training mode dropout
  * draws from rng in forward order; rng NULL means a fresh process's
  * generator. pool (may be NULL) shares the products with idle threads,
  * split by fixed blocks of rows and columns: the same bits whatever the
@@ -509,7 +552,9 @@ typedef enum {
  * Norms: hook_normalized is TransformerLens's, the norm's input normalised
  * before its weight and bias ((x - mean) / sqrt(var + eps) for a LayerNorm;
  * ln1, ln2 and ln_final are the block's first and second norm and the final
- * one, whatever the architecture calls them). Dropout (training mode) is
+ * one, whatever the architecture calls them; in a block whose norms follow
+ * the residual adds (BERT, TransformerLens's BertBlock), ln1 is the norm of
+ * resid_mid and ln2 of resid_post). Dropout (training mode) is
  * applied where the model applies it: hook_pattern is before any dropout of
  * the weights, hook_attn_out and hook_mlp_out are what is added to the
  * residual. */
@@ -538,7 +583,10 @@ typedef enum {
     XX(MLP_PRE_LINEAR, "mlp.hook_pre_linear", MLP, 1, "a gated MLP's up projection")            \
     XX(MLP_POST, "mlp.hook_post", MLP, 1, "after the activation (gated: act(gate) * up)")       \
     XX(MLP_OUT, "hook_mlp_out", RESID, 1, "the MLP's output, added to the residual")            \
-    XX(RESID_POST, "hook_resid_post", RESID, 1, "the block's output")                           \
+    XX(RESID_POST, "hook_resid_post", RESID, 1, "the block's output (with norms after the adds: "   \
+       "ln1(resid_mid) + mlp_out, before the second norm)")                                      \
+    XX(NORMALIZED_RESID_POST, "hook_normalized_resid_post", RESID, 1, "with norms after the adds " \
+       "(BERT): the second norm's output, the block's output")                                   \
     XX(LN_FINAL_NORMALIZED, "ln_final.hook_normalized", RESID, 0,                               \
        "the final norm's input normalised, before its weight and bias")
 
@@ -571,7 +619,9 @@ int attn_hook_parse(const char *name, int *layer, attn_hook *hook);
 int attn_hook_dims(const attn_lm_plan *plan, attn_hook h, int shape[4], size_t *count);
 /* 1 if the model of plan has hook h: hook_rot_q/k need rotary positions or
  * q/k norms, mlp.hook_pre_linear a gated MLP, hook_resid_mid a sequential
- * residual; every other hook every model has. */
+ * residual, hook_normalized_resid_post norms after the adds,
+ * ln_final.hook_normalized a final norm (encoders have none); every other
+ * hook every model has. */
 int attn_lm_has_hook(const attn_lm_plan *plan, attn_hook h);
 
 /* Keep one activation: hook h of block `layer` (ignored for a model hook)
@@ -631,6 +681,19 @@ typedef struct {
     const attn_lm_patch *patches;
     int n_patches;
     attn_pool *pool;
+    /* Padding: [B][T], 1 a token, 0 padding (transformers' attention_mask);
+     * NULL: every position a token. Padded keys get exactly zero weight in
+     * every block, for every query; padded positions are still computed (a
+     * padded query attends to the tokens) unless the run packs its rows
+     * (below), and the values an output holds at a padded position mean
+     * nothing (0 when packed): the service reports them as null. A batch
+     * padded on the right, asked for no map, capture or intervention, runs
+     * packed: the projections and MLPs over the tokens alone, each row's
+     * attention over its own tokens. Mean ablations average the tokens. */
+    const uint8_t *attention_mask;
+    /* [B][T] token types in [0, type_vocab) (BERT's segments A and B); NULL:
+     * all 0. Only for models with token types. */
+    const int32_t *token_type_ids;
 } attn_lm_inputs;
 
 /* The forward pass with activations kept, heads knocked out, activations
@@ -675,6 +738,38 @@ int attn_lm_run_many(const attn_lm_plan *plan, const void *params, const attn_lm
  * allocation ([rows][C]). */
 int attn_lm_logit_lens(const attn_lm_plan *plan, const void *params, const float *resid,
                        int rows, attn_pool *pool, float *logits, attn_error *err);
+
+/* The hook whose activation is a block's output (the next block's
+ * hook_resid_pre): hook_resid_post, or hook_normalized_resid_post for a
+ * model whose norms follow the residual adds. */
+attn_hook attn_lm_block_output_hook(const attn_lm_plan *plan);
+
+/* ==== Sentence embeddings: pooling ======================================== */
+
+/* sentence-transformers' Pooling modes (its config.json's pooling_mode_*),
+ * concatenated in this order when several are on. */
+enum {
+    ATTN_POOL_CLS = 1 << 0,      /* the first token */
+    ATTN_POOL_MAX = 1 << 1,      /* the max over the tokens, per dimension */
+    ATTN_POOL_MEAN = 1 << 2,     /* the mean over the tokens */
+    ATTN_POOL_MEAN_SQRT = 1 << 3,/* the sum over the tokens / sqrt(their count) */
+    ATTN_POOL_WEIGHTED = 1 << 4, /* the mean weighted by position 1, 2, ... */
+    ATTN_POOL_LAST = 1 << 5,     /* the last token */
+};
+
+typedef struct {
+    unsigned modes;  /* ATTN_POOL_* bits */
+    int normalize;   /* then divided by its L2 norm (max(norm, 1e-12): F.normalize) */
+} attn_lm_pooling;
+
+/* The width of a pooled embedding: C times the modes on (0 for none). */
+int attn_lm_pool_width(const attn_lm_pooling *pooling, int C);
+/* out[B][width] = the pooling of hidden [B][T][C] over each row's tokens
+ * (mask [B][T], 1 a token; NULL: all), as Pooling.forward computes it in
+ * float32 (a row without tokens pools to 0; max takes -1e9 for padding).
+ * ATTN_ERR_ARG (field "pooling") when no mode is on. */
+int attn_lm_pool(const attn_lm_pooling *pooling, const float *hidden, const uint8_t *mask, int B,
+                 int T, int C, float *out, attn_error *err);
 
 /* ==== The key/value cache: many sequences, one step ====================== */
 

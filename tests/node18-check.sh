@@ -22,5 +22,5 @@ exec unshare -m bash -c '
   echo "node $(node --version), npm $(npm --version)"
   BUILD=$1 tests/run-tests.sh "$1/tests/test_api_clients" "$1/tests/test_viewer" "$1/tests/test_api_bpe" "$1/tests/test_api_tokjson" \
     "$1/tests/test_server_openai" "$1/tests/test_api_chat_template" \
-    "$1/tests/test_server_openai_chat"
+    "$1/tests/test_server_openai_chat" "$1/tests/test_server_embeddings"
 ' "$dir" "$build"

@@ -507,7 +507,7 @@ START_TEST(test_endpoint_refusals) {
             "tokenizer");
     refused(NULL, 0, "{" MODEL(300, 4) ",\"text\":\"ab\"}", "invalid_argument", "text");
     refused(two, 1, "{" MODEL(300, 4) ",\"text\":\"ab\",\"idx\":[1]}", "invalid_argument", "text");
-    refused(two, 1, "{" MODEL(300, 4) ",\"text\":[\"ab\"]}", "invalid_type", "text");
+    refused(two, 1, "{" MODEL(300, 4) ",\"text\":[7]}", "invalid_type", "text[0]"); /* ["ab"]: a batch */
     refused(two, 1, "{" MODEL(300, 4) ",\"text\":\"\"}", "invalid_shape", "text");
     /* 5 tokens (ab Ġ ab Ġ ab) over block_size 4; a text too long to try */
     refused(two, 1, "{" MODEL(300, 4) ",\"text\":\"ab ab ab\"}", "invalid_shape", "text");

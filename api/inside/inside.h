@@ -11,6 +11,7 @@
  *            and head (or position) from that layer on
  *   items.c  the reply's "cache", "patch" and "logit_lens" groups
  *   analysis.c  "analysis": core's analyses of the run, its group
+ *   neuron.c "neuron_view": q, k, q*k, scores, weights (BertViz's neuron view)
  *
  * The model kind (api/model/run.c) calls these at its plan, compute,
  * contents and release; nothing here calls back into it.
@@ -45,11 +46,7 @@ typedef enum {
     INSIDE_SITE_COUNT
 } inside_site;
 
-typedef struct {
-    const char *name;
-    attn_hook hook;
-    int per_head;
-} inside_site_info;
+typedef struct { const char *name; attn_hook hook; int per_head; } inside_site_info;
 
 /* The row of s (s in range). */
 const inside_site_info *api__inside_site(inside_site s);
@@ -64,13 +61,14 @@ typedef struct {
 typedef struct {
     inside_hook *hooks;        /* "return"'s hook names, forward order, each once */
     int n_hooks, cap_hooks;
-    attn_lm_ablate *ablate;  /* "ablate", by layer (stable: same-layer order kept) */
+    attn_lm_ablate *ablate;    /* "ablate" (n_ablate), by layer (same-layer order kept) */
     int n_ablate;
     int patch;                 /* "patch" was given */
     int32_t *corrupted;        /* [B][T] its corrupted_idx (or corrupted_text's ids) */
     inside_site site;
     int32_t diff[2];           /* logit_diff: logit[diff[0]] - logit[diff[1]] */
     int lens_k;                /* logit_lens.k; 0: no lens */
+    int neuron, nv_layer, nv_head, nv_query, nv_batch; /* "neuron_view" was given: where */
     unsigned analyses;         /* "analysis": bits 1u << attn_analysis */
 } inside_rq;
 
@@ -98,31 +96,31 @@ typedef struct {
     float *analysis[ATTN_ANALYSIS_COUNT];   /* the analyses asked ([B][L][H] or [B][L][T][T]) */
     api_item analysis_items[ATTN_ANALYSIS_COUNT];
     api_buf lens_tokens;       /* JSON text of the lens's tokens */
+    float *nv;                 /* neuron view: q [D], k and q*k [T][D], dot, scores, weights [T] */
+    api_item nv_items[14];
+    api_buf nv_json;           /* its JSON values (layer, head, ...), NUL-separated */
 } inside_out;
 
 /* ==== parse.c ============================================================= */
-
 /* What the fields are read against, and what they ask (in: the hooks of
  * "return" come in already, the rest is added). */
 typedef struct {
     attn_lm_config cfg;        /* the model's */
     int batched, B, T, training; /* the request's ids ([T] or [B][T]) and mode */
     const api_tokenizer *tok;  /* for texts; may be NULL */
+    const uint8_t *mask;       /* [B][T] the padding (1 a token), or NULL */
     unsigned text_flags;       /* api_bpe_encode_ex's, as the request's text was read */
     inside_rq in;
 } inside_ctx;
 
-/* "ablate", "patch" and "logit_lens" of root into ctx->in, once the rest of
- * the request is read; the hooks put in forward order. 0, or -1 with e
- * filled (ctx->in then holds what was read, for api__inside_rq_free). */
+/* "ablate", "patch" and "logit_lens" of root into ctx->in after the rest, the hooks in
+ * forward order. 0, or -1 with e (ctx->in holds what was read: api__inside_rq_free). */
 int api__inside_parse(const json_t *root, const api_limits *lim, inside_ctx *ctx, api_err *e);
 
-/* A name of "return" that may be a hook ("blocks.3.attn.hook_z",
- * "blocks.*.hook_resid_pre", "ln_final.hook_normalized") of the model of p
- * (any plan of it): 1 when it was one (kept in in), 0 when it is not
- * hook-like (the caller tries its outputs), -1 with e filled (a hook-like
- * name that is not one of this model's, a layer out of range). at: its
- * index in "return". */
+/* A name of "return" (index at) that may be a hook ("blocks.3.attn.hook_z",
+ * "blocks.*.hook_resid_pre", "ln_final.hook_normalized") of p's model: 1 when it was
+ * one (kept in in), 0 when not hook-like (the caller tries its outputs), -1 with e
+ * filled (a hook-like name not of this model's, a layer out of range). */
 int api__inside_return_name(inside_rq *in, const attn_lm_plan *p, const char *name, int at,
                             api_err *e);
 /* Puts the hooks in forward order, each once. 0, or -1 (memory). */
@@ -130,17 +128,13 @@ int api__inside_hooks_sort(inside_rq *in, api_err *e);
 void api__inside_rq_free(inside_rq *in);
 
 /* ==== plan.c ======================================================= */
-
-/* Lists the captures of the request's run (io->caps, dst not yet set) and
- * sizes everything: io is zeroed first. width: the compute pool's threads.
- * 0, or -1 with e filled (memory, a lens on a model without blocks). */
+/* The captures of the request's run (io->caps, zeroed first; dst not yet set), every
+ * size; width: the pool's threads. 0, or -1 with e (memory, a lens without blocks). */
 int api__inside_plan(const inside_rq *in, const attn_lm_plan *p, int width, inside_out *io,
                      inside_sizes *out, api_err *e);
-/* How a patching sweep is cut (inside_patch.c runs it, plan sizes it):
- * X items per layer (heads or positions); G of them share one run, a batch
- * of G * B rows, each row block with its own item patched (one run of 192
- * rows instead of 12 of 16: products that keep the cores busy); K runs are
- * held at once (their inputs, patch sources and logits: run_floats each). */
+/* How a patching sweep is cut (patch.c runs it, plan sizes it): X items per layer
+ * (heads or positions); G of them share a run of G * B rows, each row block with its own
+ * item patched (busy cores); K runs held at once (inputs, sources, logits: run_floats). */
 typedef struct {
     int X, G, per_layer, n_runs, K;
     attn_lm_plan gp;         /* a run's plan: batch G * B */
@@ -158,7 +152,6 @@ float *api__inside_capture(const inside_out *io, int layer, attn_hook hook);
 void api__inside_out_free(inside_out *io);
 
 /* ==== run.c ======================================================== */
-
 /* The request's run's inputs: its captures (allocated in a) and
  * ablations; and its outputs' analyses. in->idx and in->pool are the caller's. */
 int api__inside_inputs(const inside_rq *rq, const attn_lm_plan *p, inside_out *io, api_arrays *a,
@@ -169,15 +162,12 @@ int api__inside_after(const inside_rq *rq, const attn_lm_plan *p, const void *we
                       const float *logits, int last_only, attn_pool *pool, inside_out *io,
                       api_arrays *a, api_err *e);
 
-/* ==== patch.c ====================================================== */
-
-/* The sweep of rq->patch (api__inside_after calls it). */
+/* ==== patch.c: the sweep of rq->patch (api__inside_after calls it) ==== */
 int api__inside_patch(const inside_rq *rq, const attn_lm_plan *p, const void *weights,
                       const float *logits, int last_only, attn_pool *pool, inside_out *io,
                       api_arrays *a, api_err *e);
 
 /* ==== analysis.c =================================================== */
-
 /* "analysis" of root into ctx->in.analyses; its sizes, work and field into
  * out; its arrays (in a) into io and out's; its reply group. */
 int api__inside_analysis_parse(const json_t *root, inside_ctx *ctx, api_err *e);
@@ -188,12 +178,20 @@ int api__inside_analysis_outputs(const inside_rq *in, const attn_lm_plan *p, ins
 void api__inside_analysis_group(const inside_rq *in, const attn_lm_plan *p, int batched,
                                 inside_out *io, api_item *g);
 
-/* ==== items.c ====================================================== */
+/* ==== neuron.c ===================================================== */
+/* "neuron_view" into ctx->in; the hooks it reads (q, k: hook_rot_q/k where the
+ * model has them; scores, pattern); after the run its arrays; its item. */
+int api__inside_neuron_parse(const json_t *root, inside_ctx *ctx, api_err *e);
+void api__inside_neuron_hooks(const attn_lm_plan *p, attn_hook hooks[4]);
+int api__inside_neuron_run(const inside_rq *rq, const attn_lm_plan *p, const uint8_t *mask,
+                           inside_out *io, api_arrays *a, api_err *e);
+int api__inside_neuron_item(const inside_rq *rq, const attn_lm_plan *p, inside_out *io, api_item *g,
+                            api_err *e);
 
-/* The "cache", "patch", "logit_lens" and "analysis" items (as asked) into
- * items (room for 4); tok (may be NULL) names the lens's tokens; batched: the request's
- * ids were [B][T] (else the batch axis is left out). Returns the count, or
- * -1 with e filled. */
+/* ==== items.c ====================================================== */
+/* The "cache", "patch", "logit_lens", "analysis" and "neuron_view" items (as asked)
+ * into items (room for 5); tok (may be NULL) names the lens's tokens; batched: the
+ * request's ids were [B][T] (else no batch axis). The count, or -1 with e filled. */
 int api__inside_items(const inside_rq *rq, const attn_lm_plan *p, int batched,
                       const api_bpe *tok, inside_out *io, api_item *items, api_err *e);
 

@@ -6,6 +6,7 @@
  *   "logit_lens": {"ids": [n_layer + 1][B][T][k], "probs": the same,
  *                  "tokens": the same as text (with a tokenizer)}
  *   "analysis": {"entropy": [B][n_layer][H], ...} (analysis.c)
+ *   "neuron_view": neuron.c's group
  *
  * The batch axis is left out for a [T] request, as everywhere. */
 #include "api/inside/inside.h"
@@ -111,5 +112,6 @@ int api__inside_items(const inside_rq *rq, const attn_lm_plan *p, int batched,
     if (rq->patch) patch_group(rq, p, batched, io, &items[n++]);
     if (rq->lens_k && lens_group(rq, p, batched, tok, io, &items[n++], e)) return -1;
     if (rq->analyses) api__inside_analysis_group(rq, p, batched, io, &items[n++]);
+    if (rq->neuron && api__inside_neuron_item(rq, p, io, &items[n++], e)) return -1;
     return n;
 }

@@ -122,10 +122,29 @@ static void lens_costs(const inside_rq *in, const attn_lm_plan *p, inside_out *i
     int L = p->n_layer;
     double rows = (double)p->B * p->T, R = api__inside_lens_rows(p), k = in->lens_k;
     for (int l = 0; l < L; l++) c->need += (double)want(io, p, l, ATTN_HOOK_RESID_PRE);
-    c->need += (double)want(io, p, L - 1, ATTN_HOOK_RESID_POST);
+    c->need += (double)want(io, p, L - 1, attn_lm_block_output_hook(p));
     c->need += R * p->V + R * p->C + p->V + 2.0 * (L + 1) * rows * k;
     c->reply += 3.0 * (L + 1) * rows * k; /* ids, probabilities, tokens */
     c->ops += attn_lm_head_ops(p, (L + 1) * rows);
+}
+
+void api__inside_neuron_hooks(const attn_lm_plan *p, attn_hook hooks[4]) {
+    int rot = attn_lm_has_hook(p, ATTN_HOOK_ROT_Q);
+    hooks[0] = rot ? ATTN_HOOK_ROT_Q : ATTN_HOOK_Q;
+    hooks[1] = rot ? ATTN_HOOK_ROT_K : ATTN_HOOK_K;
+    hooks[2] = ATTN_HOOK_ATTN_SCORES;
+    hooks[3] = ATTN_HOOK_PATTERN;
+}
+
+/* The neuron view's captures (one block's q, k, scores and pattern) and
+ * its arrays. */
+static void neuron_costs(const inside_rq *in, const attn_lm_plan *p, inside_out *io, costs *c) {
+    attn_hook hooks[4];
+    api__inside_neuron_hooks(p, hooks);
+    for (int i = 0; i < 4; i++) c->need += (double)want(io, p, in->nv_layer, hooks[i]);
+    double n = (double)p->D + 2.0 * p->T * p->D + 3.0 * p->T;
+    c->need += n;
+    c->reply += n;
 }
 
 /* Below 2^50: the caller adds a few of these without overflow. */
@@ -135,7 +154,8 @@ int api__inside_plan(const inside_rq *in, const attn_lm_plan *p, int width, insi
                      inside_sizes *out, api_err *e) {
     *io = (inside_out){0};
     *out = (inside_sizes){0};
-    int L = p->n_layer, most = in->n_hooks + (in->lens_k ? L + 1 : 0) + (in->patch ? L : 0);
+    int L = p->n_layer, most = in->n_hooks + (in->lens_k ? L + 1 : 0) + (in->patch ? L : 0) +
+                               (in->neuron ? 4 : 0);
     if (api__inside_analysis_plan(in, p, width < 1 ? 1 : width, out, e)) return -1;
     if (most == 0) return 0;
     io->caps = calloc((size_t)most, sizeof *io->caps);
@@ -154,6 +174,7 @@ int api__inside_plan(const inside_rq *in, const attn_lm_plan *p, int width, insi
     if (in->patch && patch_costs(in, p, width < 1 ? 1 : width, io, &c, e)) return -1;
     double patch_ops = c.ops - before.ops;
     if (in->lens_k) lens_costs(in, p, io, &c);
+    if (in->neuron) neuron_costs(in, p, io, &c);
     double lens_ops = c.ops - before.ops - patch_ops, analysis_ops = out->ops;
     double most_ops = patch_ops > lens_ops ? patch_ops : lens_ops;
     if (most_ops > model && most_ops > analysis_ops) out->ops_field = patch_ops > lens_ops ? "patch" : "logit_lens";
@@ -169,5 +190,6 @@ void api__inside_out_free(inside_out *io) {
     free(io->names);
     free(io->cache_items);
     api_buf_free(&io->lens_tokens);
+    api_buf_free(&io->nv_json);
     *io = (inside_out){0};
 }

@@ -62,7 +62,7 @@ static int lens(const inside_rq *rq, const attn_lm_plan *p, const void *weights,
         rc = api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the logit lens");
     for (int l = 0; rc == 0 && l <= L; l++) {
         const float *resid = l < L ? api__inside_capture(io, l, ATTN_HOOK_RESID_PRE)
-                                   : api__inside_capture(io, L - 1, ATTN_HOOK_RESID_POST);
+                                   : api__inside_capture(io, L - 1, attn_lm_block_output_hook(p));
         rc = lens_entry(p, weights, resid, k, pool, logits, scratch, io->lens_ids + (size_t)l * per,
                         io->lens_probs + (size_t)l * per, e);
     }

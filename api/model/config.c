@@ -45,7 +45,7 @@ static int read_one(const json_t *root, const attn_arch_hparam *hp, attn_lm_conf
                                                                              : attn_lm_config_set(c, hp->id, i);
         rc = api__field_int(root, n, hp->min, INT32_MAX, &i, e);
         return rc < 0 ? -1 : rc > 0 ? attn_lm_config_set(c, hp->id, i) : 0;
-    case ATTN_HP_BOOL:
+    case ATTN_HP_BOOL: case ATTN_HP_PART:
         rc = api__field_bool(root, n, &i, e);
         return rc < 0 ? -1 : rc > 0 ? attn_lm_config_set(c, hp->id, i) : 0;
     case ATTN_HP_ROPE: case ATTN_HP_PATTERN: {

@@ -3,7 +3,8 @@
  * ATTN_ARCH_MAP, from a seed, a state_dict or a model loaded at start.
  *
  *   config.c      the architecture ("module") and its config under the row's names
- *   request.c     a request into a model_rq
+ *   request.c     a request into a model_rq (batch.c: ids; text.c: texts)
+ *   encoder.c     fill_mask, embeddings, pooler_output; padding as null
  *   state_dict.c  its state_dict into core's parameter buffer
  *   groups.c      the outputs that are groups of tensors: params (the
  *                 state_dict) and dropout_masks (one per dropout call)
@@ -40,6 +41,10 @@
     XX(NEXT_TOKEN, "next_token")                                                                   \
     XX(ATTN_WEIGHTS, "attn_weights")                                                               \
     XX(HIDDEN_STATES, "hidden_states")                                                             \
+    XX(ATTENTION_MASK, "attention_mask")                                                           \
+    XX(TOKEN_TYPE_IDS, "token_type_ids")                                                           \
+    XX(EMBEDDINGS, "embeddings")                                                                   \
+    XX(POOLER_OUTPUT, "pooler_output")                                                             \
     XX(DROPOUT_MASKS, "dropout_masks")                                                             \
     XX(PARAMS, "params")                                                                           \
     XX(TIMING, "timing")
@@ -61,13 +66,16 @@ typedef struct {
     attn_lm_config cfg;
     int batched, B, T;
     int32_t *idx;
-    const api_tokenizer *tok;  /* api__tokenizer_pick's: named, the model's own, or the
-                                  server's default; may be NULL */
-    int tok_default;           /* tok is the server's default: it reads and writes what the
-                                  request asks in text, and adds no text of its own */
+    uint8_t *mask;             /* [B][T] attention_mask, 1 a token; NULL: no padding */
+    int32_t *types;            /* [B][T] token_type_ids; NULL: none given (all 0) */
+    int *b_start;              /* [B] where sentence B starts (text pairs, -1: none), or NULL */
+    int fill_k;                /* fill_mask's top_k (0: no fill_mask) */
+    int32_t fill_id;           /* and its mask token */
+    attn_lm_pooling pooling;   /* "embeddings": the model folder's pooling, else the mean */
+    const api_tokenizer *tok;  /* api__tokenizer_pick's (named, the model's, the default) or NULL */
+    int tok_default;           /* tok is the server's default: no text of its own added */
     int from_text;             /* idx is the tokens of "text" */
-    unsigned text_flags;       /* api_bpe_encode_ex's for texts: API_BPE_ADD_SPECIAL unless
-                                  "add_special" is false */
+    unsigned text_flags;       /* api_bpe_encode_ex's: API_BPE_ADD_SPECIAL unless add_special false */
     int training;
     api_params_source params;  /* init.seed or the state_dict (borrowed from the tree) */
     const api_model *model;    /* "model": a checkpoint loaded at start */
@@ -87,8 +95,7 @@ typedef struct {
 int api__model_arch_read(const json_t *root, attn_arch *out, api_err *e);
 /* 1 if key is one of arch's config fields (its row's request names). */
 int api__model_config_field(attn_arch arch, const char *key);
-/* arch's config fields of root into c (the row's defaults, its required
- * fields): 0 or -1. */
+/* arch's config fields of root into c (the row's defaults): 0 or -1. */
 int api__model_config_read(const json_t *root, attn_arch arch, attn_lm_config *c, api_err *e);
 /* 1 with e filled (unknown_field) when key is another architecture's config
  * field ("block_size is GPT2's name: GPTModel calls it context_length"); else 0. */
@@ -97,17 +104,13 @@ int api__model_config_other(attn_arch arch, const char *key, api_err *e);
 /* ==== Groups of tensors (groups.c) ========================================= */
 
 /* Items of "params": the state_dict entries in core's order (buffers
- * included), and for a tied head its name again at the token embedding's
- * values, so that load_state_dict(strict=True) takes them. */
+ * included; a tied head's name again at the token embedding's values, for
+ * load_state_dict(strict=True)), as views into params, names in names[]. */
 int api__model_params_count(const attn_lm_plan *plan);
-/* Fills items[0..api__model_params_count) with views into params, their
- * names in names[] (the same count). */
 void api__model_params_items(const attn_lm_plan *plan, const float *params,
                              char (*names)[ATTN_PARAM_NAME_MAX], api_item *items);
 /* Items of "dropout_masks": one per dropout call in draw order, named after
- * its nn.Dropout module (core's attn_lm_dropout_get); names[] holds their
- * text (API_MODEL_DROP_NAME bytes each). masks: attn_lm_outputs'
- * dropout_masks. batched 0: no B axis. */
+ * its nn.Dropout module (names[]); batched 0: no B axis. */
 #define API_MODEL_DROP_NAME 48
 int api__model_dropout_count(const attn_lm_plan *plan);
 void api__model_dropout_items(const attn_lm_plan *plan, const float *masks, int batched,
@@ -121,14 +124,40 @@ void api__model_dropout_items(const attn_lm_plan *plan, const float *masks, int 
 static inline const api_bpe *api__model_text_bpe(const model_rq *rq) {
     return rq->tok && (!rq->tok_default || rq->from_text) ? rq->tok->bpe : NULL;
 }
-/* Reads every field of a request; the caller calls api__model_rq_free
- * either way. */
+/* Reads every field of a request; api__model_rq_free either way. */
 int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e);
 void api__model_rq_free(model_rq *rq);
+/* batch.c: idx (rows_read: ids of field name; rows may differ in length), attention_mask,
+ * token_type_ids into rq; text.c: texts of field name (strings or [a, b] pairs) likewise. */
+int api__model_ids_read(const json_t *root, model_rq *rq, size_t *budget, api_err *e);
+int api__model_rows_read(const json_t *v, const char *name, model_rq *rq, size_t *budget, api_err *e);
+int api__model_text_read(const json_t *v, const char *name, const api_limits *lim, model_rq *rq, api_err *e);
+/* tok's mask token id ([MASK], <mask>) or -1. */
+int32_t api__model_mask_token(const api_tokenizer *tok);
+
 /* "state_dict" into params: every parameter, the buffers optional, a tied
  * head optional but equal to the token embedding. */
-int api__model_state_dict_read(const json_t *sd, const attn_lm_plan *plan, float *params,
-                               api_err *e);
+int api__model_state_dict_read(const json_t *sd, const attn_lm_plan *plan, float *params, api_err *e);
+
+/* ==== Encoders and padding (encoder.c) ====================================== */
+
+typedef struct model_enc model_enc; /* an encoder's outputs besides the forward's */
+/* A plan of rq's model for one token (its spec, head, hooks). */
+int api__model_plan1(const model_rq *rq, attn_lm_plan *p, api_err *e);
+/* fill_mask, and what the model cannot give (logits without an MLM head,
+ * an encoder's next_token, a missing pooler, patching a padded batch). */
+int api__model_enc_parse(const json_t *root, model_rq *rq, api_err *e);
+/* Its floats; its arrays (out's last_hidden, pooler_output); after the
+ * run the embeddings, fill_mask, and padded positions as null (-inf). */
+size_t api__model_enc_floats(const model_rq *rq, const attn_lm_plan *p);
+int api__model_enc_alloc(const model_rq *rq, const attn_lm_plan *p, api_arrays *a, model_enc **x,
+                         attn_lm_outputs *out, api_err *e);
+int api__model_enc_after(const model_rq *rq, const attn_lm_plan *p, model_enc *x, float *logits,
+                         int last_only, float *attn, float *hidden, inside_out *io, api_err *e);
+/* The reply's items (attention_mask, token_type_ids, sentence_b_start,
+ * embeddings, pooler_output, fill_mask): how many. */
+int api__model_enc_items(const model_rq *rq, const attn_lm_plan *p, model_enc *x, api_item *items, api_err *e);
+void api__model_enc_free(model_enc *x);
 
 /* ==== "generate" (gen.c, gen_io.c) ========================================= */
 
@@ -144,8 +173,7 @@ struct model_gen {
     int T0;                 /* the prompt's length */
     int T_max;              /* the final window's length at most: the forward's plan */
     int window_start;       /* where the final window (idx of the reply) starts in the text */
-    int seeded;             /* 1: torch.manual_seed(seed) before the loop; 0: the generator
-                               left by init (as nanoGPT's sample.py seeds once) */
+    int seeded;             /* 1: torch.manual_seed(seed) first; 0: init's generator */
     uint64_t seed;
     int streaming;          /* output_format events */
     const api_bpe *bpe;     /* the tokenizer, or NULL */
@@ -160,10 +188,8 @@ int api__model_gen_parse(const json_t *root, const api_limits *lim, model_rq *rq
 void api__model_gen_free(model_rq *rq);
 /* Its sizes added to the job's; the final window's length. */
 int api__model_gen_plan(model_rq *rq, api_job *j, api_err *e);
-/* Runs the loop on params (rng: the generator init left, or NULL), then
- * makes rq->idx the final window (rq->T its length). 0 or -1. */
-int api__model_gen_run(model_rq *rq, api_job *j, const void *params, attn_rng *rng,
-                       api_err *e);
+/* The loop on params (rng: init's, or NULL); rq->idx the final window. */
+int api__model_gen_run(model_rq *rq, api_job *j, const void *params, attn_rng *rng, api_err *e);
 /* The "generation" item into it, and the events' parts of c. */
 int api__model_gen_items(model_rq *rq, api_item *it, api_contents *c, api_err *e);
 /* The "start" event, a token's event (api_gen_in.on_token), the object. */

@@ -22,11 +22,15 @@ static const char *const out_names[M_OUT_COUNT] = {
 static const char *const fields[] = {
     "module", "init", "state_dict", "idx", "text", "tokenizer", "training", "dropout_seed", "return",
     "layers", "precision", "output_format", "dtype", "model", "heads", "query_rows", "top_k", "generate",
-    "ablate", "patch", "logit_lens", "analysis", "add_special", NULL};
+    "ablate", "patch", "logit_lens", "analysis", "add_special", "attention_mask", "token_type_ids",
+    "fill_mask", "neuron_view", NULL};
 
 void api__model_rq_free(model_rq *rq) {
     api__model_gen_free(rq);
     free(rq->idx);
+    free(rq->mask);
+    free(rq->types);
+    free(rq->b_start);
     free(rq->layers);
     api__select_free(&rq->sel);
     api__inside_rq_free(&rq->in);
@@ -52,61 +56,19 @@ static int check_fields(const json_t *root, attn_arch arch, api_err *e) {
         api__echo(echo, sizeof echo, key);
         return api__fail(e, API_E_UNKNOWN_FIELD, echo,
                          "unknown field \"%s\" for /model (it takes module, %s's config "
-                         "fields, init or state_dict, or model; idx or text, tokenizer, training, "
-                         "dropout_seed, return, layers, heads, query_rows, top_k, "
-                         "ablate, patch, logit_lens, analysis, precision, output_format, dtype, "
-                         "generate)", echo,
+                         "fields, init or state_dict, or model; idx or text, attention_mask, "
+                         "token_type_ids, tokenizer, add_special, training, dropout_seed, return, layers, heads, "
+                         "query_rows, top_k, ablate, patch, logit_lens, analysis, neuron_view, fill_mask, "
+                         "precision, output_format, dtype, generate)", echo,
                          attn_arch_name(arch));
     }
     return 0;
 }
 
-/* The row's name of the context ("context_length" for GPTModel). */
-static const char *context_name(const model_rq *rq) {
-    return api__hparam_name(rq->cfg.arch, ATTN_HP_CONTEXT);
-}
-
-/* idx: [T] or [B][T] integers in [0, vocab_size), T <= the context. */
-static int read_idx(const json_t *root, model_rq *rq, size_t *budget, api_err *e) {
-    const json_t *v = api__field(root, "idx");
-    if (v == NULL)
-        return api__fail(e, API_E_MISSING_FIELD, "idx", "idx is required: token ids [T] or [B][T]");
-    api_tensor t;
-    if (api__tensor_read(v, "idx", 1, 2, API_VAL_NUMBER, budget, &t, e)) return -1;
-    rq->batched = t.rank == 2;
-    rq->B = rq->batched ? t.shape[0] : 1;
-    rq->T = t.shape[t.rank - 1];
-    int rc = 0;
-    if (rq->T < 1 || rq->B < 1) {
-        rc = api__fail(e, API_E_INVALID_SHAPE, "idx", "idx holds no token");
-    } else if (rq->T > rq->cfg.context) {
-        rc = api__fail(e, API_E_INVALID_SHAPE, "idx", "%d tokens exceed %s %d (the model takes at "
-                       "most %d positions)", rq->T, context_name(rq), rq->cfg.context, rq->cfg.context);
-    } else if ((rq->idx = malloc(t.count * sizeof *rq->idx)) == NULL) {
-        rc = api__fail(e, API_E_OUT_OF_MEMORY, "idx", "cannot allocate idx");
-    }
-    for (size_t i = 0; rc == 0 && i < t.count; i++) {
-        float x = t.data[i];
-        if (!(x >= 0.0f && x < (float)rq->cfg.vocab_size && x == floorf(x))) {
-            char field[64];
-            size_t b = i / (size_t)rq->T, s = i % (size_t)rq->T;
-            if (rq->batched) snprintf(field, sizeof field, "idx[%zu][%zu]", b, s);
-            else snprintf(field, sizeof field, "idx[%zu]", s);
-            rc = api__fail(e, API_E_INVALID_ARGUMENT, field,
-                           "%s is %g: token ids are integers in [0, vocab_size %d)", field,
-                           (double)x, rq->cfg.vocab_size);
-        } else {
-            rq->idx[i] = (int32_t)x;
-        }
-    }
-    api__tensor_free(&t);
-    return rc;
-}
-
 /* tokenizer: the one rule of api__tokenizer_pick (a name, the model's, the
  * server's default); NULL when the server has none. add_special: the
- * folder's template around texts (BOS, ...) as transformers' tokenizer(text)
- * adds it; true by default. */
+ * folder's template around texts (BOS, an encoder's [CLS] A [SEP]) as
+ * transformers' tokenizer(text) adds it; true by default. */
 static int read_tokenizer(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
     rq->tok_default = !api__field(root, "tokenizer") && !(rq->model && rq->model->bpe);
     int add = 1;
@@ -115,45 +77,11 @@ static int read_tokenizer(const json_t *root, const api_limits *lim, model_rq *r
     return api__tokenizer_pick(root, lim, rq->model, 0, "text", &rq->tok, e);
 }
 
-
-/* text: one string, the tokenizer's ids of it become idx [T]. */
-static int read_text(const json_t *root, model_rq *rq, api_err *e) {
-    const json_t *v = api__field(root, "text");
+/* text: one string, strings or pairs (text.c). */
+static int read_text(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
     if (api__field(root, "idx"))
         return api__fail(e, API_E_INVALID_ARGUMENT, "text", "give either text or idx, not both");
-    if (!json_is_string(v)) return api__field_wrong_type(e, "text", v, "a string");
-    if (rq->tok == NULL) return api__tokenizer_missing("text", e);
-    const api_bpe *bpe = rq->tok->bpe;
-    size_t len = json_string_length(v), most = api_bpe_max_token_bytes(bpe);
-    int block = rq->cfg.context;
-    /* each token covers at most `most` bytes: a longer text cannot fit */
-    if (len > (size_t)block * most)
-        return api__fail(e, API_E_INVALID_SHAPE, "text",
-                         "text of %zu bytes is more than %s %d tokens", len, context_name(rq),
-                         block);
-    size_t n = 0;
-    int rc = api_bpe_encode_ex(bpe, json_string_value(v), len, rq->text_flags, &rq->idx, &n);
-    if (rc == API_BPE_ENOMEM)
-        return api__fail(e, API_E_OUT_OF_MEMORY, "text", "cannot allocate the tokens of text");
-    if (rc != 0)
-        return api__fail(e, API_E_INVALID_ARGUMENT, "text", "text: %s", api_bpe_strerror(rc));
-    if (n == 0) return api__fail(e, API_E_INVALID_SHAPE, "text", "text is empty: no token");
-    if (n > (size_t)block)
-        return api__fail(e, API_E_INVALID_SHAPE, "text",
-                         "text is %zu tokens, over %s %d (the model takes at most %d positions)",
-                         n, context_name(rq), block, block);
-    for (size_t i = 0; i < n; i++)
-        if (rq->idx[i] >= rq->cfg.vocab_size)
-            return api__fail(e, API_E_INVALID_ARGUMENT, "text",
-                             "token %zu of text is id %d, not below vocab_size %d (tokenizer "
-                             "\"%s\" has %zu tokens)",
-                             i, (int)rq->idx[i], rq->cfg.vocab_size, rq->tok->name,
-                             api_bpe_vocab_size(bpe));
-    rq->batched = 0;
-    rq->B = 1;
-    rq->T = (int)n;
-    rq->from_text = 1;
-    return 0;
+    return api__model_text_read(api__field(root, "text"), "text", lim, rq, e);
 }
 
 /* A hook name of "return" (api/inside/), against the model's hooks. */
@@ -296,8 +224,8 @@ static int read_config(const json_t *root, model_rq *rq, api_err *e) {
 static int inside_parse(const json_t *root, const api_limits *lim, model_rq *rq, api_err *e) {
     inside_ctx ctx = {.cfg = rq->cfg, .batched = rq->batched, .B = rq->B, .T = rq->T,
                       .training = rq->training, .tok = rq->tok, .text_flags = rq->text_flags,
-                      .in = rq->in};
-    int rc = api__inside_parse(root, lim, &ctx, e);
+                      .mask = rq->mask, .in = rq->in};
+    int rc = api__inside_parse(root, lim, &ctx, e) || api__inside_neuron_parse(root, &ctx, e) ? -1 : 0;
     rq->in = ctx.in; /* what it read, and what it holds on failure, freed with rq */
     return rc;
 }
@@ -309,7 +237,7 @@ int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, ap
     const json_t *model = api__field(root, "model");
     if ((model ? read_model(root, model, lim, rq, e) : read_config(root, rq, e)) ||
         read_tokenizer(root, lim, rq, e) ||
-        (api__field(root, "text") ? read_text(root, rq, e) : read_idx(root, rq, &budget, e)) ||
+        (api__field(root, "text") ? read_text(root, lim, rq, e) : api__model_ids_read(root, rq, &budget, e)) ||
         read_return(root, rq, e) || read_layers(root, rq, e) || read_options(root, lim, rq, e) ||
         api__model_gen_parse(root, lim, rq, e) || inside_parse(root, lim, rq, e))
         return -1;
@@ -321,6 +249,7 @@ int api__model_parse(const json_t *root, const api_limits *lim, model_rq *rq, ap
                          "generate does not combine with hook names in return, ablate, patch, "
                          "logit_lens or analysis: send the written text (the reply's idx) again "
                          "with them");
+    if (api__model_enc_parse(root, rq, e)) return -1;
     /* the maps' selection against the model's heads and the tokens (the
      * final text's at most with generate) */
     return api__select_check(&rq->sel, rq->cfg.n_head, rq->gen ? rq->gen->T_max : rq->T, "model", e);

@@ -44,14 +44,15 @@ typedef struct {
 } model_maps;
 
 /* and model, config, shape, generation, layers, next_token_text, cache,
- * patch, logit_lens, analysis */
-enum { MAX_ITEMS = M_OUT_COUNT + 10 };
+ * patch, logit_lens, analysis, neuron_view, sentence_b_start, fill_mask */
+enum { MAX_ITEMS = M_OUT_COUNT + 13 };
 
 /* The outputs a forward pass computes (without them, or a look inside, none
  * runs: idx, tokens, params and a generation's own record need none). */
 #define FORWARD_OUTPUTS                                                                            \
     (1u << M_OUT_LOGITS | 1u << M_OUT_NEXT_TOKEN | 1u << M_OUT_ATTN_WEIGHTS |                      \
-     1u << M_OUT_HIDDEN_STATES | 1u << M_OUT_DROPOUT_MASKS)
+     1u << M_OUT_HIDDEN_STATES | 1u << M_OUT_DROPOUT_MASKS | 1u << M_OUT_EMBEDDINGS |              \
+     1u << M_OUT_POOLER_OUTPUT)
 
 typedef struct {
     model_rq rq;
@@ -70,6 +71,7 @@ typedef struct {
     model_maps maps;
     float *dropout;            /* dropout_masks: core's plan.n_dropout multipliers */
     inside_out io;             /* captures, patching, the logit lens (inside.h) */
+    model_enc *enc;            /* embeddings, pooler_output, fill_mask (encoder.c) */
     api_item items[MAX_ITEMS];
     api_item *group_items;     /* params' and dropout_masks' tensors (malloc'd) */
     void *group_names;         /*   and their names (malloc'd) */
@@ -83,7 +85,7 @@ static int returns(const model_state *s, int k) { return (s->rq.returns & 1u << 
 static int runs_forward(const model_state *s) {
     const inside_rq *in = &s->rq.in;
     return (s->rq.returns & FORWARD_OUTPUTS) || in->n_hooks || in->n_ablate || in->patch || in->lens_k ||
-           in->analyses;
+           in->analyses || in->neuron || s->rq.fill_k;
 }
 
 static int parse(api_job *j, const json_t *root, api_err *e) {
@@ -141,7 +143,8 @@ static int groups_plan(const model_state *s, size_t *values, api_err *e) {
 static size_t unasked(const model_state *s) {
     const attn_lm_plan *p = &s->plan;
     size_t n = 0;
-    if (!returns(s, M_OUT_LOGITS)) n += p->n_logits - (size_t)p->B * (size_t)p->V;
+    if (!p->head) n += p->n_logits;
+    else if (!returns(s, M_OUT_LOGITS) && !s->rq.fill_k) n += p->n_logits - (size_t)p->B * (size_t)p->V;
     if (!returns(s, M_OUT_ATTN_WEIGHTS)) n += p->n_attn;
     if (!returns(s, M_OUT_HIDDEN_STATES)) n += p->n_hidden;
     if (!returns(s, M_OUT_DROPOUT_MASKS)) n += p->n_dropout;
@@ -178,6 +181,7 @@ static int plan(api_job *j, api_err *e) {
     if (rq->model) need -= p->n_params;
     if (rq->model && rq->cfg.weights_dtype != ATTN_DTYPE_F32 && returns(s, M_OUT_PARAMS))
         need += p->n_params; /* "params" widened to float32 for the reply */
+    need += api__model_enc_floats(rq, p);
     inside_sizes in;
     if (api__inside_plan(&rq->in, p, attn_pool_width(j->lim ? j->lim->compute : NULL), &s->io,
                          &in, e))
@@ -243,11 +247,15 @@ static int prepare(api_job *j, api_err *e) {
     return 0;
 }
 
-/* next[b]: argmax of the last position's logits, the first on ties
- * (torch.argmax); logits are [B][T][V], or [B][V] with last_only. */
-static void next_tokens(const attn_lm_plan *p, const float *logits, int last_only, int32_t *next) {
+/* next[b]: argmax of the last token's logits (the last one that is not
+ * padding), the first on ties (torch.argmax); logits are [B][T][V], or
+ * [B][V] with last_only. */
+static void next_tokens(const attn_lm_plan *p, const uint8_t *mask, const float *logits, int last_only,
+                        int32_t *next) {
     for (int bi = 0; bi < p->B; bi++) {
-        size_t at = last_only ? (size_t)bi : (size_t)bi * p->T + (size_t)(p->T - 1);
+        int t = p->T - 1;
+        while (mask && t > 0 && !mask[(size_t)bi * p->T + (size_t)t]) t--;
+        size_t at = last_only ? (size_t)bi : (size_t)bi * p->T + (size_t)t;
         const float *row = logits + at * (size_t)p->V;
         int best = 0;
         for (int v = 1; v < p->V; v++)
@@ -274,7 +282,7 @@ static int maps_make(api_job *j, model_state *s, api_err *e) {
     }
     int outer = rq->n_layers * p->B;
     int *src_block = api__arrays_take(&j->arrays, (size_t)outer, sizeof(int));
-    uint8_t *tril = rq->sel.top_k ? api__arrays_take(&j->arrays, T * T, 1) : NULL;
+    uint8_t *tril = rq->sel.top_k && !p->spec.bidirectional ? api__arrays_take(&j->arrays, T * T, 1) : NULL;
     if (j->arrays.failed) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the selected maps");
     for (int o = 0; o < outer; o++) src_block[o] = rq->layers[o / p->B] * p->B + o % p->B;
     for (size_t i = 0; tril && i < T; i++)
@@ -309,20 +317,23 @@ static int compute(api_job *j, api_err *e) {
             return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the model");
         memcpy(s->idx, s->rq.idx, n_idx * sizeof(int32_t));
     }
+    attn_lm_outputs out = {0};
+    if (api__model_enc_alloc(&s->rq, p, a, &s->enc, &out, e)) return -1;
     if (!runs_forward(s)) return 0;
     /* next_token alone needs the last position's logits only: [B][V] */
-    int last_only = !returns(s, M_OUT_LOGITS);
-    s->logits = api__arrays_take(a, last_only ? (size_t)p->B * (size_t)p->V : p->n_logits, sizeof(float));
+    int last_only = !returns(s, M_OUT_LOGITS) && !s->rq.fill_k;
+    if (p->head)
+        s->logits = api__arrays_take(a, last_only ? (size_t)p->B * (size_t)p->V : p->n_logits, sizeof(float));
     if (returns(s, M_OUT_ATTN_WEIGHTS)) s->attn = api__arrays_take(a, p->n_attn, sizeof(float));
     if (returns(s, M_OUT_HIDDEN_STATES)) s->hidden = api__arrays_take(a, p->n_hidden, sizeof(float));
     if (returns(s, M_OUT_DROPOUT_MASKS)) s->dropout = api__arrays_take(a, p->n_dropout, sizeof(float));
     s->next = api__arrays_take(a, (size_t)p->B, sizeof(int32_t));
     if (a->failed) return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the model");
-    attn_lm_outputs out = {.logits = s->logits, .attn_weights = s->attn,
-                             .hidden_states = s->hidden, .dropout_masks = s->dropout,
-                             .last_only = last_only};
+    out.logits = s->logits, out.attn_weights = s->attn, out.hidden_states = s->hidden;
+    out.dropout_masks = s->dropout, out.last_only = last_only;
     attn_pool *pool = j->lim ? j->lim->compute : NULL;
-    attn_lm_inputs in = {.idx = s->rq.idx, .pool = pool};
+    attn_lm_inputs in = {.idx = s->rq.idx, .pool = pool, .attention_mask = s->rq.mask,
+                         .token_type_ids = s->rq.types};
     attn_error ae = {0};
     if (api__inside_inputs(&s->rq.in, p, &s->io, a, &in, &out, e)) return -1;
     if (attn_lm_run(p, s->weights, &in, s->rng_ptr, &out, &ae) != ATTN_OK) {
@@ -331,17 +342,21 @@ static int compute(api_job *j, api_err *e) {
     }
     if (api__inside_after(&s->rq.in, p, s->weights, s->logits, last_only, pool, &s->io, a, e))
         return -1;
-    next_tokens(p, s->logits, last_only, s->next);
+    if (api__inside_neuron_run(&s->rq.in, p, s->rq.mask, &s->io, a, e)) return -1;
+    if (s->logits) next_tokens(p, s->rq.mask, s->logits, last_only, s->next);
+    if (api__model_enc_after(&s->rq, p, s->enc, s->logits, last_only, s->attn, s->hidden, &s->io, e))
+        return -1;
     return returns(s, M_OUT_ATTN_WEIGHTS) ? maps_make(j, s, e) : 0;
 }
 
 /* ==== contents ============================================================ */
 
 /* The texts of ids[0..n) as the tokenizer shows them (api_bpe_token_text:
- * U+FFFD for a piece of a character; null for an id past its vocabulary,
+ * U+FFFD for a piece of a character; null for padding (mask 0) and an id past its vocabulary,
  * since ids are checked below vocab_size, not below the tokenizer's size):
  * a list, or the one string when list is 0. */
-static void id_texts(api_buf *b, const api_bpe *bpe, const int32_t *ids, int n, int list) {
+static void id_texts(api_buf *b, const api_bpe *bpe, const int32_t *ids, const uint8_t *mask, int n,
+                     int list) {
     size_t cap = 3 * api_bpe_max_token_bytes(bpe) + 1, len;
     char *text = malloc(cap);
     if (text == NULL) {
@@ -351,7 +366,8 @@ static void id_texts(api_buf *b, const api_bpe *bpe, const int32_t *ids, int n, 
     api__buf_puts(b, list ? "[" : "");
     for (int i = 0; i < n; i++) {
         if (i) api__buf_puts(b, ",");
-        if (api_bpe_token_text(bpe, ids[i], text, cap, &len) == 0) api__buf_json_stringn(b, text, len);
+        if ((!mask || mask[i]) && api_bpe_token_text(bpe, ids[i], text, cap, &len) == 0)
+            api__buf_json_stringn(b, text, len);
         else api__buf_puts(b, "null");
     }
     api__buf_puts(b, list ? "]" : "");
@@ -363,7 +379,8 @@ static void tokens_json(api_buf *b, const model_rq *rq, const attn_lm_plan *p) {
     api__buf_puts(b, rq->batched ? "[" : "");
     for (int bi = 0; bi < p->B; bi++) {
         if (bi) api__buf_puts(b, ",");
-        id_texts(b, rq->tok->bpe, rq->idx + (size_t)bi * (size_t)p->T, p->T, 1);
+        size_t at = (size_t)bi * (size_t)p->T;
+        id_texts(b, rq->tok->bpe, rq->idx + at, rq->mask ? rq->mask + at : NULL, p->T, 1);
     }
     api__buf_puts(b, rq->batched ? "]" : "");
 }
@@ -404,6 +421,9 @@ static int output_items(model_state *s, api_item *items, api_err *e) {
     }
     if (returns(s, M_OUT_HIDDEN_STATES))
         tensor(&items[n++], rq, "hidden_states", API_ITEM_F32, s->hidden, 1, H1, 2, TC);
+    int k = api__model_enc_items(rq, p, s->enc, items + n, e);
+    if (k < 0) return -1;
+    n += k;
     int np = returns(s, M_OUT_PARAMS) ? api__model_params_count(p) : 0;
     if (returns(s, M_OUT_DROPOUT_MASKS))
         items[n++] = (api_item){.name = "dropout_masks", .kind = API_ITEM_GROUP,
@@ -411,8 +431,7 @@ static int output_items(model_state *s, api_item *items, api_err *e) {
     if (np)
         items[n++] = (api_item){.name = "params", .kind = API_ITEM_GROUP, .items = s->group_items,
                                 .n_items = np};
-    int k = api__inside_items(&rq->in, p, rq->batched, api__model_text_bpe(rq), &s->io,
-                              items + n, e);
+    k = api__inside_items(&rq->in, p, rq->batched, api__model_text_bpe(rq), &s->io, items + n, e);
     if (k < 0) return -1;
     n += k;
     if (returns(s, M_OUT_TIMING)) items[n++] = (api_item){.name = "timing", .kind = API_ITEM_TIMING};
@@ -459,7 +478,7 @@ static int contents(api_job *j, api_contents *c, api_err *e) {
     if (rq->model) api__buf_json_string(&s->name, rq->model->name);
     if (returns(s, M_OUT_TOKENS)) tokens_json(&s->tokens, rq, p);
     if (returns(s, M_OUT_NEXT_TOKEN) && api__model_text_bpe(rq))
-        id_texts(&s->next_text, rq->tok->bpe, s->next, p->B, rq->batched);
+        id_texts(&s->next_text, rq->tok->bpe, s->next, NULL, p->B, rq->batched);
     if (s->config.failed || s->shape.failed || s->layers.failed || s->name.failed ||
         s->tokens.failed || s->next_text.failed || groups_make(s))
         return api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the reply");
@@ -484,6 +503,7 @@ static void release(api_job *j) {
     free(s->group_names);
     api__model_rq_free(&s->rq);
     api__inside_out_free(&s->io);
+    api__model_enc_free(s->enc);
 }
 
 API_KIND_DEFINE(api__model_kind, model_state, API_MODEL_GEN_FORMATS);

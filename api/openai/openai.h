@@ -12,6 +12,7 @@
  *   chat.c     POST /v1/chat/completions' body: the messages rendered with
  *              the model folder's chat template (api/chat/), tokenized
  *   chat_reply.c  its reply: "message" or "delta" chunks, logprobs.content
+ *   embed.c    POST /v1/embeddings (OpenAI's Embeddings API), a kind of its own
  *
  * Sampling is the book's generate() with Hugging Face's top-p (and top_k as
  * llama.cpp and vLLM take it): "seed" is torch.manual_seed before the first

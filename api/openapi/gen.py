@@ -472,7 +472,7 @@ def main():
             inside.extend(tables, bodies["Gpt2Request"]["content"]["application/json"]["schema"],
                           schemas["Gpt2Response"])
             continue
-        if endpoint["kind"] in ("openai", "tokens"):  # gen_generate.py
+        if endpoint["kind"] in ("openai", "embeddings", "tokens"):  # gen_generate.py
             errors = {st: error_response(d) for st, d in ERROR_STATUSES.items() if st != "404"}
             errors["404"] = error_response("No such model (not_found, field model).")
             gen_generate.endpoint(paths, schemas, bodies, endpoint, errors)
@@ -580,7 +580,7 @@ def main():
         "security": [],
         "tags": [{"name": "attention", "description": "The attention modules: one endpoint per family, the module chosen by the request's module field."},
                  {"name": "models", "description": "Whole models: seed 003's GPT2 and the book's GPTModel from a seed or a state_dict, and GPT-2 or GPTModel folders and files loaded at start."},
-                 {"name": "openai", "description": "The conventions clients already speak: OpenAI's completions and models, llama.cpp's tokenize and detokenize."},
+                 {"name": "openai", "description": "The conventions clients already speak: OpenAI's completions, embeddings and models, llama.cpp's tokenize and detokenize."},
                  {"name": "operations", "description": "Probes, metrics, version and this document."}],
         "paths": paths,
         "components": {"schemas": schemas, "requestBodies": bodies},

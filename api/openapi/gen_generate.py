@@ -1,6 +1,7 @@
 """The OpenAPI document's parts for generation (imported by gen.py): the
 "generate" field of /model/gpt2 and its reply's "generation", POST
-/v1/completions, /v1/chat/completions and GET /v1/models as OpenAI's API
+/v1/completions, /v1/chat/completions, POST /v1/embeddings and GET /v1/models
+as OpenAI's API
 defines them, POST /tokenize and /detokenize as llama.cpp's server names
 them."""
 
@@ -225,6 +226,41 @@ PIECE = {"type": "object", "properties": {"id": INT, "piece": {"oneOf": [{"type"
          "required": ["id", "piece"], "additionalProperties": False}
 
 
+EMBED_REQUEST = {
+    "type": "object",
+    "description": "OpenAI's Embeddings API (its official clients' embeddings.create runs unchanged). Any other field is a 400 unknown_field.",
+    "properties": {
+        "model": {"type": "string", "description": "A model loaded at start (GET /v1/models); an unknown one is a 404 not_found."},
+        "input": {"description": "A text, texts (at most 2048), token ids, or lists of token ids, embedded as one batch (padded rows run packed: their tokens alone through the projections). Texts go through the model's tokenizer with an encoder's template (RoBERTa's <s> A </s>); token ids are the model's input as they are ([CLS] and [SEP] included). Each input is at most the model's positions and its folder's max_seq_length (sentence_bert_config.json) when it states one: a longer one is a 400 invalid_argument (nothing is cut).",
+                  "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                            {"type": "array", "items": INT, "minItems": 1},
+                            {"type": "array", "items": {"type": "array", "items": INT, "minItems": 1}, "minItems": 1}]},
+        "encoding_format": {"type": "string", "enum": ["float", "base64"], "default": "float", "description": "float: arrays of numbers (each the shortest decimal that reads back as the float32); base64: each embedding's little-endian float32 bytes in base64, as OpenAI's."},
+        "dimensions": {"type": "integer", "minimum": 1, "description": "Taken only equal to the embeddings' width (this server does not shorten embeddings): another value is a 400 invalid_argument."},
+        "user": {"type": "string", "description": "Ignored."},
+    },
+    "required": ["model", "input"],
+    "additionalProperties": False,
+}
+
+EMBEDDINGS = {
+    "type": "object",
+    "description": "Each input's embedding: its model's last hidden states pooled as the folder's sentence-transformers config says (modules.json, 1_Pooling/config.json: mean over the tokens, cls, max, mean_sqrt_len_tokens, weightedmean, lasttoken, concatenated when several) and normalised to length 1 when it has a Normalize module; a folder without that config pools by the mean over the tokens, not normalised.",
+    "properties": {
+        "object": {"type": "string", "enum": ["list"]},
+        "data": {"type": "array", "items": {"type": "object", "properties": {
+            "object": {"type": "string", "enum": ["embedding"]}, "index": INT,
+            "embedding": {"oneOf": [{"type": "array", "items": NUM}, {"type": "string"}]}},
+            "required": ["object", "index", "embedding"], "additionalProperties": False}},
+        "model": {"type": "string"},
+        "usage": {"type": "object", "properties": {"prompt_tokens": INT, "total_tokens": INT},
+                  "required": ["prompt_tokens", "total_tokens"], "additionalProperties": False},
+    },
+    "required": ["object", "data", "model", "usage"],
+    "additionalProperties": False,
+}
+
+
 def post(paths, bodies, endpoint, op, summary, body, request, response, errors, mimes=("application/json",)):
     """One POST path; its request under components/requestBodies (where
     openapi-typescript leaves fields with a default optional)."""
@@ -239,8 +275,13 @@ def post(paths, bodies, endpoint, op, summary, body, request, response, errors, 
 
 
 def endpoint(paths, schemas, bodies, endpoint, errors):
-    """/v1/completions, /v1/chat/completions, /tokenize, /detokenize."""
-    if endpoint["path"] == "/v1/chat/completions":
+    """/v1/completions, /v1/chat/completions, /v1/embeddings, /tokenize, /detokenize."""
+    if endpoint["kind"] == "embeddings":
+        schemas["Embeddings"] = EMBEDDINGS
+        post(paths, bodies, endpoint, "embeddings",
+             "OpenAI's Embeddings API on a loaded model (an encoder: BERT, all-MiniLM-L6-v2, RoBERTa, DistilBERT; any model pools its last hidden states): texts or token ids, float or base64.",
+             "EmbeddingRequest", EMBED_REQUEST, ref("Embeddings"), errors)
+    elif endpoint["path"] == "/v1/chat/completions":
         schemas.update({"ChatCompletion": CHAT_COMPLETION, "ChatCompletionLogprobs": CHAT_LOGPROBS, "CompletionUsage": USAGE})
         post(paths, bodies, endpoint, "chat_completions",
              "OpenAI's Chat Completions API on a loaded model with a chat template: messages, n choices, logprobs, stop, seed, stream.",

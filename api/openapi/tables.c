@@ -48,6 +48,7 @@ static json_t *format_names(unsigned formats) {
 static json_t *endpoints_json(void) {
     static const char *const kind_names[API_KIND_COUNT] = {
         [API_KIND_MODULE] = "module", [API_KIND_MODEL] = "model", [API_KIND_OPENAI] = "openai",
+        [API_KIND_EMBED] = "embeddings",
         [API_KIND_TOKENS] = "tokens"};
     json_t *eps = json_array();
     for (int e = 0; e < API_EP_COUNT; e++) {
@@ -97,7 +98,8 @@ static json_t *hparams_json(attn_arch a) {
     static const char *const types[] = {[ATTN_HP_INT] = "integer", [ATTN_HP_REAL] = "number",
                                         [ATTN_HP_BOOL] = "boolean", [ATTN_HP_ACT] = "activation",
                                         [ATTN_HP_ROPE] = "rope_scaling",
-                                        [ATTN_HP_PATTERN] = "layer_types"};
+                                        [ATTN_HP_PATTERN] = "layer_types",
+                                        [ATTN_HP_PART] = "boolean"};
     const attn_arch_hparam *hp;
     int n = attn_arch_hparams(a, &hp);
     json_t *list = json_array();
@@ -106,7 +108,7 @@ static json_t *hparams_json(attn_arch a) {
         attn_hp_type t = attn_hparam_type(hp[i].id);
         json_t *def = isnan(hp[i].def) || t == ATTN_HP_ROPE || t == ATTN_HP_PATTERN ? json_null()
                       : t == ATTN_HP_INT ? json_integer((json_int_t)hp[i].def)
-                      : t == ATTN_HP_BOOL ? json_boolean(hp[i].def != 0.0)
+                      : t == ATTN_HP_BOOL || t == ATTN_HP_PART ? json_boolean(hp[i].def != 0.0)
                       : t == ATTN_HP_ACT ? json_string(attn_act_name((attn_act)(int)hp[i].def))
                                          : json_real(hp[i].def);
         json_t *choices = json_array();

@@ -24,6 +24,7 @@
 #include "api/weights/weights.h"
 #include "api/bpe/bpe.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,12 +45,27 @@ static int exists(const char *dir, const char *file) {
 
 /* ==== config.json ========================================================= */
 
-/* The architecture: "model_type", else "architectures"[0], else the row
- * whose config.json names the file has the most of (the book's
- * json.dump(GPT_CONFIG_124M) has no model_type). */
+/* 1 when class cls is one of model_type type's classes: Hugging Face names
+ * them after it ("BertModel", "DistilBertForMaskedLM" of "distilbert"). */
+static int class_of_type(const char *cls, const char *type) {
+    for (; *type; type++) {
+        if (*type == '_' || *type == '-') continue;
+        if (tolower((unsigned char)*cls++) != tolower((unsigned char)*type)) return 0;
+    }
+    return 1;
+}
+
+/* The architecture: "model_type", but "architectures"[0] when a row answers
+ * to it and it is that model_type's class (BertModel, not bert's row
+ * BertForMaskedLM); else the row whose config.json names the file has the
+ * most of (the book's json.dump(GPT_CONFIG_124M) has no model_type). */
 static int config_arch(const json_t *cfg, attn_arch *out, char *why, size_t size) {
     const char *type = json_string_value(json_object_get(cfg, "model_type"));
     const char *cls = json_string_value(json_array_get(json_object_get(cfg, "architectures"), 0));
+    attn_arch own;
+    if (cls && type && attn_arch_from_name(type, &own) == ATTN_OK && class_of_type(cls, type) &&
+        attn_arch_from_name(cls, out) == ATTN_OK)
+        return 0;
     if (json_object_get(cfg, "model_type") || cls) {
         if (type ? attn_arch_from_name(type, out) == ATTN_OK
                  : attn_arch_from_name(cls, out) == ATTN_OK)
@@ -103,7 +119,7 @@ static int read_hparam(const json_t *cfg, const attn_arch_hparam *hp, attn_lm_co
         if (!json_is_integer(v) || json_integer_value(v) < hp->min || json_integer_value(v) > INT32_MAX)
             return api__ckpt_fail(why, size, "config.json's \"%s\" is not an integer >= %d", key, hp->min);
         return attn_lm_config_set(c, hp->id, (double)json_integer_value(v));
-    case ATTN_HP_BOOL:
+    case ATTN_HP_BOOL: case ATTN_HP_PART:
         if (!json_is_boolean(v)) return api__ckpt_fail(why, size, "config.json's \"%s\" is not true or false", key);
         return attn_lm_config_set(c, hp->id, json_is_true(v));
     case ATTN_HP_ACT: {
@@ -264,7 +280,8 @@ int api__folder_open(const char *dir, api_ckpt_hints *h, api_st_set *set, api_mo
 
 int api__folder_tokenizer(const char *dir, api_model *m, char *why, size_t size) {
     static const char *const pairs[2][2] = {{"vocab.json", "merges.txt"}, {"encoder.json", "vocab.bpe"}};
-    int json = exists(dir, "tokenizer.json") != 0, any = json; /* api_bpe_load prefers tokenizer.json */
+    /* api_bpe_load prefers tokenizer.json, then BERT's WordPiece vocab.txt */
+    int json = exists(dir, "tokenizer.json") != 0 || exists(dir, "vocab.txt") != 0, any = json;
     for (int p = 0; p < 2 && !json; p++) {
         int a = exists(dir, pairs[p][0]) != 0, b = exists(dir, pairs[p][1]) != 0;
         if (a != b)

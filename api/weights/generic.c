@@ -6,7 +6,8 @@
  * checked, F32, F16 or BF16 held in the dtype the plan gives it; a tied
  * head, when the file has it, equal to the token embedding; any other
  * tensor a fault but for the buffers old checkpoints carry (rotary
- * inv_freq, causal masks). */
+ * inv_freq, causal masks) and the names the row says checkpoints hold
+ * unused (names.c). */
 #include "api/weights/weights.h"
 
 #include <stdio.h>
@@ -25,24 +26,13 @@ static int old_buffer(const char *name) {
     return 0;
 }
 
-/* The entry of plan called name, or -1. */
-static int entry_named(const attn_lm_plan *plan, const char *name) {
-    for (int i = 0; i < plan->param_count; i++) {
-        attn_param p;
-        attn_lm_param_get(plan, i, &p);
-        if (strcmp(p.name, name) == 0) return i;
-    }
-    return -1;
-}
-
-/* Every tensor of the set is an entry, the tied head, or an old buffer. */
+/* Every tensor of the set is an entry, the tied head, a name the row
+ * ignores (names.c), or an old buffer. */
 static int check_names(const api_st_set *set, const attn_lm_plan *plan, char *why, size_t size) {
-    const char *tied = attn_lm_tied_head_name(plan);
     for (int f = 0; f < set->count; f++)
         for (size_t i = 0; i < set->file[f].count; i++) {
             const char *name = set->file[f].tensors[i].name;
-            if ((tied && strcmp(name, tied) == 0) || old_buffer(name) || entry_named(plan, name) >= 0)
-                continue;
+            if (old_buffer(name) || api__ckpt_belongs(plan, name)) continue;
             attn_param first;
             attn_lm_param_get(plan, 0, &first);
             return api__ckpt_fail(why, size, "tensor \"%.64s\" is not part of %s's state_dict with "
@@ -59,7 +49,7 @@ static int check_shapes(const api_st_set *set, const attn_lm_plan *plan, char *w
     for (int i = 0; i < plan->param_count; i++) {
         attn_param p;
         attn_lm_param_get(plan, i, &p);
-        const api_st_tensor *t = api__st_set_find(set, p.name);
+        const api_st_tensor *t = api__ckpt_find(set, plan, p.name);
         if (!t && p.buffer) continue;
         if (!t) return api__ckpt_fail(why, size, "tensor \"%s\" is missing", p.name);
         int same = t->rank == p.rank;
@@ -78,7 +68,7 @@ static int fill_params(const api_st_set *set, const attn_lm_plan *plan, api_mode
     for (int i = 0; i < plan->param_count; i++) {
         attn_param p;
         attn_lm_param_get(plan, i, &p);
-        const api_st_tensor *t = api__st_set_find(set, p.name);
+        const api_st_tensor *t = api__ckpt_find(set, plan, p.name);
         if (!t && p.buffer) continue;
         if (!t) return api__ckpt_fail(why, size, "tensor \"%s\" is missing", p.name);
         size_t want[4];
@@ -113,6 +103,7 @@ int api__ckpt_generic_load(const api_st_set *set, const api_ckpt_hints *h, api_m
         return api__ckpt_fail(why, size, "a single file of these tensors needs its folder's "
                               "config.json: load the folder");
     m->cfg = h->cfg;
+    api__ckpt_parts(set, &m->cfg); /* an encoder's MLM head and pooler, as the file has them */
     m->cfg.weights_dtype = api__ckpt_weights_dtype(set, h->mode);
     m->layout = attn_arch_name(h->cfg.arch);
     snprintf(m->n_head_from, sizeof m->n_head_from, "config.json");

@@ -71,7 +71,7 @@ void api__config_json(api_buf *b, const attn_lm_config *c) {
             if (v == 0.0 && zero_is_none(hp[i].id)) snprintf(text, sizeof text, "null");
             else snprintf(text, sizeof text, "%d", (int)v);
             break;
-        case ATTN_HP_BOOL: snprintf(text, sizeof text, "%s", v != 0.0 ? "true" : "false"); break;
+        case ATTN_HP_BOOL: case ATTN_HP_PART: snprintf(text, sizeof text, "%s", v != 0.0 ? "true" : "false"); break;
         case ATTN_HP_ACT: snprintf(text, sizeof text, "\"%s\"", attn_act_name((attn_act)(int)v)); break;
         default: shortest(text, sizeof text, v); break;
         }

@@ -4,7 +4,8 @@
  *
  *   NAME=DIR     a Hugging Face folder (folder.c): config.json, the weights
  *                (model.safetensors or the shards of its index), the
- *                tokenizer files beside them
+ *                tokenizer files beside them, a sentence-transformers
+ *                folder's pooling (pooling.c)
  *   NAME=FILE    one safetensors file; ":heads=N" sets the heads no shape says
  *
  * The architecture is the folder's config.json's, or for a file its
@@ -137,7 +138,7 @@ static int load_folder(api_model *m, const char *dir, api_weights_mode mode, cha
     int rc = load_set(&set, &h, m, inner, sizeof inner);
     api__st_set_close(&set);
     if (rc) return api__ckpt_fail(why, size, "%s/%s: %s", dir, m->file, inner);
-    if (api__folder_tokenizer(dir, m, why, size)) return -1;
+    if (api__folder_tokenizer(dir, m, why, size) || api__folder_pooling(dir, m, why, size)) return -1;
     return api__chat_folder_load(dir, &m->chat, why, size);
 }
 

@@ -9,7 +9,9 @@
  *                row: its config names and defaults), the weights, the tokenizer
  *   load.c       what every layout shares: the heads, the buffer, copies
  *   hparams.c    a config by its row: names, the JSON object of replies
- *   generic.c    a checkpoint under its row's own names (Llama, Qwen, Gemma, ...)
+ *   generic.c    a checkpoint under its row's own names (Llama, Qwen, Gemma, BERT, ...);
+ *                names.c: those names, the base model's prefix, the parts a file has
+ *   pooling.c    a sentence-transformers folder's pooling (modules.json)
  *   gpt2.c       Hugging Face's GPT-2 names (transformer., c_fc, Conv1D) into
  *                core's GPT2, and its config from the shapes
  *   book.c       the book's GPTModel state_dict, and its config from the shapes
@@ -28,8 +30,7 @@
 
 /* ==== safetensors (st_read.c) ============================================= */
 
-/* Writes the message into why (size bytes, when given) and returns -1: how
- * the loaders below say what is wrong with a file. */
+/* Writes the message into why (size bytes) and returns -1: a file's fault. */
 int api__ckpt_fail(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #define API_ST_MAX_RANK 8
@@ -58,13 +59,10 @@ typedef struct {
 
 /* Maps path and validates it: the 8-byte length within the file, the header
  * one JSON object of {dtype, shape, data_offsets} entries (and an optional
- * __metadata__ of strings), every dtype known, every size product(shape) x
- * dtype size without overflow and equal to end - begin, the tensors covering
- * the data exactly (sorted by offset: no gap, no overlap, nothing past the
- * end). Returns 0, or -1 with the reason in why. */
+ * __metadata__ of strings), every dtype known, every size without overflow
+ * and equal to end - begin, the data covered exactly. 0, or -1 (why). */
 int api__st_open(api_st_file *f, const char *path, char *why, size_t why_size);
-/* The same for a file's bytes in memory (the built-in model), which must
- * outlive f; nothing is mapped. */
+/* The same for a file's bytes in memory (the built-in model), outliving f. */
 int api__st_open_mem(api_st_file *f, const void *data, size_t bytes, char *why, size_t why_size);
 /* The tensor called name, or NULL. */
 const api_st_tensor *api__st_find(const api_st_file *f, const char *name);
@@ -108,12 +106,13 @@ typedef struct {
     int has_lm_head;                /* a tied head was there (equal to the token embedding) */
     api_bpe *bpe;                   /* the folder's tokenizer (owned), or NULL */
     api_tokenizer tok;              /* {name, bpe}: what requests for this model read text with */
+    attn_lm_pooling pooling;        /* sentence embeddings: the folder's pooling, else mean */
+    int max_tokens;                 /* sentence_bert_config.json's max_seq_length; 0: none */
     int builtin;                    /* the folder's files came from memory (api_models_load_mem) */
     struct api_chat_folder *chat;   /* the folder's chat template (api/chat/), or NULL */
 } api_model;
 
-/* What is known of a model before its tensors: the spec's ":heads=N", a
- * folder's config.json. */
+/* What is known of a model before its tensors: the spec's ":heads=N", its config.json. */
 typedef struct {
     int arch_known;                 /* cfg.arch is set (a folder's config.json says it) */
     int n_head;                     /* 0: not given (then __metadata__, then width / 64) */
@@ -123,11 +122,9 @@ typedef struct {
     api_weights_mode mode;          /* how the weights are to be held */
 } api_ckpt_hints;
 
-/* Each architecture's loader: its tensors (and, for a single file, its
- * config from their shapes) into m (cfg, params, n_params, n_weights,
- * dtype, n_head_from). 0, or -1 with the fault in why. The rows:
- *   XX(ARCH, loader)   ARCH: an ATTN_ARCH_<ARCH>; a single file is the
- *                      first row whose probe finds its tensor. */
+/* Each architecture's loader: its tensors (a single file: its config from their shapes)
+ * into m (cfg, params, n_params, n_weights, dtype, n_head_from). 0, or -1 with the fault
+ * in why. XX(ARCH, loader, probe): a single file is the first row whose probe it has. */
 #define API_WEIGHTS_MAP(XX)                                                                        \
     XX(GPTMODEL, api__ckpt_book_load, "tok_emb.weight")                                            \
     XX(GPT2, api__ckpt_gpt2_load, NULL)
@@ -140,25 +137,28 @@ int api__ckpt_book_load(const api_st_set *set, const api_ckpt_hints *h, api_mode
  * config, its tensors carry the row's own state_dict names. */
 int api__ckpt_generic_load(const api_st_set *set, const api_ckpt_hints *h, api_model *m, char *why,
                            size_t size);
+/* names.c: the file's tensor of entry `name` (bare of the base prefix, or
+ * LayerNorm's old gamma/beta, too); 1 if a file's tensor belongs (an entry,
+ * the tied head, a name the row ignores); cfg's parts as the file has them. */
+const api_st_tensor *api__ckpt_find(const api_st_set *set, const attn_lm_plan *plan, const char *name);
+int api__ckpt_belongs(const attn_lm_plan *plan, const char *name);
+void api__ckpt_parts(const api_st_set *set, attn_lm_config *cfg);
 /* load.c: n_head from the hints, __metadata__[key] of any file or width / 64; then
  * the plan of cfg, m->params allocated, the buffers filled. */
 int api__ckpt_finish_config(const api_st_set *set, const api_ckpt_hints *h, const char *key,
                             api_model *m, attn_lm_plan *plan, char *why, size_t size);
-/* The dtype the matrices are held in for mode; KEEP: the one half-size
- * dtype of every rank-2 tensor of the set, else F32. */
+/* The dtype the matrices are held in for mode (KEEP: the one half-size dtype of every
+ * rank-2 tensor, else F32); m->params allocated in plan's layout, buffers filled. */
 attn_dtype api__ckpt_weights_dtype(const api_st_set *set, api_weights_mode mode);
-/* m->params allocated in plan's layout, the buffers filled: 0, or -1. */
 int api__ckpt_alloc(const attn_lm_plan *plan, api_model *m, char *why, size_t size);
 /* A tensor of the set into entry p of m->params (its dtype, transposed when
  * asked), its shape checked against want[rank]; m->dtype, m->lossy follow. */
 int api__ckpt_copy(const api_st_tensor *t, const char *name, int rank, const size_t *want,
                    int transpose, const attn_param *p, api_model *m, char *why, size_t size);
-/* A block number: a decimal without sign or leading zero below 100,000;
- * its end in *end. -1 if s does not start with one. */
+/* A block number (decimal, no sign or leading 0, below 100,000), its end in *end; or -1. */
 int api__ckpt_layer_number(const char *s, const char **end);
 /* The config.json values the tensors disagree with (checked hints): 0 or -1. */
-int api__ckpt_check_config(const api_ckpt_hints *h, const attn_lm_config *got, char *why,
-                           size_t size);
+int api__ckpt_check_config(const api_ckpt_hints *h, const attn_lm_config *got, char *why, size_t size);
 /* hparams.c: the request name of hyperparameter id in arch's row (core's
  * field name when the row has none), its config.json name, and a config as
  * a JSON object under the row's request names, in its order. */
@@ -175,8 +175,7 @@ int api__layer_types_read(const json_t *v, attn_lm_config *c, char *why, size_t 
 /* A Hugging Face folder (folder.c): config.json into h, the weights
  * (model.safetensors, or model.safetensors.index.json and its shards) into
  * set (m->file, m->shards), each file named in the fault. 0 or -1. */
-int api__folder_open(const char *dir, api_ckpt_hints *h, api_st_set *set, api_model *m, char *why,
-                     size_t size);
+int api__folder_open(const char *dir, api_ckpt_hints *h, api_st_set *set, api_model *m, char *why, size_t size);
 /* config.json's tree into h: the architecture ("model_type", "architectures",
  * or the book's keys), then its row's hyperparameters under their
  * config.json names; -1 with the fault in why. */
@@ -184,17 +183,17 @@ int api__folder_config(const json_t *cfg, api_ckpt_hints *h, char *why, size_t s
 /* The tokenizer files beside the weights (vocab.json + merges.txt, or
  * encoder.json + vocab.bpe) into m->bpe; none at all is fine (NULL). */
 int api__folder_tokenizer(const char *dir, api_model *m, char *why, size_t size);
+/* pooling.c: modules.json's Pooling and Normalize, sentence_bert_config.json. */
+int api__folder_pooling(const char *dir, api_model *m, char *why, size_t size);
 
 /* The model called name, or NULL. */
 const api_model *api__models_find(const api_models *m, const char *name);
-/* The i-th model loaded (in --model order), or NULL past the last. */
+/* The i-th model loaded (in --model order), or NULL; loaded names ("a, b" or "none"). */
 const api_model *api__models_at(const api_models *m, int i);
-/* Loaded names for an error message: "a, b" (or "none"). */
 void api__models_names(const api_models *m, char *out, size_t size);
-/* The tokenizers of the loaded folders, in load order: the i-th, or NULL. */
+/* The loaded folders' tokenizers (load order); those a request may name:
+ * --tokenizer's, then the model folders' (named after their models). */
 const api_tokenizer *api__models_tokenizer(const api_models *m, int i);
-/* The tokenizers a request may name: --tokenizer's (lim->tokenizers), then
- * the model folders' (named after their models); the i-th, or NULL. */
 const api_tokenizer *api__tokenizer_at(const api_limits *lim, size_t i);
 
 #endif

@@ -142,7 +142,7 @@ int attn_lm_config_set(attn_lm_config *c, attn_hparam h, double v) {
         memcpy(at, &v, sizeof v);
         return ATTN_OK;
     }
-    double most = t == ATTN_HP_BOOL ? 1.0 : t == ATTN_HP_ACT ? ATTN_ACT_COUNT - 1.0
+    double most = t == ATTN_HP_BOOL || t == ATTN_HP_PART ? 1.0 : t == ATTN_HP_ACT ? ATTN_ACT_COUNT - 1.0
                   : t == ATTN_HP_ROPE ? (double)ATTN_ROPE_LLAMA3 : INT32_MAX;
     if (!(v == floor(v) && v >= (t == ATTN_HP_INT ? (double)INT32_MIN : 0.0) && v <= most))
         return ATTN_ERR_ARG;

@@ -28,6 +28,8 @@
 typedef enum {
     /* before the blocks */
     ATTN__TOK_EMB, ATTN__POS_EMB,
+    ATTN__TYPE_EMB,             /* token types [type_vocab][C] (BERT's segments) */
+    ATTN__EMB_NORM_W, ATTN__EMB_NORM_B, /* a norm of the embeddings' sum (BERT) */
     /* a block */
     ATTN__NORM1_W, ATTN__NORM1_B, ATTN__MASK,
     ATTN__Q_W, ATTN__Q_B, ATTN__K_W, ATTN__K_B, ATTN__V_W, ATTN__V_B,
@@ -42,6 +44,10 @@ typedef enum {
     ATTN__POST2_W,              /* a norm of the MLP's output before the add (Gemma) */
     /* after the blocks */
     ATTN__FINAL_NORM_W, ATTN__FINAL_NORM_B, ATTN__HEAD_W,
+    ATTN__POOLER_W, ATTN__POOLER_B,         /* tanh(dense(x)) of the first token */
+    ATTN__HEAD_DENSE_W, ATTN__HEAD_DENSE_B, /* an MLM head's transform: dense, act, */
+    ATTN__HEAD_NORM_W, ATTN__HEAD_NORM_B,   /* its norm, */
+    ATTN__HEAD_B,                           /* then the head (tied) with this bias */
     ATTN__ROLE_COUNT
 } attn__role;
 
@@ -56,6 +62,7 @@ typedef enum {
     ATTN__DIM_KVD,   /* Hkv * D */
     ATTN__DIM_QKV,   /* QD + 2 KVD */
     ATTN__DIM_D,     /* a head's width */
+    ATTN__DIM_TYPES, /* token types */
 } attn__dim;
 
 /* How the constructor fills a tensor after torch.manual_seed, in table order
@@ -78,6 +85,9 @@ typedef enum {
     ATTN__IF_MLP_BIAS,   /* spec.mlp_bias */
     ATTN__IF_UNTIED,     /* !spec.tied */
     ATTN__IF_QK_NORM,    /* spec.qk_norm */
+    ATTN__IF_TYPES,      /* spec.type_vocab > 0 */
+    ATTN__IF_MLM,        /* spec.mlm_head */
+    ATTN__IF_POOLER,     /* spec.pooler */
 } attn__when;
 
 /* One tensor of a state_dict. */
@@ -102,6 +112,9 @@ typedef struct {
     const attn__tensor *tail;
     int n_tail;
     const char *tied_head;             /* the state_dict name of a tied head: "lm_head.weight" */
+    const char *base_prefix;           /* the base model's prefix ("bert."), or NULL */
+    const char *const *ignored;        /* names a checkpoint may hold that the model does not
+                                          use (NULL-terminated; may be NULL) */
 } attn__layout;
 
 /* The names of a model's dropout modules, in draw order. */
@@ -139,6 +152,19 @@ typedef struct {
  * the tied head. ATTN_OK, or an error naming field for a rotation the row
  * cannot make (odd dims, a base <= 0, llama3 scaling without its factors). */
 int attn__spec_common(const attn_lm_config *c, attn_lm_spec *s, attn_error *err);
+
+/* The encoders' parts of a spec (bert.c): post-LN blocks, two-way attention,
+ * LayerNorm with the config's epsilon, biases everywhere, learned positions,
+ * token types, the MLM head (tied) and the pooler as the config says. */
+void attn__spec_encoder(const attn_lm_config *c, attn_lm_spec *s);
+/* BERT's block (bert.c), which RoBERTa shares: attention.self.query/key/value,
+ * attention.output.dense and .LayerNorm, intermediate.dense, output.dense and
+ * .LayerNorm. */
+#define ATTN__BERT_BLOCK_N 16
+extern const attn__tensor attn__bert_block[ATTN__BERT_BLOCK_N];
+/* BERT's checks and spec, and its state_dict, which BertModel shares. */
+int attn__bert_describe(const attn_lm_config *c, attn_lm_spec *s, attn_error *err);
+extern const attn__layout attn__bert_layout;
 
 /* Llama's state_dict (llama.c), which Mistral, Qwen2 and Qwen3 share: the
  * embedding, each model.layers.N.{self_attn (q/k/v/o_proj, their biases as

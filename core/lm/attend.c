@@ -4,7 +4,10 @@
  *   dense (a forward pass, a prefill): core's kernels straight on views of
  *     the [rows][QD + 2 KVD] buffer, no per-head copy; the fused kernel
  *     (flash.c) unless the block keeps its maps or drops its weights, then
- *     the materialised one (kernel.c), as attn_forward would choose;
+ *     the materialised one (kernel.c), as attn_forward would choose; the
+ *     padding of the batch as the kernels' key padding mask;
+ *   packed (a padded batch's tokens alone): each batch row's heads among its
+ *     own tokens, items over the pool (a long row through the fused kernel);
  *   step: each row's query against its sequence's cached keys (one sgemv
  *     per row and head, split over the pool);
  * the heads written concatenated into r->z for the output projection. */
@@ -150,10 +153,66 @@ static void dense(attn__run *r, int l) {
         materialised(r, l, v, local ? r->wmask : r->mask);
         return;
     }
-    attn_inputs in = {.attn_mask_bool = local ? r->wbool : NULL};
+    attn_inputs in = {.attn_mask_bool = local ? r->wbool : NULL, .key_padding_mask = r->kpm};
     attn__flash f = {.plan = &p->attn_plan, .cfg = &p->attn, .inputs = &in, .q = v[0],
                      .k = v[1], .v = v[2], .context_heads = r->z, .scratch = r->flash};
     attn__flash_run(&f, r->pool);
+}
+
+/* ==== Packed: each batch row among its own tokens ============================ */
+
+/* Rows of a packed batch row short enough for one item's score matrix in
+ * the fused kernel's scratch (BQ x BK floats); longer ones go through it. */
+#define PACKED_DIRECT 128
+
+typedef struct {
+    const attn__run *r;
+} packed_job;
+
+/* One (batch row, head) of up to PACKED_DIRECT tokens: its n x n scores
+ * (scaled, causal for a decoder), the softmax of each row as the kernels'
+ * (max subtracted), the weighted sum of values into r->z. */
+static void packed_item(void *ctx, long item, int slot) {
+    const attn__run *r = ((const packed_job *)ctx)->r;
+    const attn_lm_plan *p = r->p;
+    int b = (int)(item / p->H), h = (int)(item % p->H), hk = h / (p->H / p->Hkv);
+    int s0 = r->start[b], n = r->start[b + 1] - s0, W = qkv_width(p), D = p->D;
+    if (n == 0 || n > PACKED_DIRECT) return;
+    const float *q = r->qkv + (size_t)s0 * (size_t)W + (size_t)h * (size_t)D;
+    const float *k = r->qkv + (size_t)s0 * (size_t)W + (size_t)p->QD + (size_t)hk * (size_t)D;
+    float *s = r->flash + (size_t)slot * attn__flash_scratch(&p->attn_plan);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, D, p->attn_plan.scale, q, W, k, W, 0.0f, s, n);
+    for (int i = 0; i < n; i++) {
+        float *row = s + (size_t)i * (size_t)n;
+        int m = p->spec.bidirectional ? n : i + 1; /* causal: keys after i get weight 0 */
+        attn__scale_row(row, 1.0f / attn__exp_shifted(row, row, attn__row_max(row, m), m), m);
+        for (int j = m; j < n; j++) row[j] = 0.0f;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, D, n, 1.0f, s, n, k + p->KVD, W, 0.0f,
+                r->z + (size_t)s0 * (size_t)p->QD + (size_t)h * (size_t)D, p->QD);
+}
+
+/* A packed run: the short batch rows' heads as items over the pool, each
+ * longer one through the fused kernel with its own plan (its length). */
+static void packed(attn__run *r) {
+    const attn_lm_plan *p = r->p;
+    int W = qkv_width(p);
+    size_t D = (size_t)p->D;
+    packed_job job = {r};
+    attn__parallel(r->pool, (long)p->B * p->H, 1, packed_item, &job);
+    attn_inputs none = {0};
+    for (int b = 0; b < p->B; b++) {
+        int n = r->start[b + 1] - r->start[b];
+        if (n <= PACKED_DIRECT) continue;
+        float *q = r->qkv + (size_t)r->start[b] * (size_t)W;
+        size_t sb = (size_t)n * (size_t)W;
+        attn__flash f = {.plan = &r->seq_plan[b], .cfg = &p->attn, .inputs = &none,
+                         .q = {q, sb, D, W}, .k = {q + p->QD, sb, D, W},
+                         .v = {q + p->QD + p->KVD, sb, D, W},
+                         .context_heads = r->z + (size_t)r->start[b] * (size_t)p->QD,
+                         .scratch = r->flash};
+        attn__flash_run(&f, r->pool);
+    }
 }
 
 /* ==== Step: rows against the cache ========================================= */
@@ -217,6 +276,8 @@ void attn__lm_attend(attn__run *r, int l, const attn__weights *w) {
     if (r->cache) attn__cache_store(r, l);
     if (r->step)
         cached(r, l);
+    else if (r->packed)
+        packed(r);
     else
         dense(r, l);
 }

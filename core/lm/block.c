@@ -4,6 +4,7 @@
  *   sequential:  x = x + drop(post1(o(attn(norm1(x)))))
  *                x = x + drop(post2(mlp(norm2(x))))
  *   parallel:    x = (drop(mlp(norm2(x))) + drop(o(attn(norm1(x))))) + x
+ *   post-LN:     x = norm1(x + o(attn(x))); x = norm2(x + mlp(x))   (BERT)
  *   mlp:         down(act(up(h)))  or, gated, down(act(gate(h)) * up(h))
  *
  * post1 and post2 exist where the row has their tensors (Gemma's norms
@@ -76,6 +77,30 @@ static void norm2(attn__run *r, int l, const attn__weights *w) {
     attn__run_norm(r, r->h, r->x, w->w[ATTN__NORM2_W], w->w[ATTN__NORM2_B], (size_t)r->rows);
 }
 
+/* BERT's order (post-LN): the attention reads the stream itself and each
+ * norm follows its residual add; ln1 and ln2 normalise resid_mid and
+ * resid_post, as TransformerLens's BertBlock names them. */
+static void post_norm_block(attn__run *r, int l, const attn__weights *w) {
+    const attn_lm_plan *p = r->p;
+    size_t rows = (size_t)r->rows, bytes = rows * (size_t)p->C * sizeof(float);
+    memcpy(r->h, r->x, bytes);
+    attn__lm_attend(r, l, w); /* hook_q, k, v, attn_scores, pattern */
+    attn__intervene_z(r, l);
+    attn__capture(r, l, ATTN_HOOK_Z, r->z, rows, p->QD, p->QD);
+    attn__product(r, r->a, 0, r->z, p->QD, p->C, w->w[ATTN__O_W], w->w[ATTN__O_B], ATTN__NO_ACT);
+    drop_out(r, l, 0, r->a, ATTN_HOOK_ATTN_OUT);
+    add_to_stream(r, l, r->a, ATTN_HOOK_RESID_MID);
+    attn__capture_normalized(r, l, ATTN_HOOK_LN1_NORMALIZED, r->x);
+    attn__run_norm(r, r->h, r->x, w->w[ATTN__NORM1_W], w->w[ATTN__NORM1_B], rows);
+    mlp(r, l, w);
+    drop_out(r, l, 1, r->a2, ATTN_HOOK_MLP_OUT);
+    memcpy(r->x, r->h, bytes);
+    add_to_stream(r, l, r->a2, ATTN_HOOK_RESID_POST);
+    attn__capture_normalized(r, l, ATTN_HOOK_LN2_NORMALIZED, r->x);
+    attn__run_norm(r, r->x, r->x, w->w[ATTN__NORM2_W], w->w[ATTN__NORM2_B], rows);
+    attn__capture(r, l, ATTN_HOOK_NORMALIZED_RESID_POST, r->x, rows, p->C, p->C);
+}
+
 void attn__block_run(attn__run *r, int l) {
     const attn_lm_plan *p = r->p;
     size_t rows = (size_t)r->rows, n = rows * (size_t)p->C;
@@ -83,8 +108,13 @@ void attn__block_run(attn__run *r, int l) {
     attn__block_weights(p, r->params, l, &w);
     attn__patch_resid(r, l, ATTN_HOOK_RESID_PRE, r->x);
     attn__capture(r, l, ATTN_HOOK_RESID_PRE, r->x, rows, p->C, p->C);
-    if (r->out->hidden_states) memcpy(r->out->hidden_states + (size_t)l * n, r->x, n * sizeof(float));
-    if (r->keep) memcpy(r->keep + (size_t)l * n, r->x, n * sizeof(float));
+    size_t BTC = (size_t)p->B * (size_t)p->T * (size_t)p->C;
+    if (r->out->hidden_states) attn__rows_out(r, r->out->hidden_states + (size_t)l * BTC, r->x, p->C);
+    if (r->keep) attn__rows_out(r, r->keep + (size_t)l * BTC, r->x, p->C);
+    if (p->spec.post_norm) {
+        post_norm_block(r, l, &w);
+        return;
+    }
     attn__capture_normalized(r, l, ATTN_HOOK_LN1_NORMALIZED, r->x);
     attn__run_norm(r, r->h, r->x, w.w[ATTN__NORM1_W], w.w[ATTN__NORM1_B], rows);
     attn__lm_attend(r, l, &w); /* hook_q, k, v, attn_scores, pattern */

@@ -26,6 +26,9 @@ static int cache_plan(const attn_lm_config *cfg, int seqs, int capacity, attn_lm
     if (cfg == NULL) return attn__fail(err, ATTN_ERR_ARG, "", "config must not be NULL");
     int rc = attn_lm_plan_make(cfg, seqs, 1, 0, p, err);
     if (rc) return rc;
+    if (p->spec.bidirectional) /* every token's keys change with each new token */
+        return attn__fail(err, ATTN_ERR_ARG, "cache", "%s is an encoder (two-way attention): it "
+                          "has no cache of keys and values to decode with", attn_arch_name(cfg->arch));
     const char *context = attn__hparam_name(attn__arch_get(cfg->arch), ATTN_HP_CONTEXT);
     if (capacity < 1 || capacity > p->cfg.context)
         return attn__fail(err, ATTN_ERR_SHAPE, "capacity",

@@ -45,18 +45,22 @@ void attn__capture_normalized(const attn__run *r, int layer, attn_hook hook, con
 
 /* ==== Interventions ======================================================= */
 
-/* z[b][t][h][:] for every t := 0, or its mean over t, in a's batch rows. */
-static void ablate(const attn_lm_plan *p, float *z, const attn_lm_ablate *a) {
+/* z[b][t][h][:] for every t := 0, or its mean over the tokens t (mask:
+ * [B][T], 1 a token; NULL: every t), in a's batch rows. */
+static void ablate(const attn_lm_plan *p, const uint8_t *mask, float *z, const attn_lm_ablate *a) {
     size_t T = (size_t)p->T, C = (size_t)p->QD, D = (size_t)p->D;
     int h = a->head, b1 = a->batch_count ? a->batch_start + a->batch_count : p->B;
     attn_ablation method = a->method;
     for (int b = a->batch_count ? a->batch_start : 0; b < b1; b++) {
         float *zb = z + (size_t)b * T * C + (size_t)h * D;
+        const uint8_t *m = mask ? mask + (size_t)b * T : NULL;
+        size_t n = 0;
+        for (size_t t = 0; t < T; t++) n += !m || m[t];
         for (size_t d = 0; d < D; d++) {
             double sum = 0.0;
             if (method == ATTN_ABLATE_MEAN)
-                for (size_t t = 0; t < T; t++) sum += zb[t * C + d];
-            float v = (float)(sum / (double)T);
+                for (size_t t = 0; t < T; t++) sum += !m || m[t] ? zb[t * C + d] : 0.0f;
+            float v = n ? (float)(sum / (double)n) : 0.0f;
             for (size_t t = 0; t < T; t++) zb[t * C + d] = v;
         }
     }
@@ -67,7 +71,7 @@ void attn__intervene_z(const attn__run *r, int l) {
     const attn_lm_inputs *in = r->in;
     size_t T = (size_t)p->T, C = (size_t)p->QD, D = (size_t)p->D;
     for (int i = 0; i < in->n_ablations; i++)
-        if (in->ablations[i].layer == l) ablate(p, r->z, &in->ablations[i]);
+        if (in->ablations[i].layer == l) ablate(p, in->attention_mask, r->z, &in->ablations[i]);
     for (int i = 0; i < in->n_patches; i++) {
         const attn_lm_patch *pt = &in->patches[i];
         if (pt->layer != l || pt->hook != ATTN_HOOK_Z) continue;

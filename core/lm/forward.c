@@ -4,7 +4,6 @@
  * path for every architecture: they differ only in what the plan and the
  * weights by role say. The public runs over it are run.c's. */
 #include "core/layers/layers.h"
-#include "core/linear.h"
 #include "core/lm/lm.h"
 #include "core/parallel.h"
 
@@ -34,34 +33,8 @@ static void embed(attn__run *r) {
         memcpy(r->x, r->in->resid, BTC * sizeof(float));
         return;
     }
-    attn__run_embed(p, &r->mw, r->x, r->in->idx, NULL, p->B * p->T);
+    attn__embed_input(r);
     if (p->dropout_active) attn__dropout_masked(r->x, masks, BTC, p->cfg.dropout, r->rng);
-}
-
-/* The final norm into r->h, then the head: logits of every position or of
- * the last ones. Returns ATTN_ERR_NONFINITE if anything overflowed. */
-static int finish(attn__run *r, attn_error *err) {
-    const attn_lm_plan *p = r->p;
-    size_t BT = (size_t)p->B * (size_t)p->T, C = (size_t)p->C;
-    attn__capture_normalized(r, 0, ATTN_HOOK_LN_FINAL_NORMALIZED, r->x);
-    attn__run_norm(r, r->h, r->x, r->mw.w[ATTN__FINAL_NORM_W], r->mw.w[ATTN__FINAL_NORM_B], BT);
-    if (r->out->hidden_states)
-        memcpy(r->out->hidden_states + (size_t)p->n_layer * BT * C, r->h, BT * C * sizeof(float));
-    attn__linear_args head = {.y = r->out->logits, .x = r->h, .rows = (int)BT, .in = p->C,
-                              .out = p->V, .w = r->mw.w[ATTN__HEAD_W], .act = ATTN__NO_ACT};
-    if (r->out->last_only) { /* rows T-1, 2T-1, ... (stride T*C) */
-        head.x = r->h + (size_t)(p->T - 1) * C;
-        head.ldx = p->T * p->C;
-        head.rows = p->B;
-    }
-    int bad_logits = 0; /* checked by the blocks of the head */
-    head.nonfinite = &bad_logits;
-    if (r->out->logits) attn__product_dense(p, r->wtile, r->pool, &head);
-    if (!attn__all_finite(r->h, BT * C) || bad_logits)
-        return attn__fail(err, ATTN_ERR_NONFINITE, "params",
-                          "the result overflowed float32: parameters are too large");
-    if (r->out->loss) attn__loss(r);
-    return ATTN_OK;
 }
 
 /* The call: the embeddings (or the given residual), every block from
@@ -69,25 +42,39 @@ static int finish(attn__run *r, attn_error *err) {
 int attn__run_call(attn__run *r, attn_error *err) {
     int rc = attn__check_inputs(r->p, r->in, err);
     if (rc || (r->in->idx && (rc = check_idx(r->p, r->in->idx, err))) ||
-        (rc = attn__analysis_check(r, err)))
+        (rc = attn__inputs_check(r->p, r->in, err)) || (rc = attn__analysis_check(r, err)))
         return rc;
+    if (r->out->logits && !r->p->head)
+        return attn__fail(err, ATTN_ERR_ARG, "logits", "this %s has no head for logits (its "
+                          "checkpoint has no MLM head)", attn_arch_name(r->p->cfg.arch));
+    if (r->out->pooler_output && !r->p->spec.pooler)
+        return attn__fail(err, ATTN_ERR_ARG, "pooler_output", "this %s has no pooler",
+                          attn_arch_name(r->p->cfg.arch));
     attn_rng local;
     if (r->p->dropout_active && r->rng == NULL) {
         attn_rng_seed(&local, ATTN_TORCH_DEFAULT_SEED);
         r->rng = &local;
     }
     r->arch = attn__arch_get(r->p->cfg.arch);
-    r->rows = r->p->B * r->p->T;
     attn__model_weights(r->p, r->params, &r->mw);
+    if ((rc = attn__inputs_prepare(r, err)) != ATTN_OK) {
+        attn__inputs_free(r);
+        return rc;
+    }
     void *work = attn__run_alloc(r, err);
-    if (work == NULL) return ATTN_ERR_NOMEM;
+    if (work == NULL) {
+        attn__inputs_free(r);
+        return ATTN_ERR_NOMEM;
+    }
     embed(r);
     attn__analysis_start(r);
     for (int l = r->in->start_layer; l < r->p->n_layer && !attn__cancelled(); l++)
         attn__block_run(r, l);
-    rc = finish(r, err);
+    rc = attn__finish(r, err);
+    if (rc == ATTN_OK && r->out->loss) attn__loss(r);
     if (rc == ATTN_OK) rc = attn__cancel_check(err); /* items skipped: the caller's check said stop */
     free(work);
+    attn__inputs_free(r);
     return rc;
 }
 

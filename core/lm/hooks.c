@@ -76,6 +76,12 @@ int attn_lm_has_hook(const attn_lm_plan *p, attn_hook h) {
     case ATTN_HOOK_ROT_Q: case ATTN_HOOK_ROT_K: return p->spec.rope.dims > 0 || p->spec.qk_norm;
     case ATTN_HOOK_MLP_PRE_LINEAR: return p->spec.gated;
     case ATTN_HOOK_RESID_MID: return !p->spec.parallel;
+    case ATTN_HOOK_NORMALIZED_RESID_POST: return p->spec.post_norm;
+    case ATTN_HOOK_LN_FINAL_NORMALIZED: return !p->spec.post_norm;
     default: return 1;
     }
+}
+
+attn_hook attn_lm_block_output_hook(const attn_lm_plan *p) {
+    return p && p->spec.post_norm ? ATTN_HOOK_NORMALIZED_RESID_POST : ATTN_HOOK_RESID_POST;
 }

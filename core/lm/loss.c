@@ -46,10 +46,9 @@ void attn__loss(attn__run *r) {
             if (full) {
                 rows = r->out->logits + ((size_t)b * T + t0) * V;
             } else {
-                attn__linear_args head = {.y = r->lossbuf, .x = r->h + ((size_t)b * T + t0) * C,
-                                          .rows = n, .in = p->C, .out = p->V,
-                                          .w = r->mw.w[ATTN__HEAD_W], .act = ATTN__NO_ACT};
-                attn__product_dense(p, r->wtile, r->pool, &head); /* half-size heads too */
+                int bad = 0; /* the model's head (an MLM transform, a bias), half-size too */
+                attn__head_rows(r->pool, p, &r->mw, r->h + ((size_t)b * T + t0) * C, 0, n, r->a,
+                                r->wtile, r->lossbuf, &bad);
             }
             for (int i = 0; i < n; i++) {
                 const float *x = rows + (size_t)i * V;

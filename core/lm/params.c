@@ -22,6 +22,7 @@ size_t attn__dim_size(const attn_lm_plan *p, attn__dim d) {
     case ATTN__DIM_KVD: return (size_t)p->KVD;
     case ATTN__DIM_QKV: return (size_t)p->QD + 2 * (size_t)p->KVD;
     case ATTN__DIM_D: return (size_t)p->D;
+    case ATTN__DIM_TYPES: return (size_t)p->cfg.type_vocab;
     default: return 1;
     }
 }
@@ -33,6 +34,9 @@ int attn__tensor_present(const attn_lm_spec *s, const attn__tensor *t) {
     case ATTN__IF_MLP_BIAS: return s->mlp_bias;
     case ATTN__IF_UNTIED: return !s->tied;
     case ATTN__IF_QK_NORM: return s->qk_norm;
+    case ATTN__IF_TYPES: return s->type_vocab > 0;
+    case ATTN__IF_MLM: return s->mlm_head;
+    case ATTN__IF_POOLER: return s->pooler;
     default: return 1;
     }
 }
@@ -151,6 +155,21 @@ int attn_lm_param_get(const attn_lm_plan *p, int index, attn_param *out) {
 const char *attn_lm_tied_head_name(const attn_lm_plan *p) {
     const attn__arch *a = p ? attn__arch_get(p->cfg.arch) : NULL;
     return a && p->tied ? a->layout->tied_head : NULL;
+}
+
+const char *attn_lm_base_prefix(const attn_lm_plan *p) {
+    const attn__arch *a = p ? attn__arch_get(p->cfg.arch) : NULL;
+    return a ? a->layout->base_prefix : NULL;
+}
+
+int attn_lm_ignored_name(const attn_lm_plan *p, const char *name) {
+    const attn__arch *a = p && name ? attn__arch_get(p->cfg.arch) : NULL;
+    const char *base = a ? a->layout->base_prefix : NULL;
+    size_t nb = base ? strlen(base) : 0;
+    for (const char *const *n = a && a->layout->ignored ? a->layout->ignored : NULL; n && *n; n++)
+        if (strcmp(*n, name) == 0 || (base && strncmp(*n, base, nb) == 0 && strcmp(*n + nb, name) == 0))
+            return 1;
+    return 0;
 }
 
 /* ==== Weights by role ===================================================== */

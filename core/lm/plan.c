@@ -77,11 +77,18 @@ static const char *pos_table(const attn__arch *a, char *out, size_t size) {
     return NULL;
 }
 
-static int check_tokens(const attn_lm_config *c, const attn__arch *a, int tokens,
-                        attn_error *err) {
-    if (tokens <= c->context) return ATTN_OK;
+/* tokens within the positions: context of them, past pad_id's rows when the
+ * positions count from pad_id + 1 (RoBERTa's 514 rows hold 512 tokens). */
+static int check_tokens(const attn_lm_config *c, const attn_lm_spec *s, const attn__arch *a,
+                        int tokens, attn_error *err) {
+    int skip = s->pos_after_pad ? s->pad_id + 1 : 0;
+    if (tokens <= c->context - skip) return ATTN_OK;
     char table[48];
     const char *ctx = hp_name(a, ATTN_HP_CONTEXT), *t = pos_table(a, table, sizeof table);
+    if (skip)
+        return attn__fail(err, ATTN_ERR_SHAPE, "idx", "%d tokens exceed the %d positions after "
+                          "padding_idx %d in %s %d", tokens, c->context - skip, s->pad_id, ctx,
+                          c->context);
     if (t)
         return attn__fail(err, ATTN_ERR_SHAPE, "idx", "%d tokens exceed %s %d (%s has only %d rows)",
                           tokens, ctx, c->context, t, c->context);
@@ -154,12 +161,13 @@ static int derive_counts(attn_lm_plan *p) {
 }
 
 /* One block's attention for the kernels: [B][H][T][D] queries against
- * [B][Hkv][T][D] keys and values, causal, the spec's scale, dropout on the
+ * [B][Hkv][T][D] keys and values, causal (unless two-way), the spec's scale, dropout on the
  * weights only where the model drops them. */
 static int attention_plan(attn_lm_plan *p, attn_error *err) {
     double drop = p->spec.weight_dropout ? p->cfg.dropout : 0.0;
     p->attn = (attn_config){.module = ATTN_SDPA, .batch = p->B, .tokens = p->T, .d_in = p->D,
-                            .num_heads = p->H, .kv_heads = p->Hkv, .causal = 1,
+                            .num_heads = p->H, .kv_heads = p->Hkv,
+                            .causal = !p->spec.bidirectional,
                             .dropout = drop, .training = p->training,
                             .has_scale = p->spec.attn_scale != 0.0f, .scale = p->spec.attn_scale};
     return attn_plan_make(&p->attn, &p->attn_plan, err);
@@ -171,6 +179,7 @@ static int sizes(attn_lm_plan *p, const attn__arch *a, attn_error *err) {
     p->F = c->ffn, p->V = c->vocab_size, p->n_layer = c->n_layer;
     p->QD = p->H * p->D, p->KVD = p->Hkv * p->D; /* within check_tensors' bounds */
     p->tied = p->spec.tied;
+    p->head = !p->spec.bidirectional || p->spec.mlm_head;
     p->dropout_active = p->training && c->dropout > 0.0;
     int rc = attention_plan(p, err);
     if (rc) return rc;
@@ -209,7 +218,7 @@ int attn_lm_plan_make(const attn_lm_config *cfg, int batch, int tokens, int trai
     fill_defaults(&c);
     /* sizes before the row's own checks: a row may multiply the shapes */
     if ((rc = check_tensors(&c, a, err)) || (rc = a->describe(&c, &plan->spec, err)) ||
-        (rc = check_tokens(&c, a, tokens, err)))
+        (rc = check_tokens(&c, &plan->spec, a, tokens, err)))
         return rc;
     if (training && a->dropout.emb == NULL)
         return attn__fail(err, ATTN_ERR_ARG, "training", "%s runs in eval mode here (its rows "
@@ -228,5 +237,7 @@ double attn_lm_block_ops(const attn_lm_plan *p, double rows, double keys) {
 }
 
 double attn_lm_head_ops(const attn_lm_plan *p, double logit_rows) {
-    return logit_rows * (double)p->C * (double)p->V;
+    if (!p->head) return 0.0;
+    double transform = p->spec.mlm_head ? (double)p->C * (double)p->C : 0.0;
+    return logit_rows * ((double)p->C * (double)p->V + transform);
 }

@@ -123,7 +123,8 @@ void *attn__run_alloc(attn__run *r, attn_error *err) {
     for (size_t i = 0; window && i < T; i++) /* keys i - j >= window back are out */
         for (size_t j = 0; j < T; j++) r->wbool[i * T + j] = i >= j + (size_t)p->spec.window;
     if (map) { /* the masks of the materialised kernel, once per call */
-        attn_inputs none = {0}, local = {.attn_mask_bool = r->wbool};
+        attn_inputs none = {.key_padding_mask = r->kpm},
+                    local = {.attn_mask_bool = r->wbool, .key_padding_mask = r->kpm};
         attn__heads hd = {.plan = &p->attn_plan, .cfg = &p->attn, .inputs = &none, .mask = r->mask};
         attn__build_mask(&hd);
         hd.inputs = &local, hd.mask = r->wmask;
