@@ -4,7 +4,7 @@
  *   errors.c   the API_ERROR_MAP rows, api__fail, user text echoed safely,
  *              core's attn_error mapped to an api_err
  *   buf.c      api_buf: reserve, put, printf, JSON strings; huge pages for
- *              large arrays; api__now_ms
+ *              large arrays; UTF-8 writing; api__now_ms
  *   json_guard.c  jansson's allocator and a parse that never aborts
  */
 #ifndef API_BASE_H
@@ -76,6 +76,11 @@ void api__buf_printf(api_buf *b, const char *fmt, ...) __attribute__((format(pri
 void api__buf_json_string(api_buf *b, const char *s);
 /* The same for n bytes that may hold NUL (written \u0000); s[n] must be NUL. */
 void api__buf_json_stringn(api_buf *b, const char *s, size_t n);
+
+/* Writes code point cp (at most 0x10FFFF) as UTF-8 at out (1 to 4 bytes,
+ * room for 4 needed); returns the count. The tokenizers and the chat
+ * templates' lexer both write code points with it. */
+size_t api__utf8_put(char *out, uint32_t cp);
 
 /* Monotonic milliseconds: the reply's timings. */
 double api__now_ms(void);

@@ -109,7 +109,7 @@ long api__bert_normalize(unsigned flags, const char *s, size_t n, char **out) {
     }
     char *o = a.failed ? NULL : malloc(4 * a.n + 1);
     size_t len = 0;
-    for (size_t i = 0; o && i < a.n; i++) len += api__bpe_put_cp(o + len, a.v[i]);
+    for (size_t i = 0; o && i < a.n; i++) len += api__utf8_put(o + len, a.v[i]);
     free(a.v);
     free(b.v);
     if (!o) return API_BPE_ENOMEM;

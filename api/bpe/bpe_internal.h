@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "api/base/base.h" /* api__utf8_put */
 #include "bpe.h"
 
 /* ==== GPT-2's pattern by hand (split.c, unicode.c) ==== */
@@ -83,9 +84,6 @@ uint64_t api__bpe_pair(int32_t a, int32_t b);
 api__merge *api__bpe_merge_slot(const api_bpe *t, uint64_t key);
 /* The rank and result of merging a then b; 0 if they do not merge. */
 int api__bpe_merge_get(const api_bpe *t, int32_t a, int32_t b, int32_t *rank, int32_t *merged);
-
-/* Writes code point cp as UTF-8 (1 to 4 bytes); returns the count. */
-size_t api__bpe_put_cp(char *out, uint32_t cp);
 
 /* GPT-2's byte symbols: sym[b] is the code point byte b is written as;
  * inverse[cp] the byte of symbol cp (< 324), or -1. */

@@ -203,7 +203,7 @@ static size_t last_char(const char *s, size_t n) {
 /* Strip: up to start characters st->ch off each token's start, stop off its end. */
 static void strip(chain *c, const api__step *st) {
     char ch[4];
-    size_t nch = api__bpe_put_cp(ch, st->ch);
+    size_t nch = api__utf8_put(ch, st->ch);
     for (size_t i = 0; i < c->n; i++) {
         tok t = c->t[i];
         for (int k = 0; k < st->start && t.len >= nch && memcmp(c->b + t.off, ch, nch) == 0; k++) t.off += nch, t.len -= nch;

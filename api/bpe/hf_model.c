@@ -87,7 +87,7 @@ static void unit_tables(api_bpe *t, api__hf *h, json_t *model) {
     api__bpe_byte_symbols(sym, inverse);
     for (int b = 0; b < 256; b++) {
         char s[8];
-        size_t k = api__bpe_put_cp(s, sym[b]);
+        size_t k = api__utf8_put(s, sym[b]);
         t->byte_id[b] = api__map_get(&h->vocab, s, k);
         memcpy(h->sym[b], s, k);
         h->sym_len[b] = (unsigned char)k;

@@ -85,7 +85,7 @@ static int metaspace(api__step *st, json_t *j, char *err, size_t err_size) {
     if (cp < 0) return fail(err, err_size, API_BPE_EFORMAT, "Metaspace: replacement is not one character");
     st->ch = (uint32_t)cp;
     char rep[4];
-    st->na = api__bpe_put_cp(rep, st->ch);
+    st->na = api__utf8_put(rep, st->ch);
     if (!(st->a = malloc(st->na))) return API_BPE_ENOMEM;
     memcpy(st->a, rep, st->na);
     const char *scheme = json_string_value(json_object_get(j, "prepend_scheme"));

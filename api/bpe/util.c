@@ -129,29 +129,6 @@ int api__bpe_merge_get(const api_bpe *t, int32_t a, int32_t b, int32_t *rank, in
 
 /* ==== Text ==== */
 
-size_t api__bpe_put_cp(char *out, uint32_t cp) {
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | cp >> 6);
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | cp >> 12);
-        out[1] = (char)(0x80 | (cp >> 6 & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | cp >> 18);
-    out[1] = (char)(0x80 | (cp >> 12 & 0x3F));
-    out[2] = (char)(0x80 | (cp >> 6 & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 size_t api_bpe_utf8_text(const char *b, size_t n, char *out) {
     /* the WHATWG UTF-8 decoder, U+FFFD for each maximal invalid subpart */
     size_t o = 0, needed = 0, seen = 0;
@@ -171,23 +148,23 @@ size_t api_bpe_utf8_text(const char *b, size_t n, char *out) {
                 if (c == 0xF0) lower = 0x90;
                 if (c == 0xF4) upper = 0x8F;
                 needed = 3, cp = c & 0x07;
-            } else o += api__bpe_put_cp(out + o, 0xFFFD);
+            } else o += api__utf8_put(out + o, 0xFFFD);
             continue;
         }
         if (c < lower || c > upper) { /* this byte starts again */
             needed = seen = 0, lower = 0x80, upper = 0xBF;
-            o += api__bpe_put_cp(out + o, 0xFFFD);
+            o += api__utf8_put(out + o, 0xFFFD);
             continue;
         }
         i++;
         lower = 0x80, upper = 0xBF;
         cp = cp << 6 | (c & 0x3F);
         if (++seen == needed) {
-            o += api__bpe_put_cp(out + o, cp);
+            o += api__utf8_put(out + o, cp);
             needed = seen = 0;
         }
     }
-    if (needed) o += api__bpe_put_cp(out + o, 0xFFFD);
+    if (needed) o += api__utf8_put(out + o, 0xFFFD);
     out[o] = '\0';
     return o;
 }

@@ -4,6 +4,7 @@
 #ifndef API_CHAT_JINJA_H
 #define API_CHAT_JINJA_H
 
+#include "api/base/base.h" /* api__utf8_put */
 #include "api/chat/chat.h"
 
 typedef struct jinja_chunk jinja_chunk;
@@ -130,7 +131,6 @@ int api__jinja_take(jinja_rt *rt, jinja_buf *b, jinja_value *out); /* b's text a
 int api__jinja_emit(jinja_rt *rt, const char *s, size_t n);
 /* text.c: UTF-8, JavaScript's whitespace and numbers (mode 0 Number, 1 parseInt, 2 parseFloat) */
 size_t api__jinja_utf8_decode(const char *s, size_t n, uint32_t *cp); /* bytes; 0: not UTF-8 */
-size_t api__jinja_utf8_encode(uint32_t cp, char *out);
 int api__jinja_utf8_valid(const char *s, size_t n);
 size_t api__jinja_utf8_count(const char *s, size_t n);
 size_t api__jinja_space_at(const char *s, size_t n); /* bytes of the whitespace at s, or 0 */

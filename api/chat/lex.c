@@ -162,7 +162,7 @@ static int escape(lexer *lx, char *out, size_t *o) {
         cp = cp << 4 | (uint32_t)v;
     }
     if (cp >= 0xD800 && cp <= 0xDFFF) return fail(lx, "a \\u escape of a surrogate is not supported");
-    *o += api__jinja_utf8_encode(cp, out + *o);
+    *o += api__utf8_put(out + *o, cp);
     return 0;
 }
 
