@@ -22,7 +22,6 @@
  *   the errors of what a model cannot give.
  * Run from the repository root. */
 #include <check.h>
-#include <dirent.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -37,28 +36,9 @@
 
 #define DIR_ROOT "tests/golden/encoders"
 #define MAX_CASES 16
-#define ATOL 1e-4
-#define RTOL 1e-3
 
-static char g_cases[MAX_CASES][256];
+static gt_case_name g_cases[MAX_CASES];
 static int g_n;
-
-static int cmp_name(const void *a, const void *b) { return strcmp(a, b); }
-
-static void list_cases(void) {
-    DIR *d = opendir(DIR_ROOT);
-    struct dirent *e;
-    while (d && (e = readdir(d)) != NULL && g_n < MAX_CASES) {
-        char path[512];
-        snprintf(path, sizeof path, "%s/%s/expected.gpt2", DIR_ROOT, e->d_name);
-        FILE *f = e->d_name[0] != '.' ? fopen(path, "rb") : NULL;
-        if (f == NULL) continue;
-        fclose(f);
-        snprintf(g_cases[g_n++], sizeof g_cases[0], "%s", e->d_name);
-    }
-    if (d) closedir(d);
-    qsort(g_cases, (size_t)g_n, sizeof g_cases[0], cmp_name);
-}
 
 /* A loaded case: its golden file, the model, the batch's shape and mask. */
 typedef struct {
@@ -108,15 +88,25 @@ static json_t *rows_json(const tcase *c, const int32_t *v, int ragged) {
     return a;
 }
 
-/* 1 when element i of a [lead][B][T][width] (or, map, [lead][B][H][T][T])
- * tensor is at a padded query position. */
-static int padded(const tcase *c, size_t i, size_t width, int map, size_t H) {
+/* Where a reply tensor's padded query positions are: [lead][B][T][width],
+ * or (map) [lead][B][H][T][T]. */
+typedef struct {
+    const tcase *c;
+    size_t width, H;
+    int map;
+} pad_shape;
+
+/* 1 when element i of the tensor ctx (a pad_shape) describes is at a padded
+ * query position. */
+static int padded(const void *ctx, size_t i) {
+    const pad_shape *p = ctx;
+    const tcase *c = p->c;
     size_t T = (size_t)c->T, b, t;
-    if (map) {
+    if (p->map) {
         size_t row = i / T; /* [..][B][H][T] */
-        t = row % T, b = row / T / H % (size_t)c->B;
+        t = row % T, b = row / T / p->H % (size_t)c->B;
     } else {
-        size_t pos = i / width; /* [..][B][T] */
+        size_t pos = i / p->width; /* [..][B][T] */
         t = pos % T, b = pos / T % (size_t)c->B;
     }
     return c->mask && !c->mask[b * T + t];
@@ -126,27 +116,9 @@ static int padded(const tcase *c, size_t i, size_t width, int map, size_t H) {
  * PyTorch has -inf, else within tolerance. The largest difference. */
 static double expect(const tcase *c, const char *what, const json_t *got, const gt_tensor *want,
                      int map, int lead) {
-    const json_t *data = json_object_get(got, "data");
-    ck_assert_msg(json_is_array(data) && json_array_size(data) == want->n, "%s: %zu values, want %zu",
-                  what, json_array_size(data), want->n);
-    const float *w = want->data;
-    size_t BT = (size_t)c->B * (size_t)c->T, width = want->n / BT / (size_t)lead;
-    size_t H = map ? want->n / (BT * (size_t)c->T) : 1;
-    double worst = 0.0;
-    for (size_t i = 0; i < want->n; i++) {
-        const json_t *x = json_array_get(data, i);
-        if (isinf(w[i]) || padded(c, i, width, map, H)) {
-            ck_assert_msg(json_is_null(x), "%s[%zu]: %s, the reply %g", what, i,
-                          isinf(w[i]) ? "PyTorch has -inf" : "a padded position", json_number_value(x));
-            continue;
-        }
-        ck_assert_msg(json_is_number(x), "%s[%zu]: null where PyTorch has %g", what, i, (double)w[i]);
-        double d = fabs(json_number_value(x) - w[i]);
-        ck_assert_msg(d <= ATOL + RTOL * fabs(w[i]), "%s[%zu]: %.9g, PyTorch %.9g", what, i,
-                      json_number_value(x), (double)w[i]);
-        worst = d > worst ? d : worst;
-    }
-    return worst;
+    size_t BT = (size_t)c->B * (size_t)c->T;
+    pad_shape p = {c, want->n / BT / (size_t)lead, map ? want->n / (BT * (size_t)c->T) : 1, map};
+    return gt_expect_flat(what, got, want, padded, &p);
 }
 
 static int is_hook(const char *name) { return strncmp(name, "blocks.", 7) == 0; }
@@ -196,7 +168,7 @@ static void expect_fill(const tcase *c, const json_t *fm) {
             int32_t want = ((const int32_t *)ids->data)[m * k + j];
             float pw = ((const float *)probs->data)[m * k + j];
             ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(f, "ids"), j)), want);
-            ck_assert(fabs(json_number_value(json_array_get(json_object_get(f, "probs"), j)) - pw) <= ATOL);
+            ck_assert(fabs(json_number_value(json_array_get(json_object_get(f, "probs"), j)) - pw) <= GT_ATOL);
         }
     }
 }
@@ -257,9 +229,7 @@ static const json_t *at(const json_t *g, const char *key, size_t i) {
     return json_array_get(json_object_get(json_object_get(g, key), "data"), i);
 }
 
-static int near(const json_t *x, double want) {
-    return json_is_number(x) && fabs(json_number_value(x) - want) <= ATOL + RTOL * fabs(want);
-}
+static int near(const json_t *x, double want) { return json_is_number(x) && gt_near(json_number_value(x), want); }
 
 /* hook's [B][T][heads][D] row (b, t, head) of the golden file. */
 static const float *head_row(const tcase *c, const char *hook, int b, int t, int head, int D) {
@@ -292,9 +262,9 @@ static void neuron_key(const tcase *c, const neuron_case *n, const json_t *nv, c
     }
     ck_assert_msg(near(at(nv, "dot", (size_t)j), dot), "dot[%d]", j);
     ck_assert_msg(isinf(srow[j]) ? json_is_null(at(nv, "scores", (size_t)j))
-                                 : near(at(nv, "scores", (size_t)j), srow[j]) && fabs(dot * scale - srow[j]) <= ATOL + RTOL * fabs(srow[j]),
+                                 : near(at(nv, "scores", (size_t)j), srow[j]) && gt_near(dot * scale, srow[j]),
                   "scores[%d]", j);
-    ck_assert_msg(fabs(json_number_value(at(nv, "weights", (size_t)j)) - prow[j]) <= ATOL, "weights[%d]", j);
+    ck_assert_msg(fabs(json_number_value(at(nv, "weights", (size_t)j)) - prow[j]) <= GT_ATOL, "weights[%d]", j);
 }
 
 /* The view of one head and query against the golden hooks. */
@@ -514,23 +484,12 @@ END_TEST
 START_TEST(every_family_covered) {
     static const char *const families[] = {"BertForMaskedLM", "BertModel", "RobertaForMaskedLM",
                                            "DistilBertForMaskedLM"};
-    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
-        int found = 0;
-        for (int i = 0; i < g_n && !found; i++) {
-            char path[600];
-            snprintf(path, sizeof path, "%s/%s/expected.gpt2", DIR_ROOT, g_cases[i]);
-            gt_file g;
-            gt_load(path, &g);
-            found = gt_value(&g, "family") && strcmp(gt_value(&g, "family"), families[f]) == 0;
-            gt_free(&g);
-        }
-        ck_assert_msg(found, "no golden case of %s in %s", families[f], DIR_ROOT);
-    }
+    gt_expect_families(DIR_ROOT, g_cases, g_n, families, sizeof families / sizeof families[0]);
 }
 END_TEST
 
 static Suite *suite(void) {
-    list_cases();
+    g_n = gt_list_cases(DIR_ROOT, g_cases, MAX_CASES);
     Suite *s = suite_create("api_encoders");
     TCase *tc = tcase_create("encoders");
     tcase_set_timeout(tc, 60);

@@ -20,7 +20,6 @@
  */
 #include <check.h>
 #include <ctype.h>
-#include <dirent.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -36,29 +35,9 @@
 
 #define DIR_ROOT "tests/golden/families"
 #define MAX_CASES 32
-#define ATOL 1e-4
-#define RTOL 1e-3
 
-static char g_cases[MAX_CASES][256];
+static gt_case_name g_cases[MAX_CASES];
 static int g_n;
-
-static int cmp_name(const void *a, const void *b) { return strcmp(a, b); }
-
-/* The case folders (those with an expected.gpt2), sorted. */
-static void list_cases(void) {
-    DIR *d = opendir(DIR_ROOT);
-    struct dirent *e;
-    while (d && (e = readdir(d)) != NULL && g_n < MAX_CASES) {
-        char path[512];
-        snprintf(path, sizeof path, "%s/%s/expected.gpt2", DIR_ROOT, e->d_name);
-        FILE *f = e->d_name[0] != '.' ? fopen(path, "rb") : NULL;
-        if (f == NULL) continue;
-        fclose(f);
-        snprintf(g_cases[g_n++], sizeof g_cases[0], "%s", e->d_name);
-    }
-    if (d) closedir(d);
-    qsort(g_cases, (size_t)g_n, sizeof g_cases[0], cmp_name);
-}
 
 /* idx [B][T] of the golden file as JSON: [[...], ...], or row b alone. */
 static char *ids_json(const gt_tensor *idx, int B, int row) {
@@ -79,29 +58,6 @@ static char *ids_json(const gt_tensor *idx, int B, int row) {
     char *s = json_dumps(a, JSON_COMPACT);
     json_decref(a);
     return s;
-}
-
-/* A flat reply tensor ({"shape", "data"}, null = -inf) against want. */
-static double expect_flat(const char *what, const json_t *got, const gt_tensor *want) {
-    const json_t *data = json_object_get(got, "data");
-    ck_assert_msg(json_is_array(data) && json_array_size(data) == want->n, "%s: %zu values, want %zu",
-                  what, json_array_size(data), want->n);
-    const float *w = want->data;
-    double worst = 0.0;
-    for (size_t i = 0; i < want->n; i++) {
-        const json_t *x = json_array_get(data, i);
-        if (isinf(w[i])) {
-            ck_assert_msg(json_is_null(x), "%s[%zu]: PyTorch has -inf, the reply %g", what, i,
-                          json_number_value(x));
-            continue;
-        }
-        ck_assert_msg(json_is_number(x), "%s[%zu]: null where PyTorch has %g", what, i, (double)w[i]);
-        double d = fabs(json_number_value(x) - w[i]);
-        ck_assert_msg(d <= ATOL + RTOL * fabs(w[i]), "%s[%zu]: %.9g, PyTorch %.9g", what, i,
-                      json_number_value(x), (double)w[i]);
-        worst = d > worst ? d : worst;
-    }
-    return worst;
 }
 
 /* The request asking for the logits and every hook the golden file holds. */
@@ -145,7 +101,7 @@ static void check_forward(const gt_file *g, const api_limits *lim, int B, const 
     char *body = forward_body(g, B);
     json_t *r = tapi_call(API_EP_MODEL, body, lim, 200);
     ck_assert_str_eq(json_string_value(json_object_get(r, "module")), family);
-    double worst = expect_flat("logits", json_object_get(r, "logits"), gt_find(g, "logits"));
+    double worst = gt_expect_flat("logits", json_object_get(r, "logits"), gt_find(g, "logits"), NULL, NULL);
     check_kv_groups(g, r);
     const json_t *cache = json_object_get(r, "cache");
     int hooks = 0;
@@ -154,7 +110,7 @@ static void check_forward(const gt_file *g, const api_limits *lim, int B, const 
         if (strncmp(name, "blocks.", 7) && strncmp(name, "ln_final.", 9)) continue;
         const json_t *got = json_object_get(cache, name);
         ck_assert_msg(got != NULL, "%s: no %s in the reply's cache", g->path, name);
-        double w = expect_flat(name, got, &g->t[i]);
+        double w = gt_expect_flat(name, got, &g->t[i], NULL, NULL);
         worst = w > worst ? w : worst;
         hooks++;
     }
@@ -322,23 +278,12 @@ END_TEST
 START_TEST(every_family_covered) {
     static const char *const families[] = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
                                            "Qwen3ForCausalLM", "GPTNeoXForCausalLM", "Gemma3ForCausalLM"};
-    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
-        int found = 0;
-        for (int i = 0; i < g_n && !found; i++) {
-            char path[600];
-            snprintf(path, sizeof path, "%s/%s/expected.gpt2", DIR_ROOT, g_cases[i]);
-            gt_file g;
-            gt_load(path, &g);
-            found = gt_value(&g, "family") && strcmp(gt_value(&g, "family"), families[f]) == 0;
-            gt_free(&g);
-        }
-        ck_assert_msg(found, "no golden case of %s in %s", families[f], DIR_ROOT);
-    }
+    gt_expect_families(DIR_ROOT, g_cases, g_n, families, sizeof families / sizeof families[0]);
 }
 END_TEST
 
 static Suite *suite(void) {
-    list_cases();
+    g_n = gt_list_cases(DIR_ROOT, g_cases, MAX_CASES);
     Suite *s = suite_create("api_families");
     TCase *tc = tcase_create("families");
     tcase_set_timeout(tc, 60);

@@ -25,21 +25,17 @@
 #include "tests/support/bpe_files.h"
 #include "tests/support/check_main.h"
 #include "tests/support/files.h"
+#include "tests/support/golden_tensors.h" /* gt_near: the tolerance */
 #include "tests/support/jschema.h"
 #include "tests/support/openapi_doc.h"
 #include "support/api_call.h"
 
 #include <cblas.h> /* openblas_set_num_threads */
 
-#define ATOL 1e-4
-#define RTOL 1e-3
-
 static char **g_files;
 static int g_n;
 
 /* ==== Comparing a reply with its golden ==================================== */
-
-static int close_to(double got, double want) { return fabs(got - want) <= ATOL + RTOL * fabs(want); }
 
 /* Every number of a nested array, in order, into a growing array. */
 typedef struct {
@@ -69,11 +65,11 @@ static void expect_lens(const char *where, const json_t *want, const json_t *got
     ck_assert_msg(wi.n == gi.n && wp.n == gp.n && wi.n == wp.n && wi.n % (size_t)k == 0,
                   "%s: lens sizes %zu/%zu against %zu/%zu", where, gi.n, gp.n, wi.n, wp.n);
     for (size_t i = 0; i < wi.n; i++) {
-        ck_assert_msg(close_to(gp.v[i], wp.v[i]), "%s: probs[%zu] %.9g, PyTorch %.9g", where, i,
+        ck_assert_msg(gt_near(gp.v[i], wp.v[i]), "%s: probs[%zu] %.9g, PyTorch %.9g", where, i,
                       gp.v[i], wp.v[i]);
         int ok = gi.v[i] == wi.v[i];
         for (size_t j = i - i % (size_t)k; !ok && j < i - i % (size_t)k + (size_t)k; j++)
-            ok = wi.v[j] == gi.v[i] && close_to(wp.v[j], wp.v[i]);
+            ok = wi.v[j] == gi.v[i] && gt_near(wp.v[j], wp.v[i]);
         ck_assert_msg(ok, "%s: ids[%zu] %g, PyTorch %g", where, i, gi.v[i], wi.v[i]);
     }
     free(wi.v), free(wp.v), free(gi.v), free(gp.v);
@@ -110,7 +106,7 @@ static int expect_json(const char *where, const json_t *want, const json_t *got)
                       json_number_value(got));
         return 1;
     }
-    ck_assert_msg(json_is_number(got) && close_to(json_number_value(got), json_number_value(want)),
+    ck_assert_msg(json_is_number(got) && gt_near(json_number_value(got), json_number_value(want)),
                   "%s: %.9g, PyTorch %.9g", where, json_number_value(got), json_number_value(want));
     return 1;
 }

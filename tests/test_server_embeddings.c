@@ -112,7 +112,7 @@ static void expect_rows(const char *what, const json_t *part, const float *want,
         ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(part, "indices"), (size_t)b)), b);
         for (int c = 0; c < width; c++) {
             float w = want[(size_t)(first + b) * (size_t)width + (size_t)c];
-            ck_assert_msg(fabsf(got[c] - w) <= 1e-4f + 1e-3f * fabsf(w), "%s[%d][%d]: %g, want %g", what,
+            ck_assert_msg(gt_near(got[c], w), "%s[%d][%d]: %g, want %g", what,
                           b, c, (double)got[c], (double)w);
         }
     }
