@@ -152,6 +152,9 @@ typedef struct {
  * the tied head. ATTN_OK, or an error naming field for a rotation the row
  * cannot make (odd dims, a base <= 0, llama3 scaling without its factors). */
 int attn__spec_common(const attn_lm_config *c, attn_lm_spec *s, attn_error *err);
+/* The hidden_act names rows accept (common.c): the SiLU families' (Llama's
+ * and its kin's) and the GELU families' (BERT's, RoBERTa's, GPT-NeoX's). */
+extern const char *const attn__acts_silu[], *const attn__acts_gelu[];
 
 /* The encoders' parts of a spec (bert.c): post-LN blocks, two-way attention,
  * LayerNorm with the config's epsilon, biases everywhere, learned positions,
@@ -171,6 +174,9 @@ extern const attn__layout attn__bert_layout;
  * the spec says, q_norm and k_norm with qk_norm), mlp (gate/up/down_proj),
  * input_layernorm, post_attention_layernorm}, model.norm, lm_head. */
 extern const attn__layout attn__llama_layout;
+/* Llama's spec (llama.c): spec_common's, RMSNorm, the gated MLP, dropout on
+ * the attention weights; Mistral and the Qwens add their own to it. */
+int attn__llama_describe(const attn_lm_config *c, attn_lm_spec *s, attn_error *err);
 
 /* The rows, by attn_arch (arch.c, from ATTN_ARCH_MAP). NULL out of range. */
 const attn__arch *attn__arch_get(attn_arch a);

@@ -19,8 +19,6 @@
  * (bertmodel.c is BertModel's row: these tables, the pooler on by default). */
 #include "core/arch/arch.h"
 
-static const char *const acts[] = {"gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", NULL};
-
 /* BertConfig's names and defaults; the parts are not config.json's (a
  * checkpoint's tensors say whether it has them). */
 static const attn_arch_hparam hparams[] = {
@@ -31,7 +29,7 @@ static const attn_arch_hparam hparams[] = {
     {ATTN_HP_WIDTH, "hidden_size", 768, "hidden_size", 768, 1, NULL},
     {ATTN_HP_FFN, "intermediate_size", 3072, "intermediate_size", 3072, 1, NULL},
     {ATTN_HP_TYPE_VOCAB, "type_vocab_size", 2, "type_vocab_size", 2, 0, NULL},
-    {ATTN_HP_ACTIVATION, "hidden_act", ATTN_ACT_GELU_ERF, "hidden_act", ATTN_ACT_GELU_ERF, 0, acts},
+    {ATTN_HP_ACTIVATION, "hidden_act", ATTN_ACT_GELU_ERF, "hidden_act", ATTN_ACT_GELU_ERF, 0, attn__acts_gelu},
     {ATTN_HP_NORM_EPS, "layer_norm_eps", 1e-12, "layer_norm_eps", 1e-12, 0, NULL},
     {ATTN_HP_PAD_ID, "pad_token_id", 0, "pad_token_id", 0, 0, NULL},
     {ATTN_HP_MLM_HEAD, "mlm_head", 1, NULL, 1, 0, NULL},

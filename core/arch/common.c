@@ -1,9 +1,13 @@
 /* common.c - what most rows take straight from their config (the spec's
  * rotary positions, window, activation, epsilon, biases and tied head),
- * shared by the rows' describe() functions; it calls nothing of theirs. */
+ * shared by the rows' describe() functions, and the activation names the
+ * rows' hidden_act accepts; it calls nothing of theirs. */
 #include "core/arch/arch.h"
 
 #include <string.h>
+
+const char *const attn__acts_silu[] = {"silu", "swish", "gelu", "gelu_new", "gelu_pytorch_tanh", "relu", NULL};
+const char *const attn__acts_gelu[] = {"gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", NULL};
 
 int attn__spec_common(const attn_lm_config *c, attn_lm_spec *s, attn_error *err) {
     double pct = c->rotary_pct > 0.0 ? c->rotary_pct : 1.0;

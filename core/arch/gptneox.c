@@ -14,8 +14,6 @@
  * projection (attention_bias), the head its own. */
 #include "core/arch/arch.h"
 
-static const char *const acts[] = {"gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", NULL};
-
 /* GPTNeoXConfig's names and defaults. */
 static const attn_arch_hparam hparams[] = {
     {ATTN_HP_VOCAB, "vocab_size", 50432, "vocab_size", 50432, 1, NULL},
@@ -24,7 +22,7 @@ static const attn_arch_hparam hparams[] = {
     {ATTN_HP_HEADS, "num_attention_heads", 64, "num_attention_heads", 64, 1, NULL},
     {ATTN_HP_WIDTH, "hidden_size", 6144, "hidden_size", 6144, 1, NULL},
     {ATTN_HP_FFN, "intermediate_size", 24576, "intermediate_size", 24576, 1, NULL},
-    {ATTN_HP_ACTIVATION, "hidden_act", ATTN_ACT_GELU_ERF, "hidden_act", ATTN_ACT_GELU_ERF, 0, acts},
+    {ATTN_HP_ACTIVATION, "hidden_act", ATTN_ACT_GELU_ERF, "hidden_act", ATTN_ACT_GELU_ERF, 0, attn__acts_gelu},
     {ATTN_HP_ROTARY_PCT, "rotary_pct", 0.25, "rotary_pct", 0.25, 0, NULL},
     {ATTN_HP_ROPE_THETA, "rotary_emb_base", 10000, "rotary_emb_base", 10000, 0, NULL},
     {ATTN_HP_ROPE_SCALING, "rope_scaling", ATTN_ROPE_DEFAULT, "rope_scaling", ATTN_ROPE_DEFAULT, 0, NULL},

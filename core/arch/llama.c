@@ -15,9 +15,6 @@
 
 #include <math.h>
 
-static const char *const acts[] = {"silu", "swish", "gelu", "gelu_new", "gelu_pytorch_tanh",
-                                   "relu", NULL};
-
 /* LlamaConfig's names and defaults, for requests and config.json alike. */
 static const attn_arch_hparam hparams[] = {
     {ATTN_HP_VOCAB, "vocab_size", 32000, "vocab_size", 32000, 1, NULL},
@@ -28,7 +25,7 @@ static const attn_arch_hparam hparams[] = {
     {ATTN_HP_WIDTH, "hidden_size", 4096, "hidden_size", 4096, 1, NULL},
     {ATTN_HP_HEAD_DIM, "head_dim", 0, "head_dim", 0, 0, NULL},
     {ATTN_HP_FFN, "intermediate_size", 11008, "intermediate_size", 11008, 1, NULL},
-    {ATTN_HP_ACTIVATION, "hidden_act", ATTN_ACT_SILU, "hidden_act", ATTN_ACT_SILU, 0, acts},
+    {ATTN_HP_ACTIVATION, "hidden_act", ATTN_ACT_SILU, "hidden_act", ATTN_ACT_SILU, 0, attn__acts_silu},
     {ATTN_HP_NORM_EPS, "rms_norm_eps", 1e-6, "rms_norm_eps", 1e-6, 0, NULL},
     {ATTN_HP_TIED, "tie_word_embeddings", 0, "tie_word_embeddings", 0, 0, NULL},
     {ATTN_HP_ATTN_BIAS, "attention_bias", 0, "attention_bias", 0, 0, NULL},
@@ -38,7 +35,7 @@ static const attn_arch_hparam hparams[] = {
     {ATTN_HP_DROPOUT, "attention_dropout", 0, "attention_dropout", 0, 0, NULL},
 };
 
-static int describe(const attn_lm_config *c, attn_lm_spec *s, attn_error *err) {
+int attn__llama_describe(const attn_lm_config *c, attn_lm_spec *s, attn_error *err) {
     int rc = attn__spec_common(c, s, err);
     if (rc) return rc;
     s->norm = ATTN_LM_RMSNORM;
@@ -97,6 +94,6 @@ const attn__arch attn__arch_llama = {
     .ctor = "LlamaForCausalLM(config)",
     .hparams = hparams,
     .n_hparams = sizeof hparams / sizeof hparams[0],
-    .describe = describe,
+    .describe = attn__llama_describe,
     .layout = &attn__llama_layout,
 };

@@ -4,9 +4,6 @@
  * the layers from max_window_layers on when use_sliding_window says so. */
 #include "core/arch/arch.h"
 
-static const char *const acts[] = {"silu", "swish", "gelu", "gelu_new", "gelu_pytorch_tanh",
-                                   "relu", NULL};
-
 /* Qwen2Config's names and defaults. */
 static const attn_arch_hparam hparams[] = {
     {ATTN_HP_VOCAB, "vocab_size", 151936, "vocab_size", 151936, 1, NULL},
@@ -16,7 +13,7 @@ static const attn_arch_hparam hparams[] = {
     {ATTN_HP_KV_HEADS, "num_key_value_heads", 32, "num_key_value_heads", 32, 0, NULL},
     {ATTN_HP_WIDTH, "hidden_size", 4096, "hidden_size", 4096, 1, NULL},
     {ATTN_HP_FFN, "intermediate_size", 22016, "intermediate_size", 22016, 1, NULL},
-    {ATTN_HP_ACTIVATION, "hidden_act", ATTN_ACT_SILU, "hidden_act", ATTN_ACT_SILU, 0, acts},
+    {ATTN_HP_ACTIVATION, "hidden_act", ATTN_ACT_SILU, "hidden_act", ATTN_ACT_SILU, 0, attn__acts_silu},
     {ATTN_HP_NORM_EPS, "rms_norm_eps", 1e-6, "rms_norm_eps", 1e-6, 0, NULL},
     {ATTN_HP_TIED, "tie_word_embeddings", 0, "tie_word_embeddings", 0, 0, NULL},
     {ATTN_HP_ROPE_THETA, "rope_theta", 10000, "rope_theta", 10000, 0, NULL},
@@ -28,11 +25,8 @@ static const attn_arch_hparam hparams[] = {
 };
 
 static int describe(const attn_lm_config *c, attn_lm_spec *s, attn_error *err) {
-    int rc = attn__spec_common(c, s, err);
+    int rc = attn__llama_describe(c, s, err);
     if (rc) return rc;
-    s->norm = ATTN_LM_RMSNORM;
-    s->gated = 1;
-    s->weight_dropout = 1;
     s->qkv_bias = 1, s->o_bias = 0;
     s->window = c->use_window ? c->window : 0;
     s->global_every = 0;

@@ -15,8 +15,6 @@
  * <s> A </s></s> B </s> is the service's (api/model/text.c). */
 #include "core/arch/arch.h"
 
-static const char *const acts[] = {"gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", NULL};
-
 /* RobertaConfig's names and defaults (roberta-base's). */
 static const attn_arch_hparam hparams[] = {
     {ATTN_HP_VOCAB, "vocab_size", 50265, "vocab_size", 50265, 1, NULL},
@@ -26,7 +24,7 @@ static const attn_arch_hparam hparams[] = {
     {ATTN_HP_WIDTH, "hidden_size", 768, "hidden_size", 768, 1, NULL},
     {ATTN_HP_FFN, "intermediate_size", 3072, "intermediate_size", 3072, 1, NULL},
     {ATTN_HP_TYPE_VOCAB, "type_vocab_size", 1, "type_vocab_size", 1, 0, NULL},
-    {ATTN_HP_ACTIVATION, "hidden_act", ATTN_ACT_GELU_ERF, "hidden_act", ATTN_ACT_GELU_ERF, 0, acts},
+    {ATTN_HP_ACTIVATION, "hidden_act", ATTN_ACT_GELU_ERF, "hidden_act", ATTN_ACT_GELU_ERF, 0, attn__acts_gelu},
     {ATTN_HP_NORM_EPS, "layer_norm_eps", 1e-5, "layer_norm_eps", 1e-5, 0, NULL},
     {ATTN_HP_PAD_ID, "pad_token_id", 1, "pad_token_id", 1, 0, NULL},
     {ATTN_HP_MLM_HEAD, "mlm_head", 1, NULL, 1, 0, NULL},
