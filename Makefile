@@ -205,9 +205,9 @@ soak: deps
 # Core against PyTorch (python3-torch) on the same shapes, in the same run,
 # each side at its best and beside the machine's sgemm rate (bench/run.sh),
 # then JSON numbers out (the float printer) and in (the tensor scanner).
-$(BUILD)/bench/bench_core: bench/bench_core.c $(LIBAPI) $(LIBCORE)
+$(BUILD)/bench/bench_core: bench/bench_core.c bench/measure.c $(LIBAPI) $(LIBCORE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< bench/measure.c $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
 $(BUILD)/bench/bench_serialise: bench/bench_serialise.c bench/fmt_old.c $(LIBAPI) $(LIBCORE)
 	@mkdir -p $(dir $@)
@@ -228,33 +228,37 @@ $(BUILD)/bench/bench_gpt2: bench/bench_gpt2.c $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
 
+# What the benchmarks share: the clock, medians, the sgemm rate, the load
+# average (bench/measure.c), the memory floor of a decode step (bench/floor.c).
+BENCH_HELP := bench/measure.c bench/floor.c
+
 # Per-token decode with the key/value cache against the memory-bandwidth
 # floor of the same run (GPT-2 124M shape, both families, context 128 and 512).
-$(BUILD)/bench/bench_decode: bench/bench_decode.c bench/floor.c $(LIBCORE)
+$(BUILD)/bench/bench_decode: bench/bench_decode.c $(BENCH_HELP) $(LIBCORE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< bench/floor.c $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(BENCH_HELP) $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
 
 # The decoder families' forward (T = 128, 512) and decode step (context 128)
 # on the SmolLM2-135M and Qwen2.5-0.5B shapes, against PyTorch running the
 # project's reference on the same weights and the memory floor
 # (bench/run_families.sh).
-$(BUILD)/bench/bench_families: bench/bench_families.c bench/floor.c $(LIBAPI) $(LIBCORE)
+$(BUILD)/bench/bench_families: bench/bench_families.c $(BENCH_HELP) $(LIBAPI) $(LIBCORE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< bench/floor.c $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(BENCH_HELP) $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
 # Half-size weights against float32 (bench/bench_half.c): the decode step of
 # the GPT-2 124M and SmolLM2-135M shapes with F32, BF16 and F16 weights
 # beside each one's memory floor, the T = 128 prefill, and the KL divergence
 # of a BF16 copy's next-token distribution (the demo model's too).
-$(BUILD)/bench/bench_half: bench/bench_half.c $(LIBAPI) $(LIBCORE)
+$(BUILD)/bench/bench_half: bench/bench_half.c $(BENCH_HELP) $(LIBAPI) $(LIBCORE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(BENCH_HELP) $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
 # The whole-model forward (both families, T = 128 and 512) as a fraction of
 # the sgemm rate of the same run.
-$(BUILD)/bench/bench_forward: bench/bench_forward.c $(LIBCORE)
+$(BUILD)/bench/bench_forward: bench/bench_forward.c $(BENCH_HELP) $(LIBCORE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(BENCH_HELP) $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
 
 # A full activation-patching sweep (every head of the 124M shape on a
 # 16-token pair) through api_handle, against PyTorch with hooks in the same

@@ -18,6 +18,7 @@
  * shapes in the same run and prints the ratios.
  */
 #include "api/model/model.h"
+#include "bench/measure.h"
 #include "api/module/module.h"
 #include "api/numbers/numbers.h"
 #include "core/attention.h"
@@ -29,12 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* ==== memory ============================================================ */
 
@@ -63,25 +58,7 @@ static void reset_peak(void) {
  * Short runs, so that the best of them is one the other processes of a
  * shared machine did not disturb (2048 cubed gives the same rate on a quiet
  * machine, within 2%). */
-static double sgemm_gflops(int threads) {
-    int n = 1024;
-    size_t nn = (size_t)n * n;
-    float *a = malloc(3 * nn * sizeof(float)), *b = a + nn, *c = b + nn;
-    if (!a) exit(1);
-    for (size_t i = 0; i < 2 * nn; i++) a[i] = (float)(i % 13) * 0.01f;
-    openblas_set_num_threads(threads);
-    double flops = 2.0 * n * (double)n * n, best = 1e30;
-    for (int run = 0; run < 10; run++) {
-        double t0 = now_ms();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c,
-                    n);
-        double ms = now_ms() - t0;
-        best = ms < best ? ms : best;
-    }
-    openblas_set_num_threads(1);
-    free(a);
-    return flops / best / 1e6;
-}
+static double sgemm_gflops(int threads) { return bench_sgemm_rate(threads, 10, NULL, NULL, NULL); }
 
 /* ==== cases ================================================================ */
 
@@ -132,12 +109,12 @@ static void run_case(const bench_case *bc, int threads, attn_pool *pool) {
         float *w = bc->weights ? malloc(plan.n_scores * sizeof(float)) : NULL;
         api__huge_pages(w, bc->weights ? plan.n_scores * sizeof(float) : 0); /* as api/ asks */
         attn_outputs out = {.context = ctx, .weights = w};
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         if (attn_forward(&cfg, &plan, &in, &rng, &out, &err)) {
             fprintf(stderr, "%s: %s\n", bc->name, err.message);
             exit(1);
         }
-        double ms = now_ms() - t0;
+        double ms = bench_now_ms() - t0;
         best = ms < best ? ms : best;
         free(ctx), free(w);
     }

@@ -19,33 +19,17 @@
  * the figure to read (1.0 = at the memory's limit).
  */
 #include "bench/floor.h"
+#include "bench/measure.h"
 #include "core/lm.h"
 
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define RUNS 21
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* ==== The steps =========================================================== */
-
-static void fail(const char *what, const attn_error *err) {
-    fprintf(stderr, "%s: %s (%s)\n", what, err->message, err->field);
-    exit(1);
-}
 
 static void bench_arch(attn_arch arch, attn_pool *pool, int threads) {
     attn_lm_config cfg = {.vocab_size = 50257, .context = 1024, .n_layer = 12, .n_head = 12,
@@ -53,14 +37,14 @@ static void bench_arch(attn_arch arch, attn_pool *pool, int threads) {
     const char *name = attn_arch_name(arch);
     attn_lm_plan plan;
     attn_error err;
-    if (attn_lm_plan_make(&cfg, 1, 1, 0, &plan, &err)) fail(name, &err);
+    if (attn_lm_plan_make(&cfg, 1, 1, 0, &plan, &err)) bench_fail(name, &err);
     float *params = malloc(plan.n_params * sizeof *params);
     float *logits = malloc((size_t)plan.V * sizeof *logits);
     int32_t *idx = malloc(1024 * sizeof *idx);
     if (!params || !logits || !idx) exit(1);
     attn_rng rng;
     attn_rng_seed(&rng, 0);
-    if (attn_lm_params_init(&plan, params, &rng, &err)) fail(name, &err);
+    if (attn_lm_params_init(&plan, params, &rng, &err)) bench_fail(name, &err);
     for (int t = 0; t < 1024; t++) idx[t] = (int32_t)((t * 7919u) % 50257u);
     bench_floor fj;
     bench_floor_make(&plan, params, &fj);
@@ -70,21 +54,19 @@ static void bench_arch(attn_arch arch, attn_pool *pool, int threads) {
         int ctx = contexts[k];
         attn_lm_cache *cache;
         attn_lm_plan prompt;
-        if (attn_lm_cache_create(&cfg, 1, ctx, &cache, &err)) fail(name, &err);
-        if (attn_lm_plan_make(&cfg, 1, ctx - 1, 0, &prompt, &err)) fail(name, &err);
-        if (attn_lm_prefill(&prompt, params, idx, cache, pool, NULL, &err)) fail(name, &err);
+        if (attn_lm_cache_create(&cfg, 1, ctx, &cache, &err)) bench_fail(name, &err);
+        if (attn_lm_plan_make(&cfg, 1, ctx - 1, 0, &prompt, &err)) bench_fail(name, &err);
+        if (attn_lm_prefill(&prompt, params, idx, cache, pool, NULL, &err)) bench_fail(name, &err);
         double step[RUNS], fl[RUNS];
         attn_lm_step_outputs so = {.logits = logits};
         for (int r = 0; r < RUNS; r++) {
             fl[r] = bench_floor_once(pool, &fj);
             attn_lm_cache_truncate(cache, 0, ctx - 1, &err);
-            double t0 = now_ms();
-            if (attn_lm_decode(cache, params, &idx[ctx - 1], pool, &so, &err)) fail(name, &err);
-            step[r] = now_ms() - t0;
+            double t0 = bench_now_ms();
+            if (attn_lm_decode(cache, params, &idx[ctx - 1], pool, &so, &err)) bench_fail(name, &err);
+            step[r] = bench_now_ms() - t0;
         }
-        qsort(step, RUNS, sizeof *step, cmp_double);
-        qsort(fl, RUNS, sizeof *fl, cmp_double);
-        double s = step[RUNS / 2], f = fl[RUNS / 2];
+        double s = bench_median(step, RUNS), f = bench_median(fl, RUNS); /* sorted: step[0] the best */
         printf("%-8s context %4d, %d threads: decode step %7.2f ms (best %6.2f), floor %6.2f ms "
                "(%.3f GB at %5.1f GB/s): %.2fx the floor\n",
                name, ctx, threads, s, step[0], f, gb, gb / f * 1e3, s / f);

@@ -17,53 +17,32 @@
 #include "api/api.h"
 #include "api/weights/weights.h"
 #include "bench/floor.h"
+#include "bench/measure.h"
 #include "core/lm.h"
 
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define RUNS 11
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *x, int n) {
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
-    return x[n / 2];
-}
-
-static void fail(const char *what, const attn_error *err) {
-    fprintf(stderr, "%s: %s (%s)\n", what, err->message, err->field);
-    exit(1);
-}
 
 static void forward(const char *name, const attn_lm_config *cfg, const float *params,
                     const int32_t *idx, int T, attn_pool *pool) {
     attn_lm_plan plan;
     attn_error err;
-    if (attn_lm_plan_make(cfg, 1, T, 0, &plan, &err)) fail(name, &err);
+    if (attn_lm_plan_make(cfg, 1, T, 0, &plan, &err)) bench_fail(name, &err);
     float *logits = malloc(plan.n_logits * sizeof *logits);
     if (logits == NULL) exit(1);
     attn_lm_outputs out = {.logits = logits};
     int runs = T > 128 ? 3 : 5;
     double ms[5];
     for (int r = -1; r < runs; r++) { /* r = -1 warms the pages and caches */
-        double t0 = now_ms();
-        if (attn_lm_forward(&plan, params, idx, pool, NULL, &out, &err)) fail(name, &err);
-        if (r >= 0) ms[r] = now_ms() - t0;
+        double t0 = bench_now_ms();
+        if (attn_lm_forward(&plan, params, idx, pool, NULL, &out, &err)) bench_fail(name, &err);
+        if (r >= 0) ms[r] = bench_now_ms() - t0;
     }
-    printf("core %s forward%d %.2f\n", name, T, median(ms, runs));
+    printf("core %s forward%d %.2f\n", name, T, bench_median(ms, runs));
     free(logits);
 }
 
@@ -73,10 +52,10 @@ static void decode(const char *name, const attn_lm_config *cfg, const float *par
     attn_lm_plan plan, prompt;
     attn_error err;
     attn_lm_cache *cache;
-    if (attn_lm_plan_make(cfg, 1, 1, 0, &plan, &err)) fail(name, &err);
-    if (attn_lm_cache_create(cfg, 1, CTX, &cache, &err)) fail(name, &err);
-    if (attn_lm_plan_make(cfg, 1, CTX - 1, 0, &prompt, &err)) fail(name, &err);
-    if (attn_lm_prefill(&prompt, params, idx, cache, pool, NULL, &err)) fail(name, &err);
+    if (attn_lm_plan_make(cfg, 1, 1, 0, &plan, &err)) bench_fail(name, &err);
+    if (attn_lm_cache_create(cfg, 1, CTX, &cache, &err)) bench_fail(name, &err);
+    if (attn_lm_plan_make(cfg, 1, CTX - 1, 0, &prompt, &err)) bench_fail(name, &err);
+    if (attn_lm_prefill(&prompt, params, idx, cache, pool, NULL, &err)) bench_fail(name, &err);
     float *logits = malloc((size_t)plan.V * sizeof *logits);
     if (logits == NULL) exit(1);
     bench_floor fl;
@@ -86,12 +65,12 @@ static void decode(const char *name, const attn_lm_config *cfg, const float *par
     for (int r = 0; r < RUNS; r++) {
         floor_ms[r] = bench_floor_once(pool, &fl);
         attn_lm_cache_truncate(cache, 0, CTX - 1, &err);
-        double t0 = now_ms();
-        if (attn_lm_decode(cache, params, &idx[CTX - 1], pool, &so, &err)) fail(name, &err);
-        step[r] = now_ms() - t0;
+        double t0 = bench_now_ms();
+        if (attn_lm_decode(cache, params, &idx[CTX - 1], pool, &so, &err)) bench_fail(name, &err);
+        step[r] = bench_now_ms() - t0;
     }
-    printf("core %s decode128 %.2f\n", name, median(step, RUNS));
-    printf("core %s floor %.2f %.3f\n", name, median(floor_ms, RUNS), bench_floor_bytes(&fl) / 1e9);
+    printf("core %s decode128 %.2f\n", name, bench_median(step, RUNS));
+    printf("core %s floor %.2f %.3f\n", name, bench_median(floor_ms, RUNS), bench_floor_bytes(&fl) / 1e9);
     attn_lm_cache_free(cache);
     free(logits);
 }

@@ -21,49 +21,16 @@
  * a shared machine. For a before/after, run the bench of both builds
  * alternately (the figures are against each run's own sgemm).
  */
+#include "bench/measure.h"
 #include "core/lm.h"
 
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #define FAMILIES 2 /* GPT2 and the book's GPTModel */
 
-static clockid_t g_clock = CLOCK_MONOTONIC;
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(g_clock, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *x, int n) {
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
-    return x[n / 2];
-}
-
 enum { N = 1024 };
-
-/* GFLOP/s of a 1024^3 cblas_sgemm on `threads` OpenBLAS threads, best of 3. */
-static double sgemm_rate(int threads, const float *a, const float *b, float *c) {
-    openblas_set_num_threads(threads);
-    double best = 1e30;
-    for (int i = 0; i < 3; i++) {
-        double t0 = now_ms();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a, N, b, N, 0.0f,
-                    c, N);
-        double ms = now_ms() - t0;
-        best = ms < best ? ms : best;
-    }
-    openblas_set_num_threads(1);
-    return 2.0 * N * N * (double)N / best / 1e6;
-}
 
 typedef struct {
     int arch, T;
@@ -94,18 +61,18 @@ static void case_make(bench_case *b, int arch, int T) {
 static double run_case(bench_case *b, attn_pool *pool) {
     attn_lm_outputs out = {.logits = b->logits};
     attn_error err;
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     if (attn_lm_forward(&b->plan, b->params, b->idx, pool, NULL, &out, &err)) {
         fprintf(stderr, "forward: %s\n", err.message);
         exit(1);
     }
-    return now_ms() - t0;
+    return bench_now_ms() - t0;
 }
 
 int main(int argc, char **argv) {
     int threads = argc > 1 ? atoi(argv[1]) : 2, reps = argc > 2 ? atoi(argv[2]) : 9;
     if (reps < 1 || reps > 64 || threads < 1) return 2;
-    if (threads == 1) g_clock = CLOCK_THREAD_CPUTIME_ID;
+    if (threads == 1) bench_use_clock(CLOCK_THREAD_CPUTIME_ID);
     float *a = malloc((size_t)N * N * 4), *bm = malloc((size_t)N * N * 4), *c = malloc((size_t)N * N * 4);
     if (!a || !bm || !c) return 1;
     for (size_t i = 0; i < (size_t)N * N; i++) a[i] = 0.001f * (float)(i % 7), bm[i] = 0.002f * (float)(i % 5);
@@ -117,7 +84,7 @@ int main(int argc, char **argv) {
     double rates[64];
     for (int i = 0; i < 2 * FAMILIES; i++) run_case(&cases[i], pool); /* warm: pages, caches */
     for (int r = 0; r < reps; r++) {
-        rates[r] = sgemm_rate(threads, a, bm, c); /* the pool's helpers sleep meanwhile */
+        rates[r] = bench_sgemm_rate(threads, 3, a, bm, c); /* the pool's helpers sleep meanwhile */
         for (int i = 0; i < 2 * FAMILIES; i++) {
             bench_case *b = &cases[i];
             b->ms[r] = run_case(b, pool);
@@ -125,14 +92,14 @@ int main(int argc, char **argv) {
         }
     }
     printf("sgemm 1024^3 on %d OpenBLAS threads: %.0f GFLOP/s (median of %d, %s time); "
-           "OPENBLAS_CORETYPE=%s\n", threads, median(rates, reps), reps,
+           "OPENBLAS_CORETYPE=%s\n", threads, bench_median(rates, reps), reps,
            threads == 1 ? "CPU" : "wall",
            getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)");
     for (int i = 0; i < 2 * FAMILIES; i++) {
         bench_case *b = &cases[i];
         printf("%-8s T=%3d forward (pool of %d): %7.1f ms, %.1f GFLOP: %3.0f%% of the sgemm rate\n",
-               attn_arch_name((attn_arch)b->arch), b->T, threads, median(b->ms, reps), b->gflop,
-               100 * median(b->eff, reps));
+               attn_arch_name((attn_arch)b->arch), b->T, threads, bench_median(b->ms, reps), b->gflop,
+               100 * bench_median(b->eff, reps));
     }
     attn_pool_destroy(pool);
     return 0;

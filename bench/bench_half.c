@@ -35,6 +35,7 @@
  * heads the output.
  */
 #include "api/weights/weights.h"
+#include "bench/measure.h"
 #include "core/half.h"
 #include "core/lm.h"
 
@@ -43,36 +44,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define RUNS 15
 #define CTX 128
 #define DTYPES 3
 
 static const attn_dtype dtypes[DTYPES] = {ATTN_DTYPE_F32, ATTN_DTYPE_BF16, ATTN_DTYPE_F16};
-
-static clockid_t g_clock = CLOCK_MONOTONIC;
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(g_clock, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *x, int n) {
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
-    return x[n / 2];
-}
-
-static void fail(const char *what, const attn_error *err) {
-    fprintf(stderr, "bench_half: %s: %s (%s)\n", what, err->message, err->field);
-    exit(1);
-}
 
 static void *xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);
@@ -96,10 +73,8 @@ static void machine(int threads) {
     }
     if (f) fclose(f);
     name[strcspn(name, "\n")] = '\0';
-    double load[3] = {0};
-    f = fopen("/proc/loadavg", "r");
-    if (f && fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3) load[0] = -1;
-    if (f) fclose(f);
+    double load[3];
+    bench_load_average(load);
     printf("machine: %s, %s, %d threads (%s clock); half-weight kernels: %s; OPENBLAS_CORETYPE=%s; "
            "load average %.2f %.2f %.2f\n", name, avx512 ? "AVX-512" : "no AVX-512", threads,
            threads <= 1 ? "CPU" : "wall", attn__half_kernels(),
@@ -169,9 +144,9 @@ static double floor_regions(const attn_lm_plan *p, const void *params, floor_job
 }
 
 static double floor_once(attn_pool *pool, floor_job *j) {
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     attn_pool_run(pool, j->items, floor_item, j);
-    return now_ms() - t0;
+    return bench_now_ms() - t0;
 }
 
 /* ==== Models ============================================================== */
@@ -203,7 +178,7 @@ static void model_make(model *m, int T) {
     for (int d = 0; d < DTYPES; d++) {
         attn_lm_config c = m->cfg;
         c.weights_dtype = dtypes[d];
-        if (attn_lm_plan_make(&c, 1, T, 0, &m->plan[d], &err)) fail(m->name, &err);
+        if (attn_lm_plan_make(&c, 1, T, 0, &m->plan[d], &err)) bench_fail(m->name, &err);
         m->params[d] = xmalloc(m->plan[d].param_bytes);
     }
     attn_rng rng;
@@ -212,7 +187,7 @@ static void model_make(model *m, int T) {
         uniform_fill(&m->plan[0], m->params[0]);
     for (int d = 1; d < DTYPES; d++)
         if (attn_lm_params_convert(&m->plan[d], m->params[d], &m->plan[0], m->params[0], &err))
-            fail(m->name, &err);
+            bench_fail(m->name, &err);
 }
 
 static void model_free(model *m) {
@@ -231,8 +206,8 @@ static void decode_times(model *m, int d, attn_pool *pool, double *step, double 
     int32_t idx[CTX];
     for (int t = 0; t < CTX; t++) idx[t] = (int32_t)((t * 7919u) % (unsigned)p->V);
     float *logits = xmalloc((size_t)p->V * sizeof *logits);
-    if (attn_lm_cache_create(&c, 1, CTX, &cache, &err)) fail(m->name, &err);
-    if (attn_lm_prefill(p, m->params[d], idx, cache, pool, NULL, &err)) fail(m->name, &err);
+    if (attn_lm_cache_create(&c, 1, CTX, &cache, &err)) bench_fail(m->name, &err);
+    if (attn_lm_prefill(p, m->params[d], idx, cache, pool, NULL, &err)) bench_fail(m->name, &err);
     floor_job *fj = xmalloc(sizeof *fj);
     *bytes = floor_regions(p, m->params[d], fj);
     double st[RUNS], fl[RUNS];
@@ -240,11 +215,11 @@ static void decode_times(model *m, int d, attn_pool *pool, double *step, double 
     for (int r = 0; r < RUNS; r++) {
         fl[r] = floor_once(pool, fj);
         attn_lm_cache_truncate(cache, 0, CTX - 1, &err);
-        double t0 = now_ms();
-        if (attn_lm_decode(cache, m->params[d], &idx[CTX - 1], pool, &so, &err)) fail(m->name, &err);
-        st[r] = now_ms() - t0;
+        double t0 = bench_now_ms();
+        if (attn_lm_decode(cache, m->params[d], &idx[CTX - 1], pool, &so, &err)) bench_fail(m->name, &err);
+        st[r] = bench_now_ms() - t0;
     }
-    *step = median(st, RUNS), *floor_ms = median(fl, RUNS);
+    *step = bench_median(st, RUNS), *floor_ms = bench_median(fl, RUNS);
     attn_lm_cache_free(cache);
     free(fj), free(logits);
 }
@@ -254,19 +229,19 @@ static double prefill_time(model *m, int d, attn_pool *pool) {
     attn_error err = {0};
     attn_lm_config c = m->plan[d].cfg;
     attn_lm_plan p;
-    if (attn_lm_plan_make(&c, 1, 128, 0, &p, &err)) fail(m->name, &err);
+    if (attn_lm_plan_make(&c, 1, 128, 0, &p, &err)) bench_fail(m->name, &err);
     int32_t idx[128];
     for (int t = 0; t < 128; t++) idx[t] = (int32_t)((t * 7919u) % (unsigned)p.V);
     float *logits = xmalloc((size_t)p.V * sizeof *logits);
     attn_lm_outputs out = {.logits = logits, .last_only = 1};
     double t[5];
     for (int r = 0; r < 5; r++) {
-        double t0 = now_ms();
-        if (attn_lm_forward(&p, m->params[d], idx, pool, NULL, &out, &err)) fail(m->name, &err);
-        t[r] = now_ms() - t0;
+        double t0 = bench_now_ms();
+        if (attn_lm_forward(&p, m->params[d], idx, pool, NULL, &out, &err)) bench_fail(m->name, &err);
+        t[r] = bench_now_ms() - t0;
     }
     free(logits);
-    return median(t, 5);
+    return bench_median(t, 5);
 }
 
 static void bench_model(model *m, attn_pool *pool) {
@@ -320,7 +295,7 @@ static float *all_logits(const attn_lm_plan *p, const void *params, const int32_
     attn_error err = {0};
     float *l = xmalloc(p->n_logits * sizeof *l);
     attn_lm_outputs out = {.logits = l};
-    if (attn_lm_forward(p, params, idx, pool, NULL, &out, &err)) fail("kl", &err);
+    if (attn_lm_forward(p, params, idx, pool, NULL, &out, &err)) bench_fail("kl", &err);
     return l;
 }
 
@@ -346,7 +321,7 @@ static void kl_folder(const char *dir, attn_pool *pool) {
     attn_lm_plan p[2];
     attn_error err = {0};
     for (int d = 0; d < 2; d++)
-        if (attn_lm_plan_make(&cfg[d], 1, T, 0, &p[d], &err)) fail(dir, &err);
+        if (attn_lm_plan_make(&cfg[d], 1, T, 0, &p[d], &err)) bench_fail(dir, &err);
     float *a = all_logits(&p[0], w[0], idx, pool), *b = all_logits(&p[1], w[1], idx, pool);
     kl_report("shakespeare", a, b, T, p[0].V);
     free(a), free(b);
@@ -360,7 +335,7 @@ int main(int argc, char **argv) {
     openblas_set_num_threads(1);
     attn_pool *pool = threads > 1 ? attn_pool_create(threads) : NULL;
     if (threads > 1 && pool == NULL) return 1;
-    if (threads <= 1) g_clock = CLOCK_THREAD_CPUTIME_ID;
+    if (threads <= 1) bench_use_clock(CLOCK_THREAD_CPUTIME_ID);
     machine(threads);
     model gpt2 = {.name = "GPT-2 124M", .cfg = {.arch = ATTN_ARCH_GPT2, .vocab_size = 50257,
                                                 .context = 1024, .n_layer = 12, .n_head = 12,

@@ -1,13 +1,6 @@
 /* floor.c - the memory-bandwidth floor of a decode step (floor.h). */
 #include "bench/floor.h"
-
-#include <time.h>
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+#include "bench/measure.h"
 
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 static double sum_floats(const float *x, size_t n) {
@@ -71,7 +64,7 @@ double bench_floor_bytes(const bench_floor *f) {
 }
 
 double bench_floor_once(attn_pool *pool, bench_floor *f) {
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     attn_pool_run(pool, f->items, floor_item, f);
-    return now_ms() - t0;
+    return bench_now_ms() - t0;
 }
