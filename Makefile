@@ -269,9 +269,9 @@ $(BUILD)/bench/bench_patch: bench/bench_patch.c $(LIBAPI) $(LIBCORE)
 
 # Sentence embeddings of 32 sentences of 16 to 64 tokens through
 # all-MiniLM-L6-v2's shape against PyTorch in the same run (bench/run_embed.sh).
-$(BUILD)/bench/bench_embed: bench/bench_embed.c $(LIBAPI) $(LIBCORE)
+$(BUILD)/bench/bench_embed: bench/bench_embed.c bench/measure.c $(LIBAPI) $(LIBCORE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< bench/measure.c $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
 # The analyses ("analysis"): the six of the maps beside the forward that
 # returns the maps (T = 128 and 1,024), and the importance sweep through

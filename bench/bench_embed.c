@@ -23,6 +23,7 @@
  * median of reps; checks first that the packed and dense embeddings agree. */
 #include "api/api.h"
 #include "api/weights/weights.h" /* the loaded model's config and buffer */
+#include "bench/measure.h"
 #include "core/lm.h"
 
 #include <cblas.h>
@@ -32,19 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static clockid_t g_clock = CLOCK_MONOTONIC;
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(g_clock, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 typedef struct {
     attn_lm_plan plan;
@@ -98,18 +86,14 @@ static char *read_batch(const char *dir, run_ctx *c, int *B, int *T) {
     return text;
 }
 
-static double median_of(double *x, int n) {
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
-    return x[n / 2];
-}
-
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: bench_embed DIR [threads] [reps]\n");
         return 2;
     }
     int threads = argc > 2 ? atoi(argv[2]) : 2, reps = argc > 3 ? atoi(argv[3]) : 9, B, T;
-    if (argc > 4 && strcmp(argv[4], "cputime") == 0) g_clock = CLOCK_PROCESS_CPUTIME_ID;
+    int cputime = argc > 4 && strcmp(argv[4], "cputime") == 0;
+    if (cputime) bench_use_clock(CLOCK_PROCESS_CPUTIME_ID);
     openblas_set_num_threads(1);
     char spec[1100], why[512];
     snprintf(spec, sizeof spec, "mini=%s", argv[1]);
@@ -149,7 +133,7 @@ int main(int argc, char **argv) {
     static const char *const names[3] = {"core packed", "core dense", "api embeddings"};
     for (int k = 0; k < 3; k++) {
         for (int r = 0; r < reps; r++) {
-            double t0 = now_ms();
+            double t0 = bench_now_ms();
             if (k < 2) {
                 embed(&c, k == 1);
             } else {
@@ -161,12 +145,12 @@ int main(int argc, char **argv) {
                 }
                 api_reply_free(&reply);
             }
-            ms[r] = now_ms() - t0;
+            ms[r] = bench_now_ms() - t0;
         }
-        printf("%s ms %.2f\n", names[k], median_of(ms, reps));
+        printf("%s ms %.2f\n", names[k], bench_median(ms, reps));
     }
     printf("# %d sentences padded to %d tokens (%d positions); %d threads%s\n", B, T, B * T, threads,
-           g_clock == CLOCK_MONOTONIC ? "" : ", CPU time");
+           cputime ? ", CPU time" : "");
     attn_pool_destroy(c.pool);
     api_models_free(models);
     return 0;
