@@ -230,13 +230,14 @@ static void check_neuron(const srvt_server *s, const json_t *nv) {
     for (size_t i = 0; i < json_array_size(cells); i++) {
         const json_t *c = json_array_get(cells, i), *rgb = at(c, "rgb");
         const char *part = json_string_value(at(c, "part"));
-        size_t j = (size_t)json_integer_value(at(c, "j")), d = (size_t)json_integer_value(at(c, "d"));
+        long long jj = json_integer_value(at(c, "j"));
+        size_t j = (size_t)(jj < 0 ? 0 : jj), d = (size_t)json_integer_value(at(c, "d"));
         double v = !strcmp(part, "q") ? num(at(want, "q"), d) : num(json_array_get(at(want, part), j), d);
         int exp[3];
         colour(v, !strcmp(part, "q_times_k") ? sp : sk, exp);
         for (int k = 0; k < 3; k++)
             ck_assert_msg((int)json_integer_value(json_array_get(rgb, (size_t)k)) == exp[k],
-                          "%s key %zu dim %zu (%g): pixel %d, want %d", part, j, d, v,
+                          "%s key %lld dim %zu (%g): pixel %d, want %d", part, jj, d, v,
                           (int)json_integer_value(json_array_get(rgb, (size_t)k)), exp[k]);
     }
     json_decref(rep);
