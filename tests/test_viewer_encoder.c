@@ -6,8 +6,8 @@
  * vocab.txt): "bert" as it is (2 layers x 4 heads) and "bert512", its
  * weights repeated into 12 layers of 8 heads with 512 positions.
  *
- *   - the tab names the family (BertForMaskedLM), the pair and fill-mask
- *     inputs show, the maps are two-way;
+ *   - the tab names the family (BertForMaskedLM) from the page's start,
+ *     the pair and fill-mask inputs show, the maps are two-way;
  *   - a sentence pair: B's tokens marked from the service's
  *     sentence_b_start, the open head the service's map, and the filter
  *     A->B / B->A its block of queries and keys;
@@ -301,6 +301,7 @@ START_TEST(test_viewer_encoder) {
     json_t *r = vpage_run(modules, "encoder.mjs", s.base);
     const json_t *opened = at(r, "opened");
     ck_assert_msg(!json_is_true(at(opened, "error")), "%s", json_string_value(at(opened, "status")));
+    ck_assert_str_eq(json_string_value(at(r, "tab_at_start")), "Model view: BertForMaskedLM");
     ck_assert_str_eq(json_string_value(at(opened, "tab")), "Model view: BertForMaskedLM");
     ck_assert(json_is_true(at(opened, "pair_visible")) && json_is_true(at(opened, "fill_visible")));
     check_pair(&s, r);

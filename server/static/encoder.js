@@ -349,7 +349,18 @@ function afterRun(ctx) {
   return runNeuron();
 }
 
+/* The model view's tab names the family of the model it opens on from the
+ * page's start, whichever view is shown first (an encoder's class, say). */
+async function nameModelTab() {
+  try {
+    const r = await fetch("/models");
+    const md = r.ok ? ((await r.json()).models || [])[0] : null;
+    if (md && !modelStarted) $("model_tab").textContent = "Model view: " + md.module;
+  } catch (_) { /* the tab keeps its plain name */ }
+}
+
 function startEncoder() {
+  nameModelTab();
   const f = $("m_filter");
   for (const [k, t] of Object.entries(PAIR_FILTERS)) f.appendChild(new Option(t, k));
   f.onchange = pairFilterChanged;

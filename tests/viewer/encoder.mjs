@@ -72,7 +72,12 @@ try {
   const run = async () => { const n = await count(); await page.click("#m_run"); await settled(n); };
 
   // 1. the view opens on the encoder: its family in the tab, the pair and fill-mask inputs shown
-  await page.goto(base + "/#model");
+  // (the tab says the family from the page's start, before the model view is opened)
+  await page.goto(base + "/");
+  await page.waitForFunction(() => window.viewer && window.viewer.ready, null, { timeout: 30000 });
+  await page.waitForFunction(() => document.getElementById("model_tab").textContent !== "Model view", null, { timeout: 10000 });
+  report.tab_at_start = await page.textContent("#model_tab");
+  await page.click("#modes button[data-mode=model]");
   await settled(0);
   report.opened = await page.evaluate(state);
 
