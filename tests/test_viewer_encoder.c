@@ -50,7 +50,7 @@ static double num(const json_t *a, size_t i) { return json_number_value(json_arr
 static void write_vocab(const char *dir) {
     static const char *const words[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the",
                                         "cat", "sat", "it", "was", "tired", ".", "##s"};
-    char path[600];
+    char path[700];
     snprintf(path, sizeof path, "%s/vocab.txt", dir);
     FILE *f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
@@ -74,7 +74,7 @@ static void add_tensor(json_t *hdr, char **data, size_t *len, const char *name, 
  * maps at T = 512 are 12 x 8 x 512 x 512. */
 static void write_bert512(const char *dir) {
     size_t size = 0;
-    char *file = tfile_read_rel(GOLDEN "/model.safetensors", &size), path[600];
+    char *file = tfile_read_rel(GOLDEN "/model.safetensors", &size), path[700];
     ck_assert_ptr_nonnull(file);
     uint64_t n = 0;
     memcpy(&n, file, 8);
@@ -276,9 +276,21 @@ static void check_long(const srvt_server *s, const json_t *r) {
     ck_assert_uint_eq(json_array_size(data), 512 * 512);
     ck_assert_uint_eq(json_array_size(row), 512);
     for (size_t j = 0; j < 512; j++) ck_assert((float)num(row, j) == (float)num(data, 100 * 512 + j));
-    const json_t *nv = at(at(r, "picked_neuron"), "view");
+    /* the neuron view of the head picked came with its map (one forward pass), read from the safetensors reply */
+    const json_t *nv = at(at(r, "picked_neuron"), "view"), *asked = at(req, "neuron_view");
     ck_assert_int_eq(json_integer_value(at(nv, "layer")), 7); ck_assert_int_eq(json_integer_value(at(nv, "head")), 5);
     ck_assert_uint_eq(json_array_size(at(nv, "k")), 512);
+    ck_assert_msg(json_equal(at(at(r, "picked_neuron"), "req"), req), "the neuron view was asked for apart from the map");
+    json_t *nrep = resend(s, req, "{\"output_format\": \"flat\", \"return\": [\"idx\"]}");
+    const json_t *want = at(nrep, "neuron_view");
+    ck_assert(json_equal(at(asked, "query"), at(want, "query")));
+    static const char *const rows[] = {"q", "dot", "scores", "weights"};
+    for (int k = 0; k < 4; k++)
+        for (size_t i = 0; i < json_array_size(at(want, rows[k])); i++)
+            ck_assert_msg((float)num(at(nv, rows[k]), i) == (float)num(at(want, rows[k]), i), "%s[%zu]", rows[k], i);
+    for (size_t d = 0; d < json_array_size(at(want, "q")); d++)
+        ck_assert((float)num(json_array_get(at(nv, "k"), 511), d) == (float)num(json_array_get(at(want, "k"), 511), d));
+    json_decref(nrep);
     const json_t *t = at(pk, "timings");
     fprintf(stderr, "viewer: encoder T = 512, 12 x 8 heads, one head at a time: the head picked drawn %.0f ms after "
             "the pick (request %.0f ms, reply %.2f MB)\n", json_number_value(at(t, "pick_ms")),

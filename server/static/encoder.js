@@ -56,6 +56,27 @@ function encoderRequest(req) {
   mv.oneHead = true;
   req.layers = [Math.min(L - 1, +$("nv_layer").value || 0)];
   req.heads = [Math.min(H - 1, +$("nv_head").value || 0)];
+  /* the input ran before (its length is known): the same forward pass gives
+   * the neuron view of the head picked too */
+  const q = +$("nv_query").value;
+  const known = req.idx || (mv.last && mv.last.key === JSON.stringify(req.text) && mv.last.model === (req.model || ""));
+  if (known && q < T)
+    req.neuron_view = {layer: req.layers[0], head: req.heads[0], query: q};
+}
+
+/* The neuron view a reply carries (asked for with the map): JSON's object, or
+ * safetensors' neuron_view.* tensors and metadata, as JSON gives it. */
+function neuronOf(st) {
+  if (st.meta.neuron_view && typeof st.meta.neuron_view === "object") return st.meta.neuron_view;
+  const t = (k) => st.t["neuron_view." + k];
+  if (!t("q")) return null;
+  const v = {}, num = (x) => (Number.isFinite(x) ? x : null);
+  for (const k of ["layer", "head", "kv_head", "batch", "query", "scale", "q_hook", "k_hook"]) v[k] = st.meta["neuron_view." + k];
+  const D = t("q").data.length, T = t("dot").data.length;
+  v.q = Array.from(t("q").data, num);
+  for (const k of ["k", "q_times_k"]) v[k] = Array.from({length: T}, (_, j) => Array.from(t(k).data.subarray(j * D, (j + 1) * D), num));
+  for (const k of ["dot", "scores", "weights"]) v[k] = Array.from(t(k).data, num);
+  return v;
 }
 
 /* The block of map m (panels x R x C, rows from r0) that the pair filter
@@ -335,8 +356,9 @@ async function neuronPicked() {
   return runNeuron();
 }
 
-/* After a run: the pair bar, the menus and the neuron view of the open head. */
-function afterRun(ctx) {
+/* After a run: the pair bar, the menus and the neuron view of the open head
+ * (from the reply when it carries one). */
+function afterRun(ctx, st) {
   drawPairBar(ctx);
   neuronMenus(ctx);
   $("m_grid_note").textContent = mv.oneHead
@@ -346,7 +368,10 @@ function afterRun(ctx) {
     : "Each thumbnail is one head of one layer: rows are queries, columns keys. Click one to open it." +
       (ctx.encoder ? " An encoder looks both ways: no causal triangle." : "");
   if (mv.open) { $("nv_layer").value = mv.open.layer; $("nv_head").value = mv.open.head; }
-  return runNeuron();
+  const view = ctx.req.neuron_view ? neuronOf(st) : null;
+  if (!view) return runNeuron();
+  mv.neuron = {req: ctx.req, runs: (mv.neuron ? mv.neuron.runs : 0) + 1, view, error: null, layout: null, ms: 0};
+  drawNeuron(ctx, mv.neuron);
 }
 
 /* The model view's tab names the family of the model it opens on from the

@@ -138,7 +138,7 @@ async function readModelReply(r, format) {
   }
   const j = JSON.parse(new TextDecoder().decode(buf));
   const st = {meta: {}, t: {}, bytes: buf.byteLength};
-  for (const k of ["module", "model", "config", "shape", "layers", "tokens"]) if (k in j) st.meta[k] = j[k];
+  for (const k of ["module", "model", "config", "shape", "layers", "tokens", "sentence_b_start", "neuron_view"]) if (k in j) st.meta[k] = j[k];
   if (j.idx) st.meta.idx = Array.isArray(j.idx) ? j.idx.flat(Infinity) : Array.from(jsonTensor(j.idx).data);
   const w = j.attn_weights;
   if (w && w.indices) {
@@ -224,7 +224,7 @@ async function runModel() {
     mstatus("reply " + fmtBytes(t.reply_bytes) + " (" + req.output_format +
             (req.dtype ? ", float16" : "") + ") in " + t.request_ms.toFixed(0) + " ms; first thumbnail " +
             t.first_thumb_ms.toFixed(0) + " ms after it, all " + L * H + " in " + t.all_thumbs_ms.toFixed(0) + " ms");
-    await afterRun(ctx);
+    await afterRun(ctx, st);
     mv.renders++;
   } catch (e) {
     modelError(String(e));
