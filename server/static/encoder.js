@@ -261,10 +261,10 @@ async function runNeuron() {
 function drawNeuron(ctx, n) {
   const v = n.view, T = v.k.length, D = v.q.length;
   const cw = Math.max(2, Math.min(14, Math.floor(224 / D))), rh = T <= 48 ? 16 : Math.max(2, Math.min(16, Math.floor(1536 / T)));
-  const lw = rh >= 9 ? 90 : 8, gap = 16, bw = 90, top = 2 * 16 + 8;
+  const lw = rh >= 9 ? 90 : 8, gap = 16, bw = 90, top = 2 * 16 + 16;
   const xk = lw, xp = xk + D * cw + gap, xd = xp + D * cw + gap, xw = xd + bw + gap;
   const cv = document.createElement("canvas");
-  cv.width = xw + bw + 50;
+  cv.width = xw + bw + 70;
   cv.height = top + T * rh + 4;
   const c = cv.getContext("2d");
   const sk = maxAbs([v.q, ...v.k]), sp = maxAbs(v.q_times_k), sd = maxAbs([v.dot]);
@@ -278,7 +278,7 @@ function drawNeuron(ctx, n) {
   c.fillText("q \u00d7 k", xp, 8);
   c.fillText("q\u00b7k", xd, 8);
   c.fillText("weight", xw, 8);
-  c.fillText("k", xk, top - 4);
+  c.fillText("k (each key, a row)", xk, top - 8);
   /* the query's own row marked behind its label */
   if (lw > 8) cell(0, top + v.query * rh, lw - 2, rh, [255, 236, 179]);
   for (let j = 0; j < T; j++) {
