@@ -474,6 +474,52 @@ START_TEST(bert_vocab_txt) {
 }
 END_TEST
 
+/* ==== The batch's own inputs in a reply left in place ========================= */
+
+/* attention_mask and token_type_ids asked of a padded pair batch as
+ * safetensors in parts (api_limits.zero_copy, the server's way): once the
+ * request is released and the reply flattened, they are the batch's (they
+ * pointed at the freed request: ASan's heap-use-after-free). */
+START_TEST(inputs_in_parts) {
+    tcase c;
+    case_open(&c, DIR_ROOT, "bert_mlm_pairs_f32");
+    ck_assert_ptr_nonnull(c.mask);
+    ck_assert_ptr_nonnull(c.types);
+    json_t *r = json_object();
+    json_object_set_new(r, "model", json_string("m"));
+    batch_json(&c, r, 1);
+    json_object_set_new(r, "return", json_pack("[s, s]", "attention_mask", "token_type_ids"));
+    json_object_set_new(r, "output_format", json_string("safetensors"));
+    char *body = tapi_body(r, NULL);
+    c.lim.zero_copy = 1;
+    api_reply rep;
+    api_handle(API_EP_MODEL, body, strlen(body), &c.lim, &rep);
+    ck_assert_int_eq(rep.status, 200);
+    ck_assert_uint_eq(api_reply_flatten(&rep), 0);
+    uint64_t n;
+    memcpy(&n, rep.body.data, 8);
+    json_t *hdr = json_loadb(rep.body.data + 8, (size_t)n, 0, NULL);
+    ck_assert_ptr_nonnull(hdr);
+    const char *base = rep.body.data + 8 + n;
+    size_t BT = (size_t)c.B * (size_t)c.T;
+    const json_t *tt = json_object_get(json_object_get(hdr, "token_type_ids"), "data_offsets");
+    const json_t *am = json_object_get(json_object_get(hdr, "attention_mask"), "data_offsets");
+    ck_assert_ptr_nonnull(tt);
+    ck_assert_ptr_nonnull(am);
+    for (size_t i = 0; i < BT; i++) {
+        int32_t t;
+        memcpy(&t, base + json_integer_value(json_array_get(tt, 0)) + 4 * i, 4);
+        uint8_t m = (uint8_t)base[json_integer_value(json_array_get(am, 0)) + (json_int_t)i];
+        ck_assert_int_eq(m, c.mask[i] != 0);
+        if (c.mask[i]) ck_assert_int_eq(t, c.types[i]);
+    }
+    json_decref(hdr);
+    api_reply_free(&rep);
+    free(body); /* tapi_body took r */
+    case_close(&c);
+}
+END_TEST
+
 /* ==== What a model cannot give ================================================ */
 
 START_TEST(encoder_errors) {
@@ -541,6 +587,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, roberta_text);
     tcase_add_test(tc, bert_vocab_txt);
     tcase_add_test(tc, encoder_errors);
+    tcase_add_test(tc, inputs_in_parts);
     suite_add_tcase(s, tc);
     return s;
 }
