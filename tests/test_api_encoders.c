@@ -485,6 +485,75 @@ START_TEST(bert_vocab_txt) {
 }
 END_TEST
 
+/* ==== Importance on a padded batch ============================================ */
+
+/* The numbers of v (nested arrays) into out[*n ..), at most cap. */
+static void numbers(const json_t *v, double *out, size_t *n, size_t cap) {
+    if (json_is_number(v) && *n < cap) out[(*n)++] = json_number_value(v);
+    for (size_t i = 0; json_is_array(v) && i < json_array_size(v); i++) numbers(json_array_get(v, i), out, n, cap);
+}
+
+/* The golden's padded batch ([B][T] + attention_mask, token types) asked
+ * for importance: each row's scores are the row's alone, unpadded (the
+ * loss scores the row's tokens; the ablated runs keep the padding). */
+static void importance_case(const char *name) {
+    tcase c;
+    case_open(&c, DIR_ROOT, name);
+    json_t *req = json_object();
+    json_object_set_new(req, "model", json_string("m"));
+    batch_json(&c, req, 0);
+    json_object_set_new(req, "analysis", json_pack("[s]", "importance"));
+    json_object_set_new(req, "return", json_array());
+    char *body = json_dumps(req, JSON_COMPACT);
+    json_t *r = tapi_call(API_EP_MODEL, body, &c.lim, 200);
+    free(body);
+    enum { MAX_HEADS = 256 };
+    static double all[8 * MAX_HEADS], alone[MAX_HEADS];
+    size_t n_all = 0, n_alone;
+    numbers(json_object_get(json_object_get(r, "analysis"), "importance"), all, &n_all, 8 * MAX_HEADS);
+    size_t per_row = n_all / (size_t)c.B;
+    ck_assert_int_gt(per_row, 0);
+    double worst = 0.0;
+    for (int b = 0; b < c.B; b++) {
+        json_t *one = json_deep_copy(req), *idx = json_array_get(json_object_get(req, "idx"), (size_t)b);
+        json_t *types = json_array_get(json_object_get(req, "token_type_ids"), (size_t)b);
+        int n = row_len(&c, b);
+        json_t *ri = json_array(), *rt = json_array();
+        for (int t = 0; t < n; t++) {
+            json_array_append(ri, json_array_get(idx, (size_t)t));
+            if (types) json_array_append(rt, json_array_get(types, (size_t)t));
+        }
+        json_object_set_new(one, "idx", json_pack("[o]", ri));
+        json_object_del(one, "attention_mask");
+        if (types) json_object_set_new(one, "token_type_ids", json_pack("[o]", rt));
+        else json_decref(rt);
+        body = json_dumps(one, JSON_COMPACT);
+        json_t *r1 = tapi_call(API_EP_MODEL, body, &c.lim, 200);
+        n_alone = 0;
+        numbers(json_object_get(json_object_get(r1, "analysis"), "importance"), alone, &n_alone, MAX_HEADS);
+        ck_assert_uint_eq(n_alone, per_row);
+        for (size_t i = 0; i < per_row; i++) {
+            double d = fabs(all[(size_t)b * per_row + i] - alone[i]);
+            worst = d > worst ? d : worst;
+            ck_assert_msg(d < ATOL + RTOL * fabs(alone[i]), "%s row %d head %zu: importance %g, the row alone %g",
+                          name, b, i, all[(size_t)b * per_row + i], alone[i]);
+        }
+        free(body);
+        json_decref(r1);
+        json_decref(one);
+    }
+    printf("%s: importance of a padded batch = each row's alone (largest difference %.2g)\n", name, worst);
+    json_decref(r);
+    json_decref(req);
+    case_close(&c);
+}
+
+START_TEST(importance_padded) {
+    importance_case("bert_mlm_pairs_f32");
+    importance_case("roberta_mlm_f16");
+}
+END_TEST
+
 /* ==== Texts through the folder's own tokenizer ================================ */
 
 /* The first words of the vocabularies below (ids 0..12); w13 .. up to the
@@ -722,6 +791,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, roberta_text);
     tcase_add_test(tc, bert_vocab_txt);
     tcase_add_test(tc, bert_tokjson_truncation);
+    tcase_add_test(tc, importance_padded);
     tcase_add_test(tc, embeddings_truncated);
     tcase_add_test(tc, encoder_errors);
     suite_add_tcase(s, tc);
