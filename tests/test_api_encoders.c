@@ -715,7 +715,22 @@ START_TEST(embeddings_truncated) {
     json_t *r3 = tapi_call(API_EP_MODEL, "{\"model\":\"m\",\"text\":\"the cat sat the cat sat the cat sat the cat sat "
                            "the cat sat the cat sat it was\",\"return\":[\"idx\"]}", &lim, 200);
     ck_assert_int_eq(json_array_size(json_object_get(r3, "idx")), 22);
-    printf("/v1/embeddings: a 22-token text cut to max_seq_length 16 as sentence-transformers cuts it\n");
+    /* RoBERTa's vocab.json + merges.txt (the template made from <s> and </s>): 28 tokens cut to 16 */
+    tcase c;
+    case_open(&c, DIR_ROOT, "roberta_mlm_f16");
+    json_t *r4 = tapi_call(API_EP_V1_EMBEDDINGS, "{\"model\":\"m\",\"input\":\"abcdefghijklmnopqrstuvwxyz\"}", &c.lim, 200);
+    char ids16[200] = "{\"model\":\"m\",\"input\":[[0";
+    for (int i = 0; i < 14; i++) snprintf(ids16 + strlen(ids16), sizeof ids16 - strlen(ids16), ",%d", 4 + 'a' + i);
+    strcat(ids16, ",2]]}");
+    json_t *r5 = tapi_call(API_EP_V1_EMBEDDINGS, ids16, &c.lim, 200);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(r4, "usage"), "prompt_tokens")), 16);
+    ck_assert(json_equal(json_object_get(json_array_get(json_object_get(r4, "data"), 0), "embedding"),
+                         json_object_get(json_array_get(json_object_get(r5, "data"), 0), "embedding")));
+    json_decref(r4);
+    json_decref(r5);
+    case_close(&c);
+    printf("/v1/embeddings: a 22-token text cut to max_seq_length 16 as sentence-transformers cuts it (and "
+           "RoBERTa's 28 with vocab.json + merges.txt)\n");
     json_decref(r);
     json_decref(r2);
     json_decref(r3);

@@ -159,7 +159,7 @@ static int own_row(const model_rq *rq, const json_t *a, const json_t *b, ids *ou
  * row's ids, types and where B starts. */
 /* A text a, or a pair, with the template made here (vocab.json + merges.txt;
  * t NULL: a decoder's text alone) into the row's ids, types and where B
- * starts. */
+ * starts; a text cut to rq->text_max, its last special token kept. */
 static int made_row(const model_rq *rq, const tmpl *t, const json_t *a, const json_t *b, ids *out,
                     ids *types, int *b_start) {
     const api_bpe *bpe = rq->tok->bpe;
@@ -168,6 +168,10 @@ static int made_row(const model_rq *rq, const tmpl *t, const json_t *a, const js
     if (wrap) push(out, &t->first, 1);
     rc = encode(bpe, t, json_string_value(a), json_string_length(a), t ? flags : rq->text_flags, out);
     if (wrap && rc == 0) push(out, t->mid, b ? (size_t)t->n_mid : 1);
+    if (t && !b && rc == 0 && rq->text_max > wrap && out->n > (size_t)rq->text_max) {
+        out->n = (size_t)rq->text_max - (size_t)wrap; /* the embeddings' max_seq_length */
+        if (wrap) push(out, t->mid, 1);
+    }
     size_t n_a = out->n;
     if (b && rc == 0) rc = encode(bpe, t, json_string_value(b), json_string_length(b), flags, out);
     if (wrap && b && rc == 0) push(out, &t->last, 1);
