@@ -166,7 +166,7 @@ static void fill_one(const model_rq *rq, const attn_lm_plan *p, const float *row
         api__buf_puts(j, ",\"tokens\":[");
         for (int k = 0; k < rq->fill_k; k++) {
             if (k) api__buf_puts(j, ",");
-            if (text && api_bpe_token_text(rq->tok->bpe, ids[k], text, cap, &len) == 0)
+            if (text && api_bpe_token_shown(rq->tok->bpe, ids[k], text, cap, &len) == 0)
                 api__buf_json_stringn(j, text, len);
             else
                 api__buf_puts(j, "null");
