@@ -504,10 +504,12 @@ typedef struct {
                              last_hidden_state: what sentence embeddings pool) */
     float *pooler_output; /* [B][C] tanh(dense(x)) of each row's first token (models with a
                              pooler: BertModel's pooler_output) */
-    float *loss;          /* [B] each row's mean next-token cross-entropy in nats: the logits
-                             at t against idx[t + 1] for t < T - 1, as F.cross_entropy(logits[b,
-                             :-1], idx[b, 1:]) (T >= 2; needs idx, also with resid). Computed
-                             in chunks of rows when the logits are not asked */
+    float *loss;          /* [B] each row's mean cross-entropy in nats over its tokens (padding
+                             never scored; 0 when nothing is): a causal model's logits at t
+                             against idx[t + 1], as F.cross_entropy(logits[b, :n-1], idx[b,
+                             1:n]); a two-way model's at t against idx[t] (an MLM's loss with
+                             labels = input_ids). Needs idx, also with resid. Computed in
+                             chunks of rows when the logits are not asked */
     float *analysis[ATTN_ANALYSIS_COUNT]; /* each analysis asked, attn_analysis_dims' count
                              floats (ATTN_ANALYSIS_MAP): the attention-only ones from the maps
                              of this run as it makes them; importance by attn_lm_run alone,

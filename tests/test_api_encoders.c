@@ -23,6 +23,7 @@
  * Run from the repository root. */
 #include <check.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -423,7 +424,7 @@ START_TEST(bert_vocab_txt) {
     ck_assert_msg(api_models_load(&models, spec, why, sizeof why) == 0, "%s", why);
     api_limits lim = {.max_elements = 100000000, .models = models};
     json_t *r = tapi_call(API_EP_MODEL, "{\"model\":\"m\",\"text\":[[\"The CATS s\\u00e1t.\",\"It was tired\"]],"
-                          "\"return\":[\"idx\",\"token_type_ids\"]}", &lim, 200);
+                          "\"return\":[\"idx\",\"token_type_ids\",\"tokens\"]}", &lim, 200);
     static const int want[11] = {2, 5, 6, 12, 7, 11, 3, 8, 9, 10, 3}, types[11] = {0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1};
     const json_t *idx = json_array_get(json_object_get(r, "idx"), 0);
     const json_t *tt = json_array_get(json_object_get(r, "token_type_ids"), 0);
@@ -433,6 +434,16 @@ START_TEST(bert_vocab_txt) {
         ck_assert_int_eq(json_integer_value(json_array_get(tt, t)), types[t]);
     }
     ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(r, "sentence_b_start"), 0)), 7);
+    /* the tokens as the vocabulary spells them (encoding.tokens), no space before a word */
+    const json_t *tok = json_array_get(json_object_get(r, "tokens"), 0);
+    ck_assert_str_eq(json_string_value(json_array_get(tok, 0)), "[CLS]");
+    ck_assert_str_eq(json_string_value(json_array_get(tok, 1)), "the");
+    ck_assert_str_eq(json_string_value(json_array_get(tok, 3)), "##s");
+    /* the folder states no truncation: a row over the 40 positions is a 400 */
+    char body[600] = "{\"model\":\"m\",\"text\":\"";
+    for (int i = 0; i < 40; i++) strcat(body, "cat ");
+    strcat(body, "\"}");
+    tapi_expect_field(API_EP_MODEL, body, &lim, 400, "text");
     printf("BERT's vocab.txt: [CLS] the cat ##s sat . [SEP] it was tired [SEP], types 0 then 1\n");
     json_decref(r);
     api_models_free(models);
@@ -441,6 +452,306 @@ START_TEST(bert_vocab_txt) {
         unlink(path);
     }
     rmdir(dir);
+}
+END_TEST
+
+/* ==== The batch's own inputs in a reply left in place ========================= */
+
+/* attention_mask and token_type_ids asked of a padded pair batch as
+ * safetensors in parts (api_limits.zero_copy, the server's way): once the
+ * request is released and the reply flattened, they are the batch's (they
+ * pointed at the freed request: ASan's heap-use-after-free). */
+START_TEST(inputs_in_parts) {
+    tcase c;
+    case_open(&c, DIR_ROOT, "bert_mlm_pairs_f32");
+    ck_assert_ptr_nonnull(c.mask);
+    ck_assert_ptr_nonnull(c.types);
+    json_t *r = json_object();
+    json_object_set_new(r, "model", json_string("m"));
+    batch_json(&c, r, 1);
+    json_object_set_new(r, "return", json_pack("[s, s]", "attention_mask", "token_type_ids"));
+    json_object_set_new(r, "output_format", json_string("safetensors"));
+    char *body = tapi_body(r, NULL);
+    c.lim.zero_copy = 1;
+    api_reply rep;
+    api_handle(API_EP_MODEL, body, strlen(body), &c.lim, &rep);
+    ck_assert_int_eq(rep.status, 200);
+    ck_assert_uint_eq(api_reply_flatten(&rep), 0);
+    uint64_t n;
+    memcpy(&n, rep.body.data, 8);
+    json_t *hdr = json_loadb(rep.body.data + 8, (size_t)n, 0, NULL);
+    ck_assert_ptr_nonnull(hdr);
+    const char *base = rep.body.data + 8 + n;
+    size_t BT = (size_t)c.B * (size_t)c.T;
+    const json_t *tt = json_object_get(json_object_get(hdr, "token_type_ids"), "data_offsets");
+    const json_t *am = json_object_get(json_object_get(hdr, "attention_mask"), "data_offsets");
+    ck_assert_ptr_nonnull(tt);
+    ck_assert_ptr_nonnull(am);
+    for (size_t i = 0; i < BT; i++) {
+        int32_t t;
+        memcpy(&t, base + json_integer_value(json_array_get(tt, 0)) + 4 * i, 4);
+        uint8_t m = (uint8_t)base[json_integer_value(json_array_get(am, 0)) + (json_int_t)i];
+        ck_assert_int_eq(m, c.mask[i] != 0);
+        if (c.mask[i]) ck_assert_int_eq(t, c.types[i]);
+    }
+    json_decref(hdr);
+    api_reply_free(&rep);
+    free(body); /* tapi_body took r */
+    case_close(&c);
+}
+END_TEST
+
+/* ==== Importance on a padded batch ============================================ */
+
+/* The numbers of v (nested arrays) into out[*n ..), at most cap. */
+static void numbers(const json_t *v, double *out, size_t *n, size_t cap) {
+    if (json_is_number(v) && *n < cap) out[(*n)++] = json_number_value(v);
+    for (size_t i = 0; json_is_array(v) && i < json_array_size(v); i++) numbers(json_array_get(v, i), out, n, cap);
+}
+
+/* The golden's padded batch ([B][T] + attention_mask, token types) asked
+ * for importance: each row's scores are the row's alone, unpadded (the
+ * loss scores the row's tokens; the ablated runs keep the padding). */
+static void importance_case(const char *name) {
+    tcase c;
+    case_open(&c, DIR_ROOT, name);
+    json_t *req = json_object();
+    json_object_set_new(req, "model", json_string("m"));
+    batch_json(&c, req, 0);
+    json_object_set_new(req, "analysis", json_pack("[s]", "importance"));
+    json_object_set_new(req, "return", json_array());
+    char *body = json_dumps(req, JSON_COMPACT);
+    json_t *r = tapi_call(API_EP_MODEL, body, &c.lim, 200);
+    free(body);
+    enum { MAX_HEADS = 256 };
+    static double all[8 * MAX_HEADS], alone[MAX_HEADS];
+    size_t n_all = 0, n_alone;
+    numbers(json_object_get(json_object_get(r, "analysis"), "importance"), all, &n_all, 8 * MAX_HEADS);
+    size_t per_row = n_all / (size_t)c.B;
+    ck_assert_int_gt(per_row, 0);
+    double worst = 0.0;
+    for (int b = 0; b < c.B; b++) {
+        json_t *one = json_deep_copy(req), *idx = json_array_get(json_object_get(req, "idx"), (size_t)b);
+        json_t *types = json_array_get(json_object_get(req, "token_type_ids"), (size_t)b);
+        int n = row_len(&c, b);
+        json_t *ri = json_array(), *rt = json_array();
+        for (int t = 0; t < n; t++) {
+            json_array_append(ri, json_array_get(idx, (size_t)t));
+            if (types) json_array_append(rt, json_array_get(types, (size_t)t));
+        }
+        json_object_set_new(one, "idx", json_pack("[o]", ri));
+        json_object_del(one, "attention_mask");
+        if (types) json_object_set_new(one, "token_type_ids", json_pack("[o]", rt));
+        else json_decref(rt);
+        body = json_dumps(one, JSON_COMPACT);
+        json_t *r1 = tapi_call(API_EP_MODEL, body, &c.lim, 200);
+        n_alone = 0;
+        numbers(json_object_get(json_object_get(r1, "analysis"), "importance"), alone, &n_alone, MAX_HEADS);
+        ck_assert_uint_eq(n_alone, per_row);
+        for (size_t i = 0; i < per_row; i++) {
+            double d = fabs(all[(size_t)b * per_row + i] - alone[i]);
+            worst = d > worst ? d : worst;
+            ck_assert_msg(d < GT_ATOL + GT_RTOL * fabs(alone[i]), "%s row %d head %zu: importance %g, the row alone %g",
+                          name, b, i, all[(size_t)b * per_row + i], alone[i]);
+        }
+        free(body);
+        json_decref(r1);
+        json_decref(one);
+    }
+    printf("%s: importance of a padded batch = each row's alone (largest difference %.2g)\n", name, worst);
+    json_decref(r);
+    json_decref(req);
+    case_close(&c);
+}
+
+START_TEST(importance_padded) {
+    importance_case("bert_mlm_pairs_f32");
+    importance_case("roberta_mlm_f16");
+}
+END_TEST
+
+/* ==== Texts through the folder's own tokenizer ================================ */
+
+/* The first words of the vocabularies below (ids 0..12); w13 .. up to the
+ * model's vocab_size after them. */
+static const char *const g_words[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the",
+                                      "cat", "sat", "it", "was", "tired", ".", "##s"};
+#define N_WORDS 13
+
+/* A temporary model folder: golden case `from`'s files in links linked,
+ * then file `name` written with text; *dir ("/tmp/attn_enc_XXXXXX") is made. */
+static void folder_make(char *dir, const char *from, const char *const *links, const char *name,
+                        const char *text) {
+    char path[600], src[PATH_MAX + 64], rel[600];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    for (int i = 0; links[i]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, links[i]);
+        snprintf(rel, sizeof rel, "%s/%s", DIR_ROOT, from);
+        ck_assert_ptr_nonnull(realpath(rel, src));
+        snprintf(src + strlen(src), sizeof src - strlen(src), "/%s", links[i]);
+        ck_assert_int_eq(symlink(src, path), 0);
+    }
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void folder_remove(const char *dir, const char *const *links, const char *name) {
+    char path[600];
+    for (int i = 0; links[i]; i++) snprintf(path, sizeof path, "%s/%s", dir, links[i]), unlink(path);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* A BERT tokenizer.json of n tokens (g_words, then wN), lowercasing, with
+ * the [CLS] A [SEP] B:1 [SEP]:1 template and truncation to 10, longest
+ * first: into a malloc'd string. */
+static char *bert_tokenizer_json(int n) {
+    json_t *vocab = json_object(), *added = json_array();
+    for (int i = 0; i < n; i++) {
+        char w[16];
+        snprintf(w, sizeof w, "w%d", i);
+        json_object_set_new(vocab, i < N_WORDS ? g_words[i] : w, json_integer(i));
+        if (i < 5)
+            json_array_append_new(added, json_pack("{s:i, s:s, s:b, s:b, s:b, s:b, s:b}", "id", i, "content", g_words[i],
+                                                   "single_word", 0, "lstrip", 0, "rstrip", 0, "normalized", 0, "special", 1));
+    }
+    json_t *root = json_pack(
+        "{s:s, s:{s:s, s:i, s:s, s:i}, s:n, s:o, s:{s:s, s:b, s:b, s:n, s:b}, s:{s:s},"
+        " s:{s:s, s:[{s:{s:s, s:i}}, {s:{s:s, s:i}}, {s:{s:s, s:i}}],"
+        "      s:[{s:{s:s, s:i}}, {s:{s:s, s:i}}, {s:{s:s, s:i}}, {s:{s:s, s:i}}, {s:{s:s, s:i}}],"
+        "      s:{s:{s:s, s:[i], s:[s]}, s:{s:s, s:[i], s:[s]}}},"
+        " s:{s:s, s:s, s:b}, s:{s:s, s:s, s:s, s:i, s:o}}",
+        "version", "1.0", "truncation", "direction", "Right", "max_length", 10, "strategy", "LongestFirst", "stride", 0,
+        "padding", "added_tokens", added, "normalizer", "type", "BertNormalizer", "clean_text", 1,
+        "handle_chinese_chars", 1, "strip_accents", "lowercase", 1, "pre_tokenizer", "type", "BertPreTokenizer",
+        "post_processor", "type", "TemplateProcessing",
+        "single", "SpecialToken", "id", "[CLS]", "type_id", 0, "Sequence", "id", "A", "type_id", 0,
+        "SpecialToken", "id", "[SEP]", "type_id", 0,
+        "pair", "SpecialToken", "id", "[CLS]", "type_id", 0, "Sequence", "id", "A", "type_id", 0,
+        "SpecialToken", "id", "[SEP]", "type_id", 0, "Sequence", "id", "B", "type_id", 1,
+        "SpecialToken", "id", "[SEP]", "type_id", 1,
+        "special_tokens", "[CLS]", "id", "[CLS]", "ids", 2, "tokens", "[CLS]", "[SEP]", "id", "[SEP]", "ids", 3,
+        "tokens", "[SEP]",
+        "decoder", "type", "WordPiece", "prefix", "##", "cleanup", 1,
+        "model", "type", "WordPiece", "unk_token", "[UNK]", "continuing_subword_prefix", "##",
+        "max_input_chars_per_word", 100, "vocab", vocab);
+    ck_assert_ptr_nonnull(root);
+    char *text = json_dumps(root, 0);
+    json_decref(root);
+    return text;
+}
+
+/* The BERT golden's weights with a tokenizer.json that truncates to 10,
+ * longest first: texts and pairs through POST /model are the library's
+ * encodings (npm tokenizers 0.23.2's encode(a, b) on this file gave the
+ * ids, type ids and tokens below), each row cut to 10, [MASK] its id, the
+ * tokens as the vocabulary spells them ("##s", "the"). */
+START_TEST(bert_tokjson_truncation) {
+    static const char *const links[] = {"config.json", "model.safetensors", NULL};
+    char dir[] = "/tmp/attn_enc_XXXXXX", spec[600], why[512];
+    char *tj = bert_tokenizer_json(120);
+    folder_make(dir, "bert_mlm_pairs_f32", links, "tokenizer.json", tj);
+    free(tj);
+    api_models *models = NULL;
+    snprintf(spec, sizeof spec, "m=%s", dir);
+    ck_assert_msg(api_models_load(&models, spec, why, sizeof why) == 0, "%s", why);
+    api_limits lim = {.max_elements = 100000000, .models = models};
+    json_t *r = tapi_call(API_EP_MODEL, "{\"model\":\"m\",\"text\":[[\"The cats sat. It was tired, the cat sat.\","
+                          "\"It was tired the cats\"],\"the cat sat the cat sat the cat sat\",[\"Cats [MASK] sat\","
+                          "\"xyz sats\"]],\"return\":[\"idx\",\"token_type_ids\",\"tokens\"]}", &lim, 200);
+    static const int want[3][10] = {{2, 5, 6, 12, 7, 3, 8, 9, 10, 3}, {2, 5, 6, 7, 5, 6, 7, 5, 6, 3},
+                                    {2, 6, 12, 4, 7, 3, 1, 7, 12, 3}};
+    static const int types[3][10] = {{0, 0, 0, 0, 0, 0, 1, 1, 1, 1}, {0}, {0, 0, 0, 0, 0, 0, 1, 1, 1, 1}};
+    static const char *const tokens[10] = {"[CLS]", "the", "cat", "##s", "sat", "[SEP]", "it", "was", "tired", "[SEP]"};
+    for (size_t b = 0; b < 3; b++) {
+        const json_t *idx = json_array_get(json_object_get(r, "idx"), b);
+        const json_t *tt = json_array_get(json_object_get(r, "token_type_ids"), b);
+        ck_assert_int_eq(json_array_size(idx), 10);
+        for (size_t t = 0; t < 10; t++) {
+            ck_assert_int_eq(json_integer_value(json_array_get(idx, t)), want[b][t]);
+            ck_assert_int_eq(json_integer_value(json_array_get(tt, t)), types[b][t]);
+        }
+    }
+    const json_t *tok0 = json_array_get(json_object_get(r, "tokens"), 0);
+    for (size_t t = 0; t < 10; t++) ck_assert_str_eq(json_string_value(json_array_get(tok0, t)), tokens[t]);
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(r, "sentence_b_start"), 0)), 6);
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(r, "sentence_b_start"), 1)), -1);
+    /* without the template: the same truncation, counting no special tokens */
+    json_t *r2 = tapi_call(API_EP_MODEL, "{\"model\":\"m\",\"text\":\"the cat sat the cat sat the cat sat it was\","
+                           "\"add_special\":false,\"return\":[\"idx\"]}", &lim, 200);
+    ck_assert_int_eq(json_array_size(json_object_get(r2, "idx")), 10);
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(r2, "idx"), 9)), 8);
+    printf("BERT's tokenizer.json: pairs truncated to 10 longest first, [MASK], ##s, as npm tokenizers\n");
+    json_decref(r);
+    json_decref(r2);
+    api_models_free(models);
+    folder_remove(dir, links, "tokenizer.json");
+}
+END_TEST
+
+/* vocab.txt for a model of n tokens: g_words, then wN. */
+static char *vocab_txt(int n) {
+    char *s = malloc((size_t)n * 8 + 1), *p = s;
+    ck_assert_ptr_nonnull(s);
+    for (int i = 0; i < n; i++) p += i < N_WORDS ? sprintf(p, "%s\n", g_words[i]) : sprintf(p, "w%d\n", i);
+    return s;
+}
+
+/* The MiniLM golden (max_seq_length 16) with a vocab.txt: a text of 22
+ * tokens through /v1/embeddings is cut to 16 as sentence-transformers'
+ * tokenizer(..., truncation="longest_first", max_length=16) cuts it
+ * ([CLS], 14 words, [SEP]): its embedding is those ids', prompt_tokens 16.
+ * Ids over 16 stay a 400 (ids are taken as given). */
+START_TEST(embeddings_truncated) {
+    static const char *const links[] = {"config.json", "model.safetensors", "modules.json",
+                                        "sentence_bert_config.json", "1_Pooling", NULL};
+    char dir[] = "/tmp/attn_enc_XXXXXX", spec[600], why[512];
+    char *v = vocab_txt(100);
+    folder_make(dir, "minilm_st_mean_norm_bf16", links, "vocab.txt", v);
+    free(v);
+    api_models *models = NULL;
+    snprintf(spec, sizeof spec, "m=%s", dir);
+    ck_assert_msg(api_models_load(&models, spec, why, sizeof why) == 0, "%s", why);
+    api_limits lim = {.max_elements = 100000000, .models = models};
+    json_t *r = tapi_call(API_EP_V1_EMBEDDINGS, "{\"model\":\"m\",\"input\":\"the cat sat the cat sat the cat sat "
+                          "the cat sat the cat sat the cat sat it was\"}", &lim, 200);
+    json_t *r2 = tapi_call(API_EP_V1_EMBEDDINGS, "{\"model\":\"m\",\"input\":[[2,5,6,7,5,6,7,5,6,7,5,6,7,5,6,3]]}", &lim, 200);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(r, "usage"), "prompt_tokens")), 16);
+    const json_t *e1 = json_object_get(json_array_get(json_object_get(r, "data"), 0), "embedding"),
+                 *e2 = json_object_get(json_array_get(json_object_get(r2, "data"), 0), "embedding");
+    ck_assert_int_gt(json_array_size(e1), 0);
+    ck_assert(json_equal(e1, e2));
+    tapi_expect_field(API_EP_V1_EMBEDDINGS, "{\"model\":\"m\",\"input\":[[2,5,6,7,5,6,7,5,6,7,5,6,7,5,6,7,3]]}", &lim,
+                      400, "input");
+    /* POST /model on the same folder: transformers' tokenizer(text) does not truncate, the positions (64) bound it */
+    json_t *r3 = tapi_call(API_EP_MODEL, "{\"model\":\"m\",\"text\":\"the cat sat the cat sat the cat sat the cat sat "
+                           "the cat sat the cat sat it was\",\"return\":[\"idx\"]}", &lim, 200);
+    ck_assert_int_eq(json_array_size(json_object_get(r3, "idx")), 22);
+    /* RoBERTa's vocab.json + merges.txt (the template made from <s> and </s>): 28 tokens cut to 16 */
+    tcase c;
+    case_open(&c, DIR_ROOT, "roberta_mlm_f16");
+    json_t *r4 = tapi_call(API_EP_V1_EMBEDDINGS, "{\"model\":\"m\",\"input\":\"abcdefghijklmnopqrstuvwxyz\"}", &c.lim, 200);
+    char ids16[200] = "{\"model\":\"m\",\"input\":[[0";
+    for (int i = 0; i < 14; i++) snprintf(ids16 + strlen(ids16), sizeof ids16 - strlen(ids16), ",%d", 4 + 'a' + i);
+    strcat(ids16, ",2]]}");
+    json_t *r5 = tapi_call(API_EP_V1_EMBEDDINGS, ids16, &c.lim, 200);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(r4, "usage"), "prompt_tokens")), 16);
+    ck_assert(json_equal(json_object_get(json_array_get(json_object_get(r4, "data"), 0), "embedding"),
+                         json_object_get(json_array_get(json_object_get(r5, "data"), 0), "embedding")));
+    json_decref(r4);
+    json_decref(r5);
+    case_close(&c);
+    printf("/v1/embeddings: a 22-token text cut to max_seq_length 16 as sentence-transformers cuts it (and "
+           "RoBERTa's 28 with vocab.json + merges.txt)\n");
+    json_decref(r);
+    json_decref(r2);
+    json_decref(r3);
+    api_models_free(models);
+    folder_remove(dir, links, "vocab.txt");
 }
 END_TEST
 
@@ -499,7 +810,11 @@ static Suite *suite(void) {
     tcase_add_test(tc, decoders_padded);
     tcase_add_test(tc, roberta_text);
     tcase_add_test(tc, bert_vocab_txt);
+    tcase_add_test(tc, bert_tokjson_truncation);
+    tcase_add_test(tc, importance_padded);
+    tcase_add_test(tc, embeddings_truncated);
     tcase_add_test(tc, encoder_errors);
+    tcase_add_test(tc, inputs_in_parts);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -272,6 +272,76 @@ START_TEST(loss_and_analyses_dense) {
 }
 END_TEST
 
+/* Row b's mean cross-entropy over its tokens, from logits [T][V] (a loop
+ * written here as transformers' loss with labels = input_ids and -100 at
+ * the padding: the next token for a causal model, the token itself for an
+ * MLM). */
+static double ce_loop(const float *logits, const int32_t *idx, int n, int causal) {
+    double sum = 0.0;
+    for (int t = 0; t + causal < n; t++) {
+        const float *x = logits + (size_t)t * V;
+        double max = x[0], z = 0.0;
+        for (int v = 1; v < V; v++) max = fmax(max, x[v]);
+        for (int v = 0; v < V; v++) z += exp((double)x[v] - max);
+        sum += log(z) + max - x[idx[t + causal]];
+    }
+    return n - causal > 0 ? sum / (n - causal) : 0.0;
+}
+
+/* A padded batch's loss scores its tokens alone: with and without the
+ * logits asked, equal to the loop above on the row's logits; importance
+ * (whose ablated runs keep the padding) equal to each row's alone,
+ * unpadded. For BERT's MLM and a causal Llama. */
+static void loss_padded(attn_arch arch) {
+    int causal = arch == ATTN_ARCH_LLAMA;
+    attn_lm_config cfg;
+    attn_lm_plan p, p1;
+    attn_error err = {0};
+    bert_config(arch, &cfg);
+    if (causal) attn_lm_config_defaults(arch, &cfg), cfg.n_kv_head = 2;
+    cfg.vocab_size = V, cfg.context = 16, cfg.n_layer = L, cfg.n_head = H, cfg.width = C, cfg.ffn = F;
+    ck_assert(attn_lm_plan_make(&cfg, B, T, 0, &p, &err) == ATTN_OK);
+    float *w = random_params(&p, 21);
+    int32_t idx[B * T];
+    ids(idx, 8);
+    static float logits[B * T * V], loss[2][B], imp[B * L * H], loss1[1], imp1[L * H], log1[T * V];
+    for (int k = 0; k < 2; k++) { /* k = 0: logits asked; 1: the loss alone, in chunks */
+        attn_lm_inputs in = {.idx = idx, .attention_mask = MASK};
+        attn_lm_outputs out = {.loss = loss[k], .logits = k ? NULL : logits};
+        if (k) out.analysis[ATTN_ANALYSIS_IMPORTANCE] = imp;
+        ck_assert_msg(attn_lm_run(&p, w, &in, NULL, &out, &err) == ATTN_OK, "%s", err.message);
+    }
+    double worst = 0.0;
+    for (int b = 0; b < B; b++) {
+        double want = ce_loop(logits + (size_t)b * T * V, idx + b * T, LEN[b], causal);
+        for (int k = 0; k < 2; k++)
+            ck_assert_msg(fabs(loss[k][b] - want) < 1e-5 * (1 + fabs(want)), "%s row %d: loss %g, the loop's %g",
+                          attn_arch_name(arch), b, loss[k][b], want);
+        ck_assert(attn_lm_plan_make(&cfg, 1, LEN[b], 0, &p1, &err) == ATTN_OK);
+        attn_lm_inputs in = {.idx = idx + b * T};
+        attn_lm_outputs out = {.loss = loss1, .logits = log1};
+        out.analysis[ATTN_ANALYSIS_IMPORTANCE] = imp1;
+        ck_assert_msg(attn_lm_run(&p1, w, &in, NULL, &out, &err) == ATTN_OK, "%s", err.message);
+        ck_assert_msg(fabs(loss1[0] - loss[1][b]) < 1e-5 * (1 + fabs(loss1[0])), "%s row %d: loss %g, alone %g",
+                      attn_arch_name(arch), b, loss[1][b], loss1[0]);
+        for (int i = 0; i < L * H; i++) {
+            double d = fabs((double)imp1[i] - imp[b * L * H + i]);
+            worst = fmax(worst, d);
+            ck_assert_msg(d < 1e-4, "%s row %d head %d: importance %g, alone %g", attn_arch_name(arch), b, i,
+                          imp[b * L * H + i], imp1[i]);
+        }
+    }
+    printf("%s: a padded batch's loss scores its tokens alone; importance = each row's alone (largest "
+           "difference %.2g)\n", attn_arch_name(arch), worst);
+    free(w);
+}
+
+START_TEST(loss_and_importance_padded) {
+    loss_padded(ATTN_ARCH_BERT);
+    loss_padded(ATTN_ARCH_LLAMA);
+}
+END_TEST
+
 /* Rows on both sides of the packed run's two paths (attend.c: a row of at
  * most 128 tokens as one item, a longer one through the fused kernel): a
  * batch of 150 and 9 tokens, packed = dense, for a two-way and a causal
@@ -326,6 +396,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, decoder_padded);
     tcase_add_test(tc, loss_and_analyses_dense);
+    tcase_add_test(tc, loss_and_importance_padded);
     tcase_add_test(tc, packed_long_and_short);
     suite_add_tcase(s, tc);
     return s;

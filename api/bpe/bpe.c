@@ -146,6 +146,10 @@ size_t api_bpe_model_max_length(const api_bpe *t) {
     return t->model_max;
 }
 
+int api_bpe_has_template(const api_bpe *t) {
+    return t->hf != NULL;
+}
+
 int api_bpe_is_special(const api_bpe *t, int32_t id) {
     return t->hf && id >= 0 && (size_t)id < t->n_vocab && api__hf_is_special(t, id);
 }
@@ -179,6 +183,19 @@ int api_bpe_token_text(const api_bpe *t, int32_t id, char *out, size_t out_size,
     if (rc) return rc;
     if (out_size < 3 * n + 1) return API_BPE_ETOOBIG;
     *len = api_bpe_utf8_text(b, n, out);
+    return 0;
+}
+
+int api_bpe_token_shown(const api_bpe *t, int32_t id, char *out, size_t out_size, size_t *len) {
+    const char *s;
+    size_t n;
+    if (!t->hf || !t->hf->wordpiece) return api_bpe_token_text(t, id, out, out_size, len);
+    int rc = api_bpe_token_name(t, id, &s, &n);
+    if (rc) return rc;
+    if (out_size < n + 1) return API_BPE_ETOOBIG;
+    memcpy(out, s, n);
+    out[n] = '\0';
+    *len = n;
     return 0;
 }
 

@@ -119,18 +119,15 @@ typedef struct {
     size_t removed;          /* ids the truncation took away */
 } api_bpe_encoding;
 
-/* Encodes text a (and b, when b is not NULL) as the library's
- * encode(a, b, add_special_tokens) with truncation set to o: each text
- * alone (B's ids as A's would be), truncated as truncate_encodings does
- * (max_length less the template's ids; longest_first keeps the shorter
- * text whole if it can, else halves, the odd id to the text that is longer
- * once 0.23's early exit stopped each at max_length), then the template (the
- * single one, or the pair one: API_BPE_ENOTSUP when the file has none) with
- * its type ids, which apply without ADD_SPECIAL too. Differences: a
- * max_length under the template's ids cuts both texts to nothing (the
- * library panics); only_first or only_second that cannot cut enough is
- * API_BPE_ETOOBIG (the library's error); no overflowing encodings (no
- * stride). o NULL: all zero. *out zeroed on failure; api_bpe_encoding_free. */
+/* Encodes text a (and b, when b is not NULL) as the library's encode(a, b, add_special_tokens)
+ * with truncation set to o: each text alone (B's ids as A's would be), truncated as
+ * truncate_encodings does (max_length less the template's ids; longest_first keeps the shorter
+ * text whole if it can, else halves, the odd id to the text that is longer once 0.23's early exit
+ * stopped each at max_length), then the template (the single one, or the pair one: API_BPE_ENOTSUP
+ * when the file has none) with its type ids, which apply without ADD_SPECIAL too. Differences: a
+ * max_length under the template's ids cuts both texts to nothing (the library panics); only_first
+ * or only_second that cannot cut enough is API_BPE_ETOOBIG (the library's error); no overflowing
+ * encodings (no stride). o NULL: all zero. *out zeroed on failure; api_bpe_encoding_free. */
 int api_bpe_encode_pair(const api_bpe *t, const char *a, size_t a_len, const char *b, size_t b_len,
                         const api_bpe_opts *o, api_bpe_encoding *out);
 void api_bpe_encoding_free(api_bpe_encoding *e); /* NULL or zeroed is fine */
@@ -150,6 +147,9 @@ int api_bpe_encode_batch(const api_bpe *t, size_t n, const char *const *a, const
 int api_bpe_file_truncation(const api_bpe *t, api_bpe_opts *o);
 size_t api_bpe_model_max_length(const api_bpe *t);
 
+/* 1: the files give the template (tokenizer.json, vocab.txt); 0: vocab.json + merges.txt. */
+int api_bpe_has_template(const api_bpe *t);
+
 /* ==== Tokens as bytes and text ==== */
 
 /* A token as the files write it (owned by t, not NUL-terminated): "##ing",
@@ -161,21 +161,22 @@ int api_bpe_token_name(const api_bpe *t, int32_t id, const char **s, size_t *len
  * at most n times as many bytes, plus a decoder's replacement characters. */
 size_t api_bpe_max_token_bytes(const api_bpe *t);
 
-/* The bytes a token stands for in the middle of a text (owned by t, not
- * NUL-terminated): for byte-level BPE its bytes; for SentencePiece-style
- * BPE its text with "▁" as a space and <0xNN> as that byte; for WordPiece
- * "##ing" as "ing", "the" as " the"; an added token's content.
- * Concatenated, they are the text the ids stand for, before the decoder's
- * steps on the whole text (Strip of the first space, U+FFFD for broken
- * characters). */
+/* The bytes a token stands for in the middle of a text (owned by t, not NUL-terminated): for byte-
+ * level BPE its bytes; for SentencePiece-style BPE its text with "▁" as a space and <0xNN> as that
+ * byte; for WordPiece "##ing" as "ing", "the" as " the"; an added token's content. Concatenated,
+ * they are the text the ids stand for, before the decoder's steps on the whole text (Strip of the
+ * first space, U+FFFD for broken characters). */
 int api_bpe_token_bytes(const api_bpe *t, int32_t id, const char **bytes, size_t *len);
 
-/* A token as text for people: its bytes as UTF-8, each maximal part that is
- * not valid UTF-8 on its own (a piece of a character split over tokens)
- * replaced by U+FFFD, as a WHATWG TextDecoder (and tiktoken's decode with
- * errors="replace") shows it. Writes at most 3 bytes per token byte plus a
+/* A token as text for people: its bytes as UTF-8, each maximal part that is not valid UTF-8 on its
+ * own (a piece of a character split over tokens) replaced by U+FFFD, as a WHATWG TextDecoder (and
+ * tiktoken's decode with errors="replace") shows it. Writes at most 3 bytes per token byte plus a
  * NUL into out (out_size bytes); *len gets the length without the NUL. */
 int api_bpe_token_text(const api_bpe *t, int32_t id, char *out, size_t out_size, size_t *len);
+
+/* A token for people as encoding.tokens spells it for WordPiece ("##ing", "the"), else as
+ * api_bpe_token_text (" the", not "Ġthe"); out as there (3 max_token_bytes + 1 suffices). */
+int api_bpe_token_shown(const api_bpe *t, int32_t id, char *out, size_t out_size, size_t *len);
 
 /* Bytes b[0..n) as text for people, as api_bpe_token_text shows a token's:
  * into out (3 n + 1 bytes), NUL-terminated; returns the length. */
@@ -183,12 +184,10 @@ size_t api_bpe_utf8_text(const char *b, size_t n, char *out);
 
 /* ==== Decoding ==== */
 
-/* Decodes n ids: *text (malloc'd, NUL-terminated, the caller frees) of *len
- * bytes. tokenizer.json: exactly Hugging Face's decode(ids,
- * skip_special_tokens=False), always valid UTF-8. vocab.json + merges.txt:
- * the tokens' bytes concatenated, not necessarily valid UTF-8 when ids cut
- * a character. An id outside the vocabulary is API_BPE_ERANGE (Hugging Face
- * skips it silently). */
+/* Decodes n ids: *text (malloc'd, NUL-terminated, the caller frees) of *len bytes. tokenizer.json:
+ * exactly Hugging Face's decode(ids, skip_special_tokens=False), always valid UTF-8. vocab.json +
+ * merges.txt: the tokens' bytes concatenated, not necessarily valid UTF-8 when ids cut a
+ * character. An id outside the vocabulary is API_BPE_ERANGE (Hugging Face skips it silently). */
 int api_bpe_decode(const api_bpe *t, const int32_t *ids, size_t n, char **text, size_t *len);
 
 #define API_BPE_SKIP_SPECIAL 1u /* leave out the special tokens (decode's skip_special_tokens) */

@@ -75,7 +75,7 @@ static int lens_tokens(const api_bpe *tok, const int32_t *ids, const api_item *s
             span *= (size_t)shape->shape[d];
             if (i % span == 0) api__buf_puts(b, "[");
         }
-        if (api_bpe_token_text(tok, ids[i], text, cap, &len) == 0) api__buf_json_stringn(b, text, len);
+        if (api_bpe_token_shown(tok, ids[i], text, cap, &len) == 0) api__buf_json_stringn(b, text, len);
         else api__buf_puts(b, "null");
         span = 1;
         for (int d = r - 1; d >= 0; d--) {

@@ -25,8 +25,11 @@
 
 struct model_enc {
     float *last, *emb, *pooler;
-    uint8_t *ones;          /* attention_mask asked of a batch without padding */
-    int32_t *zeros;         /* token_type_ids asked and none given */
+    /* attention_mask and token_type_ids as asked, in the job's arrays: the
+     * request's own (rq->mask, rq->types) are freed before a safetensors
+     * reply is sent, which points at its tensors' bytes */
+    uint8_t *mask;          /* all ones without padding */
+    int32_t *types;         /* all zeros when none were given */
     int width;
     api_buf fill, b_start;  /* JSON text */
 };
@@ -131,10 +134,10 @@ int api__model_enc_alloc(const model_rq *rq, const attn_lm_plan *p, api_arrays *
     }
     if (returns(rq, M_OUT_POOLER_OUTPUT))
         out->pooler_output = x->pooler = api__arrays_take(a, (size_t)p->B * (size_t)p->C, sizeof(float));
-    if (returns(rq, M_OUT_ATTENTION_MASK) && !rq->mask && (x->ones = api__arrays_take(a, BT, 1)))
-        memset(x->ones, 1, BT);
-    if (returns(rq, M_OUT_TOKEN_TYPE_IDS) && !rq->types && (x->zeros = api__arrays_take(a, BT, sizeof(int32_t))))
-        memset(x->zeros, 0, BT * sizeof(int32_t));
+    if (returns(rq, M_OUT_ATTENTION_MASK) && (x->mask = api__arrays_take(a, BT, 1)))
+        rq->mask ? (void)memcpy(x->mask, rq->mask, BT) : (void)memset(x->mask, 1, BT);
+    if (returns(rq, M_OUT_TOKEN_TYPE_IDS) && (x->types = api__arrays_take(a, BT, sizeof(int32_t))))
+        rq->types ? (void)memcpy(x->types, rq->types, BT * sizeof(int32_t)) : (void)memset(x->types, 0, BT * sizeof(int32_t));
     return a->failed ? api__fail(e, API_E_OUT_OF_MEMORY, NULL, "cannot allocate the model") : 0;
 }
 
@@ -163,7 +166,7 @@ static void fill_one(const model_rq *rq, const attn_lm_plan *p, const float *row
         api__buf_puts(j, ",\"tokens\":[");
         for (int k = 0; k < rq->fill_k; k++) {
             if (k) api__buf_puts(j, ",");
-            if (text && api_bpe_token_text(rq->tok->bpe, ids[k], text, cap, &len) == 0)
+            if (text && api_bpe_token_shown(rq->tok->bpe, ids[k], text, cap, &len) == 0)
                 api__buf_json_stringn(j, text, len);
             else
                 api__buf_puts(j, "null");
@@ -273,9 +276,9 @@ int api__model_enc_items(const model_rq *rq, const attn_lm_plan *p, model_enc *x
                          api_err *e) {
     int n = 0, T[1] = {p->T}, W[1] = {x->width}, C[1] = {p->C};
     if (returns(rq, M_OUT_ATTENTION_MASK))
-        item(&items[n++], rq, "attention_mask", API_ITEM_U8, rq->mask ? rq->mask : x->ones, 1, T)->plain = 1;
+        item(&items[n++], rq, "attention_mask", API_ITEM_U8, x->mask, 1, T)->plain = 1;
     if (returns(rq, M_OUT_TOKEN_TYPE_IDS))
-        item(&items[n++], rq, "token_type_ids", API_ITEM_I32, rq->types ? rq->types : x->zeros, 1, T)->plain = 1;
+        item(&items[n++], rq, "token_type_ids", API_ITEM_I32, x->types, 1, T)->plain = 1;
     if (rq->b_start) {
         api__buf_puts(&x->b_start, rq->batched ? "[" : "");
         for (int b = 0; b < rq->B; b++) api__buf_printf(&x->b_start, b ? ",%d" : "%d", rq->b_start[b]);

@@ -14,8 +14,7 @@
  *   gen_io.c      events and "generation" object it writes
  *
  * The models loaded at start are api/weights/'s; the look inside (hooks,
- * ablation, patching, the lens) is api/inside/'s.
- */
+ * ablation, patching, the lens) is api/inside/'s. */
 #ifndef API_MODEL_H
 #define API_MODEL_H
 
@@ -76,6 +75,7 @@ typedef struct {
     int tok_default;           /* tok is the server's default: no text of its own added */
     int from_text;             /* idx is the tokens of "text" */
     unsigned text_flags;       /* api_bpe_encode_ex's: API_BPE_ADD_SPECIAL unless add_special false */
+    int text_max;              /* > 0: texts cut to it, longest first (max_seq_length); 0: the file says */
     int training;
     api_params_source params;  /* init.seed or the state_dict (borrowed from the tree) */
     const api_model *model;    /* "model": a checkpoint loaded at start */

@@ -351,7 +351,7 @@ static int compute(api_job *j, api_err *e) {
 
 /* ==== contents ============================================================ */
 
-/* The texts of ids[0..n) as the tokenizer shows them (api_bpe_token_text:
+/* The texts of ids[0..n) as the tokenizer shows them (api_bpe_token_shown: WordPiece's "##ing";
  * U+FFFD for a piece of a character; null for padding (mask 0) and an id past its vocabulary,
  * since ids are checked below vocab_size, not below the tokenizer's size):
  * a list, or the one string when list is 0. */
@@ -366,7 +366,7 @@ static void id_texts(api_buf *b, const api_bpe *bpe, const int32_t *ids, const u
     api__buf_puts(b, list ? "[" : "");
     for (int i = 0; i < n; i++) {
         if (i) api__buf_puts(b, ",");
-        if ((!mask || mask[i]) && api_bpe_token_text(bpe, ids[i], text, cap, &len) == 0)
+        if ((!mask || mask[i]) && api_bpe_token_shown(bpe, ids[i], text, cap, &len) == 0)
             api__buf_json_stringn(b, text, len);
         else api__buf_puts(b, "null");
     }

@@ -7,7 +7,16 @@
  *
  * A decoder's text is its tokens and nothing else (GPT-2's tokenizer reads
  * <|endoftext|> as text, as encoder.py does). An encoder's rows are its
- * tokenizer's template, made from the special tokens its vocabulary holds:
+ * tokenizer's own encoding of a text or pair (api_bpe_encode_pair, as
+ * `tokenizers`' encode(a, b)) when its files give the template
+ * (tokenizer.json's post-processor, vocab.txt's BERT template), truncated
+ * as they say: tokenizer.json's "truncation" (MiniLM's 128, longest_first),
+ * or for /v1/embeddings the folder's max_seq_length (sentence-transformers'
+ * truncation="longest_first"). A folder that states no truncation gets
+ * none: a row over the model's positions is a 400, as transformers'
+ * tokenizer(text) does not truncate either (its model then fails).
+ * With vocab.json + merges.txt (no special tokens in the files) the
+ * template is made here from the vocabulary's names:
  *   [CLS] and [SEP]:  [CLS] A [SEP] B [SEP], token types 0 then 1 for B
  *   <s> and </s>:     <s> A </s></s> B </s>, token types 0 (RoBERTa)
  * and the special tokens written in a text (<mask>, [MASK], <s>, ...) are
@@ -30,6 +39,7 @@ typedef struct {
     int32_t ids[6];
     int n_specials;
     int32_t mask;           /* -1: none */
+    int own;                /* the tokenizer's own template (api_bpe_encode_pair) */
 } tmpl;
 
 /* The id of the token written as name in the folder's files (an added
@@ -47,9 +57,13 @@ static int template_of(const api_bpe *bpe, tmpl *t) {
     int32_t a = token_id(bpe, "[CLS]"), b = token_id(bpe, "[SEP]");
     int is_bert = a >= 0 && b >= 0;
     if (!is_bert) names = roberta, a = token_id(bpe, "<s>"), b = token_id(bpe, "</s>");
+    if (api_bpe_has_template(bpe) && (a < 0 || b < 0)) { /* the files' template, their mask token */
+        *t = (tmpl){.mask = api_bpe_mask_id(bpe), .own = 1};
+        return 0;
+    }
     if (a < 0 || b < 0) return -1;
     *t = (tmpl){.first = a, .mid = {b, b}, .last = b, .n_mid = is_bert ? 1 : 2, .type_b = is_bert,
-                .mask = -1};
+                .mask = -1, .own = api_bpe_has_template(bpe)};
     for (int i = 0; i < 5; i++) {
         int32_t id = i == 0 ? a : i == 1 ? b : token_id(bpe, names[i]);
         if (id < 0) continue;
@@ -117,6 +131,58 @@ static int encode(const api_bpe *bpe, const tmpl *t, const char *text, size_t le
     return plain(bpe, text + start, len - start, 0, out);
 }
 
+/* How an encoder's texts are truncated: rq->text_max (longest first), else
+ * tokenizer.json's "truncation"; with the template unless add_special is
+ * false. */
+static api_bpe_opts opts_of(const model_rq *rq) {
+    api_bpe_opts o = {0};
+    if (rq->text_max > 0) o = (api_bpe_opts){.max_length = (size_t)rq->text_max, .strategy = API_BPE_LONGEST_FIRST};
+    else api_bpe_file_truncation(rq->tok->bpe, &o);
+    o.flags = rq->text_flags & API_BPE_ADD_SPECIAL;
+    return o;
+}
+
+/* A text a, or a pair (b not NULL), as the tokenizer encodes it: its ids,
+ * type ids and where B starts. */
+static int own_row(const model_rq *rq, const json_t *a, const json_t *b, ids *out, ids *types, int *b_start) {
+    api_bpe_opts o = opts_of(rq);
+    api_bpe_encoding en;
+    int rc = api_bpe_encode_pair(rq->tok->bpe, json_string_value(a), json_string_length(a),
+                                 b ? json_string_value(b) : NULL, b ? json_string_length(b) : 0, &o, &en);
+    if (rc == 0) push(out, en.ids, en.n), push(types, en.type_ids, en.n);
+    *b_start = b ? (int)en.b_start : -1;
+    api_bpe_encoding_free(&en);
+    return rc;
+}
+
+/* One row: a text, or a pair [a, b], with the template (encoders) into the
+ * row's ids, types and where B starts. */
+/* A text a, or a pair, with the template made here (vocab.json + merges.txt;
+ * t NULL: a decoder's text alone) into the row's ids, types and where B
+ * starts; a text cut to rq->text_max, its last special token kept. */
+static int made_row(const model_rq *rq, const tmpl *t, const json_t *a, const json_t *b, ids *out,
+                    ids *types, int *b_start) {
+    const api_bpe *bpe = rq->tok->bpe;
+    unsigned flags = rq->text_flags & ~API_BPE_ADD_SPECIAL;
+    int rc = 0, wrap = t && (rq->text_flags & API_BPE_ADD_SPECIAL); /* add_special: false leaves it out */
+    if (wrap) push(out, &t->first, 1);
+    rc = encode(bpe, t, json_string_value(a), json_string_length(a), t ? flags : rq->text_flags, out);
+    if (wrap && rc == 0) push(out, t->mid, b ? (size_t)t->n_mid : 1);
+    if (t && !b && rc == 0 && rq->text_max > wrap && out->n > (size_t)rq->text_max) {
+        out->n = (size_t)rq->text_max - (size_t)wrap; /* the embeddings' max_seq_length */
+        if (wrap) push(out, t->mid, 1);
+    }
+    size_t n_a = out->n;
+    if (b && rc == 0) rc = encode(bpe, t, json_string_value(b), json_string_length(b), flags, out);
+    if (wrap && b && rc == 0) push(out, &t->last, 1);
+    *b_start = b ? (int)n_a : -1;
+    for (size_t i = types->n; rc == 0 && i < out->n; i++) {
+        int32_t ty = b && i >= n_a ? t->type_b : 0;
+        push(types, &ty, 1);
+    }
+    return rc;
+}
+
 /* One row: a text, or a pair [a, b], with the template (encoders) into the
  * row's ids, types and where B starts. */
 static int row(const model_rq *rq, const tmpl *t, const json_t *v, const char *field, ids *out,
@@ -128,22 +194,12 @@ static int row(const model_rq *rq, const tmpl *t, const json_t *v, const char *f
     if (pair && !t)
         return api__fail(e, API_E_INVALID_ARGUMENT, field, "sentence pairs are an encoder's: %s reads "
                          "one text per row", attn_arch_name(rq->cfg.arch));
-    const api_bpe *bpe = rq->tok->bpe;
-    unsigned flags = rq->text_flags & ~API_BPE_ADD_SPECIAL;
-    int rc = 0, wrap = t && (rq->text_flags & API_BPE_ADD_SPECIAL); /* add_special: false leaves it out */
-    if (wrap) push(out, &t->first, 1);
-    rc = encode(bpe, t, json_string_value(a), json_string_length(a), t ? flags : rq->text_flags, out);
-    if (wrap && rc == 0) push(out, t->mid, pair ? (size_t)t->n_mid : 1);
-    size_t n_a = out->n;
-    if (pair && rc == 0) rc = encode(bpe, t, json_string_value(b), json_string_length(b), flags, out);
-    if (wrap && pair && rc == 0) push(out, &t->last, 1);
-    *b_start = pair ? (int)n_a : -1;
-    for (size_t i = types->n; rc == 0 && i < out->n; i++) {
-        int32_t ty = pair && i >= n_a ? t->type_b : 0;
-        push(types, &ty, 1);
-    }
+    int rc = t && t->own ? own_row(rq, a, b, out, types, b_start) : made_row(rq, t, a, b, out, types, b_start);
     if (rc == API_BPE_ENOMEM || out->failed || types->failed)
         return api__fail(e, API_E_OUT_OF_MEMORY, field, "cannot allocate the tokens of %s", field);
+    if (rc == API_BPE_ENOTSUP)
+        return api__fail(e, API_E_INVALID_ARGUMENT, field, "%s: tokenizer \"%s\" has no template for "
+                         "a pair of texts", field, rq->tok->name);
     if (rc) return api__fail(e, API_E_INVALID_ARGUMENT, field, "%s: %s", field, api_bpe_strerror(rc));
     return 0;
 }
@@ -187,15 +243,17 @@ static int rows_read(const json_t *v, const char *name, const tmpl *t, model_rq 
             rc = api__fail(e, API_E_INVALID_SHAPE, field, "%s is empty: no token", field);
         else if (rc == 0 && r[b].n > (size_t)most)
             rc = api__fail(e, API_E_INVALID_SHAPE, field, "%s is %zu tokens, over the %d positions the "
-                           "model takes", field, r[b].n, most);
+                           "model takes (its tokenizer's files do not truncate it to fit)", field, r[b].n, most);
         if (rc == 0 && (int)r[b].n > T) T = (int)r[b].n;
     }
     size_t n = (size_t)B * (size_t)T;
-    int ragged = 0;
+    int ragged = 0, typed = 0;
     for (int b = 0; rc == 0 && b < B; b++) ragged |= (int)r[b].n != T;
+    for (int b = 0; rc == 0 && b < B; b++)
+        for (size_t i = 0; i < ty[b].n; i++) typed |= ty[b].v[i] != 0;
     rq->B = B, rq->T = T, rq->batched = list, rq->from_text = 1;
     if (rc == 0 && (!(rq->idx = malloc(n * sizeof *rq->idx)) || (ragged && !(rq->mask = calloc(n, 1))) ||
-                    (t && t->type_b && rq->cfg.type_vocab > 1 && !(rq->types = calloc(n, sizeof *rq->types))) ||
+                    (typed && rq->cfg.type_vocab > 1 && !(rq->types = calloc(n, sizeof *rq->types))) ||
                     (pairs && !(rq->b_start = malloc((size_t)B * sizeof *rq->b_start)))))
         rc = api__fail(e, API_E_OUT_OF_MEMORY, name, "out of memory");
     for (int b = 0; rc == 0 && b < B; b++) place(rq, b, &r[b], &ty[b], bs[b]);
@@ -212,8 +270,10 @@ int api__model_text_read(const json_t *v, const char *name, const api_limits *li
     if (rq->tok == NULL) return api__tokenizer_missing(name, e);
     int enc = 0, most = most_tokens(rq, &enc);
     size_t len = json_is_string(v) ? json_string_length(v) : 0;
-    /* each token covers at most `most` bytes: a longer text cannot fit */
-    if (len > (size_t)most * api_bpe_max_token_bytes(rq->tok->bpe) + 64)
+    api_bpe_opts o;
+    int cut = enc && (rq->text_max > 0 || api_bpe_file_truncation(rq->tok->bpe, &o));
+    /* each token covers at most `most` bytes: a longer text cannot fit (unless truncated) */
+    if (!cut && len > (size_t)most * api_bpe_max_token_bytes(rq->tok->bpe) + 64)
         return api__fail(e, API_E_INVALID_SHAPE, name, "%s of %zu bytes is more than %d tokens", name,
                          len, most);
     tmpl t;

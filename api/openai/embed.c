@@ -14,9 +14,10 @@
  * projections), and each is pooled as the folder's sentence-transformers
  * config says (mean over the tokens without one), normalised when it has
  * a Normalize module. "dimensions" is taken only equal to the embeddings'
- * width (this server does not shorten them); "user" is ignored. Each input
- * is at most the model's positions, and its max_seq_length when the folder
- * states one. Errors are the service's error object, as /v1/completions'. */
+ * width (this server does not shorten them); "user" is ignored. A text is
+ * truncated to the folder's max_seq_length as sentence-transformers does
+ * (longest first); token ids are at most the model's positions and that
+ * max_seq_length. Errors are the service's error object, as /v1/completions'. */
 #include "api/bpe/bpe.h"
 #include "api/model/model.h"
 #include "api/numbers/numbers.h"
@@ -54,6 +55,7 @@ static int read_model(const json_t *root, const api_limits *lim, model_rq *rq, a
     rq->cfg = rq->model->cfg;
     rq->tok = rq->model->bpe ? &rq->model->tok : NULL;
     rq->text_flags = API_BPE_ADD_SPECIAL; /* the folder's template, as sentence-transformers' encode */
+    rq->text_max = rq->model->max_tokens; /* and its truncation="longest_first" to max_seq_length */
     rq->pooling = rq->model->pooling.modes ? rq->model->pooling : (attn_lm_pooling){.modes = ATTN_POOL_MEAN};
     return 0;
 }

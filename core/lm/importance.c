@@ -5,7 +5,8 @@
  *   importance[b][l][h] = loss_b(the model with head h of block l's hook_z
  *                         zeroed) - loss_b(the model)
  *
- * loss_b being batch row b's mean next-token cross-entropy (loss.c): the
+ * loss_b being batch row b's mean cross-entropy over its tokens (loss.c;
+ * padding is not scored, and stays padding in the ablated runs): the
  * ablation score of Michel et al. (2019, "Are Sixteen Heads Really Better
  * than One?"), one head at a time.
  *
@@ -37,7 +38,7 @@
 typedef struct {
     int G, per_layer, n_runs, K;
     attn_lm_plan gp;       /* one ablated run's: batch G * B */
-    size_t run_floats;     /* its input, ids and losses */
+    size_t run_floats;     /* its input, ids, losses and attention mask */
 } sweep;
 
 static int sweep_cut(const attn_lm_plan *p, int width, sweep *s, attn_error *err) {
@@ -55,7 +56,7 @@ static int sweep_cut(const attn_lm_plan *p, int width, sweep *s, attn_error *err
         return attn__fail(err, ATTN_ERR_ARG, "analysis", "importance's ablated runs (a batch of "
                           "%d) cannot be made: %s", s->G * p->B, ae.message);
     size_t rows = (size_t)s->G * (size_t)p->B;
-    s->run_floats = rows * (size_t)p->T * ((size_t)p->C + 1) + rows;
+    s->run_floats = rows * (size_t)p->T * ((size_t)p->C + 1) + rows + (rows * (size_t)p->T + 3) / 4;
     size_t k = HELD_FLOATS / s->run_floats;
     k = k < (size_t)width ? (size_t)width : k;
     k = k > (size_t)s->n_runs ? (size_t)s->n_runs : k;
@@ -107,10 +108,12 @@ static void item(const attn__run *r, const sweep *s, lists *t, int i, int ri) {
     int l = ri / s->per_layer, n = 0;
     float *resid = t->bufs + (size_t)i * s->run_floats, *loss = resid + G * BTC + G * BT;
     int32_t *ids = (int32_t *)(resid + G * BTC);
+    uint8_t *mask = own->attention_mask ? (uint8_t *)(loss + G * (size_t)p->B) : NULL;
     attn_lm_ablate *abl = t->abl + (size_t)i * (size_t)t->per_run;
     for (int g = 0; g < s->G; g++) {
         memcpy(resid + (size_t)g * BTC, r->keep + (size_t)l * BTC, BTC * sizeof *resid);
         memcpy(ids + (size_t)g * BT, own->idx, BT * sizeof *ids);
+        if (mask) memcpy(mask + (size_t)g * BT, own->attention_mask, BT); /* padding stays padding */
         for (int k = 0; k < own->n_ablations; k++) {
             attn_lm_ablate a = own->ablations[k];
             if (a.layer < l) continue;
@@ -124,7 +127,7 @@ static void item(const attn__run *r, const sweep *s, lists *t, int i, int ri) {
                                     .method = ATTN_ABLATE_ZERO, .batch_start = g * p->B,
                                     .batch_count = p->B};
     t->in[i] = (attn_lm_inputs){.idx = ids, .resid = resid, .start_layer = l, .ablations = abl,
-                                .n_ablations = n};
+                                .n_ablations = n, .attention_mask = mask};
     t->out[i] = (attn_lm_outputs){.loss = loss};
 }
 

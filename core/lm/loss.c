@@ -1,8 +1,16 @@
-/* loss.c - each batch row's mean next-token cross-entropy
- * (attn_lm_outputs.loss): position t's logits against idx[t + 1] for
- * t < T - 1, as F.cross_entropy(logits[b, :-1], idx[b, 1:]) computes it
- * (log_softmax with the row's max subtracted, then the mean of the targets'
- * negative logs).
+/* loss.c - each batch row's mean cross-entropy (attn_lm_outputs.loss)
+ * over its tokens, as transformers' models compute it with labels =
+ * input_ids and -100 at the padding (log_softmax with the row's max
+ * subtracted, then the mean of the targets' negative logs):
+ *
+ *   a causal model: position t's logits against idx[t + 1], for each t
+ *     where t and t + 1 are tokens (F.cross_entropy(logits[b, :n-1],
+ *     idx[b, 1:n]) for a row of n tokens padded on the right);
+ *   a two-way model (an MLM): position t's logits against idx[t], for each
+ *     token t (BertForMaskedLM's loss with labels = input_ids: how well
+ *     the model restores its input).
+ *
+ * Padded positions are never scored; a row with nothing to score has loss 0.
  *
  * When the logits are not asked (importance's ablated runs, which want the
  * loss alone), the head runs over attn__loss_rows rows at a time into one
@@ -18,10 +26,15 @@
  * (the sgemm kernels' blocks), at least 16. */
 #define LOSS_CHUNK_FLOATS ((size_t)1 << 22)
 
+/* The positions scored: T - 1 (causal), or T (two-way). */
+static size_t scored(const attn_lm_plan *p) {
+    return p->spec.bidirectional ? (size_t)p->T : (size_t)p->T - 1;
+}
+
 int attn__loss_rows(const attn_lm_plan *p) {
     size_t rows = LOSS_CHUNK_FLOATS / (size_t)p->V;
     rows = rows < 16 ? 16 : rows / 16 * 16;
-    size_t most = p->T > 1 ? (size_t)p->T - 1 : 1;
+    size_t most = scored(p) > 0 ? scored(p) : 1;
     return (int)(rows < most ? rows : most);
 }
 
@@ -33,15 +46,26 @@ static double nll(const float *x, int V, int target, float *scratch) {
     return (double)logf(sum) - ((double)want - (double)max);
 }
 
+/* 1 if position t of a row (mask: its [T] attention mask, or NULL) is
+ * scored, against ids[t + shift]. */
+static int counts(const uint8_t *mask, size_t t, size_t shift) {
+    return !mask || (mask[t] && mask[t + shift]);
+}
+
 void attn__loss(attn__run *r) {
     const attn_lm_plan *p = r->p;
-    size_t T = (size_t)p->T, C = (size_t)p->C, V = (size_t)p->V;
+    size_t T = (size_t)p->T, C = (size_t)p->C, V = (size_t)p->V, N = scored(p);
+    size_t shift = !p->spec.bidirectional;
     int R = attn__loss_rows(p), full = r->out->logits && !r->out->last_only;
     for (int b = 0; b < p->B; b++) {
         const int32_t *ids = r->in->idx + (size_t)b * T;
+        const uint8_t *mask = r->in->attention_mask ? r->in->attention_mask + (size_t)b * T : NULL;
         double sum = 0.0;
-        for (size_t t0 = 0; t0 + 1 < T; t0 += (size_t)R) {
-            int n = T - 1 - t0 < (size_t)R ? (int)(T - 1 - t0) : R;
+        size_t n_scored = 0;
+        for (size_t t0 = 0; t0 < N; t0 += (size_t)R) {
+            int n = N - t0 < (size_t)R ? (int)(N - t0) : R, any = 0;
+            for (int i = 0; i < n; i++) any |= counts(mask, t0 + (size_t)i, shift);
+            if (!any) continue; /* padding alone: no head to run */
             const float *rows = r->lossbuf;
             if (full) {
                 rows = r->out->logits + ((size_t)b * T + t0) * V;
@@ -51,10 +75,13 @@ void attn__loss(attn__run *r) {
                                 r->wtile, r->lossbuf, &bad);
             }
             for (int i = 0; i < n; i++) {
+                size_t t = t0 + (size_t)i;
+                if (!counts(mask, t, shift)) continue;
                 const float *x = rows + (size_t)i * V;
-                sum += nll(x, p->V, ids[t0 + (size_t)i + 1], full ? r->lossbuf : (float *)x);
+                sum += nll(x, p->V, ids[t + shift], full ? r->lossbuf : (float *)x);
+                n_scored++;
             }
         }
-        r->out->loss[b] = (float)(sum / (double)(T - 1));
+        r->out->loss[b] = n_scored ? (float)(sum / (double)n_scored) : 0.0f;
     }
 }

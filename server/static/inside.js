@@ -366,7 +366,9 @@ async function loadInsideModels() {
 function insideModelChanged() {
   iv.model = iv.models.find((x) => x.name === $("i_model").value) || null;
   const c = iv.model ? iv.model.config : SEED_MODEL;
-  iv.modelConfig = () => ({n_layer: c.n_layer ?? c.n_layers, n_head: c.n_head ?? c.n_heads});
+  /* layers and heads under the family's own names (num_hidden_layers, n_layers, ...): the config's columns 2 and 3 */
+  const v = Object.values(c);
+  iv.modelConfig = () => ({n_layer: c.n_layer ?? c.n_layers ?? v[2], n_head: c.n_head ?? c.n_heads ?? v[3]});
   const layers = $("i_layer"), n = iv.modelConfig().n_layer;
   layers.textContent = "";
   for (let l = 0; l < n; l++) layers.append(new Option(String(l), String(l)));

@@ -91,6 +91,7 @@ function modelRequest() {
   const layers = intList($("m_layers").value, "layers"), heads = intList($("m_heads").value, "heads");
   if (layers) req.layers = layers;
   if (heads) req.heads = heads;
+  encoderRequest(req);
   const r0 = numberOr("m_row_start"), r1 = numberOr("m_row_stop");
   if (r0 !== null || r1 !== null) {
     /* the stop left out: the end, known for ids, and for text once it ran */
@@ -137,7 +138,7 @@ async function readModelReply(r, format) {
   }
   const j = JSON.parse(new TextDecoder().decode(buf));
   const st = {meta: {}, t: {}, bytes: buf.byteLength};
-  for (const k of ["module", "model", "config", "shape", "layers", "tokens"]) if (k in j) st.meta[k] = j[k];
+  for (const k of ["module", "model", "config", "shape", "layers", "tokens", "sentence_b_start", "neuron_view"]) if (k in j) st.meta[k] = j[k];
   if (j.idx) st.meta.idx = Array.isArray(j.idx) ? j.idx.flat(Infinity) : Array.from(jsonTensor(j.idx).data);
   const w = j.attn_weights;
   if (w && w.indices) {
@@ -195,30 +196,35 @@ async function runModel() {
     if (!m || !m.P) return modelError("the reply has no attn_weights");
     const H = m.lead[m.lead.length - 1], L = m.P / H;
     const range = (n) => Array.from({length: n}, (_, i) => i);
-    const tokens = st.meta.tokens || null, idx = st.meta.idx || req.idx || [];
-    const ctx = {m, L, H, T, layers: st.meta.layers || range(L), heads: req.heads || range(H),
-                 labels: tokens ? tokens.map(showToken) : idx.map(String), tokens, idx,
-                 r0: req.query_rows ? req.query_rows[0] : 0, scale: $("m_color_scale").value, req};
+    const tokens = firstRow(st.meta.tokens) || null, idx = st.meta.idx || req.idx || [];
+    const md = chosenModel(), bStart = (st.meta.sentence_b_start || [0])[0] || 0;
+    const ctx = {m, full: m, L, H, T, layers: st.meta.layers || range(L), heads: req.heads || range(H),
+                 labels: tokens ? tokens.map(showToken) : idx.map(String), tokens, idx, bStart,
+                 q0: req.query_rows ? req.query_rows[0] : 0, scale: $("m_color_scale").value, req,
+                 encoder: isEncoder(md), shape: modelShape(md)};
+    applyPair(ctx);
     for (const el of document.querySelectorAll("#main_model .bad")) el.classList.remove("bad");
     $("m_view").classList.remove("stale");
     mv.reply = st;
     mv.ctx = ctx;
-    mv.last = {text: req.text, model: req.model || "", T};
+    mv.last = {text: req.text, key: JSON.stringify(req.text), model: req.model || "", T};
     mv.timings = {request_ms: tReply - t0, reply_bytes: st.bytes};
     drawModelTokens(ctx);
     await drawGrid(ctx, tReply);
     const keep = mv.open && ctx.layers.indexOf(mv.open.layer) >= 0 && ctx.heads.indexOf(mv.open.head) >= 0
       ? ctx.layers.indexOf(mv.open.layer) * H + ctx.heads.indexOf(mv.open.head) : 0;
     openHead(keep);
+    mv.timings.drawn_at = performance.now();
     /* the config's columns (core's family table): vocab, context, layers, heads, width */
     const cfg = st.meta.config || {}, k = Object.keys(cfg), v = Object.values(cfg);
     $("m_summary").textContent = (st.meta.model ? st.meta.model : (st.meta.module || "GPT2") + " from seed " + req.init.seed) +
       ": " + v[2] + " layers \u00d7 " + v[3] + " heads, " + k[4] + " " + v[4] + ", T = " + T +
-      (L * H < v[2] * v[3] ? "; showing " + L + " \u00d7 " + H : "");
+      (L * H < v[2] * v[3] ? "; showing " + L + " \u00d7 " + H : "") + (ctx.encoder ? "; two-way (an encoder)" : "");
     const t = mv.timings;
     mstatus("reply " + fmtBytes(t.reply_bytes) + " (" + req.output_format +
             (req.dtype ? ", float16" : "") + ") in " + t.request_ms.toFixed(0) + " ms; first thumbnail " +
             t.first_thumb_ms.toFixed(0) + " ms after it, all " + L * H + " in " + t.all_thumbs_ms.toFixed(0) + " ms");
+    await afterRun(ctx, st);
     mv.renders++;
   } catch (e) {
     modelError(String(e));
@@ -240,7 +246,8 @@ function drawModelTokens(ctx) {
     const c = document.createElement("span");
     c.className = "chip";
     c.textContent = ctx.tokens ? showToken(ctx.tokens[i]) : String(ctx.idx[i]);
-    c.title = "position " + i + (ctx.idx.length ? ", token id " + ctx.idx[i] : "");
+    c.title = "position " + i + (ctx.idx.length ? ", token id " + ctx.idx[i] : "") + (ctx.bStart ? (i < ctx.bStart ? ", sentence A" : ", sentence B") : "");
+    if (ctx.bStart && i >= ctx.bStart) c.classList.add("sentb");
     box.appendChild(c);
   }
   if (n > shown) box.append(" \u2026 " + (n - shown) + " more");
@@ -318,9 +325,9 @@ function openHead(p) {
   const ctx = mv.ctx;
   if (!ctx) return;
   const m = ctx.m, li = Math.floor(p / ctx.H), hi = p % ctx.H;
-  const title = "layer " + ctx.layers[li] + ", head " + ctx.heads[hi];
+  const title = "layer " + ctx.layers[li] + ", head " + ctx.heads[hi] + (ctx.filter && ctx.filter !== "all" ? ", " + PAIR_FILTERS[ctx.filter] : "");
   const rowLabels = Array.from({length: m.R}, (_, i) => ctx.labels[ctx.r0 + i] ?? String(ctx.r0 + i));
-  const colLabels = Array.from({length: m.C}, (_, j) => ctx.labels[j] ?? String(j));
+  const colLabels = Array.from({length: m.C}, (_, j) => ctx.labels[ctx.c0 + j] ?? String(ctx.c0 + j));
   const box = $("m_detail");
   const width = Math.max(300, Math.min(520, box.parentElement.clientWidth - $("m_grid").offsetWidth - 30));
   const cv = drawHeat(m, p, {kind: "attn_weights", size: width - 60, display: width, title, rowLabels, colLabels,
@@ -328,7 +335,7 @@ function openHead(p) {
   box.innerHTML = "";
   const note = Object.assign(document.createElement("div"), {className: "note"});
   note.textContent = "rows: queries" + (ctx.r0 || m.R < ctx.T ? " " + ctx.r0 + " to " + (ctx.r0 + m.R - 1) : "") +
-    ", columns: keys; hover a cell for its weight" + (m.topk ? "; grey: not among the top " + m.topk : "");
+    ", columns: keys" + (ctx.c0 || m.C < ctx.T ? " " + ctx.c0 + " to " + (ctx.c0 + m.C - 1) : "") + "; hover a cell for its weight" + (m.topk ? "; grey: not among the top " + m.topk : "");
   box.append(panelBox(title, cv), note);
   for (const b of $("m_grid").querySelectorAll("button.thumb")) b.classList.toggle("on", +b.dataset.p === p);
   mv.open = {layer: ctx.layers[li], head: ctx.heads[hi], p};
@@ -364,6 +371,7 @@ function modelChanged() {
   const md = mv.models.find((x) => x.name === $("m_model").value);
   /* the tab names the family of the model it shows (GPT2, LlamaForCausalLM, ...) */
   $("model_tab").textContent = "Model view: " + chosenFamily();
+  encoderChanged();
   if ($("m_input_text").checked && !mv.noTokenizer) $("m_input_note").textContent = textNote();
   $("m_config").hidden = !!md;
   $("m_model_info").hidden = !md;
@@ -439,7 +447,15 @@ function startModel() {
   drawLegend($("m_legend"));
   $("m_run").onclick = runModel;
   $("m_copy_curl").onclick = copyModelCurl;
-  $("m_grid").onclick = (e) => { const b = e.target.closest("button.thumb"); if (b) openHead(+b.dataset.p); };
+  $("m_grid").onclick = (e) => {
+    const b = e.target.closest("button.thumb");
+    if (!b) return;
+    openHead(+b.dataset.p);
+    /* the neuron view follows the head opened */
+    $("nv_layer").value = b.dataset.layer;
+    $("nv_head").value = b.dataset.head;
+    runNeuron();
+  };
   $("m_detail").addEventListener("mousemove", (e) => { if (e.target.tagName === "CANVAS") onHover(e); });
   $("m_detail").addEventListener("mouseleave", () => { $("tooltip").style.display = "none"; });
   $("m_model").onchange = modelChanged;
@@ -448,5 +464,6 @@ function startModel() {
   const redraw = () => { if (mv.ctx) { mv.ctx.scale = $("m_color_scale").value; drawGrid(mv.ctx, performance.now()).then(() => openHead(mv.open ? mv.open.p : 0)); } };
   $("m_color_scale").onchange = () => { setLegend("m_legend_max", $("m_color_scale").value); redraw(); };
   $("m_numbers").onchange = () => { if (mv.open) openHead(mv.open.p); };
+  startEncoder();
 }
 
