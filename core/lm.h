@@ -874,7 +874,7 @@ int attn_lm_step(attn_lm_cache *cache, const void *params, const attn_lm_row *ro
  * in a step of its cache alone with as many rows (the products read the
  * same weights; with 4 rows or more their sums may be grouped otherwise
  * than with fewer: the last bits of a row may then differ). ATTN_ERR_ARG
- * (field "caches") for caches of different models; otherwise as
+ * (field "cache") for caches of different models; otherwise as
  * attn_lm_step. Allocates its work space unless there is one cache. */
 int attn_lm_step_caches(attn_lm_cache *const *caches, int n_caches, const void *params,
                         const attn_lm_row *rows, int n, attn_pool *pool,

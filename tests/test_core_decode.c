@@ -495,7 +495,7 @@ START_TEST(step_over_caches) {
     ck_assert_int_eq(attn_lm_cache_create(&other, 1, 4, &mixed[1], &err), ATTN_OK);
     bad.seq = 0;
     ck_assert_int_eq(attn_lm_step_caches(mixed, 2, m.params, &bad, 1, NULL, NULL, &err), ATTN_ERR_ARG);
-    ck_assert_str_eq(err.field, "caches");
+    ck_assert_str_eq(err.field, "cache");
     attn_lm_cache_free(mixed[1]);
     for (int k = 0; k < 2; k++) attn_lm_cache_free(alone[k]), attn_lm_cache_free(together[k]);
     free(got), free(want), free(m.params);

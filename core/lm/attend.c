@@ -230,7 +230,7 @@ static void cached_item(void *ctx, long item, int slot) {
     const attn__run *r = j->r;
     const attn_lm_plan *p = r->p;
     int i = (int)(item / p->H);
-    const attn_lm_cache *c = attn__row_cache(r, i);
+    const attn_lm_cache *c = r->row_cache ? r->row_cache[i] : r->cache;
     int h = (int)(item % p->H), hk = h / (p->H / p->Hkv), D = p->D;
     int seq = r->seq[i];
     int n = r->slot[i] + 1, from = local_layer(p, j->l) && n > p->spec.window ? n - p->spec.window : 0;

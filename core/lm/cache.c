@@ -67,7 +67,7 @@ int attn_lm_cache_create(const attn_lm_config *cfg, int seqs, int capacity,
     if (c == NULL)
         return attn__fail(err, ATTN_ERR_NOMEM, "cache", "cannot allocate %zu bytes for the cache",
                           bytes);
-    *c = (attn_lm_cache){.plan = p, .seqs = seqs, .capacity = capacity, .work_floats = work};
+    *c = (attn_lm_cache){.plan = p, .seqs = seqs, .capacity = capacity};
     c->length = (int *)(c + 1), c->next_pos = c->length + seqs;
     uintptr_t at = ((uintptr_t)(c->next_pos + seqs) + 63) & ~(uintptr_t)63;
     c->k = (float *)at, c->v = c->k + kv / 2, c->work = c->v + kv / 2;
@@ -115,22 +115,6 @@ float *attn__cache_at(const attn_lm_cache *c, int which, int l, int s, int h) {
     return (which ? c->v : c->k) + head * (size_t)c->capacity * (size_t)p->D;
 }
 
-attn_lm_cache *attn__row_cache(const attn__run *r, int i) {
-    return r->step && r->caches ? r->caches[r->cidx[i]] : r->cache;
-}
-
-static int same_config(const attn_lm_config *a, const attn_lm_config *b) {
-    int same = a->arch == b->arch;
-    for (int h = 0; same && h < ATTN_HP_COUNT; h++) /* dropout plays no part in eval mode */
-        same = h == ATTN_HP_DROPOUT || attn_lm_config_get(a, (attn_hparam)h) ==
-               attn_lm_config_get(b, (attn_hparam)h);
-    return same;
-}
-
-int attn__cache_same_model(const attn_lm_cache *a, const attn_lm_cache *b) {
-    return same_config(&a->plan.cfg, &b->plan.cfg);
-}
-
 void attn__cache_store(const attn__run *r, int l) {
     const attn_lm_plan *p = r->p;
     size_t W = (size_t)p->QD + 2 * (size_t)p->KVD, D = (size_t)p->D;
@@ -139,7 +123,7 @@ void attn__cache_store(const attn__run *r, int l) {
         const float *row = r->qkv + (size_t)i * W + (size_t)p->QD;
         for (int h = 0; h < p->Hkv; h++)
             for (int which = 0; which < 2; which++)
-                memcpy(attn__cache_at(attn__row_cache(r, i), which, l, seq, h) + (size_t)slot * D,
+                memcpy(attn__cache_at(r->step && r->row_cache ? r->row_cache[i] : r->cache, which, l, seq, h) + (size_t)slot * D,
                        row + (size_t)which * (size_t)p->KVD + (size_t)h * D, D * sizeof(float));
     }
 }
@@ -148,7 +132,11 @@ int attn__cache_accepts(const attn_lm_cache *c, const attn_lm_plan *plan, attn_e
     if (plan->training)
         return attn__fail(err, ATTN_ERR_ARG, "training",
                           "a cache is filled in eval mode only (dropout would change the keys)");
-    if (!same_config(&c->plan.cfg, &plan->cfg)) return attn__fail(err, ATTN_ERR_ARG, "cache", "the cache was made for another model");
+    int same = c->plan.cfg.arch == plan->cfg.arch;
+    for (int h = 0; same && h < ATTN_HP_COUNT; h++) /* dropout plays no part in eval mode */
+        same = h == ATTN_HP_DROPOUT || attn_lm_config_get(&c->plan.cfg, (attn_hparam)h) ==
+               attn_lm_config_get(&plan->cfg, (attn_hparam)h);
+    if (!same) return attn__fail(err, ATTN_ERR_ARG, "cache", "the cache was made for another model");
     if (plan->B > c->seqs)
         return attn__fail(err, ATTN_ERR_SHAPE, "cache", "the cache holds %d sequences, not %d",
                           c->seqs, plan->B);

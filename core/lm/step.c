@@ -39,8 +39,8 @@ static int locate(const step_caches *sc, int g, int *s) {
 
 /* Each row's cache, sequence, slot (its index in the sequence's cache) and
  * position, checked: the rows of one sequence follow its length in order. */
-static int place_rows(const step_caches *sc, const attn_lm_row *rows, int n, int *cidx, int *seq,
-                      int *slot, int *pos, attn_error *err) {
+static int place_rows(const step_caches *sc, const attn_lm_row *rows, int n,
+                      attn_lm_cache **cache, int *seq, int *slot, int *pos, attn_error *err) {
     const attn_lm_plan *p = &sc->c[0]->plan;
     for (int i = 0; i < n; i++) {
         const attn_lm_row *row = &rows[i];
@@ -55,7 +55,7 @@ static int place_rows(const step_caches *sc, const attn_lm_row *rows, int n, int
         int before = 0, last = -1;
         for (int j = 0; j < i; j++)
             if (rows[j].seq == row->seq) before++, last = j;
-        cidx[i] = k, seq[i] = s;
+        cache[i] = sc->c[k], seq[i] = s;
         slot[i] = c->length[s] + before;
         pos[i] = row->pos >= 0 ? row->pos : last >= 0 ? pos[last] + 1 : c->next_pos[s];
         if (slot[i] >= c->capacity)
@@ -95,9 +95,10 @@ static int check_caches(attn_lm_cache *const *caches, int n_caches, step_caches 
     *sc = (step_caches){.c = caches, .n = n_caches};
     for (int k = 0; k < n_caches; k++) {
         if (caches[k] == NULL) return attn__fail(err, ATTN_ERR_ARG, "caches", "caches[%d] is NULL", k);
-        if (k && !attn__cache_same_model(caches[0], caches[k]))
-            return attn__fail(err, ATTN_ERR_ARG, "caches", "caches[%d] was made for another model "
-                              "than caches[0]", k);
+        attn_lm_plan one = caches[0]->plan; /* one row of caches[0]'s model */
+        one.B = 1, one.T = 1;
+        int rc = k ? attn__cache_accepts(caches[k], &one, err) : ATTN_OK;
+        if (rc) return rc;
         sc->seqs += caches[k]->seqs;
         sc->capacity = caches[k]->capacity > sc->capacity ? caches[k]->capacity : sc->capacity;
     }
@@ -105,11 +106,11 @@ static int check_caches(attn_lm_cache *const *caches, int n_caches, step_caches 
 }
 
 /* The step's work space: the cache's own (one cache, rows within its
- * sequences) or *own, with room for each row's cache index. */
+ * sequences) or *own. */
 static int step_work(const step_caches *sc, int n, void **own, void **base, attn_error *err) {
     *own = NULL, *base = sc->c[0]->work;
     if (sc->n == 1 && n <= sc->c[0]->seqs) return ATTN_OK;
-    size_t floats = attn__step_work_floats(&sc->c[0]->plan, n, sc->capacity) + (size_t)n + 16;
+    size_t floats = attn__step_work_floats(&sc->c[0]->plan, n, sc->capacity);
     if ((*base = *own = malloc(floats * sizeof(float))) == NULL)
         return attn__fail(err, ATTN_ERR_NOMEM, "rows", "cannot allocate a step of %d rows", n);
     return ATTN_OK;
@@ -142,25 +143,24 @@ int attn_lm_step_caches(attn_lm_cache *const *caches, int n_caches, const void *
     attn_lm_cache *c0 = caches[0];
     attn__run r = {.p = &c0->plan, .arch = attn__arch_get(c0->plan.cfg.arch), .params = params,
                    .pool = pool, .out = &none_out, .in = &none_in, .cache = c0, .rows = n,
-                   .step = 1, .step_out = out, .caches = n_caches > 1 ? caches : NULL,
-                   .score_ld = sc.capacity};
+                   .step = 1, .step_out = out, .score_ld = sc.capacity};
     void *own, *base;
     if ((rc = step_work(&sc, n, &own, &base, err))) return rc;
     int *ints = attn__step_work_carve(&r, base, sc.capacity);
-    int *seq = ints, *slot = ints + n, *pos = ints + 2 * n, few[64], *cidx = few, *more = NULL;
-    if (own) cidx = ints + 3 * n; /* own work space: room for the cache indices after */
-    else if (n > 64) cidx = more = malloc((size_t)n * sizeof *cidx);
-    rc = cidx ? place_rows(&sc, rows, n, cidx, seq, slot, pos, err)
+    int *seq = ints, *slot = ints + n, *pos = ints + 2 * n;
+    attn_lm_cache *few[64], **cache = few, **more = NULL;
+    if (n > 64) cache = more = malloc((size_t)n * sizeof *cache);
+    rc = cache ? place_rows(&sc, rows, n, cache, seq, slot, pos, err)
               : attn__fail(err, ATTN_ERR_NOMEM, "rows", "cannot allocate a step of %d rows", n);
-    r.seq = seq, r.slot = slot, r.pos = pos, r.cidx = cidx;
+    r.seq = seq, r.slot = slot, r.pos = pos, r.row_cache = n_caches > 1 ? cache : NULL;
     if (rc == ATTN_OK) rc = check_ld(&r, out, err);
     if (rc == ATTN_OK) {
         attn__model_weights(&c0->plan, params, &r.mw);
         rc = run_rows(&r, rows, out, err);
     }
     for (int i = 0; rc == ATTN_OK && i < n; i++) {
-        caches[cidx[i]]->length[seq[i]] = slot[i] + 1;
-        caches[cidx[i]]->next_pos[seq[i]] = pos[i] + 1;
+        cache[i]->length[seq[i]] = slot[i] + 1;
+        cache[i]->next_pos[seq[i]] = pos[i] + 1;
     }
     free(more);
     free(own);
