@@ -242,6 +242,12 @@ $(BUILD)/bench/bench_families: bench/bench_families.c bench/floor.c $(LIBAPI) $(
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< bench/floor.c $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
+# Concurrent generations through a running server (bench/run_streams.sh):
+# tokens/s, time to first token and between tokens.
+$(BUILD)/bench/bench_streams: bench/bench_streams.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(LDFLAGS) -lcurl -pthread -o $@
+
 # Half-size weights against float32 (bench/bench_half.c): the decode step of
 # the GPT-2 124M and SmolLM2-135M shapes with F32, BF16 and F16 weights
 # beside each one's memory floor, the T = 128 prefill, and the KL divergence
@@ -285,7 +291,7 @@ bench: deps
 	@$(MAKE) --no-print-directory build-all $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise \
 	  $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_forward $(BUILD)/bench/bench_decode \
 	  $(BUILD)/bench/bench_half $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_families $(BUILD)/bench/bench_analysis \
-	  $(BUILD)/bench/bench_embed
+	  $(BUILD)/bench/bench_embed $(BUILD)/bench/bench_streams
 	$(call apt_install,python3-torch python3-fastapi python3-uvicorn wrk nginx-light)
 	$(BENCH_ENV) bench/run.sh $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_core cputime
@@ -301,6 +307,7 @@ bench: deps
 	$(BENCH_ENV) $(BUILD)/bench/bench_serialise
 	$(BENCH_ENV) /usr/bin/python3 bench/e2e.py $(SERVER)
 	$(BENCH_ENV) bench/http_small.sh $(SERVER)
+	$(BENCH_ENV) bench/run_streams.sh $(SERVER) $(BUILD)/bench/bench_streams
 
 # Rewrites the committed generated files from their generators; the test
 # test_layout (tools/check-generated.sh) fails when one differs.
