@@ -242,6 +242,12 @@ $(BUILD)/bench/bench_families: bench/bench_families.c bench/floor.c $(LIBAPI) $(
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< bench/floor.c $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
+# The decode steps of S generations one after the other against one batched
+# step over their caches (attn_lm_step_caches), in core.
+$(BUILD)/bench/bench_batch_step: bench/bench_batch_step.c $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
+
 # Concurrent generations through a running server (bench/run_streams.sh):
 # tokens/s, time to first token and between tokens.
 $(BUILD)/bench/bench_streams: bench/bench_streams.c
@@ -291,7 +297,7 @@ bench: deps
 	@$(MAKE) --no-print-directory build-all $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise \
 	  $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_forward $(BUILD)/bench/bench_decode \
 	  $(BUILD)/bench/bench_half $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_families $(BUILD)/bench/bench_analysis \
-	  $(BUILD)/bench/bench_embed $(BUILD)/bench/bench_streams
+	  $(BUILD)/bench/bench_embed $(BUILD)/bench/bench_streams $(BUILD)/bench/bench_batch_step
 	$(call apt_install,python3-torch python3-fastapi python3-uvicorn wrk nginx-light)
 	$(BENCH_ENV) bench/run.sh $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_core cputime
@@ -307,6 +313,7 @@ bench: deps
 	$(BENCH_ENV) $(BUILD)/bench/bench_serialise
 	$(BENCH_ENV) /usr/bin/python3 bench/e2e.py $(SERVER)
 	$(BENCH_ENV) bench/http_small.sh $(SERVER)
+	$(BENCH_ENV) $(BUILD)/bench/bench_batch_step 2
 	$(BENCH_ENV) bench/run_streams.sh $(SERVER) $(BUILD)/bench/bench_streams
 
 # Rewrites the committed generated files from their generators; the test
