@@ -581,13 +581,21 @@ static int gen_token(void *ctx, int n, double ms) {
     return API_TOKEN_GO;
 }
 
-/* api_limits.decode and away: a generation's steps batched (batch.h). */
+static int stopped(void *ctx);
+
+/* api_limits.decode and away: a generation's steps batched (batch.h). The
+ * step runs without this request's cancellation check: the thread that
+ * leads it computes the others' rows too, which must not stop because this
+ * client has gone (gen_token stops this generation after the step). */
 static int gen_decode(void *ctx, struct attn_lm_cache *cache, const void *params,
                       const int32_t *tokens, float *logits, int vocab, struct attn_pool *pool,
                       void *err) {
     request *q = ctx;
-    return srv_batch_decode(q->srv->batch, q->member, cache, params, tokens, logits, vocab, pool,
-                            err);
+    attn_cancel_set(NULL, NULL);
+    int rc = srv_batch_decode(q->srv->batch, q->member, cache, params, tokens, logits, vocab, pool,
+                              err);
+    attn_cancel_set(stopped, q);
+    return rc;
 }
 
 static void gen_away(void *ctx) {
