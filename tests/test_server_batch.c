@@ -6,7 +6,8 @@
  *     different steps; some past the context window, whose recompute runs
  *     outside the batch; streamed and whole; /model/gpt2 and
  *     /v1/completions) write the same tokens as each alone, their
- *     log-probabilities within 1e-4 (a step of 4 rows or more groups the
+ *     log-probabilities within 1e-4, while a ninth hangs up after three
+ *     tokens (a step of 4 rows or more groups the
  *     sums of its products otherwise: see docs/generation.md), and steps of
  *     more than one row were run (/metrics' attn_batch_step_rows);
  *   - a client that does not read its stream is parked (away in /metrics)
@@ -15,6 +16,7 @@
  *     and the cache bytes.
  */
 #include <check.h>
+#include <curl/curl.h>
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
@@ -135,18 +137,48 @@ static void compare(int i, const srvt_reply *solo, const srvt_reply *got) {
     }
 }
 
+/* A stream that hangs up after its third token event, beside the others:
+ * the steps it leads must still give the others their rows. */
+static size_t hang_up(char *p, size_t size, size_t n, void *ctx) {
+    int *events = ctx;
+    for (const char *q = p; (q = memchr(q, 'e', (size_t)(p + size * n - q))) != NULL; q++)
+        *events += strncmp(q, "event: token", (size_t)(p + size * n - q) < 12 ? (size_t)(p + size * n - q) : 12) == 0;
+    return *events >= 3 ? 0 : size * n;
+}
+
+static void *leaving(void *arg) {
+    job *jb = arg;
+    char url[256];
+    const char *body = "{\"model\": \"tiny\", \"text\": \"Bye\", \"generate\": {\"max_new_tokens\": 60}}";
+    snprintf(url, sizeof url, "%s/model/gpt2", jb->s->base);
+    CURL *h = curl_easy_init();
+    struct curl_slist *hd = curl_slist_append(NULL, "Accept: text/event-stream");
+    int events = 0;
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, hang_up);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &events);
+    curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+    pthread_barrier_wait(jb->go);
+    curl_easy_perform(h);
+    curl_slist_free_all(hd);
+    curl_easy_cleanup(h);
+    return NULL;
+}
+
 /* One round of N generations at once; 1 when a step took more than one row. */
 static int concurrent_round(const srvt_server *s, const srvt_reply *solo, int round) {
     double rows0 = srvt_metric(s, "attn_batch_step_rows_sum"), steps0 = srvt_metric(s, "attn_batch_step_rows_count");
     pthread_barrier_t go;
-    pthread_barrier_init(&go, NULL, N);
-    job jobs[N];
-    pthread_t th[N];
-    for (int i = 0; i < N; i++) {
+    pthread_barrier_init(&go, NULL, N + 1);
+    job jobs[N + 1];
+    pthread_t th[N + 1];
+    for (int i = 0; i <= N; i++) {
         jobs[i] = (job){.s = s, .i = i, .go = &go};
-        pthread_create(&th[i], NULL, run_job, &jobs[i]);
+        pthread_create(&th[i], NULL, i < N ? run_job : leaving, &jobs[i]);
     }
-    for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i <= N; i++) pthread_join(th[i], NULL);
     pthread_barrier_destroy(&go);
     for (int i = 0; i < N; i++) {
         compare(i, &solo[i], &jobs[i].r);
