@@ -19,7 +19,7 @@ counts=${STREAMS_COUNTS:-1 2 4 8 16}
 dtypes=${STREAMS_DTYPES:-f32 bf16}
 models=${STREAMS_MODELS:-gpt2-124m}
 port=${STREAMS_PORT:-18771}
-/usr/bin/python3 "$here/streams_model.py" "$dir"
+/usr/bin/python3 "$here/streams_model.py" "$dir" $models
 echo "concurrent streams: 128-token prompts, 64 new tokens, greedy; $(bench_machine)"
 for model in $models; do
   for dtype in $dtypes; do

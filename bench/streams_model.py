@@ -1,8 +1,8 @@
 """Random-weight checkpoints for bench/run_streams.sh, written once into DIR:
-DIR/gpt2-124m (GPT-2 124M's shape, Hugging Face's names) and, when the
-families' tables are at hand, DIR/smollm2-135m (SmolLM2-135M's shape).
+DIR/gpt2-124m (GPT-2 124M's shape, Hugging Face's names) and
+DIR/smollm2-135m (SmolLM2-135M's shape), those named (default: gpt2-124m).
 
-    /usr/bin/python3 bench/streams_model.py DIR
+    /usr/bin/python3 bench/streams_model.py DIR [gpt2-124m] [smollm2-135m]
 """
 import json, os, sys
 
@@ -46,8 +46,11 @@ def write(d, config, tensors):
 
 
 def main():
-    root = sys.argv[1]
-    write(os.path.join(root, "gpt2-124m"), GPT2, gpt2_tensors(GPT2))
+    root, names = sys.argv[1], sys.argv[2:] or ["gpt2-124m"]
+    if "gpt2-124m" in names:
+        write(os.path.join(root, "gpt2-124m"), GPT2, gpt2_tensors(GPT2))
+    if "smollm2-135m" not in names:
+        return
     try:
         import families as fam
         sys.path.insert(0, here)
