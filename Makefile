@@ -246,6 +246,18 @@ $(BUILD)/bench/bench_families: bench/bench_families.c $(BENCH_HELP) $(LIBAPI) $(
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(BENCH_HELP) $(LIBAPI) $(LIBCORE) $(LDFLAGS) $(LIBS_API) $(LIBS_CORE) -o $@
 
+# The decode steps of S generations one after the other against one batched
+# step over their caches (attn_lm_step_caches), in core.
+$(BUILD)/bench/bench_batch_step: bench/bench_batch_step.c $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
+
+# Concurrent generations through a running server (bench/run_streams.sh):
+# tokens/s, time to first token and between tokens.
+$(BUILD)/bench/bench_streams: bench/bench_streams.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(LDFLAGS) -lcurl -pthread -o $@
+
 # Half-size weights against float32 (bench/bench_half.c): the decode step of
 # the GPT-2 124M and SmolLM2-135M shapes with F32, BF16 and F16 weights
 # beside each one's memory floor, the T = 128 prefill, and the KL divergence
@@ -289,7 +301,7 @@ bench: deps
 	@$(MAKE) --no-print-directory build-all $(BUILD)/bench/bench_core $(BUILD)/bench/bench_serialise \
 	  $(BUILD)/bench/bench_gpt2 $(BUILD)/bench/bench_forward $(BUILD)/bench/bench_decode \
 	  $(BUILD)/bench/bench_half $(BUILD)/bench/bench_patch $(BUILD)/bench/bench_families $(BUILD)/bench/bench_analysis \
-	  $(BUILD)/bench/bench_embed
+	  $(BUILD)/bench/bench_embed $(BUILD)/bench/bench_streams $(BUILD)/bench/bench_batch_step
 	$(call apt_install,python3-torch python3-fastapi python3-uvicorn wrk nginx-light)
 	$(BENCH_ENV) bench/run.sh $(BUILD)/bench/bench_core
 	$(BENCH_ENV) $(BUILD)/bench/bench_core cputime
@@ -305,6 +317,8 @@ bench: deps
 	$(BENCH_ENV) $(BUILD)/bench/bench_serialise
 	$(BENCH_ENV) /usr/bin/python3 bench/e2e.py $(SERVER)
 	$(BENCH_ENV) bench/http_small.sh $(SERVER)
+	$(BENCH_ENV) $(BUILD)/bench/bench_batch_step 2
+	$(BENCH_ENV) bench/run_streams.sh $(SERVER) $(BUILD)/bench/bench_streams
 
 # Rewrites the committed generated files from their generators; the test
 # test_layout (tools/check-generated.sh) fails when one differs.

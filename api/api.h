@@ -13,6 +13,10 @@
 #define API_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+struct attn_lm_cache;
+struct attn_pool;
 
 /* ==== Endpoints ========================================================== */
 
@@ -265,6 +269,15 @@ typedef struct {
      * the reply's body, sent whole. */
     int (*token)(void *ctx, int n, double ms);
     int (*events)(void *ctx, char *data, size_t len);
+    /* A generation's decode steps with other generations' (NULL: each its
+     * own attn_lm_decode): decode(gen_ctx, cache, params, tokens, logits,
+     * vocab, pool, err) is attn_lm_decode giving logits only (err: an
+     * attn_error *); away(gen_ctx) before the generation computes alone (a
+     * prefill, a step that keeps attention rows): no step waits for it. */
+    int (*decode)(void *ctx, struct attn_lm_cache *cache, const void *params,
+                  const int32_t *tokens, float *logits, int vocab, struct attn_pool *pool,
+                  void *err);
+    void (*away)(void *ctx);
     void *gen_ctx;
     int max_new_tokens;     /* most tokens one request may write (--max-new-tokens); 0: no cap */
 } api_limits;

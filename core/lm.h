@@ -820,6 +820,8 @@ void attn_lm_cache_free(attn_lm_cache *cache);
 int attn_lm_cache_length(const attn_lm_cache *cache, int seq);
 int attn_lm_cache_capacity(const attn_lm_cache *cache);
 int attn_lm_cache_seqs(const attn_lm_cache *cache);
+/* The bytes it holds (attn_lm_cache_bytes of its shape); 0 for NULL. */
+size_t attn_lm_cache_size(const attn_lm_cache *cache);
 /* Forgets sequence seq's positions (-1: every sequence's); keeps the memory. */
 void attn_lm_cache_reset(attn_lm_cache *cache, int seq);
 /* Keeps the first `length` positions of sequence seq (0 <= length <= its
@@ -866,6 +868,19 @@ typedef struct {
  * its lengths). Allocates only when n is over the cache's sequences. */
 int attn_lm_step(attn_lm_cache *cache, const void *params, const attn_lm_row *rows, int n,
                  attn_pool *pool, attn_lm_step_outputs *out, attn_error *err);
+
+/* attn_lm_step over rows of several caches of one model (a server's
+ * generations, each with its own cache, in one pass over the weights):
+ * rows[i].seq numbers the caches' sequences one after the other (cache 0's
+ * first, then cache 1's, ...). A row's results are those of the same row
+ * in a step of its cache alone with as many rows (the products read the
+ * same weights; with 4 rows or more their sums may be grouped otherwise
+ * than with fewer: the last bits of a row may then differ). ATTN_ERR_ARG
+ * (field "cache") for caches of different models; otherwise as
+ * attn_lm_step. Allocates its work space unless there is one cache. */
+int attn_lm_step_caches(attn_lm_cache *const *caches, int n_caches, const void *params,
+                        const attn_lm_row *rows, int n, attn_pool *pool,
+                        attn_lm_step_outputs *out, attn_error *err);
 
 /* attn_lm_step with one row per sequence of the cache: tokens[s] at
  * sequence s's next position, for every s (a batch decoded together). */

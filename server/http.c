@@ -93,6 +93,8 @@ typedef struct {
     srv_stream *stream;      /* the reply's pieces while the worker writes it, or NULL */
     size_t stream_piece;     /* their size */
     int gen;                 /* a generation: on the generation threads, taking turns (gen.h) */
+    srv_batch_member *member;/* a generation's place in the batched steps (batch.h), or NULL */
+    int first_token;         /* its first token is written (time to first token measured) */
     int events;              /* the stream is server-sent events (api_limits.events) */
     int status;              /* what was queued; 0 if nothing */
     size_t bytes_out;
@@ -357,6 +359,7 @@ static enum MHD_Result answer_get(request *q) {
         g.conn.hung_up = srv_conns_hung_up(s->conns);
         srv_pool_stats(s->pool, &g.queued, &g.running);
         srv_gen_stats(s->gen, &g.gen_queued, &g.gen_running);
+        srv_batch_get_stats(s->batch, &g.batch);
         srv_budget_get_stats(s->budget, &g.memory);
         char *text;
         size_t len;
@@ -526,7 +529,13 @@ static api_endpoint ep_of(const request *q) {
  * which may run `ahead` bytes ahead of the client; a client that reads
  * nothing for --timeout seconds loses it. */
 static int piece(request *q, char *data, size_t len, size_t ahead) {
-    if (q->stream) return srv_stream_push(q->stream, data, len);
+    if (q->stream) { /* a client not reading: its generation is parked, the others go on */
+        int park = q->member && srv_stream_full(q->stream);
+        if (park) srv_batch_away(q->srv->batch, q->member);
+        int rc = srv_stream_push(q->stream, data, len);
+        if (park) srv_batch_back(q->srv->batch, q->member);
+        return rc;
+    }
     q->stream = srv_stream_create(q->conn, data, len, ahead, (double)q->srv->opt->timeout,
                                   &q->srv->stopping);
     if (!q->stream) return -1; /* the reply fails before it began: a 503, sent whole */
@@ -555,6 +564,10 @@ static int events_piece(void *ctx, char *data, size_t len) {
 static int gen_token(void *ctx, int n, double ms) {
     request *q = ctx;
     srv_metrics_tokens(n, ms / 1e3);
+    if (n > 0 && !q->first_token) {
+        q->first_token = 1;
+        srv_metrics_first_token(seconds_since(&q->t0));
+    }
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (atomic_load(&q->gone) || (ci && srv_gen_peer_gone(ci->connect_fd))) {
@@ -564,8 +577,30 @@ static int gen_token(void *ctx, int n, double ms) {
     if (atomic_load(&q->srv->stopping) || srv_gen_is_stopping(q->srv->gen) ||
         (!q->stream && now_s() > q->deadline))
         return API_TOKEN_TIMEOUT;
-    if (q->gen) srv_gen_yield(q->srv->gen);
+    if (q->gen && !q->member) srv_gen_yield(q->srv->gen);
     return API_TOKEN_GO;
+}
+
+static int stopped(void *ctx);
+
+/* api_limits.decode and away: a generation's steps batched (batch.h). The
+ * step runs without this request's cancellation check: the thread that
+ * leads it computes the others' rows too, which must not stop because this
+ * client has gone (gen_token stops this generation after the step). */
+static int gen_decode(void *ctx, struct attn_lm_cache *cache, const void *params,
+                      const int32_t *tokens, float *logits, int vocab, struct attn_pool *pool,
+                      void *err) {
+    request *q = ctx;
+    attn_cancel_set(NULL, NULL);
+    int rc = srv_batch_decode(q->srv->batch, q->member, cache, params, tokens, logits, vocab, pool,
+                              err);
+    attn_cancel_set(stopped, q);
+    return rc;
+}
+
+static void gen_away(void *ctx) {
+    request *q = ctx;
+    srv_batch_away(q->srv->batch, q->member);
 }
 
 static void request_free(request *q) {
@@ -634,9 +669,13 @@ static void run_api(request *q, api_endpoint ep) {
     lim.gen_ctx = q;
     lim.defer_generation = !q->gen; /* found by the parse here: to the generation threads */
     attn_cancel_set(stopped, q);
-    if (q->gen) srv_gen_enter(q->srv->gen); /* its turn: generations take them in order */
+    if (q->gen && q->srv->batch) q->member = srv_batch_join(q->srv->batch);
+    if (q->member) lim.decode = gen_decode, lim.away = gen_away;
+    else if (q->gen) srv_gen_enter(q->srv->gen); /* its turn: generations take them in order */
     api_handle(ep, q->body ? q->body : "", q->len, &lim, &q->reply);
-    if (q->gen) srv_gen_leave(q->srv->gen);
+    if (q->member) srv_batch_leave(q->srv->batch, q->member);
+    else if (q->gen) srv_gen_leave(q->srv->gen);
+    q->member = NULL;
     attn_cancel_set(NULL, NULL);
 }
 
@@ -1119,6 +1158,8 @@ static unsigned mhd_connection_limit(const srv_options *opt) {
 static void stop_helpers(srv_http *s) {
     srv_gen_destroy(s->gen); /* runs what is queued: every connection resumed */
     s->gen = NULL;
+    srv_batch_destroy(s->batch); /* every generation has left */
+    s->batch = NULL;
     srv_conns_stop(s->conns);
     s->conns = NULL;
     srv_linger_stop(s->linger);
@@ -1173,7 +1214,8 @@ int srv_http_start(srv_http *s, const srv_options *opt, srv_pool *pool, attn_poo
     s->linger = srv_linger_start(linger_bytes, opt->max_connections < 1024 ? opt->max_connections : 1024);
     s->conns = srv_conns_start(opt->timeout, opt->max_connections);
     s->gen = srv_gen_create(opt->max_streams, opt->max_queue, opt->threads);
-    if (!s->budget || !s->linger || !s->conns || !s->gen) {
+    s->batch = opt->batch ? srv_batch_create(64) : NULL;
+    if (!s->budget || !s->linger || !s->conns || !s->gen || (opt->batch && !s->batch)) {
         srv_log("cannot start the memory budget, the lingering close or the connection watch");
         goto fail;
     }

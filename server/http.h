@@ -22,6 +22,7 @@
 #include "conns.h"
 #include "cors.h"
 #include "etag.h"
+#include "batch.h"
 #include "gen.h"
 #include "linger.h"
 #include "options.h"
@@ -37,6 +38,7 @@ typedef struct {
     srv_linger *linger;           /* lingering close after an early 413 */
     srv_conns *conns;             /* the deadline for request heads */
     srv_gen *gen;                 /* generations' threads and turns (gen.h) */
+    srv_batch *batch;             /* their decode steps together (batch.h), NULL: --batch off */
     long long started;            /* Unix time of the start (GET /v1/models) */
     srv_static_doc openapi;       /* GET /openapi.json */
     srv_static_doc viewer;        /* GET /: the viewer page */

@@ -34,6 +34,9 @@ static atomic_long in_flight;
 static const double step_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
 #define N_STEP_BUCKETS (sizeof step_bounds / sizeof step_bounds[0] + 1)
 static atomic_ullong tokens_total, step_buckets[N_STEP_BUCKETS], step_us;
+static const double ttft_bounds[] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+#define N_TTFT_BUCKETS (sizeof ttft_bounds / sizeof ttft_bounds[0] + 1)
+static atomic_ullong ttft_buckets[N_TTFT_BUCKETS], ttft_us;
 
 srv_method srv_method_of(const char *method) {
     for (int m = 0; m < SRV_M_OTHER; m++)
@@ -71,6 +74,14 @@ void srv_metrics_tokens(int n, double seconds) {
     atomic_fetch_add_explicit(&tokens_total, n > 0 ? (unsigned long long)n : 0, memory_order_relaxed);
     atomic_fetch_add_explicit(&step_buckets[b], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&step_us, seconds > 0 ? (unsigned long long)(seconds * 1e6 + 0.5) : 0,
+                              memory_order_relaxed);
+}
+
+void srv_metrics_first_token(double seconds) {
+    size_t b = 0;
+    while (b < N_TTFT_BUCKETS - 1 && seconds > ttft_bounds[b]) b++;
+    atomic_fetch_add_explicit(&ttft_buckets[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&ttft_us, seconds > 0 ? (unsigned long long)(seconds * 1e6 + 0.5) : 0,
                               memory_order_relaxed);
 }
 
@@ -267,6 +278,40 @@ static void render_generation(text *t, const srv_metrics_gauges *g) {
            "# TYPE attn_generations_queued gauge\nattn_generations_queued %zu\n", g->gen_queued);
 }
 
+/* Time to first token and the batched steps (batch.h). */
+static void render_batch(text *t, const srv_metrics_gauges *g) {
+    put(t, "# HELP attn_generation_first_token_seconds Time from a generation's request to its "
+           "first token (queue and prefill included).\n"
+           "# TYPE attn_generation_first_token_seconds histogram\n");
+    unsigned long long cum = 0;
+    for (size_t b = 0; b < N_TTFT_BUCKETS; b++) {
+        cum += atomic_load_explicit(&ttft_buckets[b], memory_order_relaxed);
+        if (b < N_TTFT_BUCKETS - 1)
+            put(t, "attn_generation_first_token_seconds_bucket{le=\"%g\"} %llu\n", ttft_bounds[b], cum);
+        else
+            put(t, "attn_generation_first_token_seconds_bucket{le=\"+Inf\"} %llu\n", cum);
+    }
+    put(t, "attn_generation_first_token_seconds_sum %.6f\nattn_generation_first_token_seconds_count "
+           "%llu\n", (double)atomic_load(&ttft_us) / 1e6, cum);
+    const srv_batch_stats *s = &g->batch;
+    put(t, "# HELP attn_batch_step_rows Rows (one token of one sequence each) of each batched "
+           "decode step.\n# TYPE attn_batch_step_rows histogram\n");
+    cum = 0;
+    for (int b = 0; b < 8; b++) {
+        cum += s->by_rows[b];
+        if (b < 7) put(t, "attn_batch_step_rows_bucket{le=\"%d\"} %llu\n", 1 << b, cum);
+        else put(t, "attn_batch_step_rows_bucket{le=\"+Inf\"} %llu\n", cum);
+    }
+    put(t, "attn_batch_step_rows_sum %llu\nattn_batch_step_rows_count %llu\n", s->rows, s->steps);
+    put(t, "# HELP attn_batch_sequences Generations in the batched steps: stepping (ready or "
+           "between steps) or away (prefilling alone, or parked: their client is not reading).\n"
+           "# TYPE attn_batch_sequences gauge\nattn_batch_sequences{state=\"stepping\"} %d\n"
+           "attn_batch_sequences{state=\"away\"} %d\n", s->members - s->away, s->away);
+    put(t, "# HELP attn_batch_cache_bytes Bytes of the key/value caches of the generations in the "
+           "batched steps.\n# TYPE attn_batch_cache_bytes gauge\nattn_batch_cache_bytes %zu\n",
+        s->cache_bytes);
+}
+
 /* ==== process_* as the Prometheus client libraries export them ========== */
 
 static void render_process(text *t) {
@@ -380,6 +425,7 @@ void srv_metrics_render(const srv_metrics_gauges *g, char **out, size_t *len) {
     render_memory(&t, &g->memory);
     render_connections(&t, g);
     render_generation(&t, g);
+    render_batch(&t, g);
     render_process(&t);
 
     if (t.failed) {

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 
+#include "batch.h"
 #include "budget.h"
 #include "route.h"
 
@@ -27,6 +28,8 @@ void srv_metrics_aborted(srv_route r, srv_method m);
 /* A generation's step: n tokens written in `seconds` (one step's time, the
  * per-token latency a stream sees). */
 void srv_metrics_tokens(int n, double seconds);
+/* A generation's first token, `seconds` after its request's head came. */
+void srv_metrics_first_token(double seconds);
 /* Requests being handled: +1 when the headers arrive, -1 when finished. */
 void srv_metrics_in_flight_add(int delta);
 long srv_metrics_in_flight(void);
@@ -34,6 +37,7 @@ long srv_metrics_in_flight(void);
 typedef struct {
     size_t queued, running;   /* from the worker pool */
     size_t gen_queued, gen_running; /* generations (gen.h) */
+    srv_batch_stats batch;    /* their batched steps (batch.h; zeros: --batch off) */
     int workers, draining;
     unsigned connections;     /* open, idle keep-alive ones included */
     int lingering;            /* sockets in a lingering close (linger.h) */

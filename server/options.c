@@ -55,6 +55,7 @@ static const opt_def defs[] = {
     {"--stream-min-size", "ATTN_STREAM_MIN_SIZE", OPT_SIZE, OFF(stream_min_size), 0, 0, 0},
     {"--max-new-tokens", "ATTN_MAX_NEW_TOKENS", OPT_INT, OFF(max_new_tokens), 0, 1, 1 << 30},
     {"--max-streams", "ATTN_MAX_STREAMS", OPT_INT, OFF(max_streams), 0, 1, 4096},
+    {"--batch", "ATTN_BATCH", OPT_BOOL, OFF(batch), 0, 0, 0},
     {"--demo-model", "ATTN_DEMO_MODEL", OPT_BOOL, OFF(demo_model), 0, 0, 0},
     {"--weights-dtype", "ATTN_WEIGHTS_DTYPE", OPT_STR, OFF(weights_dtype),
      sizeof(((srv_options *)0)->weights_dtype), 0, 0},
@@ -112,8 +113,8 @@ void srv_options_usage(FILE *f, const char *argv0) {
         "                                               are written, chunked (128M; 0 = never)\n"
         "  --max-new-tokens N     ATTN_MAX_NEW_TOKENS   tokens one generation may write (generate,\n"
         "                                               /v1/completions' max_tokens); more is 413 (1024)\n"
-        "  --max-streams N        ATTN_MAX_STREAMS      generations running at once, on threads of\n"
-        "                                               their own taking turns token by token (16)\n"
+        "  --max-streams N        ATTN_MAX_STREAMS      generations running at once, each on a thread (16)\n"
+        "  --batch on|off         ATTN_BATCH            their decode steps batched (on; off: turns)\n"
         "  --tokenizer NAME=DIR   ATTN_TOKENIZER        GPT-2's BPE files in DIR (vocab.json +\n"
         "                                               merges.txt, or encoder.json + vocab.bpe),\n"
         "                                               loaded at start; /model/gpt2 requests then\n"
@@ -272,6 +273,7 @@ static void set_defaults(srv_options *o) {
     o->stream_min_size = (size_t)128 << 20;
     o->max_new_tokens = 1024;
     o->max_streams = 16;
+    o->batch = 1;
     o->demo_model = 1;
     strcpy(o->weights_dtype, "keep");
 }

@@ -56,6 +56,7 @@ typedef struct {
                             * write (api_limits.max_new_tokens) */
     int max_streams;       /* --max-streams, ATTN_MAX_STREAMS: generations running at once
                             * (their threads, gen.h) */
+    int batch;             /* --batch on|off, ATTN_BATCH: decode steps batched (batch.h) */
     char probe_url[1024];  /* --probe URL; --healthcheck builds it from host and port */
     srv_tokenizer_opt tokenizers[SRV_MAX_TOKENIZERS]; /* --tokenizer NAME=DIR (repeatable),
                             * ATTN_TOKENIZER (NAME=DIR[,NAME=DIR...]) */

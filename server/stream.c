@@ -89,6 +89,13 @@ static int wait_room(srv_stream *s) {
     return s->detached ? -1 : 0;
 }
 
+int srv_stream_full(srv_stream *s) {
+    pthread_mutex_lock(&s->mu);
+    int full = !s->detached && s->queued >= s->max_queued;
+    pthread_mutex_unlock(&s->mu);
+    return full;
+}
+
 int srv_stream_push(srv_stream *s, char *data, size_t len) {
     piece *p = malloc(sizeof *p);
     pthread_mutex_lock(&s->mu);

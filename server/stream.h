@@ -53,6 +53,9 @@ int srv_stream_end(srv_stream *s, int ok);
  * ended (the caller frees the request), else 0 (the writer will). */
 int srv_stream_detach(srv_stream *s);
 
+/* 1 when srv_stream_push would wait for the client now. */
+int srv_stream_full(srv_stream *s);
+
 /* Body bytes handed to libmicrohttpd so far. */
 size_t srv_stream_sent(srv_stream *s);
 

@@ -411,6 +411,97 @@ START_TEST(many_sequences) {
 }
 END_TEST
 
+/* Prompts of texts[q] into two caches alike: a (2 sequences) and b (1),
+ * each made twice: alone[] for steps of one cache, together[] for
+ * attn_lm_step_caches. */
+static void two_caches(const model_case *m, attn_lm_cache **alone, attn_lm_cache **together,
+                       int32_t text[3][32], int len) {
+    const int seqs[2] = {2, 1}, cap[2] = {12, 9};
+    attn_error err = {0};
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(attn_lm_cache_create(&m->cfg, seqs[k], cap[k], &alone[k], &err), ATTN_OK);
+        ck_assert_int_eq(attn_lm_cache_create(&m->cfg, seqs[k], cap[k], &together[k], &err), ATTN_OK);
+        for (int s = 0; s < seqs[k]; s++)
+            for (int t = 0; t < len; t++) {
+                attn_lm_row row = {s, text[k * 2 + s][t], -1};
+                ck_assert_int_eq(attn_lm_step(alone[k], m->params, &row, 1, NULL, NULL, &err), ATTN_OK);
+                ck_assert_int_eq(attn_lm_step(together[k], m->params, &row, 1, NULL, NULL, &err), ATTN_OK);
+            }
+    }
+}
+
+/* Rows of two generations' caches in one step: each row's logits are
+ * those of its cache's own step, the same bits with 3 rows (one product
+ * per row either way), within float32 rounding with 5 (a matrix product
+ * groups the sums otherwise). */
+START_TEST(step_over_caches) {
+    model_case m;
+    case_make(_i, &m);
+    free(m.params);
+    m.cfg.context = 12;
+    attn_lm_plan mp;
+    attn_rng rng;
+    ck_assert_int_eq(attn_lm_plan_make(&m.cfg, 1, 1, 0, &mp, NULL), ATTN_OK);
+    ck_assert_ptr_nonnull(m.params = malloc(mp.n_params * sizeof(float)));
+    attn_rng_seed(&rng, 11);
+    ck_assert_int_eq(attn_lm_params_init(&mp, m.params, &rng, NULL), ATTN_OK);
+    int V = m.cfg.vocab_size;
+    int32_t text[3][32];
+    uint64_t seed = 5 + (uint64_t)_i;
+    for (int q = 0; q < 3; q++)
+        for (int t = 0; t < 32; t++) text[q][t] = pick(&seed, 0, V - 1);
+    attn_lm_cache *alone[2], *together[2];
+    two_caches(&m, alone, together, text, 3);
+    float *got = malloc((size_t)5 * V * 4), *want = malloc((size_t)2 * V * 4);
+    ck_assert(got && want);
+    attn_error err = {0};
+    double worst = 0.0;
+    for (int round = 0; round < 2; round++) {
+        /* round 0: one row each (3 rows); round 1: two rows each for
+         * cache a's sequences, one for b's (5 rows) */
+        int per = round + 1, n = 0, at = 3 + round;
+        attn_lm_row rows[5], ra[4];
+        for (int s = 0; s < 2; s++)
+            for (int k = 0; k < per; k++) ra[n] = rows[n] = (attn_lm_row){s, text[s][at + k], -1}, n++;
+        rows[n++] = (attn_lm_row){2, text[2][at], -1}; /* cache b's sequence 0 */
+        attn_lm_step_outputs so = {.logits = got};
+        ck_assert_int_eq(attn_lm_step_caches(together, 2, m.params, rows, n, NULL, &so, &err), ATTN_OK);
+        float *wa = malloc((size_t)(n - 1) * V * 4);
+        ck_assert_ptr_nonnull(wa);
+        attn_lm_step_outputs sa = {.logits = wa}, sb = {.logits = want};
+        attn_lm_row rb = {0, text[2][at], -1};
+        ck_assert_int_eq(attn_lm_step(alone[0], m.params, ra, n - 1, NULL, &sa, &err), ATTN_OK);
+        ck_assert_int_eq(attn_lm_step(alone[1], m.params, &rb, 1, NULL, &sb, &err), ATTN_OK);
+        if (round == 0) {
+            ck_assert_mem_eq(got, wa, (size_t)(n - 1) * V * 4);
+            ck_assert_mem_eq(got + (size_t)(n - 1) * V, want, (size_t)V * 4);
+        } else {
+            for (int i = 0; i < n - 1; i++)
+                ck_assert_msg(close_rows(got + (size_t)i * V, wa + (size_t)i * V, V, &worst), "row %d: %g", i, worst);
+            ck_assert_msg(close_rows(got + (size_t)(n - 1) * V, want, V, &worst), "b's row: %g", worst);
+        }
+        free(wa);
+        for (int k = 0; k < 2; k++)
+            for (int s = 0; s < attn_lm_cache_seqs(alone[k]); s++)
+                ck_assert_int_eq(attn_lm_cache_length(together[k], s), attn_lm_cache_length(alone[k], s));
+    }
+    /* an unknown sequence; a cache of another model */
+    attn_lm_row bad = {3, text[0][0], -1};
+    ck_assert_int_eq(attn_lm_step_caches(together, 2, m.params, &bad, 1, NULL, NULL, &err), ATTN_ERR_ARG);
+    ck_assert_str_eq(err.field, "rows");
+    attn_lm_config other = m.cfg;
+    other.context = 16;
+    attn_lm_cache *mixed[2] = {together[0], NULL};
+    ck_assert_int_eq(attn_lm_cache_create(&other, 1, 4, &mixed[1], &err), ATTN_OK);
+    bad.seq = 0;
+    ck_assert_int_eq(attn_lm_step_caches(mixed, 2, m.params, &bad, 1, NULL, NULL, &err), ATTN_ERR_ARG);
+    ck_assert_str_eq(err.field, "cache");
+    attn_lm_cache_free(mixed[1]);
+    for (int k = 0; k < 2; k++) attn_lm_cache_free(alone[k]), attn_lm_cache_free(together[k]);
+    free(got), free(want), free(m.params);
+}
+END_TEST
+
 static Suite *suite(void) {
     openblas_set_num_threads(1);
     Suite *s = suite_create("core_decode");
@@ -419,6 +510,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, cached_equals_full, 0, 16);
     tcase_add_loop_test(tc, same_bits_any_pool, 0, 2);
     tcase_add_loop_test(tc, many_sequences, 0, 8);
+    tcase_add_loop_test(tc, step_over_caches, 0, 4);
     return s;
 }
 

@@ -127,7 +127,10 @@ static int prefill(gen_loop *g, int start, int n, api_err *e) {
 static int feed(gen_loop *g, api_err *e) {
     int n = g->len, ctx = g->p->ctx;
     double t0 = api__now_ms();
+    const api_limits *lim = g->in->lim;
+    int batched = lim && lim->decode && !g->p->rows_len; /* rows: steps alone */
     if (!(n <= ctx && attn_lm_cache_length(g->cache, 0) == n - 1)) {
+        if (lim && lim->away) lim->away(lim->gen_ctx); /* outside the batch */
         if (prefill(g, n > ctx ? n - ctx : 0, n, e)) return -1;
         g->out->ms_prefill += api__now_ms() - t0;
     }
@@ -135,8 +138,11 @@ static int feed(gen_loop *g, api_err *e) {
     attn_error ae = {0};
     size_t stride = (size_t)g->p->T0 + (size_t)g->p->N;
     for (int b = 0; b < g->p->B; b++) g->chosen[b] = g->out->text[b * stride + (size_t)(n - 1)];
-    if (attn_lm_decode(g->cache, g->in->params, g->chosen, g->in->pool, &so, &ae) != ATTN_OK)
-        return from_attn(e, &ae);
+    if (!batched && lim && lim->away) lim->away(lim->gen_ctx);
+    int rc = batched ? lim->decode(lim->gen_ctx, g->cache, g->in->params, g->chosen, g->logits,
+                                   g->p->V, g->in->pool, &ae)
+                     : attn_lm_decode(g->cache, g->in->params, g->chosen, g->in->pool, &so, &ae);
+    if (rc != ATTN_OK) return from_attn(e, &ae);
     g->t = attn_lm_cache_length(g->cache, 0);
     return 0;
 }

@@ -229,12 +229,13 @@ static void cached_item(void *ctx, long item, int slot) {
     const cached_job *j = ctx;
     const attn__run *r = j->r;
     const attn_lm_plan *p = r->p;
-    const attn_lm_cache *c = r->cache;
-    int i = (int)(item / p->H), h = (int)(item % p->H), hk = h / (p->H / p->Hkv), D = p->D;
+    int i = (int)(item / p->H);
+    const attn_lm_cache *c = r->row_cache ? r->row_cache[i] : r->cache;
+    int h = (int)(item % p->H), hk = h / (p->H / p->Hkv), D = p->D;
     int seq = r->seq[i];
     int n = r->slot[i] + 1, from = local_layer(p, j->l) && n > p->spec.window ? n - p->spec.window : 0;
     const float *q = r->qkv + (size_t)i * (size_t)qkv_width(p) + (size_t)h * (size_t)D;
-    float *s = r->scores + (size_t)item * (size_t)c->capacity;
+    float *s = r->scores + (size_t)item * (size_t)r->score_ld;
     cblas_sgemv(CblasRowMajor, CblasNoTrans, n - from, D, p->attn_plan.scale,
                 attn__cache_at(c, 0, j->l, seq, hk) + (size_t)from * (size_t)D, D, q, 1, 0.0f, s, 1);
     float max = attn__row_max(s, n - from); /* finite: the row's own key is never masked */

@@ -67,7 +67,7 @@ int attn_lm_cache_create(const attn_lm_config *cfg, int seqs, int capacity,
     if (c == NULL)
         return attn__fail(err, ATTN_ERR_NOMEM, "cache", "cannot allocate %zu bytes for the cache",
                           bytes);
-    *c = (attn_lm_cache){.plan = p, .seqs = seqs, .capacity = capacity, .work_floats = work};
+    *c = (attn_lm_cache){.plan = p, .seqs = seqs, .capacity = capacity};
     c->length = (int *)(c + 1), c->next_pos = c->length + seqs;
     uintptr_t at = ((uintptr_t)(c->next_pos + seqs) + 63) & ~(uintptr_t)63;
     c->k = (float *)at, c->v = c->k + kv / 2, c->work = c->v + kv / 2;
@@ -85,6 +85,12 @@ int attn_lm_cache_length(const attn_lm_cache *cache, int seq) {
 int attn_lm_cache_capacity(const attn_lm_cache *cache) { return cache ? cache->capacity : 0; }
 
 int attn_lm_cache_seqs(const attn_lm_cache *cache) { return cache ? cache->seqs : 0; }
+
+size_t attn_lm_cache_size(const attn_lm_cache *cache) {
+    size_t bytes = 0;
+    if (cache) attn_lm_cache_bytes(&cache->plan.cfg, cache->seqs, cache->capacity, &bytes, NULL);
+    return bytes;
+}
 
 void attn_lm_cache_reset(attn_lm_cache *cache, int seq) {
     for (int s = 0; cache && s < cache->seqs; s++)
@@ -117,7 +123,7 @@ void attn__cache_store(const attn__run *r, int l) {
         const float *row = r->qkv + (size_t)i * W + (size_t)p->QD;
         for (int h = 0; h < p->Hkv; h++)
             for (int which = 0; which < 2; which++)
-                memcpy(attn__cache_at(r->cache, which, l, seq, h) + (size_t)slot * D,
+                memcpy(attn__cache_at(r->step && r->row_cache ? r->row_cache[i] : r->cache, which, l, seq, h) + (size_t)slot * D,
                        row + (size_t)which * (size_t)p->KVD + (size_t)h * D, D * sizeof(float));
     }
 }

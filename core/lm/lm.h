@@ -64,9 +64,10 @@ typedef struct attn__run {
     const attn_lm_inputs *in; /* captures and interventions (never NULL) */
     attn_lm_cache *cache;     /* prefill: the blocks' keys and values go there; step: read */
     attn__weights mw;         /* the tensors before and after the blocks */
-    int rows;                 /* B * T (dense), the step's rows */
+    int rows, score_ld;       /* B * T (dense), the step's rows; a step's scores' row length */
     int step;                 /* a step: few-row products, cached attention */
     const int *seq, *slot;    /* step: each row's sequence, its index in that one's cache */
+    attn_lm_cache **row_cache;/* step over several caches: each row's (NULL: cache) */
     const int *pos;           /* each row's position (dense: NULL, t) */
     const uint8_t *kpm;       /* [B][T] 1 = padding (the kernels' key_padding_mask), or NULL */
     int packed;               /* rows: the tokens alone; start [B + 1] where each batch row's */
@@ -183,7 +184,6 @@ struct attn_lm_cache {
     int *length, *next_pos;   /* [seqs] cached positions, and the next row's position */
     float *k, *v;             /* [n_layer][seqs][Hkv][capacity][D] */
     void *work;               /* a step's work space for up to `seqs` rows */
-    size_t work_floats;
 };
 
 /* Keys (or values, which = 1) of block l, sequence s, key/value head h: [capacity][D]. */
