@@ -19,13 +19,6 @@
  * heads: 15 ms after 0.35 s of sleep against 8 ms back to back). With the
  * caller's CPU out of its affinity mask, the wake-up has to use another CPU:
  * 8 ms after sleep too.
- *
- * Waking a sleeping thread costs tens of microseconds here (a futex and,
- * on a KVM guest, waking a halted virtual CPU), as much as an item of a
- * decode step's products: a step makes about 4 calls per block, back to
- * back. So a helper that has just finished a job, and a caller waiting for
- * its last items, first watch for a moment (SPIN_NS) before they sleep:
- * the next job of a step, or the helper's last item, comes within it.
  */
 #include "internal.h"
 #include "parallel.h"
@@ -34,10 +27,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
-#include <time.h>
-
-/* How long a thread watches for what it waits for before it sleeps. */
-#define SPIN_NS 200000
 
 typedef struct job {
     attn__item_fn fn;
@@ -57,7 +46,6 @@ struct attn_pool {
     int width;             /* threads that may compute at once, callers included */
     int computing;         /* callers inside attn__parallel and helpers in a job */
     job *jobs;             /* oldest first */
-    long published;        /* jobs published so far (and stop), read while spinning */
     int stopping;
     int n_threads;
     pthread_t *threads;
@@ -111,12 +99,10 @@ static void run_items(attn_pool *p, job *j, int slot) {
         if (skip) {
             j->skipped = 1;
             if (j->next < j->n_items) unlink_job(p, j);
-            /* claimed, never to run */
-            __atomic_add_fetch(&j->finished, j->n_items - j->next, __ATOMIC_RELEASE);
+            j->finished += j->n_items - j->next; /* claimed, never to run */
             j->next = j->n_items;
         }
-        if (__atomic_add_fetch(&j->finished, 1, __ATOMIC_RELEASE) == j->n_items)
-            pthread_cond_signal(&j->all_done);
+        if (++j->finished == j->n_items) pthread_cond_signal(&j->all_done);
     }
 }
 
@@ -126,44 +112,18 @@ static job *joinable(attn_pool *p) {
     return NULL;
 }
 
-static long now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
-
-/* Watches *at, without p->mu, for up to SPIN_NS until it differs from
- * `was`; returns 1 if it did. Called and returns with p->mu held. */
-static int spin_while(attn_pool *p, const long *at, long was) {
-    pthread_mutex_unlock(&p->mu);
-    long until = now_ns() + SPIN_NS;
-    int changed = 0;
-    for (int i = 1; !changed; i++) {
-        changed = __atomic_load_n(at, __ATOMIC_ACQUIRE) != was;
-        if (i % 64 == 0 && now_ns() > until) break;
-        __builtin_ia32_pause();
-    }
-    pthread_mutex_lock(&p->mu);
-    return changed || *at != was;
-}
-
 static void *helper(void *arg) {
     attn_pool *p = arg;
     pthread_mutex_lock(&p->mu);
-    int worked = 0; /* just finished a job: watch for the next before sleeping */
     for (;;) {
         job *j = NULL;
-        while (!p->stopping && (p->computing >= p->width || (j = joinable(p)) == NULL)) {
-            if (worked && spin_while(p, &p->published, p->published)) continue;
-            worked = 0;
+        while (!p->stopping && (p->computing >= p->width || (j = joinable(p)) == NULL))
             pthread_cond_wait(&p->wake, &p->mu);
-        }
         if (p->stopping) break;
         int slot = j->slots++;
         p->computing++;
         run_items(p, j, slot);   /* j may be gone once its last item is done */
         p->computing--;
-        worked = 1;
         pthread_cond_broadcast(&p->wake);
     }
     pthread_mutex_unlock(&p->mu);
@@ -205,12 +165,10 @@ static void parallel(attn_pool *p, long n_items, int worth_it, attn__item_fn fn,
     job **tail = &p->jobs;
     while (*tail) tail = &(*tail)->link;
     *tail = &j;
-    __atomic_add_fetch(&p->published, 1, __ATOMIC_RELEASE);
     if (p->computing < p->width) steer_helpers(p); /* some helper may join */
     p->computing++;
     pthread_cond_broadcast(&p->wake);
     run_items(p, &j, 0);
-    while (j.finished < j.n_items && spin_while(p, &j.finished, j.finished)) continue;
     while (j.finished < j.n_items) pthread_cond_wait(&j.all_done, &p->mu);
     p->computing--;
     pthread_cond_broadcast(&p->wake);
@@ -259,7 +217,6 @@ void attn_pool_destroy(attn_pool *p) {
     if (p == NULL) return;
     pthread_mutex_lock(&p->mu);
     p->stopping = 1;
-    __atomic_add_fetch(&p->published, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->n_threads; i++) pthread_join(p->threads[i], NULL);
