@@ -64,13 +64,39 @@ static void gemv_item(void *ctx, long item, int slot) {
     activate(a, y, cols);
 }
 
-void attn__gemv_run(attn_pool *pool, const attn__gemv_args *args) {
+/* j's block width and item count for args. */
+static long gemv_setup(gemv_job *j, const attn__gemv_args *args) {
     /* at most about 64 items: a vocabulary-wide head in blocks of ~2 MB
      * rather than 600 claims of 256 KB */
     int cols = attn__gemv_cols(args->in), few = ((args->out + 63) / 64 + 15) / 16 * 16;
-    gemv_job j = {.a = *args, .cols = few > cols ? few : cols};
-    if (j.a.ldy == 0) j.a.ldy = j.a.out;
-    long items = (j.a.out + j.cols - 1) / j.cols;
-    double bytes = (j.a.wtype == ATTN_DTYPE_F32 ? 4.0 : 2.0) * j.a.in * (double)j.a.out;
-    attn__parallel(pool, items, bytes > 1e5, gemv_item, &j);
+    *j = (gemv_job){.a = *args, .cols = few > cols ? few : cols};
+    if (j->a.ldy == 0) j->a.ldy = j->a.out;
+    return (j->a.out + j->cols - 1) / j->cols;
+}
+
+typedef struct {
+    gemv_job job[ATTN__GEMV_MANY];
+    long first[ATTN__GEMV_MANY + 1]; /* product i's items are [first[i], first[i + 1]) */
+    int n;
+} many_job;
+
+static void many_item(void *ctx, long item, int slot) {
+    const many_job *m = ctx;
+    int i = 0;
+    while (item >= m->first[i + 1]) i++;
+    gemv_item((void *)&m->job[i], item - m->first[i], slot);
+}
+
+void attn__gemv_run_many(attn_pool *pool, const attn__gemv_args *args, int n) {
+    many_job m = {.n = n};
+    double bytes = 0;
+    for (int i = 0; i < n; i++) {
+        m.first[i + 1] = m.first[i] + gemv_setup(&m.job[i], &args[i]);
+        bytes += (args[i].wtype == ATTN_DTYPE_F32 ? 4.0 : 2.0) * args[i].in * (double)args[i].out;
+    }
+    attn__parallel(pool, m.first[n], bytes > 1e5, many_item, &m);
+}
+
+void attn__gemv_run(attn_pool *pool, const attn__gemv_args *args) {
+    attn__gemv_run_many(pool, args, 1);
 }

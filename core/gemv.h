@@ -35,4 +35,10 @@ int attn__gemv_cols(int in);
  * attn__gemv_cols(in) columns, or of out / 64 when that is wider. */
 void attn__gemv_run(attn_pool *pool, const attn__gemv_args *a);
 
+/* The n (1 <= n <= ATTN__GEMV_MANY) products a[0..n) as one call over the
+ * pool: the same blocks, so the same bits, with one hand-off to the pool
+ * instead of n (a gated MLP's gate and up in a decode step). */
+#define ATTN__GEMV_MANY 3
+void attn__gemv_run_many(attn_pool *pool, const attn__gemv_args *a, int n);
+
 #endif

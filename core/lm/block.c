@@ -12,6 +12,7 @@
  * order: the weights (attend.c), after the attention, after the MLP.
  * TransformerLens's hook points are marked where they are captured or
  * patched (capture.c). */
+#include "core/gemv.h"
 #include "core/layers/layers.h"
 #include "core/linear.h"
 #include "core/lm/lm.h"
@@ -45,6 +46,25 @@ static void add_to_stream(attn__run *r, int l, const float *y, attn_hook sum) {
     attn__capture(r, l, sum, r->x, (size_t)r->rows, p->C, p->C);
 }
 
+/* A gated MLP's gate and up from r->h; in a step as one call over the pool
+ * (the same blocks, one hand-off instead of two: a thin model such as
+ * SmolLM2's makes hundreds of these calls per token). */
+static void gate_up(attn__run *r, const attn__weights *w, float *gate, float *up) {
+    const attn_lm_plan *p = r->p;
+    int C = p->C, F = p->F;
+    if (!r->step) {
+        attn__product(r, gate, 0, r->h, C, F, w->w[ATTN__GATE_W], w->w[ATTN__GATE_B], ATTN__NO_ACT);
+        attn__product(r, up, 0, r->h, C, F, w->w[ATTN__UP_W], w->w[ATTN__UP_B], ATTN__NO_ACT);
+        return;
+    }
+    attn__gemv_args g[2] = {{.y = gate, .x = r->h, .rows = r->rows, .in = C, .out = F,
+                             .w = w->w[ATTN__GATE_W], .wtype = p->cfg.weights_dtype,
+                             .bias = w->w[ATTN__GATE_B], .act = ATTN__NO_ACT}};
+    g[1] = g[0];
+    g[1].y = up, g[1].w = w->w[ATTN__UP_W], g[1].bias = w->w[ATTN__UP_B];
+    attn__gemv_run_many(r->pool, g, 2);
+}
+
 /* r->a2 = the MLP of r->h: the activation on up's blocks while in cache
  * unless mlp.hook_pre is captured; then post2 when the row has it. */
 static void mlp(attn__run *r, int l, const attn__weights *w) {
@@ -52,8 +72,7 @@ static void mlp(attn__run *r, int l, const attn__weights *w) {
     int rows = r->rows, F = p->F, pre = attn__capture_dst(r, l, ATTN_HOOK_MLP_PRE) != NULL;
     if (p->spec.gated) {
         float *gate = r->m, *up = r->m + (size_t)rows * (size_t)F;
-        attn__product(r, gate, 0, r->h, p->C, F, w->w[ATTN__GATE_W], w->w[ATTN__GATE_B], ATTN__NO_ACT);
-        attn__product(r, up, 0, r->h, p->C, F, w->w[ATTN__UP_W], w->w[ATTN__UP_B], ATTN__NO_ACT);
+        gate_up(r, w, gate, up);
         attn__capture(r, l, ATTN_HOOK_MLP_PRE, gate, (size_t)rows, F, F);
         attn__capture(r, l, ATTN_HOOK_MLP_PRE_LINEAR, up, (size_t)rows, F, F);
         for (int i = 0; i < rows; i++)
