@@ -16,8 +16,13 @@
  *     time, not at once), and Stop ends a generation early;
  *   - an error (token ids that are no numbers) dims the tokens left from the
  *     run before, and the next run undims them (issue 33);
+ *   - three streams side by side (seeds 5, 6, 7): each pane writes the
+ *     tokens of the server's whole reply for its seed alone, with its time
+ *     to first token and tokens per second, and a line gives all of them
+ *     together; greedy streams are said to write the same tokens; stopping
+ *     one of three leaves the other two writing to the end;
  *   - no console error and no request to another host.
- * The screenshot stays in build/viewer/generate.png.
+ * The screenshots stay in build/viewer/generate.png and generate_streams.png.
  */
 #include <check.h>
 #include <jansson.h>
@@ -97,6 +102,53 @@ static void check_sampled(const srvt_server *s, const json_t *run, const json_t 
     free(body);
 }
 
+/* Three streams side by side, seeds 5, 6, 7: each pane writes what the
+ * server writes for its seed alone (a whole reply to a request built here,
+ * not read from the page), and a line gives all of them together. */
+static void check_streams(const srvt_server *s, const json_t *m) {
+    ck_assert_msg(!json_is_true(at(m, "error")), "%s", json_string_value(at(m, "status")));
+    ck_assert(json_is_true(at(m, "single_hidden")));
+    const json_t *panes = at(m, "panes");
+    ck_assert_uint_eq(json_array_size(panes), 3);
+    const char *texts[3];
+    for (size_t i = 0; i < 3; i++) {
+        const json_t *p = json_array_get(panes, i);
+        ck_assert_int_eq(json_integer_value(at(p, "seed")), 5 + (json_int_t)i);
+        char body[300], title[40];
+        snprintf(body, sizeof body, "{\"model\": \"tiny\", \"text\": \"Hello\", \"generate\": {\"max_new_tokens\": 10, "
+                 "\"temperature\": 0.8, \"top_k\": 0, \"top_p\": 0.95, \"seed\": %d}}", 5 + (int)i);
+        snprintf(title, sizeof title, "stream %d, seed %d", (int)i + 1, 5 + (int)i);
+        ck_assert_msg(strstr(json_string_value(at(p, "title")), title) != NULL, "%s", json_string_value(at(p, "title")));
+        srvt_reply rep;
+        srvt_post(s, "/model/gpt2", body, &rep);
+        ck_assert_int_eq(rep.status, 200);
+        json_t *whole = json_loads(rep.body, JSON_ALLOW_NUL, NULL);
+        const json_t *steps = json_object_get(json_object_get(whole, "generation"), "steps");
+        const json_t *ids = at(p, "ids"), *chips = at(p, "gen_chips");
+        ck_assert_uint_eq(json_array_size(steps), 10);
+        ck_assert_uint_eq(json_array_size(ids), 10);
+        ck_assert_uint_eq(json_array_size(chips), 10);
+        ck_assert_uint_eq(json_array_size(at(p, "prompt_chips")), 5);
+        char want[200] = "";
+        for (size_t k = 0; k < 10; k++) {
+            const json_t *b = json_array_get(steps, k);
+            ck_assert_msg(json_integer_value(json_array_get(ids, k)) == json_integer_value(json_object_get(b, "id")),
+                          "stream %zu step %zu", i, k);
+            strncat(want, json_string_value(json_object_get(b, "text")), sizeof want - strlen(want) - 1);
+        }
+        ck_assert_str_eq(json_string_value(at(p, "text")), want);
+        ck_assert_msg(strstr(json_string_value(at(p, "rate")), "tokens/s") && strstr(json_string_value(at(p, "rate")), "first token after"),
+                      "%s", json_string_value(at(p, "rate")));
+        texts[i] = json_string_value(at(p, "text"));
+        json_decref(whole);
+        srvt_reply_free(&rep);
+    }
+    ck_assert_msg(strcmp(texts[0], texts[1]) != 0 || strcmp(texts[1], texts[2]) != 0, "three seeds wrote one text");
+    const char *agg = json_string_value(at(m, "aggregate"));
+    ck_assert_msg(agg && strstr(agg, "all 3 streams: 30 tokens") && strstr(agg, "tokens/s together"), "aggregate: %s",
+                  agg ? agg : "(none)");
+}
+
 START_TEST(generation_view) {
     char modules[600];
     vpage_prepare(modules, sizeof modules);
@@ -137,6 +189,15 @@ START_TEST(generation_view) {
     ck_assert_msg(!json_is_true(at(after, "error")), "%s", json_string_value(at(after, "status")));
     ck_assert_int_eq(json_integer_value(at(after, "chips")), 3);
     ck_assert_str_eq(json_string_value(at(after, "opacity")), "1");
+    ck_assert_msg(strstr(json_string_value(at(r, "greedy_note")), "every stream writes the same tokens") != NULL,
+                  "%s", json_string_value(at(r, "greedy_note")));
+    check_streams(&s, at(r, "streams"));
+    /* the second of three streams stopped early: the other two write their 200 */
+    const json_t *one = at(r, "stop_one");
+    ck_assert_int_eq(json_integer_value(at(json_array_get(one, 0), "steps")), 200);
+    ck_assert_int_lt(json_integer_value(at(json_array_get(one, 1), "steps")), 200);
+    ck_assert_ptr_nonnull(strstr(json_string_value(at(json_array_get(one, 1), "status")), "stopped"));
+    ck_assert_int_eq(json_integer_value(at(json_array_get(one, 2), "steps")), 200);
     json_decref(r);
     srvt_must_stop(&s);
 }

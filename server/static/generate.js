@@ -7,7 +7,8 @@
  * its event arrives, with the alternatives the model weighed at that step
  * (their probabilities), and a click on a written token shows what the
  * position that chose it attended to, layer by layer and head by head. Stop
- * closes the stream: the server stops at the next token. Tests read
+ * closes the stream: the server stops at the next token. With "streams"
+ * over 1, streams.js runs that many side by side. Tests read
  * window.viewer.gen. */
 const gv = viewer.gen = {models: [], started: false, running: false, abort: null, prompt: null, steps: [],
                          done: null, open: -1, renders: 0, errors: 0, arrivals: [], chips_seen: [], t0: 0};
@@ -48,11 +49,14 @@ const GEN_HTML = `
   <div class="row"><label>length <input id="g_length" type="range" min="1" max="200" step="1" value="30"> <span class="val" id="g_length_v"></span></label></div>
   <div class="note">temperature 0: greedy (the book's generate_text_simple); top-k 0 and top-p 1: off.
   torch.manual_seed(seed) before the loop: the same seed writes the same text.</div>
+  <div class="row"><label>streams <input id="g_streams" type="number" min="1" max="8" step="1" value="1" style="width:48px"></label></div>
+  <div class="note" id="g_streams_note">1: one generation, with its alternatives and attention.</div>
   <div class="row" style="gap:6px; margin-top:8px"><button id="g_run" class="primary">Generate</button><button id="g_stop" disabled>Stop</button></div>
   <div id="g_status" role="status"></div>
   <details><summary class="note">The request sent to <code>POST /model/gpt2</code></summary><pre id="g_request"></pre></details>
 </aside>
 <section class="view" id="g_results">
+  <div id="g_multi" hidden></div>
   <div class="note" id="g_summary">The prompt in grey, then the tokens as the model writes them; click one.</div>
   <div class="chips" id="g_text"></div>
   <div class="gen_cols">
@@ -139,7 +143,7 @@ function onGenEvent(ev) {
   }
 }
 
-async function readEvents(r) {
+async function readEvents(r, onEvent = onGenEvent) {
   const reader = r.body.getReader(), dec = new TextDecoder();
   let buf = "";
   for (;;) {
@@ -150,14 +154,24 @@ async function readEvents(r) {
     while ((i = buf.indexOf("\n\n")) >= 0) {
       const block = buf.slice(0, i);
       buf = buf.slice(i + 2);
-      if (block.trim()) onGenEvent(sseBlock(block));
+      if (block.trim()) onEvent(sseBlock(block));
     }
   }
 }
 
+/* One stream's view (the tokens, their alternatives and attention) or the
+ * side-by-side panes of several (streams.js). */
+function showSingle(on) {
+  $("g_multi").hidden = on;
+  for (const id of ["g_summary", "g_text"]) $(id).hidden = !on;
+  document.querySelector("#g_results .gen_cols").hidden = !on;
+}
+
 async function runGen() {
-  let req;
-  try { req = genRequest(); } catch (e) { gv.errors++; return gstatus(e.message, true); }
+  let req, n;
+  try { req = genRequest(); n = streamCount(); } catch (e) { gv.errors++; return gstatus(e.message, true); }
+  if (n > 1) return runStreams(req, n);
+  showSingle(true);
   $("g_request").textContent = pretty(req);
   Object.assign(gv, {steps: [], done: null, open: -1, prompt: null, arrivals: [], chips_seen: [], t0: performance.now()});
   $("g_text").innerHTML = $("g_alts").innerHTML = $("g_attn").innerHTML = "";
@@ -274,10 +288,13 @@ function startGenerate() {
     $("g_" + k).addEventListener("input", show);
     show();
   }
+  $("g_streams").addEventListener("input", streamsNote);
+  $("g_temperature").addEventListener("input", streamsNote);
   $("g_run").onclick = runGen;
   $("g_stop").onclick = () => { if (gv.abort) gv.abort.abort(); };
   $("g_text").onclick = (e) => { const c = e.target.closest(".chip.gen"); if (c) openStep(+c.dataset.k); };
   $("g_attn").addEventListener("mousemove", (e) => { if (e.target.tagName === "CANVAS") onHover(e); });
   $("g_attn").addEventListener("mouseleave", () => { $("tooltip").style.display = "none"; });
   $("g_prompt").onkeydown = (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) runGen(); };
+  startStreams();
 }

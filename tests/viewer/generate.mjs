@@ -129,6 +129,56 @@ try {
   await page.click("#g_run");
   await finished(n);
   report.after_bad = await dimmed();
+
+  // three streams of the checkpoint, sampled, seeds 5, 6, 7: side by side,
+  // each pane's tokens and the line for all of them
+  await page.uncheck("#g_ids");
+  await page.selectOption("#g_model", "tiny");
+  await page.fill("#g_prompt", "Hello");
+  for (const [k, v] of [["g_temperature", 0], ["g_top_k", 0], ["g_top_p", 0.95], ["g_seed", 5], ["g_length", 10]])
+    await setRange(page, k, v);
+  await page.fill("#g_streams", "3");
+  report.greedy_note = await page.$eval("#g_streams_note", (e) => e.textContent);
+  await setRange(page, "g_temperature", 0.8);
+  n = await count();
+  await page.click("#g_run");
+  await finished(n);
+  const panes = () => page.evaluate(() => ({
+    status: document.getElementById("g_status").textContent,
+    error: document.getElementById("g_status").className === "error",
+    single_hidden: document.getElementById("g_text").hidden && !document.getElementById("g_multi").hidden,
+    aggregate: (document.getElementById("g_aggregate") || {}).textContent || null,
+    panes: [...document.querySelectorAll("#g_multi .pane")].map((p, i) => ({
+      title: p.querySelector("h3").textContent,
+      gen_chips: [...p.querySelectorAll(".chip.gen")].map((c) => c.textContent),
+      prompt_chips: [...p.querySelectorAll(".chip.prompt")].map((c) => c.textContent),
+      rate: p.querySelector(".rate").textContent,
+      seed: window.viewer.gen.multi.streams[i].seed,
+      ids: window.viewer.gen.multi.streams[i].steps.map((s) => s.id),
+      text: window.viewer.gen.multi.streams[i].steps.map((s) => s.text).join("") })) }));
+  report.streams = await panes();
+  await page.screenshot({ path: outdir + "/generate_streams.png" });
+
+  // the seed-built model, three streams of 200 tokens: the second stopped
+  // after its fifth token (from inside the page, as above), the others go on
+  await page.selectOption("#g_model", "");
+  await setRange(page, "g_length", 200);
+  const stopOne = page.evaluate(() => new Promise((resolve) => {
+    const watch = new MutationObserver(() => {
+      const m = window.viewer.gen.multi, st = m && m.streams[1];
+      if (!st || !st.stopButton || st.steps.length < 5 || st.stopButton.disabled || !window.viewer.gen.running) return;
+      watch.disconnect();
+      st.stopButton.click();
+      resolve();
+    });
+    watch.observe(document.getElementById("g_multi"), { childList: true, subtree: true });
+  }));
+  n = await count();
+  await page.click("#g_run");
+  await stopOne;
+  await finished(n);
+  report.stop_one = await page.evaluate(() => window.viewer.gen.multi.streams.map((st) => ({
+    steps: st.steps.length, status: st.status })));
 } catch (e) {
   report.exception = String(e && e.stack ? e.stack : e);
 } finally {
