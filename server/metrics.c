@@ -254,6 +254,19 @@ static void render_connections(text *t, const srv_metrics_gauges *g) {
            "attn_connections_hung_up_total %llu\n", g->conn.hung_up);
 }
 
+/* A histogram in seconds: n buckets (the last +Inf, the others at bounds)
+ * made cumulative, then its sum (kept in microseconds) and count. */
+static void put_histogram(text *t, const char *name, atomic_ullong *buckets, const double *bounds,
+                          size_t n, atomic_ullong *sum_us) {
+    unsigned long long cum = 0;
+    for (size_t b = 0; b < n; b++) {
+        cum += atomic_load_explicit(&buckets[b], memory_order_relaxed);
+        if (b < n - 1) put(t, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[b], cum);
+        else put(t, "%s_bucket{le=\"+Inf\"} %llu\n", name, cum);
+    }
+    put(t, "%s_sum %.6f\n%s_count %llu\n", name, (double)atomic_load(sum_us) / 1e6, name, cum);
+}
+
 /* Generation (gen.h): tokens written, each step's time, generations. */
 static void render_generation(text *t, const srv_metrics_gauges *g) {
     put(t, "# HELP attn_generated_tokens_total Tokens written by generations (/model/gpt2 with "
@@ -262,16 +275,7 @@ static void render_generation(text *t, const srv_metrics_gauges *g) {
     put(t, "# HELP attn_generation_step_seconds Time of one generation step (one token for each "
            "row): the time per token a stream sees.\n"
            "# TYPE attn_generation_step_seconds histogram\n");
-    unsigned long long cum = 0;
-    for (size_t b = 0; b < N_STEP_BUCKETS; b++) {
-        cum += atomic_load_explicit(&step_buckets[b], memory_order_relaxed);
-        if (b < N_STEP_BUCKETS - 1)
-            put(t, "attn_generation_step_seconds_bucket{le=\"%g\"} %llu\n", step_bounds[b], cum);
-        else
-            put(t, "attn_generation_step_seconds_bucket{le=\"+Inf\"} %llu\n", cum);
-    }
-    put(t, "attn_generation_step_seconds_sum %.6f\nattn_generation_step_seconds_count %llu\n",
-        (double)atomic_load(&step_us) / 1e6, cum);
+    put_histogram(t, "attn_generation_step_seconds", step_buckets, step_bounds, N_STEP_BUCKETS, &step_us);
     put(t, "# HELP attn_generations_running Generations on their threads now (--max-streams).\n"
            "# TYPE attn_generations_running gauge\nattn_generations_running %zu\n", g->gen_running);
     put(t, "# HELP attn_generations_queued Generations waiting for a thread.\n"
@@ -283,20 +287,12 @@ static void render_batch(text *t, const srv_metrics_gauges *g) {
     put(t, "# HELP attn_generation_first_token_seconds Time from a generation's request to its "
            "first token (queue and prefill included).\n"
            "# TYPE attn_generation_first_token_seconds histogram\n");
-    unsigned long long cum = 0;
-    for (size_t b = 0; b < N_TTFT_BUCKETS; b++) {
-        cum += atomic_load_explicit(&ttft_buckets[b], memory_order_relaxed);
-        if (b < N_TTFT_BUCKETS - 1)
-            put(t, "attn_generation_first_token_seconds_bucket{le=\"%g\"} %llu\n", ttft_bounds[b], cum);
-        else
-            put(t, "attn_generation_first_token_seconds_bucket{le=\"+Inf\"} %llu\n", cum);
-    }
-    put(t, "attn_generation_first_token_seconds_sum %.6f\nattn_generation_first_token_seconds_count "
-           "%llu\n", (double)atomic_load(&ttft_us) / 1e6, cum);
+    put_histogram(t, "attn_generation_first_token_seconds", ttft_buckets, ttft_bounds, N_TTFT_BUCKETS,
+                  &ttft_us);
     const srv_batch_stats *s = &g->batch;
     put(t, "# HELP attn_batch_step_rows Rows (one token of one sequence each) of each batched "
            "decode step.\n# TYPE attn_batch_step_rows histogram\n");
-    cum = 0;
+    unsigned long long cum = 0;
     for (int b = 0; b < 8; b++) {
         cum += s->by_rows[b];
         if (b < 7) put(t, "attn_batch_step_rows_bucket{le=\"%d\"} %llu\n", 1 << b, cum);
