@@ -248,9 +248,9 @@ $(BUILD)/bench/bench_families: bench/bench_families.c $(BENCH_HELP) $(LIBAPI) $(
 
 # The decode steps of S generations one after the other against one batched
 # step over their caches (attn_lm_step_caches), in core.
-$(BUILD)/bench/bench_batch_step: bench/bench_batch_step.c $(LIBCORE)
+$(BUILD)/bench/bench_batch_step: bench/bench_batch_step.c $(BENCH_HELP) $(LIBCORE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< $(BENCH_HELP) $(LIBCORE) $(LDFLAGS) $(LIBS_CORE) -o $@
 
 # Concurrent generations through a running server (bench/run_streams.sh):
 # tokens/s, time to first token and between tokens.

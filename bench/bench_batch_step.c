@@ -10,6 +10,7 @@
  *
  *   bench_batch_step [threads] [S...]   (default 2; 1 2 4 8 16)
  */
+#include "bench/measure.h"
 #include "core/lm.h"
 
 #include <stdio.h>
@@ -20,21 +21,8 @@
 #define RUNS 9
 #define PROMPT 128
 
-static double clock_ms(clockid_t id) {
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static void check(int rc, const attn_error *err) {
-    if (rc == ATTN_OK) return;
-    fprintf(stderr, "%s (%s)\n", err->message, err->field);
-    exit(1);
+    if (rc != ATTN_OK) bench_fail("a step", err);
 }
 
 /* S caches, each after its own prompt. */
@@ -61,7 +49,7 @@ static void bench_s(const attn_lm_config *cfg, const float *params, int S, attn_
     attn_error err = {0};
     for (int r = 0; r < RUNS; r++)
         for (int way = 0; way < 2; way++) {
-            double w0 = clock_ms(CLOCK_MONOTONIC), c0 = clock_ms(CLOCK_PROCESS_CPUTIME_ID);
+            double w0 = bench_clock_ms(CLOCK_MONOTONIC), c0 = bench_clock_ms(CLOCK_PROCESS_CPUTIME_ID);
             if (way == 0) {
                 for (int s = 0; s < S; s++) {
                     int32_t token = (r * 31 + s) % 50000;
@@ -73,17 +61,13 @@ static void bench_s(const attn_lm_config *cfg, const float *params, int S, attn_
                 attn_lm_step_outputs so = {.logits = logits};
                 check(attn_lm_step_caches(c, S, params, rows, S, pool, &so, &err), &err);
             }
-            wall[way][r] = clock_ms(CLOCK_MONOTONIC) - w0;
-            cpu[way][r] = clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
+            wall[way][r] = bench_clock_ms(CLOCK_MONOTONIC) - w0;
+            cpu[way][r] = bench_clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
         }
-    for (int way = 0; way < 2; way++) {
-        qsort(wall[way], RUNS, sizeof(double), cmp_double);
-        qsort(cpu[way], RUNS, sizeof(double), cmp_double);
-    }
-    double a = wall[0][RUNS / 2], b = wall[1][RUNS / 2];
+    double a = bench_median(wall[0], RUNS), b = bench_median(wall[1], RUNS);
+    double ca = bench_median(cpu[0], RUNS), cb = bench_median(cpu[1], RUNS);
     printf("streams %2d  one after the other %8.1f ms (cpu %8.1f)  together %8.1f ms (cpu %8.1f)  "
-           "together %6.1f tok/s  speed-up %.2fx\n", S, a, cpu[0][RUNS / 2], b, cpu[1][RUNS / 2],
-           S / (b / 1e3), a / b);
+           "together %6.1f tok/s  speed-up %.2fx\n", S, a, ca, b, cb, S / (b / 1e3), a / b);
     fflush(stdout);
     for (int s = 0; s < S; s++) attn_lm_cache_free(c[s]);
     free(c), free(logits), free(rows);

@@ -15,6 +15,8 @@
 void bench_use_clock(clockid_t clock);
 /* Milliseconds on that clock. */
 double bench_now_ms(void);
+/* Any clock read in milliseconds (two clocks in one run: wall and CPU). */
+double bench_clock_ms(clockid_t clock);
 
 /* Sorts x[0..n) in place and returns its median (x[n / 2]). */
 double bench_median(double *x, int n);
